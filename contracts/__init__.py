@@ -1,0 +1,37 @@
+"""The shared vocabulary: the interruption contract, tiers, compiler and feasibility rules, signed
+bundles, the pool catalogue, the lifecycle event model and NATS subjects.
+
+Imports nothing else of ours. Names are loaded lazily so that the agent, which needs only
+``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical`` and ``contracts.subjects``,
+does not pay for pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Contract": "schema", "ContractSpec": "schema", "TierName": "schema", "Scheduler": "schema",
+    "CheckpointMode": "schema", "RestartSemantics": "schema", "FallbackPolicy": "schema",
+    "TIERS": "tiers", "resolve": "tiers",
+    "Finding": "findings", "Severity": "findings",
+    "CompilerSettings": "settings",
+    "Pool": "pools", "PoolCatalogue": "pools", "PurchaseModel": "pools", "load_catalogue": "pools",
+    "CompileResult": "compiler", "CompiledWorkload": "compiler", "check_repo": "compiler", "check_text": "compiler",
+    "publish": "bundle", "GovernanceError": "bundle",
+    "verify_bundle": "bundle_verify", "verify_bundle_bytes": "bundle_verify", "BundleError": "bundle_verify",
+    "canonical_bytes": "canonical", "digest": "canonical",
+    "sign_blob": "signing", "verify_blob": "signing", "generate_keypair": "signing",
+    "Event": "events", "EventKind": "subjects", "event_subject": "subjects", "notice_subject": "subjects",
+    "advisory_subject": "subjects", "EVENTS_STREAM": "subjects",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contracts' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"contracts.{module}"), name)

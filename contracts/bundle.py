@@ -1,0 +1,191 @@
+"""Build and sign the per-partition bundles (ADR-03, ADR-15, ADR-30).
+
+Per partition ``<region>/<cluster>`` the compiler writes two bundles under ``<out>/<region>/<cluster>/``:
+
+* ``agent-bundle.json`` — only the interruption-critical fields the node needs (ADR-15): drain budget and
+  signal, checkpoint mode and interval, restart semantics, advisory-drain opt-in, scheduler adapter settings.
+  No floor, spend, eligibility or fallback field is in it, so a stale cache cannot affect them.
+* ``controller-bundle.json`` — the full compiled contract set the controller plans with.
+
+Each is canonical JSON signed with the bundle key (``.sig``). A change to a governed field — floor, spend
+cap, approver, fallback policy — relative to the previously published controller bundle is listed in
+``governed_changes`` and needs a second signature by the governance key (``.governance.sig``); without
+that key the compile fails (:class:`GovernanceError`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from .bundle_verify import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
+from .canonical import canonical_bytes, digest
+from .compiler import CompiledWorkload
+from .schema import API_VERSION, RestartSemantics
+
+__all__ = [
+    "AGENT_BUNDLE",
+    "CONTROLLER_BUNDLE",
+    "GOVERNED_FIELDS",
+    "GovernanceError",
+    "PublishedBundle",
+    "agent_entry",
+    "build_payloads",
+    "partition_dir",
+    "publish",
+]
+
+AGENT_BUNDLE = "agent-bundle.json"
+CONTROLLER_BUNDLE = "controller-bundle.json"
+GOVERNED_FIELDS = ("floor_pct", "spend_cap_24h_eur", "approver", "fallback_policy")
+
+
+class GovernanceError(Exception):
+    def __init__(self, changes: list[dict[str, Any]]) -> None:
+        lines = "; ".join(f"{c['workload']}.{c['field']}: {c['from']} -> {c['to']}" for c in changes)
+        super().__init__(
+            f"{len(changes)} governed field change(s) need the capacity-governance signature (ADR-30): {lines}. "
+            "Re-run with --governance-key <governance private key>, signed by the governance group.")
+        self.changes = changes
+
+
+@dataclass(frozen=True)
+class PublishedBundle:
+    partition: str
+    directory: Path
+    generation: int
+    workloads: int
+    governed_changes: int
+    unchanged: bool = False
+
+
+def partition_dir(out: Path, partition: str) -> Path:
+    region, cluster = partition.split("/", 1)
+    return out / region / cluster
+
+
+def agent_entry(w: CompiledWorkload) -> dict[str, Any]:
+    c = w.contract
+    return {
+        "workload": c.workload,
+        "version": c.version,
+        "tier": str(c.tier),
+        "scheduler": str(c.scheduler),
+        "drain_budget_s": c.drain_budget_s,
+        "drain_signal": c.drain_signal,
+        "advisory_drain": c.advisory_drain,
+        "checkpoint_mode": str(c.checkpoint_mode),
+        "framework": None if c.framework is None else str(c.framework),
+        "checkpoint_interval_min": w.interval_min,
+        "restart": str(c.restart),
+        "requeue": c.restart is not RestartSemantics.NOT_RESTARTABLE,
+        "max_unit_length_min": c.max_unit_length_min,
+    }
+
+
+def controller_entry(w: CompiledWorkload) -> dict[str, Any]:
+    entry: dict[str, Any] = json.loads(w.contract.model_dump_json())
+    entry["checkpoint_interval_min"] = w.interval_min
+    entry["eligible_pools"] = w.eligible_pools
+    entry["source_file"] = w.file
+    return entry
+
+
+def _governed(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: entry.get(k) for k in GOVERNED_FIELDS}
+
+
+def governed_changes(previous: dict[str, Any] | None, current: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    before: dict[str, dict[str, Any]] = {}
+    for entry in (previous or {}).get("workloads", {}).values():
+        before[entry["workload"]] = _governed(entry)
+    changes = []
+    for entry in current.values():
+        name = entry["workload"]
+        old = before.get(name, dict.fromkeys(GOVERNED_FIELDS))
+        for key, value in _governed(entry).items():
+            if old.get(key) != value and not (name not in before and value in (None, 0, "0", "none")):
+                changes.append({"workload": name, "field": key, "from": old.get(key), "to": value})
+    return changes
+
+
+def _read_previous(directory: Path) -> dict[str, Any] | None:
+    path = directory / CONTROLLER_BUNDLE
+    if not path.exists():
+        return None
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def build_payloads(partition: str, workloads: Iterable[CompiledWorkload], issued_at: datetime,
+                   previous: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    ws = sorted(workloads, key=lambda w: w.contract.workload)
+    agent_workloads = {w.contract.ref: agent_entry(w) for w in ws}
+    controller_workloads = {w.contract.ref: controller_entry(w) for w in ws}
+    source = digest(controller_workloads)
+    prev_gen = int(previous.get("generation", 0)) if previous else 0
+    unchanged = previous is not None and previous.get("source_digest") == source
+    generation = prev_gen if unchanged else prev_gen + 1
+    stamp = issued_at.isoformat().replace("+00:00", "Z")
+    if unchanged and previous is not None:
+        stamp = str(previous.get("issued_at", stamp))
+    common = {"apiVersion": API_VERSION, "partition": partition, "generation": generation,
+              "issued_at": stamp, "source_digest": source}
+    agent = {**common, "kind": "AgentBundle", "workloads": agent_workloads}
+    controller = {**common, "kind": "ControllerBundle", "workloads": controller_workloads,
+                  "governed_changes": governed_changes(previous, controller_workloads),
+                  "previous_digest": previous.get("source_digest") if previous else None}
+    return agent, controller
+
+
+def _write_signed(path: Path, payload: dict[str, Any], key: ec.EllipticCurvePrivateKey,
+                  governance_key: ec.EllipticCurvePrivateKey | None) -> None:
+    from .signing import sign_blob
+
+    raw = canonical_bytes(payload)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(raw)
+    (path.with_name(path.name + SIG_SUFFIX)).write_bytes(sign_blob(raw, key) + b"\n")
+    gov = path.with_name(path.name + GOVERNANCE_SIG_SUFFIX)
+    if governance_key is not None and payload.get("governed_changes"):
+        gov.write_bytes(sign_blob(raw, governance_key) + b"\n")
+    elif gov.exists():
+        gov.unlink()
+    tmp.replace(path)
+
+
+def publish(workloads: list[CompiledWorkload], out: Path, key: ec.EllipticCurvePrivateKey,
+            issued_at: datetime, governance_key: ec.EllipticCurvePrivateKey | None = None,
+            previous_root: Path | None = None) -> list[PublishedBundle]:
+    """Write and sign both bundles for every partition. Checks governance for all partitions before
+    writing any, so a refused compile leaves the previously published bundles untouched."""
+    by_partition: dict[str, list[CompiledWorkload]] = {}
+    for w in workloads:
+        by_partition.setdefault(w.contract.partition, []).append(w)
+    planned = []
+    all_changes: list[dict[str, Any]] = []
+    for partition, ws in sorted(by_partition.items()):
+        directory = partition_dir(out, partition)
+        previous = _read_previous(partition_dir(previous_root or out, partition))
+        agent, controller = build_payloads(partition, ws, issued_at, previous)
+        unchanged = previous is not None and previous_root in (None, out) and (
+            previous.get("source_digest") == controller["source_digest"])
+        all_changes.extend(controller["governed_changes"])
+        planned.append((partition, directory, agent, controller, len(ws), unchanged))
+    if all_changes and governance_key is None:
+        raise GovernanceError(all_changes)
+    published = []
+    for partition, directory, agent, controller, count, unchanged in planned:
+        if not unchanged:  # an unchanged partition keeps its published files byte for byte
+            directory.mkdir(parents=True, exist_ok=True)
+            _write_signed(directory / AGENT_BUNDLE, agent, key, None)
+            _write_signed(directory / CONTROLLER_BUNDLE, controller, key, governance_key)
+        published.append(PublishedBundle(partition, directory, int(agent["generation"]), count,
+                                         len(controller["governed_changes"]), unchanged))
+    return published

@@ -1,0 +1,193 @@
+"""The contract compiler: schema validation, tier resolution and the feasibility rules (ADR-03).
+
+A contract repository is a directory of YAML files, one workload a file (any depth), plus ``pools.csv``
+(the pool catalogue) and an optional ``compiler.yaml`` (``CompilerSettings``). Every problem becomes a
+:class:`Finding` with a stable code and ``file:line``; nothing here raises on bad input.
+
+Schema codes: SCH001 malformed YAML, SCH002 unknown field, SCH003 wrong type or value, SCH004 missing
+field, TIER001 unknown tier, TIER002 override the tier forbids, TIER003 bespoke (review), TIER004 field
+the tier requires, DUP001 workload declared twice. Feasibility codes: see ``contracts.rules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .findings import Finding, Severity
+from .pools import CatalogueError, PoolCatalogue, load_catalogue
+from .rules import RULES, RuleContext, derived_interval_min
+from .schema import Contract, ContractSpec, TierName
+from .settings import CompilerSettings
+from .tiers import resolve
+from .yamlsource import SourceError, SourceMap, load_yaml
+
+__all__ = ["CompileResult", "CompiledWorkload", "RepoError", "check_repo", "check_text", "load_settings"]
+
+CATALOGUE_FILE = "pools.csv"
+SETTINGS_FILE = "compiler.yaml"
+
+
+class RepoError(Exception):
+    """The repository itself cannot be read (missing directory, catalogue or settings)."""
+
+
+@dataclass(frozen=True)
+class CompiledWorkload:
+    contract: Contract
+    file: str
+    eligible_pools: int
+    committed_halls: int
+    expected_rate_pct_h: Decimal
+    derived_interval_min: int | None
+
+    @property
+    def interval_min(self) -> int | None:
+        return self.contract.checkpoint_interval_min or self.derived_interval_min
+
+
+@dataclass
+class CompileResult:
+    workloads: list[CompiledWorkload] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.WARNING]
+
+    def refused(self) -> set[str]:
+        return {f.file for f in self.errors}
+
+
+def _value_at(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _schema_findings(exc: ValidationError, data: Any, source: SourceMap) -> list[Finding]:
+    out: list[Finding] = []
+    workload = data.get("workload") if isinstance(data, dict) else None
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if p not in ("function-after",))
+        path = ".".join(str(p) for p in loc) or "<contract>"
+        value = _value_at(data, loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            code, rule, fix = "SCH002", f"unknown field {path!r}.", "remove it or correct its spelling (see docs/contracts.md)."
+        elif kind == "missing":
+            code, rule, fix = "SCH004", f"required field {path!r} is missing.", f"add {path}."
+        elif loc == ("tier",):
+            code = "TIER001"
+            rule = f"unknown tier {value!r}."
+            fix = "use one of T1, T2, T3, T4, T5, or bespoke with nearest_tier."
+        else:
+            code = "SCH003"
+            rule = err["msg"].removeprefix("Value error, ") + "."
+            fix = f"correct the value of {path}."
+        out.append(Finding(code, Severity.ERROR, path, value, rule, fix, source.file,
+                           source.line_of(path), workload if isinstance(workload, str) else None))
+    return out
+
+
+def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: CompilerSettings
+               ) -> tuple[CompiledWorkload | None, list[Finding]]:
+    """Compile one contract file's text."""
+    try:
+        data, source = load_yaml(text, file)
+    except SourceError as exc:
+        return None, [Finding("SCH001", Severity.ERROR, "<file>", None, exc.message + ".",
+                              "fix the YAML syntax at that line.", exc.file, exc.line)]
+    if not isinstance(data, dict):
+        return None, [Finding("SCH001", Severity.ERROR, "<file>", type(data).__name__,
+                              "a contract is a YAML mapping of fields.", "write the contract as key: value lines.",
+                              file, 1)]
+    try:
+        spec = ContractSpec.model_validate(data)
+    except ValidationError as exc:
+        return None, _schema_findings(exc, data, source)
+    contract, findings = resolve(spec)
+    findings = [f.at(file, source.line_of(f.field)) for f in findings]
+    if contract is None:
+        return None, findings
+    ctx = RuleContext(contract, settings, catalogue)
+    for rule in RULES:
+        findings.extend(f.at(file, source.line_of(f.field)) for f in rule.check(ctx))
+    if any(f.severity is Severity.ERROR for f in findings):
+        return None, findings
+    compiled = CompiledWorkload(
+        contract=contract, file=file, eligible_pools=len(ctx.eligible),
+        committed_halls=len({p.hall for p in ctx.committed}), expected_rate_pct_h=ctx.expected_rate_pct_h(),
+        derived_interval_min=derived_interval_min(contract, settings))
+    return compiled, findings
+
+
+def load_settings(path: Path | None) -> CompilerSettings:
+    if path is None or not path.exists():
+        return CompilerSettings()
+    try:
+        data, source = load_yaml(path.read_text(encoding="utf-8"), str(path))
+        return CompilerSettings.model_validate(data or {})
+    except SourceError as exc:
+        raise RepoError(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise RepoError(f"{path}:{source.line_of(key)}: {key}: {err['msg']}") from None
+
+
+def contract_files(repo: Path) -> list[Path]:
+    files = [p for p in sorted(repo.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
+    return [p for p in files if p.name != SETTINGS_FILE and not any(part.startswith(".") for part in p.parts)]
+
+
+def check_repo(repo: Path, catalogue_path: Path | None = None, settings_path: Path | None = None,
+               display_root: Path | None = None) -> CompileResult:
+    """Compile every contract in ``repo``. Raises :class:`RepoError` only when the repository itself is unusable."""
+    if not repo.is_dir():
+        raise RepoError(f"{repo} is not a directory; pass the contract repository (e.g. deploy/contracts).")
+    cat_path = catalogue_path or repo / CATALOGUE_FILE
+    if not cat_path.exists():
+        raise RepoError(f"no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
+    try:
+        catalogue = load_catalogue(cat_path)
+    except CatalogueError as exc:
+        raise RepoError(str(exc)) from None
+    settings = load_settings(settings_path or repo / SETTINGS_FILE)
+    result = CompileResult()
+    seen: dict[str, str] = {}
+    root = display_root or Path.cwd()
+    for path in contract_files(repo):
+        shown = str(path.relative_to(root)) if path.is_absolute() and path.is_relative_to(root) else str(path)
+        result.files += 1
+        compiled, findings = check_text(path.read_text(encoding="utf-8"), shown, catalogue, settings)
+        result.findings.extend(findings)
+        if compiled is None:
+            continue
+        name = compiled.contract.workload
+        if name in seen:
+            result.findings.append(Finding(
+                "DUP001", Severity.ERROR, "workload", name, f"workload {name!r} is also declared in {seen[name]}.",
+                "one file a workload: merge the two or rename one.", shown, 1, name))
+            continue
+        seen[name] = shown
+        result.workloads.append(compiled)
+    return result
+
+
+def tier_of(workload: CompiledWorkload) -> TierName:
+    return workload.contract.tier

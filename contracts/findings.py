@@ -1,0 +1,50 @@
+"""Findings: what the compiler says about a contract. Every finding carries a stable code, where it is
+(file and line), the field and value it is about, the rule, and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Finding", "Severity"]
+
+
+class Severity(StrEnum):
+    ERROR = "error"      # the contract is refused
+    WARNING = "warning"  # flagged for the owner; compiles (fails only with --strict)
+    INFO = "info"        # e.g. a bespoke contract marked for review
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    field: str
+    value: Any
+    rule: str
+    fix: str
+    file: str = "<input>"
+    line: int = 0
+    workload: str | None = None
+
+    def at(self, file: str, line: int) -> Finding:
+        return replace(self, file=file, line=line)
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        value = "(absent)" if self.value is None else repr(self.value) if isinstance(self.value, str) else self.value
+        return f"{where}: {self.code} {self.severity}: {self.field}={value}: {self.rule} Fix: {self.fix}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": str(self.severity),
+            "file": self.file,
+            "line": self.line,
+            "workload": self.workload,
+            "field": self.field,
+            "value": None if self.value is None else str(self.value),
+            "rule": self.rule,
+            "fix": self.fix,
+        }

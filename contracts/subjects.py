@@ -1,0 +1,76 @@
+"""Event kinds and NATS subject names. Standard library only: the agent imports this module."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+__all__ = [
+    "EVENTS_STREAM",
+    "EVENT_SUBJECT_PREFIX",
+    "EventKind",
+    "advisory_subject",
+    "event_subject",
+    "notice_subject",
+    "quarantine_subject",
+]
+
+
+class EventKind(StrEnum):
+    PLACED = "placed"
+    LAUNCHED = "launched"
+    LAUNCH_FAILED = "launch-failed"
+    NOTICE = "notice"
+    ADVISORY = "advisory"
+    DRAIN_STARTED = "drain-started"
+    DRAIN_LOCAL = "drain-local"
+    DRAINED = "drained"
+    OVERRUN = "overrun"
+    CHECKPOINT_WRITTEN = "checkpoint-written"
+    CHECKPOINT_FAILED = "checkpoint-failed"
+    LOST = "lost"
+    NO_NOTICE_LOSS = "no-notice-loss"
+    TERMINATED = "terminated"
+    REPLACED = "replaced"
+    FLOOR_RESTORED = "floor-restored"
+    FALLBACK_STARTED = "fallback-started"
+    FALLBACK_RETURNED = "fallback-returned"
+    SHORTFALL = "shortfall"
+    EXCLUDED = "excluded"
+    READMITTED = "readmitted"
+    APPROVAL_REQUESTED = "approval-requested"
+    APPROVAL_GRANTED = "approval-granted"
+    CLAIM_REFUSED = "claim-refused"
+    BREAKER_TRIPPED = "breaker-tripped"
+    QUARANTINED = "quarantined"
+    CREDENTIALS_REVOKED = "credentials-revoked"
+    BUNDLE_REFUSED = "bundle-refused"
+    CONTRACT_BREACH = "contract-breach"
+
+
+EVENTS_STREAM = "SCO_EVENTS"
+EVENT_SUBJECT_PREFIX = "sco.events"
+_TOKEN = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _token(value: str) -> str:
+    """A NATS subject token: no dots, spaces or wildcards."""
+    return _TOKEN.sub("_", value) or "_"
+
+
+def event_subject(region: str, kind: EventKind | str) -> str:
+    """``sco.events.<region>.<kind>``; the stream ``SCO_EVENTS`` captures ``sco.events.>``."""
+    return f"{EVENT_SUBJECT_PREFIX}.{_token(region)}.{_token(str(kind))}"
+
+
+def notice_subject(region: str, instance: str) -> str:
+    """Per-instance hard notice (core NATS, per-hall relay): ``sco.notice.<region>.<instance>``."""
+    return f"sco.notice.{_token(region)}.{_token(instance)}"
+
+
+def advisory_subject(region: str, instance: str) -> str:
+    return f"sco.advisory.{_token(region)}.{_token(instance)}"
+
+
+def quarantine_subject(region: str, partition: str) -> str:
+    return f"sco.quarantine.{_token(region)}.{_token(partition.replace('/', '_'))}"

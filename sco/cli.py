@@ -1,0 +1,70 @@
+"""The ``sco`` operator CLI. One argparse tree; each command group lives in ``sco.commands.<group>`` and
+exposes ``register(subparsers)``. Command modules import heavy dependencies inside their handlers, so
+``sco --help`` and the contract commands start fast.
+
+Exit codes: 0 success, 1 findings or a failed check, 2 usage or input error. Errors are one line on stderr,
+never a traceback (set SCO_DEBUG=1 to see one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMAND_GROUPS", "CliError", "main"]
+
+# Each entry is a module with ``register(subparsers) -> None``. Add a group by adding its module here.
+COMMAND_GROUPS: tuple[str, ...] = (
+    "sco.commands.contracts",
+    "sco.commands.keys",
+    "sco.commands.demo",
+)
+
+
+class CliError(Exception):
+    """A usage or input error: printed as one line, exit code 2 unless ``code`` says otherwise."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sco", description="Spot Capacity Orchestrator")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_GROUPS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # an optional extra that is not installed
+            if exc.name and exc.name.split(".")[0] == name.split(".")[0]:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        return code
+    except CliError as exc:
+        print(f"sco: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("sco: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("SCO_DEBUG"):
+            raise
+        print(f"sco: error: {type(exc).__name__}: {exc} (set SCO_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""``sco contracts check | report | compile | verify``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from contracts.bundle import GovernanceError, publish
+from contracts.bundle_verify import BundleError, verify_bundle
+from contracts.compiler import CompileResult, RepoError, check_repo
+from contracts.findings import Severity
+from contracts.signing import KeyError_, load_private_key
+
+from ..cli import CliError
+from .keys import DEFAULT_KEY_DIR
+from .report import render_report
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    group = sub.add_parser("contracts", help="check, compile, sign and verify interruption contracts")
+    cmds = group.add_subparsers(dest="contracts_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    def repo_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("repo", type=Path, help="contract repository (e.g. deploy/contracts)")
+        p.add_argument("--catalogue", type=Path, help="pool catalogue CSV (default: <repo>/pools.csv)")
+        p.add_argument("--settings", type=Path, help="compiler settings YAML (default: <repo>/compiler.yaml)")
+
+    check = cmds.add_parser("check", help="validate and run the feasibility rules; exit 0 clean, 1 findings, 2 usage")
+    repo_args(check)
+    check.add_argument("--strict", action="store_true", help="warnings fail too")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.set_defaults(handler=_check)
+
+    report = cmds.add_parser("report", help="the compiler report: every workload with its derived figures")
+    repo_args(report)
+    report.set_defaults(handler=_report)
+
+    comp = cmds.add_parser("compile", help="compile and write signed agent and controller bundles per partition")
+    repo_args(comp)
+    comp.add_argument("--out", type=Path, required=True, help="output directory (bundles per <region>/<cluster>)")
+    comp.add_argument("--key", type=Path, default=DEFAULT_KEY_DIR / "signing.key.pem", help="bundle signing key")
+    comp.add_argument("--governance-key", type=Path, help="governance signing key (needed when governed fields change)")
+    comp.add_argument("--previous", type=Path, help="previously published bundles (default: --out)")
+    comp.set_defaults(handler=_compile)
+
+    ver = cmds.add_parser("verify", help="verify a bundle's signature(s); exit 0 valid, 1 refused")
+    ver.add_argument("bundle", type=Path)
+    ver.add_argument("--key", type=Path, required=True, help="bundle signing public key (PEM)")
+    ver.add_argument("--governance-key", type=Path, help="governance public key (PEM)")
+    ver.set_defaults(handler=_verify)
+
+
+def _load(args: argparse.Namespace) -> CompileResult:
+    try:
+        return check_repo(args.repo, args.catalogue, args.settings)
+    except RepoError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _summary(result: CompileResult) -> str:
+    infos = sum(1 for f in result.findings if f.severity is Severity.INFO)
+    return (f"{result.files} contract file(s): {len(result.workloads)} compiled, "
+            f"{result.files - len(result.workloads)} refused; {len(result.errors)} error(s), "
+            f"{len(result.warnings)} warning(s), {infos} note(s)")
+
+
+def _check(args: argparse.Namespace) -> int:
+    result = _load(args)
+    failing = bool(result.errors) or (args.strict and bool(result.warnings))
+    if args.format == "json":
+        print(json.dumps({"ok": not failing, "files": result.files,
+                          "compiled": [w.contract.ref for w in result.workloads],
+                          "findings": [f.as_dict() for f in result.findings]}, indent=2))
+    else:
+        for finding in result.findings:
+            print(finding.render())
+        print(_summary(result))
+    return 1 if failing else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    result = _load(args)
+    print(render_report(result, args.repo))
+    return 1 if result.errors else 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    result = _load(args)
+    for finding in result.findings:
+        print(finding.render(), file=sys.stderr)
+    if result.errors:
+        print(f"sco: compile refused: {_summary(result)}; nothing was written", file=sys.stderr)
+        return 1
+    try:
+        key = load_private_key(args.key)
+        gov = load_private_key(args.governance_key) if args.governance_key else None
+    except KeyError_ as exc:
+        raise CliError(str(exc)) from None
+    try:
+        published = publish(result.workloads, args.out, key, datetime.now(UTC), gov, args.previous)
+    except GovernanceError as exc:
+        raise CliError(str(exc), code=1) from None
+    for b in published:
+        state = "unchanged" if b.unchanged else f"generation {b.generation}"
+        gov_note = f", {b.governed_changes} governed change(s) countersigned" if b.governed_changes else ""
+        print(f"{b.partition}: {b.workloads} workload(s), {state}{gov_note} -> {b.directory}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        bundle = verify_bundle(args.bundle, args.key, args.governance_key)
+    except BundleError as exc:
+        print(f"REFUSED {args.bundle}: {exc}")
+        return 1
+    extra = ", governance signature verified" if bundle.governance_verified else ""
+    print(f"OK {args.bundle}: {bundle.kind} {bundle.payload.get('partition')} generation {bundle.generation}, "
+          f"{len(bundle.payload.get('workloads', {}))} workload(s){extra}")
+    return 0
