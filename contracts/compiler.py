@@ -70,12 +70,11 @@ class CompileResult:
 
 def _value_at(data: Any, loc: tuple[Any, ...]) -> Any:
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            data = data[part]
-        else:
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if not (in_dict or in_list):
             return None
+        data = data[part]
     return data
 
 
@@ -88,7 +87,8 @@ def _schema_findings(exc: ValidationError, data: Any, source: SourceMap) -> list
         value = _value_at(data, loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            code, rule, fix = "SCH002", f"unknown field {path!r}.", "remove it or correct its spelling (see docs/contracts.md)."
+            code, rule = "SCH002", f"unknown field {path!r}."
+            fix = "remove it or correct its spelling (see docs/contracts.md)."
         elif kind == "missing":
             code, rule, fix = "SCH004", f"required field {path!r} is missing.", f"add {path}."
         elif loc == ("tier",):
@@ -162,7 +162,8 @@ def check_repo(repo: Path, catalogue_path: Path | None = None, settings_path: Pa
         raise RepoError(f"{repo} is not a directory; pass the contract repository (e.g. deploy/contracts).")
     cat_path = catalogue_path or repo / CATALOGUE_FILE
     if not cat_path.exists():
-        raise RepoError(f"no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
+        raise RepoError(
+            f"no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
     try:
         catalogue = load_catalogue(cat_path)
     except CatalogueError as exc:

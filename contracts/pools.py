@@ -114,8 +114,10 @@ def load_catalogue(path: Path) -> PoolCatalogue:
                     if money in clean:
                         clean[money] = str(Decimal(clean[money]))
                 pool = Pool.model_validate(clean)
-            except (ValidationError, InvalidOperation) as exc:
-                detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": ("rate",), "msg": "not a number"}
+            except InvalidOperation:
+                raise CatalogueError(f"{path}:{line}: a rate column is not a decimal number: {row}") from None
+            except ValidationError as exc:
+                detail = exc.errors()[0]
                 column = ".".join(str(x) for x in detail["loc"])
                 raise CatalogueError(
                     f"{path}:{line}: column {column}={row.get(column)!r}: {detail['msg']}"

@@ -33,7 +33,7 @@ class SignatureError(Exception):
     """The signature does not verify against the given key (tampered blob, wrong key or corrupt file)."""
 
 
-class KeyError_(Exception):  # noqa: N801 - the trailing underscore avoids shadowing the builtin KeyError
+class KeyError_(Exception):
     """A key file is missing, unreadable or not an ECDSA P-256 key."""
 
 
@@ -69,7 +69,8 @@ def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise KeyError_(f"{source if not isinstance(source, bytes) else 'key'} is not a PEM private key: {exc}") from None
+        where = "key" if isinstance(source, bytes) else str(source)
+        raise KeyError_(f"{where} is not a PEM private key: {exc}") from None
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
         raise KeyError_("the private key is not ECDSA P-256 (secp256r1); create one with `sco keys init`.")
     return key
@@ -80,7 +81,8 @@ def load_public_key(source: Path | str | bytes) -> ec.EllipticCurvePublicKey:
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
-        raise KeyError_(f"{source if not isinstance(source, bytes) else 'key'} is not a PEM public key: {exc}") from None
+        where = "key" if isinstance(source, bytes) else str(source)
+        raise KeyError_(f"{where} is not a PEM public key: {exc}") from None
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
         raise KeyError_("the public key is not ECDSA P-256 (secp256r1).")
     return key

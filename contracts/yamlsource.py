@@ -65,7 +65,8 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         node = loader.get_single_node()
         if node is None:
             raise SourceError(file, 1, "the file is empty; a contract is a YAML mapping")
-        data = _walk(node, loader, "", lines := {}, file)
+        lines: dict[str, int] = {}
+        data = _walk(node, loader, "", lines, file)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1

@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .errors import CliError
+
 __all__ = ["COMMAND_GROUPS", "CliError", "main"]
 
 # Each entry is a module with ``register(subparsers) -> None``. Add a group by adding its module here.
@@ -22,14 +24,6 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.keys",
     "sco.commands.demo",
 )
-
-
-class CliError(Exception):
-    """A usage or input error: printed as one line, exit code 2 unless ``code`` says otherwise."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def build_parser() -> argparse.ArgumentParser:

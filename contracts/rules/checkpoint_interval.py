@@ -9,7 +9,7 @@ import math
 
 from ..checkpoint_math import final_write_seconds, mtbf_unprotected_hours, young_daly_hours
 from ..findings import Finding, Severity
-from ..schema import CheckpointMode, Contract
+from ..schema import CheckpointMode, Contract, Framework
 from ..settings import CompilerSettings
 from .base import Rule, RuleContext
 
@@ -18,8 +18,8 @@ CODE = "FEAS006"
 
 def derived_interval_min(contract: Contract, settings: CompilerSettings) -> int | None:
     """The interval the agent and client use when none is declared; None for workloads that do not checkpoint."""
-    if contract.checkpoint_mode is CheckpointMode.NONE:
-        return None
+    if contract.checkpoint_mode is CheckpointMode.NONE or contract.framework is Framework.SLURM_REQUEUE:
+        return None  # restarts from the start of the unit: FEAS003 bounds its loss instead
     cost_s = max(1.0, final_write_seconds(contract.final_checkpoint_gib, settings.store_throughput_mib_s, 0))
     mtbf = mtbf_unprotected_hours(settings.reclaim_rate_pct_h, settings.unprotected_share_pct)
     optimum_min = young_daly_hours(cost_s, mtbf) * 60

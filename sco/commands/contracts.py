@@ -15,7 +15,7 @@ from contracts.compiler import CompileResult, RepoError, check_repo
 from contracts.findings import Severity
 from contracts.signing import KeyError_, load_private_key
 
-from ..cli import CliError
+from ..errors import CliError
 from .keys import DEFAULT_KEY_DIR
 from .report import render_report
 

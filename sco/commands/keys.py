@@ -9,7 +9,7 @@ from typing import Any
 
 from contracts.signing import generate_keypair
 
-from ..cli import CliError
+from ..errors import CliError
 
 __all__ = ["DEFAULT_KEY_DIR", "init_keys", "register"]
 

@@ -1,0 +1,321 @@
+"""The written provider contract (ADR-05): what SCO needs from the capacity provider, as one ``Provider``
+protocol and frozen data types. The OpenStack adapter and the simulated region implement it; controllers,
+orchestration and the replay simulator consume it.
+
+Five commitments: a hard notice ≥ 120 s before deletion (``notice_subject``, mirrored in instance metadata),
+an advisory when a pool is forecast to be reclaimed (``advisory_subject``), a rate card per pool every five
+minutes, reservations and forward capacity, and a reclaim API for drills (ADR-33). Plus acquisition:
+launch many instances in one call with tags, metadata and user-data; list by tag; terminate only what
+carries our tags (ADR-11, ADR-29).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+from urllib.parse import quote, unquote
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .pools import Pool, PoolCatalogue, PurchaseModel
+from .provider_errors import (
+    CapacityUnavailable,
+    InvalidRequest,
+    NotFound,
+    NotOwned,
+    ProviderError,
+    QuotaExceeded,
+    Throttled,
+)
+
+__all__ = [
+    "NOTICE_SECONDS",
+    "OWNER_TAG_KEYS",
+    "Advisory",
+    "CapacityUnavailable",
+    "Clock",
+    "ForwardCapacity",
+    "Instance",
+    "InstanceStatus",
+    "InvalidRequest",
+    "LaunchRequest",
+    "NotFound",
+    "NotOwned",
+    "Notice",
+    "OwnerTags",
+    "Pool",
+    "PoolCatalogue",
+    "Provider",
+    "ProviderError",
+    "PurchaseModel",
+    "QuotaExceeded",
+    "QuotaHeadroom",
+    "RateCard",
+    "RateCardEntry",
+    "ReclaimReceipt",
+    "Reservation",
+    "Throttled",
+]
+
+NOTICE_SECONDS = 120
+TAG_PREFIX = "sco:"
+OWNER_TAG_KEYS = ("workload", "pool", "partition", "generation")
+_MAX_TAG = 60  # Nova: a server tag is at most 60 characters, without "/" or ","
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Clock(Protocol):
+    """An injected clock: wall time live, virtual time in replay. Always UTC."""
+
+    def now(self) -> datetime: ...
+
+
+class OwnerTags(BaseModel):
+    """The tags that say SCO owns an instance and why it exists (ADR-11): enough to rebuild fleet state."""
+
+    model_config = _FROZEN
+
+    workload: str = Field(min_length=1)
+    pool: str = Field(min_length=1)
+    partition: str = Field(min_length=1)
+    generation: int = Field(ge=0, description="plan generation that launched the instance")
+
+    def to_tags(self) -> tuple[str, ...]:
+        """Nova-safe tags ``sco:<key>=<value>`` (``/`` and ``,`` percent-encoded)."""
+        tags = []
+        for key in OWNER_TAG_KEYS:
+            tag = f"{TAG_PREFIX}{key}={quote(str(getattr(self, key)), safe=':.=-_@+')}"
+            if len(tag) > _MAX_TAG:
+                raise InvalidRequest(f"tags.{key}", getattr(self, key),
+                                     f"a tag is at most {_MAX_TAG} characters; shorten the {key}")
+            tags.append(tag)
+        return tuple(tags)
+
+    @staticmethod
+    def parse(tags: tuple[str, ...] | list[str]) -> dict[str, str]:
+        """The ``sco:`` tags of an instance as a dict (values decoded)."""
+        out: dict[str, str] = {}
+        for tag in tags:
+            if tag.startswith(TAG_PREFIX) and "=" in tag:
+                key, _, value = tag[len(TAG_PREFIX):].partition("=")
+                out[key] = unquote(value)
+        return out
+
+    @classmethod
+    def from_tags(cls, tags: tuple[str, ...] | list[str]) -> OwnerTags | None:
+        """The owner tags, or ``None`` when any of them is missing or malformed (then it is not ours)."""
+        found = cls.parse(tags)
+        if any(k not in found for k in OWNER_TAG_KEYS):
+            return None
+        try:
+            return cls(workload=found["workload"], pool=found["pool"], partition=found["partition"],
+                       generation=int(found["generation"]))
+        except (ValueError, InvalidRequest):
+            return None
+
+    @staticmethod
+    def missing(tags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        found = OwnerTags.parse(tags)
+        return tuple(f"{TAG_PREFIX}{k}" for k in OWNER_TAG_KEYS if k not in found)
+
+
+class LaunchRequest(BaseModel):
+    """Launch ``count`` instances of one pool in one call (Nova multi-create)."""
+
+    model_config = _FROZEN
+
+    pool_id: str
+    count: int
+    owner: OwnerTags
+    metadata: dict[str, str] = Field(default_factory=dict)
+    user_data: str | None = Field(default=None, description="cloud-init user-data: the agent's contract subset")
+    name_prefix: str = "sco"
+
+    @field_validator("count")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            # Not a ValueError: pydantic lets it through unwrapped, so callers get the typed error.
+            raise InvalidRequest("count", value, "ask for at least 1 instance")
+        return value
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.owner.to_tags()
+
+
+class InstanceStatus(StrEnum):
+    BUILDING = "building"
+    ACTIVE = "active"
+    NOTIFIED = "notified"  # a reclaim notice is out; deletion follows at the deadline
+    DELETED = "deleted"
+    ERROR = "error"
+
+
+class Instance(BaseModel):
+    model_config = _FROZEN
+
+    instance_id: str
+    name: str
+    region: str
+    pool_id: str | None
+    hall: str | None = None
+    status: InstanceStatus
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = Field(default_factory=dict)
+    launched_at: datetime | None = None
+
+    @property
+    def owner(self) -> OwnerTags | None:
+        return OwnerTags.from_tags(self.tags)
+
+
+class RateCardEntry(BaseModel):
+    model_config = _FROZEN
+
+    pool_id: str
+    rate_eur_h: Decimal
+    guaranteed_rate_eur_h: Decimal
+    utilisation: float = Field(ge=0, le=1, description="share of the aggregate's capacity in use")
+    free_instances: int = Field(ge=0)
+
+
+class RateCard(BaseModel):
+    """Published per pool every five minutes; the rate follows utilisation."""
+
+    model_config = _FROZEN
+
+    region: str
+    time: datetime
+    valid_for: timedelta = timedelta(minutes=5)
+    entries: tuple[RateCardEntry, ...]
+
+    def rate(self, pool_id: str) -> RateCardEntry:
+        for entry in self.entries:
+            if entry.pool_id == pool_id:
+                return entry
+        raise NotFound("pool", pool_id, tuple(e.pool_id for e in self.entries))
+
+
+class Reservation(BaseModel):
+    """Committed capacity a business unit has bought (Blazar lease), drawn first for floors (ADR-22)."""
+
+    model_config = _FROZEN
+
+    reservation_id: str
+    business_unit: str
+    pool_id: str
+    instances: int = Field(ge=0)
+    in_use: int = Field(ge=0)
+    start: datetime
+    end: datetime
+
+    @property
+    def free(self) -> int:
+        return max(self.instances - self.in_use, 0)
+
+
+class ForwardCapacity(BaseModel):
+    """Expected free reclaimable instances in a pool over a future window."""
+
+    model_config = _FROZEN
+
+    pool_id: str
+    start: datetime
+    end: datetime
+    expected_free_instances: int = Field(ge=0)
+    reclaim_probability: float = Field(ge=0, le=1)
+
+
+class QuotaHeadroom(BaseModel):
+    model_config = _FROZEN
+
+    project: str
+    instances_limit: int
+    instances_used: int
+    vcpu_limit: int
+    vcpu_used: int
+    memory_mib_limit: int
+    memory_mib_used: int
+
+    @property
+    def instances_free(self) -> int:
+        return max(self.instances_limit - self.instances_used, 0) if self.instances_limit >= 0 else 1 << 30
+
+
+class Notice(BaseModel):
+    """The hard notice published on ``notice_subject(region, instance)`` and served by instance metadata."""
+
+    model_config = _FROZEN
+
+    region: str
+    instance_id: str
+    pool_id: str
+    hall: str
+    issued_at: datetime
+    terminate_at: datetime
+    cause: str
+    drill: bool = False
+
+
+class Advisory(BaseModel):
+    """Published on ``advisory_subject(region, instance)`` when a reclaim of the pool is forecast."""
+
+    model_config = _FROZEN
+
+    region: str
+    instance_id: str
+    pool_id: str
+    issued_at: datetime
+    expected_at: datetime
+    probability: float = Field(ge=0, le=1)
+
+
+class ReclaimReceipt(BaseModel):
+    """What a drill's reclaim call did: which instances got notices and when they will be deleted."""
+
+    model_config = _FROZEN
+
+    instances: tuple[str, ...]
+    terminate_at: datetime
+    drill: bool
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """The provider contract. Every mutating call (launch, terminate, reclaim) may raise ``Throttled``."""
+
+    @property
+    def region(self) -> str: ...
+
+    def catalogue(self) -> PoolCatalogue:
+        """Pools (SKU family × size × hall × purchase model) with aggregate and hall for correlation."""
+        ...
+
+    def rate_card(self) -> RateCard: ...
+
+    def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]: ...
+
+    def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]: ...
+
+    def quota_headroom(self) -> QuotaHeadroom: ...
+
+    def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """All or nothing. Raises NotFound (pool), QuotaExceeded, CapacityUnavailable, Throttled."""
+        ...
+
+    def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """Instances in the orchestrator's projects; ``tags`` filters on owner tags, e.g. {"workload": "w1"}."""
+        ...
+
+    def terminate(self, instance_id: str) -> None:
+        """Raises NotFound, or NotOwned when the instance lacks the owner tags."""
+        ...
+
+    def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
+        ...

@@ -1,0 +1,5 @@
+import sys
+
+from sco.cli import main
+
+sys.exit(main())
