@@ -2,7 +2,7 @@
 
 `python -m bench.catalogue --out deploy/contracts/pools.csv` regenerates the example file. One region
 ``r1``, three halls with two host aggregates each, twelve SKU families (hardware generations, high-memory,
-compute, AMD, Arm, two GPU families) in their sizes → 138 reclaimable pools, plus committed pools per
+compute, AMD, Arm, two GPU families) in their sizes → 141 reclaimable pools, plus committed pools per
 business unit in every hall. Rates: guaranteed €0.04 per vCPU-hour (+ €2.40 per GPU-hour); reclaimable
 pools at 25–70 % of it, a few at ≥ 85 % (not discount pools); observed interruption 1–7 %/h.
 """
@@ -28,9 +28,9 @@ FAMILIES: dict[str, tuple[list[tuple[str, int, int]], int]] = {
     "cc-g7": ([("medium", 8, 16), ("large", 16, 32), ("xlarge", 32, 64), ("2xlarge", 64, 128)], 0),
     "amd-g4": ([("medium", 8, 32), ("large", 16, 64), ("xlarge", 32, 128), ("2xlarge", 64, 256)], 0),
     "amd-g5": ([("medium", 8, 32), ("large", 16, 64), ("xlarge", 32, 128), ("2xlarge", 64, 256)], 0),
-    "arm-g1": ([("medium", 8, 32), ("large", 16, 64), ("xlarge", 32, 128)], 0),
+    "arm-g1": ([("medium", 8, 32), ("large", 16, 64), ("xlarge", 32, 128), ("2xlarge", 64, 256)], 0),
     "gpu-a100": ([("1g", 16, 128), ("4g", 64, 512)], 1),
-    "gpu-l40": ([("1g", 16, 96), ("2g", 32, 192)], 1),
+    "gpu-l40": ([("1g", 16, 96), ("2g", 32, 192), ("4g", 64, 384)], 1),
 }
 HALLS = ("h1", "h2", "h3")
 BUSINESS_UNITS = ("analytics", "research", "engineering", "commerce", "platform")

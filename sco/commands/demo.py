@@ -4,6 +4,7 @@ whole system running)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -34,7 +35,8 @@ def _demo(args: argparse.Namespace) -> int:
         result = check_repo(args.contracts)
     except RepoError as exc:
         raise CliError(str(exc)) from None
-    print(render_report(result, args.contracts))
+    shown = Path(os.path.relpath(args.contracts)) if args.contracts.is_absolute() else args.contracts
+    print(render_report(result, shown))
     if result.errors:
         return 1
     with tempfile.TemporaryDirectory(prefix="sco-demo-") as tmp:
