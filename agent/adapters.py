@@ -1,0 +1,73 @@
+"""The boundaries the drain engine acts through (ADR-14): the scheduler, the local actuator, credentials.
+
+Production adapters: ``agent.slurm`` (scontrol/squeue/scancel), ``agent.kube`` (a few plain HTTPS calls),
+``agent.local`` (signal job processes; kubelet graceful shutdown behind a systemd inhibitor). Test doubles
+sit beside them in ``agent.local`` (``RecordingActuator``) and in the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .model import Contract, Unit
+
+__all__ = ["EVICT_BLOCKED", "EVICT_DONE", "EVICT_GONE", "Credentials", "LocalActuator", "LocalPlan",
+           "SchedulerAdapter"]
+
+EVICT_DONE = "evicted"  # the scheduler accepted the eviction / the signal was delivered
+EVICT_GONE = "gone"  # the unit no longer exists
+EVICT_BLOCKED = "blocked"  # refused for now (Kubernetes 429: a PodDisruptionBudget); retry until the budget
+
+
+class SchedulerAdapter(Protocol):
+    """Drain through the scheduler. Every call must answer within ``scheduler_timeout_s`` (800 ms) or the
+    engine switches to the local path."""
+
+    name: str
+
+    def mark_unschedulable(self, reason: str) -> None:
+        """Kubernetes: taint + cordon. Slurm: ``scontrol update nodename=X state=drain reason=...``."""
+
+    def units(self) -> list[Unit]:
+        """Contracted work still on this node (pods / jobs)."""
+
+    def evict(self, unit: Unit, contract: Contract) -> str:
+        """Start the unit's eviction with grace = the contract's drain budget and signal its checkpoint.
+        Kubernetes: Eviction API (429 -> EVICT_BLOCKED). Slurm: the contract's signal to the batch step."""
+
+    def finish(self, unit: Unit, contract: Contract) -> None:
+        """The budget is nearly spent and the unit is still here. Slurm: requeue if requeueable."""
+
+    def set_ready(self, ready: bool, reason: str) -> None:
+        """Without a valid contract the node must not take work (Kubernetes label+taint, Slurm drained)."""
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    contract: Contract
+    deadline: float  # monotonic seconds
+    units: tuple[Unit, ...] = ()  # empty when the scheduler never answered
+
+
+class LocalActuator(Protocol):
+    """Drain without the scheduler (ADR-14). Observable by tests without powering anything off."""
+
+    name: str
+
+    def start(self, plans: list[LocalPlan], reason: str) -> None:
+        """Begin the local drain: signal the job processes / start the kubelet's graceful shutdown."""
+
+    def finish(self, plans: list[LocalPlan]) -> None:
+        """Deadline reached: stop what is left (SIGTERM/SIGKILL job processes)."""
+
+    def remaining(self) -> int | None:
+        """Work units still running on this node, or None when the actuator cannot tell."""
+
+
+class Credentials(Protocol):
+    def release_leases(self) -> int:
+        """Release the work leases this node holds; return how many."""
+
+    def revoke_tokens(self) -> list[str]:
+        """Best-effort revocation of the node's own tokens (ADR-31); return what was revoked."""

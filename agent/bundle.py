@@ -1,0 +1,138 @@
+"""The node's contract cache (ADR-15): verified on arrival, kept on disk, never expired.
+
+Sources, in order of arrival: the last good bundle on disk (``<state>/bundle/``), the bundle carried in
+the user-data at boot, then the distributor every ``refresh_s`` seconds. A bundle is *held* only when its
+signature verifies against the image's public key, it is canonical JSON, it names this node's partition
+and its generation is not older than the one held. Anything else is refused and counted; the held bundle
+stays. Nothing expires: the age of the held bundle is a metric (``sco_agent_bundle_age_seconds``).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from contracts.bundle_verify import BundleError, verify_bundle_bytes
+
+from .model import AgentError, Contract, parse_time
+
+__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
+
+BUNDLE_NAME = "agent-bundle.json"
+SIG_NAME = BUNDLE_NAME + ".sig"
+
+
+@dataclass(frozen=True)
+class HeldBundle:
+    partition: str
+    generation: int
+    issued_at: datetime
+    source_digest: str
+    contracts: dict[str, Contract]
+    raw: bytes
+    signature: bytes
+    origin: str
+
+
+@dataclass(frozen=True)
+class Offer:
+    outcome: str  # accepted | unchanged | older | refused
+    reason: str = ""
+    bundle: HeldBundle | None = None
+
+
+class BundleStore:
+    def __init__(self, state_dir: Path, public_key_pem: bytes, partition: str) -> None:
+        self.directory = state_dir / "bundle"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.public_key_pem = public_key_pem
+        self.partition = partition
+        self.current: HeldBundle | None = None
+        self.refused = 0
+        self.accepted = 0
+        self.last_refused_reason = ""
+        self.last_refresh_ok: datetime | None = None
+
+    def parse(self, raw: bytes, signature: bytes, origin: str) -> HeldBundle:
+        try:
+            verified = verify_bundle_bytes(raw, signature, self.public_key_pem)
+        except BundleError as exc:
+            raise AgentError(f"bundle from {origin} refused: {exc}") from None
+        payload = verified.payload
+        if payload.get("kind") != "AgentBundle":
+            raise AgentError(f"bundle from {origin} refused: kind {payload.get('kind')!r} is not AgentBundle.")
+        if payload.get("partition") != self.partition:
+            raise AgentError(f"bundle from {origin} refused: partition {payload.get('partition')!r} is not this "
+                             f"node's {self.partition!r}; check the distributor URL in the user-data.")
+        workloads = payload.get("workloads")
+        if not isinstance(workloads, dict):
+            raise AgentError(f"bundle from {origin} refused: no workloads object.")
+        contracts = {ref: Contract.from_entry(ref, entry) for ref, entry in workloads.items()}
+        try:
+            issued = parse_time(str(payload.get("issued_at", "")))
+        except ValueError:
+            raise AgentError(f"bundle from {origin} refused: issued_at {payload.get('issued_at')!r} "
+                             "is not ISO-8601.") from None
+        return HeldBundle(partition=self.partition, generation=int(payload.get("generation", 0)), issued_at=issued,
+                          source_digest=str(payload.get("source_digest", "")), contracts=contracts, raw=raw,
+                          signature=signature.strip(), origin=origin)
+
+    def offer(self, raw: bytes, signature: bytes, origin: str) -> Offer:
+        try:
+            bundle = self.parse(raw, signature, origin)
+        except AgentError as exc:
+            self.refused += 1
+            self.last_refused_reason = str(exc)
+            return Offer("refused", str(exc))
+        held = self.current
+        if held is not None and bundle.raw == held.raw:
+            return Offer("unchanged", bundle=held)
+        if held is not None and bundle.generation < held.generation:
+            return Offer("older", f"generation {bundle.generation} < held {held.generation}", bundle=held)
+        self.current = bundle
+        self.accepted += 1
+        self._persist(bundle)
+        return Offer("accepted", bundle=bundle)
+
+    def load_disk(self) -> Offer | None:
+        raw_path, sig_path = self.directory / BUNDLE_NAME, self.directory / SIG_NAME
+        if not raw_path.exists():
+            return None
+        try:
+            raw, sig = raw_path.read_bytes(), sig_path.read_bytes()
+        except OSError as exc:
+            self.refused += 1
+            return Offer("refused", f"cannot read the cached bundle: {exc}")
+        return self.offer(raw, sig, "disk")
+
+    def _persist(self, bundle: HeldBundle) -> None:
+        if bundle.origin == "disk":
+            return
+        for name, data in ((SIG_NAME, bundle.signature + b"\n"), (BUNDLE_NAME, bundle.raw)):
+            tmp = self.directory / (name + ".tmp")
+            tmp.write_bytes(data)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.directory / name)
+
+    def age_seconds(self, now: datetime) -> float:
+        if self.current is None:
+            return float("nan")
+        return max(0.0, (now - self.current.issued_at).total_seconds())
+
+
+def fetch_bundle(base_url: str, timeout: float = 5.0) -> tuple[bytes, bytes]:
+    """GET ``<base>/agent-bundle.json`` and ``.sig`` from the distributor (plain HTTP(S) file server)."""
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    out = []
+    for name in (BUNDLE_NAME, SIG_NAME):
+        try:
+            with urllib.request.urlopen(base + name, timeout=timeout) as resp:
+                out.append(resp.read())
+        except (urllib.error.URLError, OSError) as exc:
+            raise AgentError(f"distributor {base + name} unreachable: {exc}") from None
+    return out[0], out[1]

@@ -1,0 +1,148 @@
+"""``sco-agent``: the node agent's console script. Loads only the standard library, ``cryptography``,
+nats-py and the light ``contracts`` modules (no pydantic)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .config import AgentConfig, load_userdata, userdata_document
+from .model import AgentError, NodeIdentity
+
+__all__ = ["build_agent", "main"]
+
+
+def build_agent(cfg: AgentConfig) -> object:
+    from .credentials import NodeCredentials
+    from .runtime import Agent
+
+    userdata = load_userdata(cfg.userdata)
+    try:
+        key = cfg.public_key.read_bytes()
+    except OSError as exc:
+        raise AgentError(f"cannot read the bundle-signing public key {cfg.public_key}: {exc.strerror}; "
+                         "it is baked into the image (SCO_AGENT_PUBLIC_KEY).") from None
+    node = userdata.node
+    if node.scheduler == "slurm":
+        from .local import SlurmProcessActuator
+        from .slurm import SlurmAdapter
+
+        scheduler: object = SlurmAdapter(node.node_name, cfg.slurm_conf, cfg.slurm_bin)
+        actuator: object = SlurmProcessActuator(node.node_name)
+    else:
+        from .kube import KubeAdapter
+        from .local import KubeletShutdownActuator
+
+        scheduler = KubeAdapter.from_files(cfg.kube_api, node.node_name, cfg.kube_token_file, cfg.kube_ca_file)
+        actuator = KubeletShutdownActuator(cfg.local_drain_command)
+    creds = NodeCredentials(cfg.leases_dir, cfg.token_files or (cfg.kube_token_file,), cfg.revoke_url)
+    return Agent(cfg, userdata, key, scheduler, actuator, creds)  # type: ignore[arg-type]
+
+
+async def _run(cfg: AgentConfig) -> int:
+    from .metrics import serve_metrics
+    from .runtime import Agent
+
+    agent = build_agent(cfg)
+    assert isinstance(agent, Agent)
+    server = serve_metrics(agent.metrics, cfg.metrics_host, cfg.metrics_port) if cfg.metrics_port else None
+    await agent.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("sco.agent").info("sco-agent running for %s (%s), bundle generation %s",
+                                        agent.node.instance, agent.node.node_name,
+                                        agent.bundles.current.generation if agent.bundles.current else "none")
+    await stop.wait()
+    await agent.flush_events(timeout=5)
+    await agent.stop()
+    if server is not None:
+        server.shutdown()
+    return 0
+
+
+def _config(args: argparse.Namespace) -> AgentConfig:
+    return AgentConfig.from_env(userdata=args.userdata, public_key=args.public_key, state_dir=args.state_dir,
+                                metrics_port=getattr(args, "metrics_port", None))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_run(_config(args)))
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .bundle import BundleStore
+
+    cfg = _config(args)
+    userdata = load_userdata(cfg.userdata)
+    if userdata.bundle is None or userdata.bundle_sig is None:
+        raise AgentError(f"user-data {cfg.userdata} carries no bundle; the agent would boot not ready.")
+    try:
+        key = cfg.public_key.read_bytes()
+    except OSError as exc:
+        raise AgentError(f"cannot read public key {cfg.public_key}: {exc.strerror}") from None
+    store = BundleStore(cfg.state_dir, key, userdata.node.partition)
+    held = store.parse(userdata.bundle, userdata.bundle_sig, "user-data")
+    print(f"ok: {held.partition} generation {held.generation}, {len(held.contracts)} workload(s): "
+          + ", ".join(sorted(held.contracts)))
+    return 0
+
+
+def _cmd_userdata(args: argparse.Namespace) -> int:
+    bundle_dir = Path(args.bundle_dir)
+    raw = (bundle_dir / "agent-bundle.json").read_bytes()
+    sig = (bundle_dir / "agent-bundle.json.sig").read_bytes()
+    partition = json.loads(raw).get("partition", "")
+    node = NodeIdentity(region=partition.split("/")[0], partition=partition, instance=args.instance,
+                        node_name=args.node_name, pool=args.pool, scheduler=args.scheduler)
+    doc = userdata_document(node, raw, sig, args.nats_url or [], args.metadata_url, args.distributor_url)
+    print(json.dumps(doc, indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sco-agent", description="SCO node agent (docs/agent.md)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (("run", "run the agent"), ("check", "verify the user-data bundle and exit")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--userdata", type=Path, default=None, help="user-data JSON (default /etc/sco/...)")
+        p.add_argument("--public-key", type=Path, default=None, help="bundle-signing public key (PEM)")
+        p.add_argument("--state-dir", type=Path, default=None, help="state directory (default /var/lib/sco)")
+        if name == "run":
+            p.add_argument("--metrics-port", type=int, default=None, help="Prometheus port (0 disables)")
+            p.add_argument("-v", "--verbose", action="store_true")
+        p.set_defaults(handler=_cmd_run if name == "run" else _cmd_check)
+    p = sub.add_parser("userdata", help="print the user-data JSON for a node from a compiled bundle directory")
+    p.add_argument("--bundle-dir", required=True, help="<out>/<region>/<cluster> written by `sco contracts compile`")
+    p.add_argument("--instance", required=True)
+    p.add_argument("--node-name", required=True)
+    p.add_argument("--scheduler", choices=("slurm", "kubernetes"), required=True)
+    p.add_argument("--pool", default=None)
+    p.add_argument("--nats-url", action="append")
+    p.add_argument("--metadata-url", default=None)
+    p.add_argument("--distributor-url", default=None)
+    p.set_defaults(handler=_cmd_userdata)
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        return code
+    except (AgentError, OSError) as exc:
+        print(f"sco-agent: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Local drain actuators (ADR-14): used when the scheduler has not answered within 800 ms.
+
+* ``SlurmProcessActuator`` — signals the batch shell of every Slurm job running on this node directly
+  (found through ``/proc/<pid>/environ``: ``SLURM_JOB_ID`` and ``SLURMD_NODENAME``), with the contract's
+  signal; at the deadline sends SIGTERM to every process of those jobs.
+* ``KubeletShutdownActuator`` — holds a systemd *delay* inhibitor (so the agent can finish and ship its
+  events) and starts an orderly shutdown; the kubelet's GracefulNodeShutdown then terminates pods by
+  priority with the grace periods in deploy/agent/kubelet-graceful-shutdown.yaml.
+* ``RecordingActuator`` — the test double: records what it was asked to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .adapters import LocalPlan
+
+__all__ = ["KubeletShutdownActuator", "RecordingActuator", "SlurmProcessActuator", "job_processes"]
+
+
+def _environ(pid: str) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key.startswith((b"SLURM", b"SCO_")):
+            out[key.decode(errors="replace")] = value.decode(errors="replace")
+    return out
+
+
+def _ppid_comm(pid: str) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        ppid = stat.rsplit(")", 1)[1].split()[1]
+        return Path(f"/proc/{ppid}/comm").read_text().strip()
+    except (OSError, IndexError):
+        return ""
+
+
+@dataclass(frozen=True)
+class JobProcess:
+    pid: int
+    job_id: str
+    batch: bool
+    contract: str | None
+
+
+def job_processes(node_name: str, proc: Path = Path("/proc")) -> list[JobProcess]:
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        env = _environ(entry.name)
+        job = env.get("SLURM_JOB_ID")
+        if not job or env.get("SLURMD_NODENAME") != node_name:
+            continue
+        out.append(JobProcess(int(entry.name), job, _ppid_comm(entry.name) == "slurmstepd",
+                              env.get("SCO_CONTRACT")))
+    return out
+
+
+def _signum(name: str) -> int:
+    upper = name.upper()
+    return int(getattr(signal, upper if upper.startswith("SIG") else "SIG" + upper))
+
+
+class SlurmProcessActuator:
+    name = "slurm-process-signal"
+
+    def __init__(self, node_name: str) -> None:
+        self.node = node_name
+        self.signalled: list[tuple[str, int, str]] = []  # (job, pid, signal)
+        self.terminated: list[int] = []
+
+    def _plan_for(self, proc: JobProcess, plans: list[LocalPlan]) -> LocalPlan:
+        for plan in plans:
+            if proc.contract == plan.contract.ref or any(u.unit_id == proc.job_id for u in plan.units):
+                return plan
+        return plans[0]
+
+    def start(self, plans: list[LocalPlan], reason: str) -> None:
+        for proc in job_processes(self.node):
+            if not proc.batch:
+                continue
+            sig = self._plan_for(proc, plans).contract.drain_signal
+            try:
+                os.kill(proc.pid, _signum(sig))
+                self.signalled.append((proc.job_id, proc.pid, sig))
+            except ProcessLookupError:
+                continue
+
+    def finish(self, plans: list[LocalPlan]) -> None:
+        for proc in job_processes(self.node):
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+                self.terminated.append(proc.pid)
+            except ProcessLookupError:
+                continue
+
+    def remaining(self) -> int | None:
+        return len({p.job_id for p in job_processes(self.node)})
+
+
+class KubeletShutdownActuator:
+    """Production local path for Kubernetes nodes. ``command`` defaults to ``systemctl poweroff``."""
+
+    name = "kubelet-graceful-shutdown"
+
+    def __init__(self, command: str = "systemctl poweroff", inhibit_s: int = 30) -> None:
+        self.command = shlex.split(command)
+        self.inhibit_s = inhibit_s
+        self.started = False
+
+    def start(self, plans: list[LocalPlan], reason: str) -> None:
+        if self.started:
+            return
+        self.started = True
+        # a delay lock: the shutdown waits (up to InhibitDelayMaxSec) while the agent ships its events
+        with contextlib.suppress(OSError):
+            subprocess.Popen(["systemd-inhibit", "--what=shutdown", "--mode=delay", "--who=sco-agent",
+                              f"--why={reason[:100]}", "sleep", str(self.inhibit_s)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finish(self, plans: list[LocalPlan]) -> None:
+        return
+
+    def remaining(self) -> int | None:
+        return None
+
+
+@dataclass
+class RecordingActuator:
+    """Test double: records calls with their monotonic time; ``units`` is what it reports as remaining."""
+
+    name: str = "recording"
+    units: int | None = 0
+    calls: list[tuple[str, float, list[str], str]] = field(default_factory=list)
+    started: threading.Event = field(default_factory=threading.Event)
+
+    def start(self, plans: list[LocalPlan], reason: str) -> None:
+        self.calls.append(("start", time.monotonic(), [p.contract.ref for p in plans], reason))
+        self.started.set()
+
+    def finish(self, plans: list[LocalPlan]) -> None:
+        self.calls.append(("finish", time.monotonic(), [p.contract.ref for p in plans], ""))
+
+    def remaining(self) -> int | None:
+        return self.units

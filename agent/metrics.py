@@ -1,0 +1,121 @@
+"""A tiny Prometheus text-format registry and endpoint (no client library: the agent stays small)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = ["Metrics", "serve_metrics"]
+
+_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+Labels = tuple[tuple[str, str], ...]
+
+
+def _fmt_labels(labels: Labels, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    items = labels + extra
+    if not items:
+        return ""
+    body = ",".join(f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+                    for k, v in items)
+    return "{" + body + "}"
+
+
+class Metrics:
+    """Counters, gauges (set or computed on scrape) and histograms. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._help: dict[str, tuple[str, str]] = {}
+        self._values: dict[str, dict[Labels, float]] = {}
+        self._gauges_fn: dict[str, Callable[[], float]] = {}
+        self._hist: dict[str, dict[Labels, list[float]]] = {}
+
+    def describe(self, name: str, kind: str, help_text: str) -> None:
+        self._help[name] = (kind, help_text)
+
+    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            series = self._values.setdefault(name, {})
+            series[key] = series.get(key, 0.0) + amount
+
+    def set(self, name: str, value: float, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            self._values.setdefault(name, {})[key] = value
+
+    def gauge_fn(self, name: str, fn: Callable[[], float]) -> None:
+        self._gauges_fn[name] = fn
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            h = self._hist.setdefault(name, {}).setdefault(key, [0.0] * (len(_BUCKETS) + 2))
+            for i, bound in enumerate(_BUCKETS):
+                if value <= bound:
+                    h[i] += 1
+            h[-2] += 1  # count
+            h[-1] += value  # sum
+
+    def value(self, name: str, **labels: str) -> float:
+        if name in self._gauges_fn:
+            return self._gauges_fn[name]()
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            if name in self._hist:
+                return self._hist[name].get(key, [0.0] * (len(_BUCKETS) + 2))[-2]
+            return self._values.get(name, {}).get(key, 0.0)
+
+    def render(self) -> str:
+        lines: list[str] = []
+        names = sorted(set(self._help) | set(self._values) | set(self._gauges_fn) | set(self._hist))
+        for name in names:
+            kind, text = self._help.get(name, ("untyped", ""))
+            lines.append(f"# HELP {name} {text}")
+            lines.append(f"# TYPE {name} {kind}")
+            if name in self._gauges_fn:
+                try:
+                    lines.append(f"{name} {self._gauges_fn[name]():.6g}")
+                except Exception:  # a broken gauge must not break the scrape
+                    lines.append(f"{name} NaN")
+                continue
+            with self._lock:
+                if name in self._hist:
+                    for labels, h in sorted(self._hist[name].items()):
+                        for i, bound in enumerate(_BUCKETS):
+                            lines.append(f"{name}_bucket{_fmt_labels(labels, (('le', f'{bound:g}'),))} {h[i]:g}")
+                        lines.append(f"{name}_bucket{_fmt_labels(labels, (('le', '+Inf'),))} {h[-2]:g}")
+                        lines.append(f"{name}_count{_fmt_labels(labels)} {h[-2]:g}")
+                        lines.append(f"{name}_sum{_fmt_labels(labels)} {h[-1]:.6g}")
+                    continue
+                series = self._values.get(name, {})
+                if not series and kind == "counter":
+                    lines.append(f"{name} 0")
+                for labels, value in sorted(series.items()):
+                    lines.append(f"{name}{_fmt_labels(labels)} {value:.6g}")
+        return "\n".join(lines) + "\n"
+
+
+def serve_metrics(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
+    """Serve ``/metrics`` on ``host:port`` in a daemon thread; return the server (``.shutdown()`` stops it)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] not in ("/metrics", "/"):
+                self.send_error(404, "only /metrics is served")
+                return
+            body = metrics.render().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="sco-agent-metrics", daemon=True).start()
+    return server

@@ -1,0 +1,113 @@
+"""Reclaim notices and advisories: the message format, parsing, and first-wins de-duplication.
+
+The same JSON object arrives on the per-instance NATS subjects (``sco.notice.<region>.<instance>``,
+``sco.advisory.<region>.<instance>``) and in the metadata endpoint's ``notices`` list (docs/agent.md). It
+is the provider contract's ``Notice`` / ``Advisory`` (contracts/provider.py) as JSON::
+
+    {"region": "r1", "instance_id": "i-1", "pool_id": "r1-h1-...", "hall": "h1",
+     "issued_at": "2026-01-01T00:00:00Z", "terminate_at": "2026-01-01T00:02:00Z",
+     "cause": "reclaim", "drill": false}
+
+plus, optionally, ``notice_id`` and ``kind`` ("notice" | "advisory"; otherwise the subject decides).
+``instance``/``pool`` are accepted for ``instance_id``/``pool_id``. Without a ``notice_id`` the id is
+``<kind>:<instance>:<issued_at>`` — identical on both channels, so the first to arrive wins and later
+copies are counted as duplicates and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .model import AgentError, parse_time
+
+__all__ = ["Notice", "NoticeGate", "parse_metadata", "parse_notice"]
+
+KINDS = ("notice", "advisory")
+
+
+@dataclass(frozen=True)
+class Notice:
+    notice_id: str
+    kind: str
+    instance: str
+    channel: str  # nats | metadata
+    received: float  # monotonic seconds when the agent got it
+    region: str | None = None
+    pool: str | None = None
+    issued_at: datetime | None = None
+    terminate_at: datetime | None = None
+    drill: bool = False
+    cause: str = "reclaim"
+
+
+def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "notice") -> Notice:
+    if isinstance(doc, bytes | str):
+        try:
+            doc = json.loads(doc)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise AgentError(f"{channel} notice is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise AgentError(f"{channel} notice is not a JSON object")
+    instance = doc.get("instance_id") or doc.get("instance")
+    kind = str(doc.get("kind") or default_kind)
+    if kind not in KINDS:
+        raise AgentError(f"{channel} notice kind {kind!r} is not one of {KINDS}")
+    try:
+        issued = parse_time(str(doc["issued_at"])) if doc.get("issued_at") else None
+        terminate = parse_time(str(doc["terminate_at"])) if doc.get("terminate_at") else None
+        if kind == "advisory":
+            terminate = None  # an advisory's expected_at is a forecast, not a deadline
+    except ValueError as exc:
+        raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from None
+    notice_id = doc.get("notice_id") or doc.get("id")
+    if not notice_id and instance and issued is not None:  # same on both channels, whatever the time format
+        notice_id = f"{kind}:{instance}:{issued.astimezone(UTC).isoformat()}"
+    if not notice_id or not instance:
+        raise AgentError(f"{channel} notice lacks instance_id or issued_at/notice_id: {doc!r}")
+    return Notice(notice_id=str(notice_id), kind=kind, instance=str(instance), channel=channel, received=received,
+                  region=doc.get("region"), pool=doc.get("pool_id") or doc.get("pool"), issued_at=issued,
+                  terminate_at=terminate,
+                  drill=bool(doc.get("drill", False)), cause=str(doc.get("cause") or "reclaim"))
+
+
+def parse_metadata(data: bytes, received: float) -> list[Notice]:
+    """The metadata endpoint's document: ``{"instance_id": ..., "notices": [<notice or advisory>, ...]}``
+    (each item may carry ``kind``; default "notice")."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AgentError(f"metadata document is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise AgentError("metadata document is not a JSON object")
+    items = doc.get("notices")
+    if items is None:
+        items = [doc[k] for k in ("notice", "advisory") if isinstance(doc.get(k), dict)]
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and not (item.get("instance_id") or item.get("instance")):
+            item["instance_id"] = doc.get("instance_id") or doc.get("instance")
+        out.append(parse_notice(item, "metadata", received))
+    return out
+
+
+class NoticeGate:
+    """First wins: admits each (kind, notice id) once. Remembers the last ``capacity`` ids."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._seen: set[tuple[str, str]] = set()
+        self._order: deque[tuple[str, str]] = deque()
+        self.capacity = capacity
+
+    def admit(self, notice: Notice) -> bool:
+        key = (notice.kind, notice.notice_id)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self._order.append(key)
+        if len(self._order) > self.capacity:
+            self._seen.discard(self._order.popleft())
+        return True

@@ -1,0 +1,380 @@
+"""The agent process: boot, notice intake (NATS + metadata poll), drain, bundle refresh, event shipping.
+
+Everything the notice path needs is on the node: the verified bundle (disk / user-data), the scheduler
+adapter and the local actuator. NATS, the metadata endpoint and the distributor are inputs that may be
+absent for hours; the agent keeps retrying them and never waits for them before acting (ADR-09, ADR-15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from contracts.subjects import EventKind, advisory_subject, notice_subject
+
+from .adapters import Credentials, LocalActuator, SchedulerAdapter
+from .bundle import BundleStore, fetch_bundle
+from .config import AgentConfig, UserData
+from .drain import DrainEngine, DrainReport
+from .events import make_event, subject_of
+from .metrics import Metrics
+from .model import AgentError
+from .notices import Notice, NoticeGate, parse_metadata, parse_notice
+from .spool import Spool
+
+__all__ = ["Agent", "Clock", "SystemClock"]
+
+log = logging.getLogger("sco.agent")
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+def _describe(m: Metrics) -> None:
+    for name, kind, text in (
+        ("sco_agent_notices_total", "counter", "Notices and advisories admitted, by kind and first channel."),
+        ("sco_agent_notices_duplicate_total", "counter", "Copies ignored because another channel won."),
+        ("sco_agent_notices_other_instance_total", "counter", "Notices for another instance, ignored."),
+        ("sco_agent_first_action_seconds", "histogram", "Notice receipt to the first drain action."),
+        ("sco_agent_drain_seconds", "histogram", "Notice receipt to verified drain, per workload."),
+        ("sco_agent_overruns_total", "counter", "Workloads not drained within their drain budget."),
+        ("sco_agent_local_drains_total", "counter", "Drains that took the local path (scheduler > 800 ms)."),
+        ("sco_agent_bundle_age_seconds", "gauge", "Age of the held bundle (now - issued_at); never enforced."),
+        ("sco_agent_bundle_generation", "gauge", "Generation of the held bundle (0: none)."),
+        ("sco_agent_bundle_refused_total", "counter", "Bundles refused (signature, partition, format)."),
+        ("sco_agent_bundle_refresh_failures_total", "counter", "Distributor fetches that failed."),
+        ("sco_agent_ready", "gauge", "1 when a valid contract bundle is held, else 0 (node not ready)."),
+        ("sco_agent_spool_depth", "gauge", "Events spooled on disk, not yet acknowledged by JetStream."),
+        ("sco_agent_spool_bytes", "gauge", "Bytes in the spool."),
+        ("sco_agent_spool_dropped_total", "gauge", "Events deleted because the spool bound was reached."),
+        ("sco_agent_events_shipped_total", "counter", "Events acknowledged by JetStream."),
+        ("sco_agent_nats_connected", "gauge", "1 while connected to the NATS relay."),
+    ):
+        m.describe(name, kind, text)
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, userdata: UserData, public_key_pem: bytes,
+                 scheduler: SchedulerAdapter, actuator: LocalActuator, credentials: Credentials | None = None,
+                 clock: Clock | None = None, metrics: Metrics | None = None,
+                 on_first_action: Callable[[float], None] | None = None) -> None:
+        self.cfg = config
+        self.userdata = userdata
+        self.node = userdata.node
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or Metrics()
+        _describe(self.metrics)
+        self.scheduler = scheduler
+        self.bundles = BundleStore(config.state_dir, public_key_pem, self.node.partition)
+        self.spool = Spool(config.state_dir / "spool", config.spool_max_events, config.spool_max_bytes,
+                           config.spool_fsync)
+        self.gate = NoticeGate()
+        self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
+                                  self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
+        self._first_action_cb = on_first_action
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sco-agent-spool")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._subs: list[Any] = []
+        self.nc: Any = None
+        self.ready: bool | None = None
+        self.drains: list[asyncio.Task[DrainReport]] = []
+        self.reports: list[DrainReport] = []
+        self.draining = False
+        self._current_notice: Notice | None = None
+        self._closing = False
+        m = self.metrics
+        m.gauge_fn("sco_agent_bundle_age_seconds", lambda: self.bundles.age_seconds(self.clock.now()))
+        m.gauge_fn("sco_agent_bundle_generation",
+                   lambda: float(self.bundles.current.generation if self.bundles.current else 0))
+        m.gauge_fn("sco_agent_bundle_refused_total", lambda: float(self.bundles.refused))
+        m.gauge_fn("sco_agent_ready", lambda: 1.0 if self.bundles.current else 0.0)
+        m.gauge_fn("sco_agent_spool_depth", lambda: float(self.spool.depth))
+        m.gauge_fn("sco_agent_spool_bytes", lambda: float(self.spool.bytes))
+        m.gauge_fn("sco_agent_spool_dropped_total", lambda: float(self.spool.dropped))
+        m.gauge_fn("sco_agent_nats_connected", lambda: 1.0 if self.nc is not None and self.nc.is_connected else 0.0)
+
+    # ---------- boot ----------
+    async def boot(self) -> None:
+        """Hold the best verified bundle from disk and user-data; report readiness. Never touches the network."""
+        self._loop = asyncio.get_running_loop()
+        disk = self.bundles.load_disk()
+        if disk is not None and disk.outcome == "refused":
+            self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
+                "origin": "disk", "reason": disk.reason[:300]})
+        if self.userdata.bundle is not None and self.userdata.bundle_sig is not None:
+            offer = self.bundles.offer(self.userdata.bundle, self.userdata.bundle_sig, "user-data")
+            if offer.outcome == "refused":
+                self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
+                    "origin": "user-data", "reason": offer.reason[:300]})
+        await self._apply_readiness()
+
+    async def _apply_readiness(self) -> None:
+        want = self.bundles.current is not None
+        if self.ready == want or self.draining:
+            return
+        reason = "" if want else (self.bundles.last_refused_reason or "no bundle in user-data or on disk")[:120]
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.scheduler.set_ready, want, reason), 10)
+            self.ready = want
+        except Exception as exc:  # retried on the next refresh tick
+            log.warning("could not mark the node %s: %s", "ready" if want else "not ready", exc)
+
+    # ---------- run ----------
+    async def start(self, connect: bool = True) -> None:
+        await self.boot()
+        if connect and self.userdata.nats_urls:
+            self._tasks.append(asyncio.create_task(self._nats_loop(), name="nats"))
+        if self.userdata.metadata_url:
+            self._tasks.append(asyncio.create_task(self._metadata_loop(), name="metadata"))
+        if self.userdata.distributor_url:
+            self._tasks.append(asyncio.create_task(self._refresh_loop(), name="refresh"))
+        self._tasks.append(asyncio.create_task(self._ship_loop(), name="ship"))
+
+    async def stop(self) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self.nc is not None:
+            with contextlib.suppress(Exception):
+                await self.nc.close()
+            self.nc = None
+        await asyncio.get_running_loop().run_in_executor(self._writer, lambda: None)  # flush the spool writer
+        self._writer.shutdown(wait=True)
+
+    async def attach(self, nc: Any) -> None:
+        """Subscribe this agent's notice subjects on a connected client (also used by the bench)."""
+        self.nc = nc
+        region, instance = self.node.region, self.node.instance
+
+        async def on_notice(msg: Any) -> None:
+            self._on_message(msg.data, "notice")
+
+        async def on_advisory(msg: Any) -> None:
+            self._on_message(msg.data, "advisory")
+
+        self._subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice),
+                      await nc.subscribe(advisory_subject(region, instance), cb=on_advisory)]
+        self._wake.set()
+
+    async def _nats_loop(self) -> None:
+        from nats.aio.client import Client  # imported here: `sco-agent check` does not load it
+
+        wait = 0.5
+        while not self._closing:
+            nc = Client()
+            try:
+                await nc.connect(servers=list(self.userdata.nats_urls), name=f"sco-agent-{self.node.instance}",
+                                 connect_timeout=2, reconnect_time_wait=1, max_reconnect_attempts=-1,
+                                 allow_reconnect=True, ping_interval=60,
+                                 reconnected_cb=self._on_reconnect, error_cb=self._on_nats_error)
+            except Exception as exc:
+                log.info("NATS relay unreachable (%s); retrying in %.1f s", exc, wait)
+                with contextlib.suppress(Exception):
+                    await nc.close()
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 10.0)
+                continue
+            await self.attach(nc)
+            return
+
+    async def _on_reconnect(self) -> None:
+        self._wake.set()
+
+    async def _on_nats_error(self, exc: Exception) -> None:
+        log.debug("NATS: %s", exc)
+
+    # ---------- notice intake ----------
+    def _on_message(self, data: bytes, kind: str) -> None:
+        received = self.clock.monotonic()
+        try:
+            notice = parse_notice(data, "nats", received, default_kind=kind)
+        except AgentError as exc:
+            log.warning("%s", exc)
+            return
+        self.on_notice(notice)
+
+    def on_notice(self, notice: Notice) -> None:
+        if notice.instance != self.node.instance:
+            self.metrics.inc("sco_agent_notices_other_instance_total", channel=notice.channel)
+            return
+        if not self.gate.admit(notice):
+            self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
+            return
+        self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
+        contracts = list(self.bundles.current.contracts.values()) if self.bundles.current else []
+        terminate_in = None
+        if notice.terminate_at is not None:
+            lag = self.clock.monotonic() - notice.received
+            terminate_in = (notice.terminate_at - self.clock.now()).total_seconds() + lag
+        selected: set[str] | None = None
+        if notice.kind == "advisory":
+            selected = {c.ref for c in contracts if c.advisory_drain}
+            if not selected:
+                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
+                           attributes=self._notice_attrs(notice, action="recorded"))
+                return
+        elif self.draining:  # a second hard notice: recorded, the drain in progress continues
+            self._emit(EventKind.NOTICE, cause=notice.cause, drill=notice.drill,
+                       attributes=self._notice_attrs(notice, action="already-draining"))
+            return
+        if notice.kind == "notice":
+            self.draining = True
+        self._current_notice = notice
+        task = asyncio.get_running_loop().create_task(self.engine.drain(
+            notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected))
+        self.drains.append(task)
+        task.add_done_callback(self._drain_done)
+        kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
+        self._emit(kind, cause=notice.cause, drill=notice.drill, attributes=self._notice_attrs(
+            notice, action="drain", bundle_generation=self.bundles.current.generation if self.bundles.current else 0))
+
+    def _notice_attrs(self, notice: Notice, **extra: Any) -> dict[str, Any]:
+        attrs: dict[str, Any] = {"notice_id": notice.notice_id, "channel": notice.channel}
+        if notice.terminate_at is not None:
+            attrs["terminate_at"] = notice.terminate_at.isoformat()
+        attrs.update(extra)
+        return attrs
+
+    def _drain_done(self, task: asyncio.Task[DrainReport]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("drain failed: %r", exc)
+            return
+        report = task.result()
+        self.reports.append(report)
+        if report.path == "local":
+            self.metrics.inc("sco_agent_local_drains_total")
+        for info in report.workloads.values():
+            if "seconds" in info:
+                self.metrics.observe("sco_agent_drain_seconds", float(info["seconds"]), path=report.path)
+            if info.get("overrun"):
+                self.metrics.inc("sco_agent_overruns_total")
+
+    def _first_action(self, seconds: float) -> None:
+        self.metrics.observe("sco_agent_first_action_seconds", seconds)
+        if self._first_action_cb is not None:
+            self._first_action_cb(seconds)
+
+    async def _metadata_loop(self) -> None:
+        url = str(self.userdata.metadata_url)
+        while not self._closing:
+            try:
+                data = await asyncio.to_thread(_get, url, 2.0)
+                for notice in parse_metadata(data, self.clock.monotonic()):
+                    self.on_notice(notice)
+            except AgentError as exc:
+                log.debug("metadata poll: %s", exc)
+            await asyncio.sleep(self.cfg.metadata_poll_s)
+
+    # ---------- bundle refresh ----------
+    async def refresh_once(self) -> str:
+        url = str(self.userdata.distributor_url)
+        try:
+            raw, sig = await asyncio.to_thread(fetch_bundle, url, 5.0)
+        except AgentError as exc:
+            self.metrics.inc("sco_agent_bundle_refresh_failures_total")
+            log.debug("%s", exc)
+            await self._apply_readiness()
+            return "unreachable"
+        offer = self.bundles.offer(raw, sig, "distributor")
+        if offer.outcome == "refused":
+            self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
+                "origin": "distributor", "reason": offer.reason[:300],
+                "held_generation": self.bundles.current.generation if self.bundles.current else 0})
+        await self._apply_readiness()
+        return offer.outcome
+
+    async def _refresh_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self.cfg.refresh_s)
+            await self.refresh_once()
+
+    # ---------- events ----------
+    def _emit_engine(self, kind: EventKind, **kw: Any) -> None:
+        self._emit(kind, **kw)
+
+    def _emit(self, kind: EventKind, *, cause: str, drill: bool = False, workload: str | None = None,
+              contract_version: str | None = None, attributes: dict[str, Any] | None = None) -> None:
+        event = make_event(kind, now=self.clock.now(), node=self.node, cause=cause, workload=workload,
+                           contract_version=contract_version, drill=drill, attributes=attributes)
+        fut = self._writer.submit(self.spool.append, event)
+        loop = self._loop
+        if loop is not None:
+            fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._wake.set))
+
+    async def _ship_loop(self) -> None:
+        backoff = 0.5
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=30)
+            self._wake.clear()
+            nc = self.nc
+            if nc is None or not nc.is_connected:
+                continue
+            js = nc.jetstream()
+            try:
+                while True:
+                    batch = self.spool.head(64)
+                    if not batch:
+                        break
+                    for entry in batch:
+                        data = entry.path.read_bytes()
+                        event = json.loads(data)
+                        await js.publish(subject_of(event), data, timeout=2.0,
+                                         headers={"Nats-Msg-Id": str(event["event_id"])})
+                        self.spool.ack(entry)
+                        self.metrics.inc("sco_agent_events_shipped_total")
+                backoff = 0.5
+            except FileNotFoundError:
+                self._wake.set()  # an entry was dropped by the bound while we shipped: go again
+            except Exception as exc:  # NATS down, stream missing, timeout: keep the spool, retry
+                log.info("event shipping paused (%s); %d spooled", exc, self.spool.depth)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+                self._wake.set()
+
+    async def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until the spool is empty (tests, shutdown). Returns False on timeout."""
+        end = self.clock.monotonic() + timeout
+        await asyncio.get_running_loop().run_in_executor(self._writer, lambda: None)
+        while self.spool.depth and self.clock.monotonic() < end:
+            self._wake.set()
+            await asyncio.sleep(0.05)
+        return self.spool.depth == 0
+
+
+def _get(url: str, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            data: bytes = resp.read()
+            return data
+    except (urllib.error.URLError, OSError) as exc:
+        raise AgentError(f"GET {url}: {exc}") from None
