@@ -1,0 +1,261 @@
+"""The OpenStack adapter of the provider contract, on openstacksdk (ADR-05, ADR-11, ADR-29).
+
+Pools come from flavours (extra specs ``sco:sku_family``, ``sco:size``, ``sco:purchase_model``,
+``sco:rate_eur_h``, ``sco:guaranteed_rate_eur_h``) × availability zones (halls) × host aggregates (when the
+credential may list them; otherwise the zone stands for its aggregate). Launch is one Nova multi-create call
+with the owner tags, metadata and user-data; listing reads the tags back, so "what we own" can be rebuilt from
+the provider alone; terminate refuses anything without the owner tags. Nova has no notices, advisories, rate
+card, reservations or forward capacity: those come from the provider-contract feeds (``feeds``), when given.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import openstack
+import yaml
+from openstack import exceptions as osexc
+
+from contracts.pools import Pool, PoolCatalogue, PurchaseModel
+from contracts.provider import (
+    TAG_PREFIX,
+    ForwardCapacity,
+    Instance,
+    InstanceStatus,
+    LaunchRequest,
+    OwnerTags,
+    QuotaHeadroom,
+    RateCard,
+    RateCardEntry,
+    ReclaimReceipt,
+    Reservation,
+)
+from contracts.provider_errors import (
+    CapacityUnavailable,
+    InvalidRequest,
+    NotFound,
+    NotOwned,
+    ProviderError,
+    QuotaExceeded,
+)
+
+from .feeds import FeedClient
+
+__all__ = ["OpenStackProvider"]
+
+_STATUS = {"BUILD": InstanceStatus.BUILDING, "ACTIVE": InstanceStatus.ACTIVE, "DELETED": InstanceStatus.DELETED,
+           "SOFT_DELETED": InstanceStatus.DELETED, "ERROR": InstanceStatus.ERROR}
+_QUOTA = re.compile(r"Quota exceeded for (\w+): Requested (\d+), but already used (\d+) of (\d+)")
+
+
+def _connect(**conf: Any) -> Any:
+    with warnings.catch_warnings():  # openstacksdk warns about its own unused InfluxDB/statsd options
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return openstack.connect(**conf)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class OpenStackProvider:
+    """``Provider`` on one region's Nova/Glance/Keystone, scoped to the orchestrator's project."""
+
+    def __init__(self, conn: Any, *, region: str, image: str, project: str = "",
+                 mutating_hook: Callable[[str], None] | None = None, feeds: FeedClient | None = None,
+                 clock: Callable[[], datetime] = _utcnow) -> None:
+        self._conn = conn
+        self._region = region
+        self._image_name = image
+        self._image_id: str | None = None
+        self.project = project
+        self._hook = mutating_hook or (lambda op: None)
+        self._feeds = feeds
+        self._clock = clock
+        self._pools: dict[str, tuple[Pool, str, str]] = {}  # pool_id -> (pool, flavour id, zone)
+
+    @classmethod
+    def from_clouds_yaml(cls, path: Path, cloud: str, **kwargs: Any) -> OpenStackProvider:
+        """Connect with an entry of a clouds.yaml (an application credential, ADR-29)."""
+        doc = yaml.safe_load(path.read_text())
+        try:
+            conf = dict(doc["clouds"][cloud])
+        except KeyError:
+            raise NotFound("cloud", cloud, tuple(doc.get("clouds", {}))) from None
+        conf.setdefault("compute_api_version", "2.90")
+        kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
+        return cls(_connect(**conf), **kwargs)
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> OpenStackProvider:
+        """Connect from ``OS_*`` variables (``OS_AUTH_TYPE=v3applicationcredential``, ``OS_APPLICATION_CREDENTIAL_ID``…)."""
+        conn = _connect(load_envvars=True, compute_api_version="2.90")
+        kwargs.setdefault("region", conn.config.get_region_name() or "RegionOne")
+        return cls(conn, **kwargs)
+
+    @property
+    def region(self) -> str:
+        return self._region
+
+    # --- catalogue -------------------------------------------------------------------------------------
+    def _zones_and_aggregates(self) -> dict[str, list[str]]:
+        zones = [z.name for z in self._conn.compute.availability_zones() if z.state.get("available", True)]
+        try:
+            aggs = list(self._conn.compute.aggregates())
+        except osexc.ForbiddenException:  # a member credential may not list aggregates: one per zone
+            return {z: [z] for z in zones}
+        out: dict[str, list[str]] = {z: [] for z in zones}
+        for agg in aggs:
+            if agg.availability_zone in out:
+                out[agg.availability_zone].append(agg.name)
+        return {z: sorted(a) or [z] for z, a in out.items()}
+
+    def catalogue(self) -> PoolCatalogue:
+        pools: dict[str, tuple[Pool, str, str]] = {}
+        halls = self._zones_and_aggregates()
+        for flavor in self._conn.compute.flavors(details=True):
+            spec = flavor.extra_specs or {}
+            if "sco:sku_family" not in spec:
+                continue
+            model = PurchaseModel(spec.get("sco:purchase_model", "reclaimable"))
+            for hall, aggregates in sorted(halls.items()):
+                for aggregate in aggregates:
+                    pool_id = f"{self._region}-{hall}-{spec['sco:sku_family']}-{spec['sco:size']}-" + (
+                        "rc" if model is PurchaseModel.RECLAIMABLE else model.value[:2])
+                    if len(aggregates) > 1:
+                        pool_id += f"-{aggregate}"
+                    pool = Pool(pool_id=pool_id, region=self._region, hall=hall, aggregate=aggregate,
+                                sku_family=spec["sco:sku_family"], size=spec["sco:size"], vcpu=flavor.vcpus,
+                                memory_gib=max(flavor.ram // 1024, 0), purchase_model=model,
+                                rate_eur_h=Decimal(spec.get("sco:rate_eur_h", "0")),
+                                guaranteed_rate_eur_h=Decimal(spec.get("sco:guaranteed_rate_eur_h", "0")))
+                    pools[pool_id] = (pool, flavor.id, hall)
+        self._pools = pools
+        return PoolCatalogue(pools=tuple(p for p, _, _ in pools.values()), source=f"openstack:{self._region}")
+
+    def _pool(self, pool_id: str) -> tuple[Pool, str, str]:
+        if pool_id not in self._pools:
+            self.catalogue()
+        if pool_id not in self._pools:
+            raise NotFound("pool", pool_id, tuple(sorted(self._pools)))
+        return self._pools[pool_id]
+
+    # --- feeds -----------------------------------------------------------------------------------------
+    def rate_card(self) -> RateCard:
+        if self._feeds is not None:
+            return self._feeds.rate_card()
+        pools = self.catalogue().pools
+        return RateCard(region=self._region, time=self._clock(), entries=tuple(
+            RateCardEntry(pool_id=p.pool_id, rate_eur_h=p.rate_eur_h, guaranteed_rate_eur_h=p.guaranteed_rate_eur_h,
+                          utilisation=0.0, free_instances=0) for p in pools))
+
+    def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        return self._feeds.reservations(business_unit) if self._feeds is not None else ()
+
+    def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        return self._feeds.forward_capacity(horizon) if self._feeds is not None else ()
+
+    def quota_headroom(self) -> QuotaHeadroom:
+        a = self._conn.compute.get_limits().absolute
+        return QuotaHeadroom(project=self.project, instances_limit=a.instances, instances_used=a.instances_used,
+                             vcpu_limit=a.total_cores, vcpu_used=a.total_cores_used,
+                             memory_mib_limit=a.total_ram, memory_mib_used=a.total_ram_used)
+
+    # --- acquisition -----------------------------------------------------------------------------------
+    def _image(self) -> str:
+        if self._image_id is None:
+            image = self._conn.image.find_image(self._image_name)
+            if image is None:
+                raise NotFound("image", self._image_name)
+            self._image_id = image.id
+        return self._image_id
+
+    def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        pool, flavor_id, zone = self._pool(request.pool_id)
+        quota = self.quota_headroom()
+        if quota.instances_limit >= 0 and quota.instances_used + request.count > quota.instances_limit:
+            raise QuotaExceeded("instances", request.count, quota.instances_used, quota.instances_limit, self.project)
+        cores = request.count * pool.vcpu
+        if quota.vcpu_limit >= 0 and quota.vcpu_used + cores > quota.vcpu_limit:
+            raise QuotaExceeded("cores", cores, quota.vcpu_used, quota.vcpu_limit, self.project)
+        tags = list(request.tags)
+        metadata = {**request.metadata, "sco_pool": pool.pool_id, "sco_workload": request.owner.workload,
+                    "sco_partition": request.owner.partition}
+        if len(metadata) > 128:
+            raise InvalidRequest("metadata", len(metadata), "Nova allows at most 128 metadata items")
+        self._hook("launch")
+        name = f"{request.name_prefix}-{request.owner.workload}-g{request.owner.generation}"[:60]
+        body: dict[str, Any] = {
+            "name": name, "imageRef": self._image(), "flavorRef": flavor_id, "networks": "none", "tags": tags,
+            "metadata": metadata, "availability_zone": zone, "min_count": request.count,
+            "max_count": request.count, "return_reservation_id": True}
+        if request.user_data:
+            body["user_data"] = base64.b64encode(request.user_data.encode()).decode()
+        try:
+            resp = self._conn.compute.post("/servers", json={"server": body}, microversion="2.90", raise_exc=False)
+            osexc.raise_from_response(resp)
+        except osexc.HttpException as exc:
+            raise self._translate(exc, request, pool, flavor_id) from None
+        reservation = resp.json()["reservation_id"]
+        servers = list(self._conn.compute.servers(details=True, reservation_id=reservation))
+        return tuple(self._instance(s) for s in servers)
+
+    def _translate(self, exc: osexc.HttpException, request: LaunchRequest, pool: Pool, flavor_id: str) -> ProviderError:
+        text = f"{exc.details or ''} {exc}"
+        m = _QUOTA.search(text)
+        if m:
+            return QuotaExceeded(m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)), self.project)
+        if "Flavor" in text and ("could not be found" in text or "not found" in text.lower()):
+            self._pools.pop(pool.pool_id, None)
+            return NotFound("flavour", flavor_id)
+        if "No valid host" in text or exc.status_code == 409:
+            return CapacityUnavailable(pool.pool_id, request.count, 0, text.strip()[:200])
+        return ProviderError(f"launch in pool {pool.pool_id} failed: HTTP {exc.status_code}: {text.strip()[:300]}")
+
+    def _instance(self, server: Any) -> Instance:
+        meta = {str(k): str(v) for k, v in (server.metadata or {}).items()}
+        created = server.created_at
+        launched = datetime.fromisoformat(created.replace("Z", "+00:00")) if created else None
+        return Instance(instance_id=server.id, name=server.name or "", region=self._region,
+                        pool_id=meta.get("sco_pool"), hall=server.availability_zone or None,
+                        status=_STATUS.get(server.status or "", InstanceStatus.ERROR),
+                        tags=tuple(server.tags or ()), metadata=meta, launched_at=launched)
+
+    def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        query: dict[str, Any] = {}
+        if tags:
+            query["tags"] = ",".join(f"{TAG_PREFIX}{k}={v}" for k, v in sorted(tags.items()))
+        return tuple(self._instance(s) for s in self._conn.compute.servers(details=True, **query))
+
+    def owned(self) -> tuple[Instance, ...]:
+        """Everything SCO owns in the project, from tags alone (ADR-11): the state-rebuild source."""
+        return tuple(i for i in self.list_instances() if i.owner is not None)
+
+    def terminate(self, instance_id: str) -> None:
+        try:
+            server = self._conn.compute.get_server(instance_id)
+        except osexc.NotFoundException:
+            raise NotFound("instance", instance_id) from None
+        tags = tuple(server.tags or ())
+        missing = OwnerTags.missing(tags)
+        if missing:
+            raise NotOwned(instance_id, missing, tags)
+        self._hook("terminate")
+        try:
+            self._conn.compute.delete_server(server)
+        except osexc.NotFoundException:
+            raise NotFound("instance", instance_id) from None
+
+    def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        if self._feeds is None:
+            raise ProviderError("Nova has no reclaim API: configure the provider-contract feed URL (reclaimer)")
+        self._hook("reclaim")
+        return self._feeds.reclaim(instance_ids, drill=drill)
