@@ -29,9 +29,13 @@ bench: venv
 	$(BIN)/python -m bench
 
 proto: venv
-	$(BIN)/python -m grpc_tools.protoc -Icontrollers/plugpool/proto --python_out=controllers/plugpool/proto \
-	  --grpc_python_out=controllers/plugpool/proto --pyi_out=controllers/plugpool/proto \
+	# -I. so the generated modules import each other as controllers.plugpool.proto.*
+	$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. \
+	  controllers/plugpool/proto/k8s_meta_v1.proto controllers/plugpool/proto/k8s_quantity.proto \
+	  controllers/plugpool/proto/k8s_core_v1.proto controllers/plugpool/proto/k8s_resource_v1.proto
+	$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. --pyi_out=. \
 	  controllers/plugpool/proto/externalgrpc.proto
+	sed -i '1i # mypy: ignore-errors' controllers/plugpool/proto/externalgrpc_pb2_grpc.py controllers/plugpool/proto/*_pb2.pyi
 
 clean:
 	rm -rf $(VENV) .sco .pytest_cache .mypy_cache .ruff_cache

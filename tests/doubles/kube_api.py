@@ -311,9 +311,7 @@ class KubeApiDouble:
         if old is not None:
             meta["uid"] = old["metadata"]["uid"]
             meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
-            meta["generation"] = old["metadata"].get("generation", 1) + (
-                1 if obj.get("spec") != old.get("spec") else 0
-            )
+            meta["generation"] = old["metadata"].get("generation", 1) + (1 if obj.get("spec") != old.get("spec") else 0)
             if "deletionTimestamp" in old["metadata"]:
                 meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
         else:
@@ -354,9 +352,7 @@ class KubeApiDouble:
                 return _Route(res, None if res.namespaced else "", *tail(rest[1:]))
         raise ApiError(404, f"the server could not find the requested resource ({path})")
 
-    def handle(
-        self, method: str, path: str, query: dict[str, list[str]], body: Any, ctype: str
-    ) -> tuple[int, Obj]:
+    def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any, ctype: str) -> tuple[int, Obj]:
         route = self._route(path)
         res, ns, name, sub = route.resource, route.namespace, route.name, route.subresource
         q = {k: v[-1] for k, v in query.items()}
@@ -368,9 +364,7 @@ class KubeApiDouble:
                 and res.kind != "Namespace"
                 and ("core/namespaces", "", ns) not in self._objects
             ):
-                raise ApiError(
-                    404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"}
-                )
+                raise ApiError(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
             if name is None:
                 if method == "GET":
                     return 200, self._list(res, ns, q)
@@ -398,9 +392,7 @@ class KubeApiDouble:
                 return 200, self._delete(res, key, body or {}, q)
         raise ApiError(405, f"method {method} not allowed")
 
-    def _select(
-        self, res: Resource, ns: str | None, q: dict[str, str]
-    ) -> list[tuple[tuple[str, str, str], Obj]]:
+    def _select(self, res: Resource, ns: str | None, q: dict[str, str]) -> list[tuple[tuple[str, str, str], Obj]]:
         out = []
         for key, obj in sorted(self._objects.items()):
             if key[0] != res.store or (ns is not None and ns != "" and key[1] != ns):
@@ -545,9 +537,7 @@ class KubeApiDouble:
     @staticmethod
     def _healthy(pod: Obj) -> bool:
         status = pod.get("status") or {}
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-        )
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
         return status.get("phase") == "Running" and ready and not pod["metadata"].get("deletionTimestamp")
 
     def _evict(self, res: Resource, key: tuple[str, str, str]) -> tuple[int, Obj]:
@@ -567,8 +557,7 @@ class KubeApiDouble:
         if len(pdbs) > 1:
             raise ApiError(
                 500,
-                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-                "does not support.",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
             )
         if pdbs and self._healthy(pod) and not self._pdb_allows(pdbs[0], key[1]):
             name = pdbs[0]["metadata"]["name"]
@@ -579,8 +568,7 @@ class KubeApiDouble:
                     "causes": [
                         {
                             "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {name} "
-                            "needs more healthy pods to allow this eviction",
+                            "message": f"The disruption budget {name} needs more healthy pods to allow this eviction",
                         }
                     ]
                 },
@@ -594,9 +582,7 @@ class KubeApiDouble:
         pods = [
             o
             for (store, pns, _), o in self._objects.items()
-            if store == "core/pods"
-            and pns == ns
-            and match_labels_expr(selector, o["metadata"].get("labels") or {})
+            if store == "core/pods" and pns == ns and match_labels_expr(selector, o["metadata"].get("labels") or {})
         ]
         expected = len(pods)
         healthy = sum(1 for p in pods if self._healthy(p))
@@ -615,9 +601,7 @@ class KubeApiDouble:
     # ----------------------------------------------------------------- HTTP
     def _before(self, method: str, path: str) -> int | None:
         with self._lock:
-            delay = max(
-                (s for rx, s in self._latency.items() if rx is None or re.search(rx, path)), default=0.0
-            )
+            delay = max((s for rx, s in self._latency.items() if rx is None or re.search(rx, path)), default=0.0)
             status = None
             for f in self._failures:
                 if f.times > 0 and f.method in (method, "*") and f.pattern.search(path):
@@ -658,9 +642,7 @@ class KubeApiDouble:
                 except Exception as exc:  # a bug in the double: answer 500 rather than hang the client
                     status, payload = 500, ApiError(500, f"double error: {exc!r}").status()
                 with double._lock:
-                    double.requests.append(
-                        RecordedRequest(method, parts.path, parts.query, time.time(), status, body)
-                    )
+                    double.requests.append(RecordedRequest(method, parts.path, parts.query, time.time(), status, body))
                 if "__watch__" in payload:
                     data = b"".join(json.dumps(e).encode() + b"\n" for e in payload["__watch__"])
                 else:

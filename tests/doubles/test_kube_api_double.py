@@ -25,9 +25,7 @@ def core(kube: KubeApiDouble) -> Iterator[client.CoreV1Api]:
     api.close()
 
 
-def _pod(
-    name: str, node: str = "n1", labels: dict[str, str] | None = None, ready: bool = True
-) -> dict[str, object]:
+def _pod(name: str, node: str = "n1", labels: dict[str, str] | None = None, ready: bool = True) -> dict[str, object]:
     return {
         "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
@@ -113,9 +111,7 @@ def test_resource_slices_and_pdbs_are_served_on_their_group_paths(kube: KubeApiD
             },
         }
     )
-    assert [
-        s.metadata.name for s in resource.list_resource_slice(field_selector="spec.nodeName=n1").items
-    ] == ["s1"]
+    assert [s.metadata.name for s in resource.list_resource_slice(field_selector="spec.nodeName=n1").items] == ["s1"]
     policy = client.PolicyV1Api(api)
     assert policy.list_namespaced_pod_disruption_budget("default").items == []
     api.close()

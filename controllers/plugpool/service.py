@@ -1,0 +1,118 @@
+"""The externalgrpc ``CloudProvider`` gRPC service over a :class:`PlugPool`, and ``serve()``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any, TypeVar
+
+import grpc
+
+from .pool import InstanceState, PlugPool, ProviderError
+from .proto import externalgrpc_pb2 as pb
+from .proto import externalgrpc_pb2_grpc as pb_grpc
+
+__all__ = ["GPU_LABEL", "CloudProviderService", "start_server"]
+
+log = logging.getLogger("plugpool.grpc")
+GPU_LABEL = "nvidia.com/gpu.product"
+T = TypeVar("T")
+_STATES = {
+    InstanceState.RUNNING: pb.InstanceStatus.instanceRunning,
+    InstanceState.CREATING: pb.InstanceStatus.instanceCreating,
+    InstanceState.DELETING: pb.InstanceStatus.instanceDeleting,
+}
+
+
+def _guard(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except ProviderError as exc:
+        log.warning("%s", exc)
+        context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
+        raise  # unreachable: abort raises
+
+
+class CloudProviderService(pb_grpc.CloudProviderServicer):
+    def __init__(self, pool: PlugPool) -> None:
+        self.pool = pool
+
+    def _group_msg(self, group_id: str) -> pb.NodeGroup:
+        g = self.pool.config.node_groups[[x.id for x in self.pool.config.node_groups].index(group_id)]
+        debug = f"plugpool group {g.id}: {len(g.nodes)} machine(s) on ESPHome plugs"
+        return pb.NodeGroup(id=g.id, minSize=g.min_size, maxSize=g.max_size, debug=debug)
+
+    def NodeGroups(self, request: Any, context: Any) -> pb.NodeGroupsResponse:
+        return pb.NodeGroupsResponse(nodeGroups=[self._group_msg(g.id) for g in self.pool.config.node_groups])
+
+    def NodeGroupForNode(self, request: Any, context: Any) -> pb.NodeGroupForNodeResponse:
+        group_id = self.pool.group_for_node(request.node.providerID, request.node.name)
+        if not group_id:
+            return pb.NodeGroupForNodeResponse(nodeGroup=pb.NodeGroup(id=""))
+        return pb.NodeGroupForNodeResponse(nodeGroup=self._group_msg(group_id))
+
+    def PricingNodePrice(self, request: Any, context: Any) -> Any:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "plugpool has no pricing")
+
+    def PricingPodPrice(self, request: Any, context: Any) -> Any:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "plugpool has no pricing")
+
+    def GPULabel(self, request: Any, context: Any) -> pb.GPULabelResponse:
+        return pb.GPULabelResponse(label=GPU_LABEL)
+
+    def GetAvailableGPUTypes(self, request: Any, context: Any) -> pb.GetAvailableGPUTypesResponse:
+        return pb.GetAvailableGPUTypesResponse()
+
+    def Cleanup(self, request: Any, context: Any) -> pb.CleanupResponse:
+        return pb.CleanupResponse()
+
+    def Refresh(self, request: Any, context: Any) -> pb.RefreshResponse:
+        self.pool.refresh()
+        return pb.RefreshResponse()
+
+    def NodeGroupTargetSize(self, request: Any, context: Any) -> pb.NodeGroupTargetSizeResponse:
+        size = _guard(context, lambda: self.pool.target_size(request.id))
+        return pb.NodeGroupTargetSizeResponse(targetSize=size)
+
+    def NodeGroupIncreaseSize(self, request: Any, context: Any) -> pb.NodeGroupIncreaseSizeResponse:
+        _guard(context, lambda: self.pool.increase_size(request.id, request.delta))
+        return pb.NodeGroupIncreaseSizeResponse()
+
+    def NodeGroupDeleteNodes(self, request: Any, context: Any) -> pb.NodeGroupDeleteNodesResponse:
+        nodes = [(n.providerID, n.name) for n in request.nodes]
+        _guard(context, lambda: self.pool.delete_nodes(request.id, nodes))
+        return pb.NodeGroupDeleteNodesResponse()
+
+    def NodeGroupDecreaseTargetSize(self, request: Any, context: Any) -> pb.NodeGroupDecreaseTargetSizeResponse:
+        _guard(context, lambda: self.pool.decrease_target_size(request.id, request.delta))
+        return pb.NodeGroupDecreaseTargetSizeResponse()
+
+    def NodeGroupNodes(self, request: Any, context: Any) -> pb.NodeGroupNodesResponse:
+        instances = _guard(context, lambda: self.pool.instances(request.id))
+        return pb.NodeGroupNodesResponse(
+            instances=[
+                pb.Instance(id=i.id, status=pb.InstanceStatus(instanceState=_STATES[i.state])) for i in instances
+            ]
+        )
+
+    def NodeGroupTemplateNodeInfo(self, request: Any, context: Any) -> pb.NodeGroupTemplateNodeInfoResponse:
+        _, raw, slices = _guard(context, lambda: self.pool.template(request.id))
+        response = pb.NodeGroupTemplateNodeInfoResponse(nodeBytes=raw, resourceSliceBytes=slices)
+        response.nodeInfo.ParseFromString(raw)
+        return response
+
+    def NodeGroupGetOptions(self, request: Any, context: Any) -> pb.NodeGroupAutoscalingOptionsResponse:
+        _guard(context, lambda: self.pool.instances(request.id))  # NOT_FOUND for an unknown group
+        return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=request.defaults)
+
+
+def start_server(pool: PlugPool, address: str, workers: int = 8) -> tuple[grpc.Server, int]:
+    """Start the gRPC server on ``address`` ("host:port"; port 0 picks one). Returns the server and port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plugpool-grpc"))
+    pb_grpc.add_CloudProviderServicer_to_server(CloudProviderService(pool), server)  # type: ignore[no-untyped-call]
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}; is the port in use?")
+    server.start()
+    return server, port
