@@ -2,8 +2,9 @@
 
 `python -m bench.catalogue --out deploy/contracts/pools.csv` regenerates the example file. One region
 ``r1``, three halls with two host aggregates each, twelve SKU families (hardware generations, high-memory,
-compute, AMD, Arm, two GPU families) in their sizes → 141 reclaimable pools, plus committed pools per
-business unit in every hall. Rates: guaranteed €0.04 per vCPU-hour (+ €2.40 per GPU-hour); reclaimable
+compute, AMD, Arm, two GPU families) in their sizes → 141 reclaimable pools, the same flavours as on-demand
+guaranteed pools, plus committed pools per business unit in every hall.
+Rates: guaranteed €0.04 per vCPU-hour (+ €2.40 per GPU-hour); reclaimable
 pools at 25–70 % of it, a few at ≥ 85 % (not discount pools); observed interruption 1–7 %/h.
 """
 
@@ -61,6 +62,11 @@ def rows(seed: int = 7, region: str = "r1") -> list[dict[str, object]]:
                             "memory_gib": mem, "gpu": gpus, "purchase_model": "reclaimable",
                             "rate_eur_h": rate, "guaranteed_rate_eur_h": g,
                             "interruption_rate_pct_h": interruption, "business_unit": ""})
+                out.append({"pool_id": f"{region}-{hall}-{family}-{size}-gd", "region": region, "hall": hall,
+                            "aggregate": aggregate, "sku_family": family, "size": size, "vcpu": vcpu,
+                            "memory_gib": mem, "gpu": gpus, "purchase_model": "guaranteed",
+                            "rate_eur_h": g, "guaranteed_rate_eur_h": g,
+                            "interruption_rate_pct_h": Decimal(0), "business_unit": ""})
     for bu in BUSINESS_UNITS:
         for hall in HALLS:
             for family, size, vcpu, mem, gpus in (("std-g6", "xlarge", 32, 128, 0), ("hm-g6", "xlarge", 32, 256, 0),

@@ -1,0 +1,146 @@
+"""What the planner reads and writes. Frozen dataclasses: the planner is a pure function over them.
+
+Capacity is counted in **units**: one unit is one of the workload's declared ``resources`` (its normalised
+capacity). A pool instance holds ``units_per_instance`` units; caps are shares of a workload's units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
+
+from contracts.pools import Pool
+from contracts.schema import Contract
+
+__all__ = [
+    "Allocation",
+    "Caps",
+    "Claim",
+    "PlanSet",
+    "PoolState",
+    "Purpose",
+    "Strategy",
+    "WorkloadPlan",
+    "units_per_instance",
+]
+
+
+class Strategy(StrEnum):
+    DEPTH_FIRST = "depth-first"              # ours: composite ranking (depth and interruption outweigh rate)
+    PRICE_FIRST = "price-first"              # cheapest rate per unit first, same caps
+    CAPACITY_OPTIMISED = "capacity-optimised"  # most available capacity first, same caps
+    SINGLE_CHEAPEST = "single-cheapest"      # everything in the cheapest pool, no caps
+
+
+class Purpose(StrEnum):
+    FLOOR = "floor"
+    RECLAIMABLE = "reclaimable"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Diversification rules (ADR-06, ADR-07, ADR-22). Shares of the workload's reclaimable units."""
+
+    pool_share: Decimal = Decimal("0.15")
+    group_share: Decimal = Decimal("0.30")
+    probation_share: Decimal = Decimal("0.05")
+    min_pools: int = 8
+    floor_min_halls: int = 3
+    floor_hall_share: Decimal = Decimal("0.40")
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """A pool as observed now: the ranking in force, its correlation group, what can still be had."""
+
+    pool: Pool
+    available_instances: int
+    score: float = 0.0            # composite ranking in force, higher = deeper / safer
+    group: str = ""               # correlation group in force (default: the host aggregate)
+    excluded: bool = False
+    probation: bool = False
+
+    @property
+    def pool_id(self) -> str:
+        return self.pool.pool_id
+
+    @property
+    def group_id(self) -> str:
+        return self.group or self.pool.aggregate
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Pending work of one workload, normalised: how many units it wants now."""
+
+    contract: Contract
+    units: int
+
+    @property
+    def workload(self) -> str:
+        return self.contract.workload
+
+    @property
+    def digest(self) -> str:
+        return f"{self.contract.ref}:{self.units}"
+
+
+@dataclass(frozen=True)
+class Allocation:
+    pool_id: str
+    purpose: Purpose
+    units: int
+    instances: int
+    rate_eur_h: Decimal
+
+    @property
+    def cost_eur_h(self) -> Decimal:
+        return self.rate_eur_h * self.instances
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    workload: str
+    claim_digest: str
+    strategy: Strategy
+    allocations: tuple[Allocation, ...]
+    wanted_units: int
+    floor_units: int
+    shortfall_units: int
+    cheapest_cost_eur_h: Decimal
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cost_eur_h(self) -> Decimal:
+        return sum((a.cost_eur_h for a in self.allocations), Decimal(0))
+
+    @property
+    def depth_premium_eur_h(self) -> Decimal:
+        """What depth cost against the cheapest eligible placement under the same caps (ADR-08)."""
+        reclaimable = sum((a.cost_eur_h for a in self.allocations if a.purpose is Purpose.RECLAIMABLE), Decimal(0))
+        return reclaimable - self.cheapest_cost_eur_h
+
+    def units_in(self, purpose: Purpose) -> int:
+        return sum(a.units for a in self.allocations if a.purpose is purpose)
+
+    @property
+    def pools(self) -> frozenset[str]:
+        return frozenset(a.pool_id for a in self.allocations)
+
+
+@dataclass(frozen=True)
+class PlanSet:
+    generation: int
+    made_at: datetime
+    plans: dict[str, WorkloadPlan] = field(default_factory=dict)
+    replanned: tuple[str, ...] = ()
+
+
+def units_per_instance(pool: Pool, contract: Contract) -> int:
+    r = contract.resources
+    fits = min(pool.vcpu // r.vcpu, pool.memory_gib // r.memory_gib)
+    if r.gpu:
+        fits = min(fits, pool.gpu // r.gpu)
+    return max(0, fits)

@@ -1,0 +1,143 @@
+"""The planner: a pure function from claims, pools in force and the previous plan to the next plan (ADR-08).
+
+Per workload, in priority order (floor-bearing tiers first, then deadlines), it fills the floor from
+guaranteed capacity (``floor.fill_floor``), then water-fills the reclaimable rest under the caps
+(``waterfill.fill``), and records the depth premium against the price-first placement under the same caps and
+the same residual capacity. Incremental: a workload whose claim is unchanged and none of whose pools is now
+excluded keeps its plan; only the others are re-planned, on the capacity the kept plans leave.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from contracts.pools import PurchaseModel
+from contracts.schema import Contract, PlacementStrategy, TierName
+
+from .floor import FloorCandidate, fill_floor
+from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, units_per_instance
+from .waterfill import Candidate, fill
+
+__all__ = ["PlannerConfig", "plan", "priority"]
+
+_TIER_ORDER = {TierName.T1: 0, TierName.T4: 1, TierName.T2: 2, TierName.T3: 3, TierName.T5: 4}
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    caps: Caps = field(default_factory=Caps)
+    discount_threshold: Decimal = Decimal("0.85")
+    strategy: Strategy | None = None  # None: each contract's own (depth-first; T5 price-first)
+
+
+def priority(contract: Contract) -> tuple[int, int, str]:
+    return (_TIER_ORDER.get(contract.base_tier, 5), 0 if contract.deadline else 1, contract.workload)
+
+
+def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
+    if config.strategy is not None:
+        return config.strategy
+    price_first = contract.placement_strategy is PlacementStrategy.PRICE_FIRST
+    return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
+
+
+def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
+                 threshold: Decimal) -> list[Candidate]:
+    out = []
+    for s in pools:
+        p = s.pool
+        if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
+                or p.discount_ratio >= threshold or not p.fits(contract)):
+            continue
+        k = units_per_instance(p, contract)
+        if k > 0 and residual.get(p.pool_id, 0) > 0:
+            out.append(Candidate(s, k, residual[p.pool_id] * k))
+    return out
+
+
+def _guaranteed(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int]) -> list[FloorCandidate]:
+    out = []
+    for s in pools:
+        p = s.pool
+        committed_ours = p.purchase_model is PurchaseModel.COMMITTED and p.business_unit == contract.business_unit
+        if not (committed_ours or p.purchase_model is PurchaseModel.GUARANTEED) or p.region != contract.region:
+            continue
+        k = units_per_instance(p, contract)
+        if k > 0 and residual.get(p.pool_id, 0) > 0:
+            out.append(FloorCandidate(s, k, residual[p.pool_id] * k))
+    return out
+
+
+def _allocations(placed: dict[str, int], per_instance: dict[str, int], rates: dict[str, Decimal],
+                 purpose: Purpose) -> list[Allocation]:
+    return [Allocation(pid, purpose, units, math.ceil(units / per_instance[pid]), rates[pid])
+            for pid, units in sorted(placed.items())]
+
+
+def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
+              config: PlannerConfig) -> WorkloadPlan:
+    contract = claim.contract
+    strategy = _strategy(contract, config)
+    floor_units = math.ceil(claim.units * contract.floor_pct / 100)
+    rates = {s.pool_id: s.pool.rate_eur_h for s in pools}
+    notes: list[str] = []
+
+    guaranteed = _guaranteed(contract, pools, residual)
+    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps)
+    notes += floor_notes
+    k_floor = {c.state.pool_id: c.per_instance for c in guaranteed}
+    allocations = _allocations(floor_placed, k_floor, rates, Purpose.FLOOR)
+    for a in allocations:
+        residual[a.pool_id] -= a.instances
+
+    target = claim.units - floor_units + floor_short  # floor shortfall is sought on reclaimable capacity
+    candidates = _reclaimable(contract, pools, residual, config.discount_threshold)
+    if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
+    placed, short = fill(target, candidates, strategy, config.caps)
+    cheapest, _ = fill(target, candidates, Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST
+                       else Strategy.SINGLE_CHEAPEST, config.caps)
+    k = {c.state.pool_id: c.per_instance for c in candidates}
+    reclaim = _allocations(placed, k, rates, Purpose.RECLAIMABLE)
+    for a in reclaim:
+        residual[a.pool_id] -= a.instances
+    cheapest_cost = sum((rates[pid] * math.ceil(u / k[pid]) for pid, u in cheapest.items()), Decimal(0))
+    if short:
+        notes.append(f"{short} unit(s) short: caps or capacity exhausted")
+    return WorkloadPlan(
+        workload=contract.workload, claim_digest=claim.digest, strategy=strategy,
+        allocations=tuple(allocations + reclaim), wanted_units=claim.units, floor_units=floor_units - floor_short,
+        shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
+
+
+def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
+         config: PlannerConfig | None = None) -> PlanSet:
+    """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments."""
+    config = config or PlannerConfig()
+    residual = {s.pool_id: s.available_instances for s in pools}
+    excluded = {s.pool_id for s in pools if s.excluded}
+    known = set(residual)
+    kept: dict[str, WorkloadPlan] = {}
+    todo: list[Claim] = []
+    old = previous.plans if previous else {}
+    for claim in sorted(claims, key=lambda c: priority(c.contract)):
+        prev = old.get(claim.workload)
+        unchanged = (prev is not None and prev.claim_digest == claim.digest
+                     and prev.strategy is _strategy(claim.contract, config))
+        if prev is not None and unchanged and not (prev.pools & excluded) and prev.pools <= known:
+            kept[claim.workload] = prev
+            for a in prev.allocations:
+                residual[a.pool_id] -= a.instances
+        else:
+            todo.append(claim)
+    plans = dict(kept)
+    for claim in todo:
+        plans[claim.workload] = _plan_one(claim, pools, residual, config)
+    removed = set(old) - set(plans)
+    changed = bool(todo or removed) or previous is None
+    generation = (previous.generation if previous else 0) + (1 if changed else 0)
+    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))

@@ -1,0 +1,92 @@
+"""Water-filling under caps (ADR-08): the reclaimable part of one workload's claim.
+
+Candidates are ordered by the strategy; each pool takes up to its cap (15 % of the workload's reclaimable
+units, 5 % on probation), each correlation group up to 30 %, and the fill keeps back one unit for every pool
+still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops up to the
+caps when later pools could not take their share; what still cannot be placed is shortfall.
+
+Small claims: a share cap never rounds below one unit (a 4-unit claim puts one unit in each of four pools),
+except probation, which may round to zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .model import Caps, PoolState, Strategy
+
+__all__ = ["Candidate", "fill", "order"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    state: PoolState
+    per_instance: int       # units one instance holds
+    capacity_units: int     # residual available instances × per_instance
+
+    @property
+    def rate_per_unit(self) -> Decimal:
+        return self.state.pool.rate_eur_h / self.per_instance
+
+
+def order(candidates: list[Candidate], strategy: Strategy) -> list[Candidate]:
+    if strategy is Strategy.DEPTH_FIRST:
+        return sorted(candidates, key=lambda c: (-c.state.score, c.rate_per_unit, c.state.pool_id))
+    if strategy is Strategy.CAPACITY_OPTIMISED:
+        return sorted(candidates, key=lambda c: (-c.capacity_units, c.rate_per_unit, c.state.pool_id))
+    return sorted(candidates, key=lambda c: (c.rate_per_unit, -c.state.score, c.state.pool_id))
+
+
+def _share(target: int, share: Decimal, at_least_one: bool) -> int:
+    units = math.floor(Decimal(target) * share)
+    return max(1, units) if at_least_one else units
+
+
+def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps) -> tuple[dict[str, int], int]:
+    """Place ``target`` units; returns units per pool id and the shortfall."""
+    if target <= 0:
+        return {}, 0
+    ranked = order(candidates, strategy)
+    if strategy is Strategy.SINGLE_CHEAPEST:
+        pool_cap, group_cap, min_pools = target, target, 1
+    else:
+        pool_cap = _share(target, caps.pool_share, True)
+        group_cap = _share(target, caps.group_share, True)
+        min_pools = caps.min_pools
+    probation_cap = _share(target, caps.probation_share, False)
+    placed: dict[str, int] = defaultdict(int)
+    group_used: dict[str, int] = defaultdict(int)
+    remaining = target
+
+    def room(c: Candidate) -> int:
+        cap = probation_cap if c.state.probation else pool_cap
+        return max(0, min(cap - placed[c.state.pool_id], group_cap - group_used[c.state.group_id],
+                          c.capacity_units - placed[c.state.pool_id]))
+
+    def take(c: Candidate, units: int) -> None:
+        nonlocal remaining
+        placed[c.state.pool_id] += units
+        group_used[c.state.group_id] += units
+        remaining -= units
+
+    # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools
+    for index, c in enumerate(ranked):
+        if remaining == 0:
+            break
+        used = sum(1 for v in placed.values() if v)
+        still_needed = max(0, min_pools - used - 1)
+        reserve = min(still_needed, len(ranked) - index - 1, remaining - 1)
+        units = min(room(c), remaining - reserve)
+        if units > 0:
+            take(c, units)
+    # pass 2: top up to the caps in rank order
+    for c in ranked:
+        if remaining == 0:
+            break
+        units = min(room(c), remaining)
+        if units > 0:
+            take(c, units)
+    return {k: v for k, v in placed.items() if v}, remaining

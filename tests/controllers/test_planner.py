@@ -1,0 +1,179 @@
+"""The planner (ADR-06, 07, 08, 22) as table tests: caps, floor, exclusion, depth premium, incrementality."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from contracts.pools import Pool, PurchaseModel
+from contracts.schema import Contract
+from contracts.tiers import resolve
+from controllers.planning import Claim, PlannerConfig, PoolState, Purpose, Strategy, WorkloadPlan, plan
+from tests.contracts.helpers import base
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def contract(tier: str = "T3", name: str = "wk", **fields: object) -> Contract:
+    from contracts.schema import ContractSpec
+
+    doc = base(tier, workload=name, resources={"vcpu": 4, "memory_gib": 16}, **fields)
+    c, findings = resolve(ContractSpec.model_validate(doc))
+    assert c is not None, findings
+    return c
+
+
+def pool(pid: str, *, hall: str = "h1", agg: str | None = None, rate: str = "0.10", model: str = "reclaimable",
+         bu: str | None = None, vcpu: int = 4) -> Pool:
+    return Pool(pool_id=pid, region="r1", hall=hall, aggregate=agg or f"agg-{pid}", sku_family="std", size="m",
+                vcpu=vcpu, memory_gib=vcpu * 4, purchase_model=PurchaseModel(model), rate_eur_h=Decimal(rate),
+                guaranteed_rate_eur_h=Decimal("0.40") * vcpu / 4, business_unit=bu)
+
+
+def states(n: int = 12, free: int = 1000, **kw: object) -> list[PoolState]:
+    """n reclaimable pools of 1 unit per instance; pool i has score 1 - i/100 and rate 0.10 + i/100."""
+    return [PoolState(pool(f"p{i:02d}", hall=f"h{i % 3 + 1}", rate=f"{0.10 + i / 100:.2f}"), free,
+                      score=1 - i / 100, **kw) for i in range(n)]  # type: ignore[arg-type]
+
+
+def units_by_pool(p: WorkloadPlan, purpose: Purpose = Purpose.RECLAIMABLE) -> dict[str, int]:
+    return {a.pool_id: a.units for a in p.allocations if a.purpose is purpose}
+
+
+@pytest.mark.parametrize(("units", "pools_used", "max_per_pool"), [(100, 8, 15), (1000, 8, 150), (40, 8, 6),
+                                                                     (8, 8, 1), (4, 4, 1)])
+def test_a_claim_is_spread_over_at_least_eight_pools_with_no_pool_above_15_percent(
+        units: int, pools_used: int, max_per_pool: int) -> None:
+    result = plan([Claim(contract(), units)], states(), NOW).plans["wk"]
+    placed = units_by_pool(result)
+    assert sum(placed.values()) == units and result.shortfall_units == 0
+    assert len(placed) >= pools_used and max(placed.values()) <= max_per_pool
+
+
+def test_depth_first_fills_the_best_ranked_pools_to_their_cap_and_keeps_one_unit_for_each_pool_still_needed() -> None:
+    placed = units_by_pool(plan([Claim(contract(), 100)], states(), NOW).plans["wk"])
+    assert placed == {"p00": 15, "p01": 15, "p02": 15, "p03": 15, "p04": 15, "p05": 15, "p06": 9, "p07": 1}
+
+
+def test_no_correlation_group_gets_more_than_30_percent() -> None:
+    pools = [PoolState(pool(f"p{i}", agg=f"agg-{i // 4}"), 1000, score=1 - i / 100) for i in range(16)]
+    result = plan([Claim(contract(), 100)], pools, NOW).plans["wk"]
+    groups = Counter[str]()
+    for a in result.allocations:
+        groups[f"agg-{int(a.pool_id[1:]) // 4}"] += a.units
+    assert max(groups.values()) <= 30 and sum(groups.values()) == 100
+
+
+def test_excluded_pools_get_nothing_and_probation_pools_at_most_five_percent() -> None:
+    pools = states()
+    pools[0] = PoolState(pools[0].pool, 1000, score=1.0, excluded=True)
+    pools[1] = PoolState(pools[1].pool, 1000, score=0.99, probation=True)
+    placed = units_by_pool(plan([Claim(contract(), 100)], pools, NOW).plans["wk"])
+    assert "p00" not in placed and placed["p01"] == 5
+
+
+def test_pools_priced_at_85_percent_of_guaranteed_or_more_are_not_used() -> None:
+    pools = states()
+    pools[0] = PoolState(pool("dear", rate="0.34"), 1000, score=2.0)  # 0.34 / 0.40 = 85 %
+    placed = units_by_pool(plan([Claim(contract(), 100)], pools, NOW).plans["wk"])
+    assert "dear" not in placed
+
+
+def test_the_depth_premium_is_the_cost_against_price_first_under_the_same_caps() -> None:
+    pools = states()  # best-ranked pools are the cheapest: no premium
+    assert plan([Claim(contract(), 100)], pools, NOW).plans["wk"].depth_premium_eur_h == 0
+    reversed_rank = [PoolState(s.pool, s.available_instances, score=i / 100) for i, s in enumerate(pools)]
+    result = plan([Claim(contract(), 100)], reversed_rank, NOW).plans["wk"]
+    cheapest = plan([Claim(contract(), 100)], reversed_rank, NOW,
+                    config=PlannerConfig(strategy=Strategy.PRICE_FIRST)).plans["wk"]
+    assert result.depth_premium_eur_h == result.cost_eur_h - cheapest.cost_eur_h > 0
+    assert cheapest.depth_premium_eur_h == 0
+
+
+def test_single_cheapest_puts_everything_in_one_pool() -> None:
+    result = plan([Claim(contract(), 100)], states(), NOW, config=PlannerConfig(strategy=Strategy.SINGLE_CHEAPEST))
+    assert units_by_pool(result.plans["wk"]) == {"p00": 100}
+
+
+def test_what_cannot_be_placed_under_the_caps_is_shortfall() -> None:
+    result = plan([Claim(contract(), 100)], states(n=5), NOW).plans["wk"]
+    assert result.shortfall_units == 25 and sum(units_by_pool(result).values()) == 75
+    assert any("fewer than 8" in n for n in result.notes)
+
+
+def floor_pools(bu: str = "research", committed_free: int = 5) -> list[PoolState]:
+    out = states()
+    for h in ("h1", "h2", "h3"):
+        out.append(PoolState(pool(f"cm-{h}", hall=h, model="committed", bu=bu, rate="0.40"), committed_free))
+        out.append(PoolState(pool(f"gd-{h}", hall=h, model="guaranteed", rate="0.40"), 100))
+    out.append(PoolState(pool("cm-other-bu", hall="h1", model="committed", bu="commerce", rate="0.40"), 100))
+    return out
+
+
+def test_the_floor_comes_first_from_committed_capacity_over_three_halls_with_no_hall_above_40_percent() -> None:
+    result = plan([Claim(contract("T1"), 100)], floor_pools(committed_free=100), NOW).plans["wk"]
+    floor = units_by_pool(result, Purpose.FLOOR)
+    assert result.floor_units == 30 and sum(floor.values()) == 30
+    assert floor == {"cm-h1": 10, "cm-h2": 10, "cm-h3": 10}
+    assert sum(units_by_pool(result).values()) == 70
+
+
+def test_the_floor_uses_on_demand_guaranteed_capacity_only_when_committed_runs_out() -> None:
+    result = plan([Claim(contract("T1"), 100)], floor_pools(committed_free=5), NOW).plans["wk"]
+    floor = units_by_pool(result, Purpose.FLOOR)
+    assert {k: v for k, v in floor.items() if k.startswith("cm-")} == {"cm-h1": 5, "cm-h2": 5, "cm-h3": 5}
+    assert sum(v for k, v in floor.items() if k.startswith("gd-")) == 15
+    assert max(sum(v for k, v in floor.items() if k.endswith(h)) for h in ("h1", "h2", "h3")) <= 12
+
+
+def test_another_business_units_commitment_is_never_used_for_a_floor() -> None:
+    result = plan([Claim(contract("T1"), 100)], floor_pools(committed_free=0), NOW).plans["wk"]
+    assert "cm-other-bu" not in result.pools
+
+
+def test_workloads_share_capacity_and_floor_bearing_tiers_are_planned_first() -> None:
+    scarce = states(n=12, free=10)  # 120 units in all
+    claims = [Claim(contract("T5", name="opportunist"), 100), Claim(contract("T1", name="deadline"), 100)]
+    result = plan(claims, scarce + floor_pools(committed_free=100)[12:], NOW)
+    used = Counter[str]()
+    for p in result.plans.values():
+        for a in p.allocations:
+            used[a.pool_id] += a.instances
+    assert all(used[s.pool_id] <= 10 for s in scarce)
+    assert result.plans["deadline"].shortfall_units == 0 and result.plans["opportunist"].shortfall_units > 0
+
+
+def test_an_unchanged_claim_keeps_its_plan_and_only_changed_claims_are_replanned() -> None:
+    pools = states()
+    claims = [Claim(contract(name="wa"), 50), Claim(contract(name="wb"), 50)]
+    first = plan(claims, pools, NOW)
+    again = plan(claims, pools, NOW, previous=first)
+    assert again.replanned == () and again.generation == first.generation
+    assert again.plans["wa"] is first.plans["wa"]
+    changed = plan([claims[0], Claim(contract(name="wb"), 60)], pools, NOW, previous=first)
+    assert changed.replanned == ("wb",) and changed.generation == first.generation + 1
+    assert changed.plans["wa"] is first.plans["wa"]
+
+
+def test_excluding_a_pool_replans_only_the_workloads_that_use_it() -> None:
+    pools = states(n=20)
+    claims = [Claim(contract(name="wa"), 50), Claim(contract(name="wb"), 50)]
+    first = plan(claims, pools, NOW)
+    victim = next(iter(first.plans["wa"].pools - first.plans["wb"].pools), None) or min(first.plans["wa"].pools)
+    excluded = [PoolState(s.pool, s.available_instances, score=s.score, excluded=s.pool_id == victim) for s in pools]
+    second = plan(claims, excluded, NOW, previous=first)
+    assert "wa" in second.replanned and victim not in second.plans["wa"].pools
+    for name in ("wa", "wb"):
+        if victim not in first.plans[name].pools:
+            assert second.plans[name] is first.plans[name]
+
+
+def test_kept_plans_hold_their_capacity_when_others_are_replanned() -> None:
+    pools = states(n=10, free=6)  # 60 instances
+    first = plan([Claim(contract(name="wa"), 40)], pools, NOW)
+    second = plan([Claim(contract(name="wa"), 40), Claim(contract(name="wb"), 40)], pools, NOW, previous=first)
+    assert second.plans["wa"] is first.plans["wa"]
+    assert second.plans["wb"].shortfall_units == 20
