@@ -31,7 +31,7 @@ def test_plugpool_switches_only_the_plugs_in_its_configuration(rig: Rig) -> None
 
 def test_a_configuration_with_two_nodes_on_one_plug_is_rejected() -> None:
     data = config_dict({"worker-1": "http://plug.example", "worker-2": "http://plug.example/"})
-    with pytest.raises(ConfigError, match="'worker-1' and 'worker-2' share the plug http://plug.example"):
+    with pytest.raises(ConfigError, match=r"'worker-1' and 'worker-2' share the plug http://plug\.example"):
         parse_config(data)
 
 
