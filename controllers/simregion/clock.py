@@ -1,0 +1,30 @@
+"""Clocks for the simulated region: wall time for live demos and drills, virtual time for replay."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["VirtualClock", "WallClock"]
+
+
+class WallClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class VirtualClock:
+    """Time moves only when told to; ``advance_to`` never goes backwards."""
+
+    def __init__(self, start: datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("VirtualClock start must carry a timezone (UTC)")
+        self._now = start.astimezone(UTC)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance_to(self, when: datetime) -> None:
+        self._now = max(self._now, when)
+
+    def advance(self, delta: timedelta) -> None:
+        self._now += delta

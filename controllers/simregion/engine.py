@@ -1,0 +1,370 @@
+"""The simulated region's discrete-event engine: guaranteed-tenant demand per aggregate (daily cycle, bursts,
+hall-wide reclaims), the reclaimer, notices, advisories, refills by other tenants and the rate card.
+
+Time is float seconds since the region's start; ``run_until`` processes every scheduled event up to a time,
+so the same engine runs live (driven by the wall clock) and in replay (a month in seconds). Every random
+choice comes from RNGs derived from the seed, so a seed gives the same history.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from contracts.pools import PurchaseModel
+from contracts.subjects import EventKind
+
+from .config import RegionConfig
+from .reclaimer import select_victims
+from .topology import HALLS, PoolSpec, build_pools
+
+__all__ = ["Inst", "RegionEngine", "SimEvent", "Stats"]
+
+HORIZON_S = 1800.0  # demand is planned this far ahead, so advisories can precede it
+
+
+@dataclass(slots=True)
+class Inst:
+    id: str
+    pool: int
+    vcpu: int
+    launched: float
+    owned: bool
+    name: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    advisory_at: float | None = None
+    notice_at: float | None = None
+    terminate_at: float | None = None
+    cause: str = ""
+    drill: bool = False
+    doomed: bool = False
+    reserved: bool = False  # chosen by an advisory: kept for the reclaim that was forecast
+
+
+@dataclass(slots=True)
+class SimEvent:
+    """A lifecycle record; ``RegionEngine.to_event`` turns it into ``contracts.events.Event``."""
+
+    kind: EventKind
+    time: float
+    pool: str
+    instance: str
+    cause: str
+    drill: bool = False
+    workload: str = ""
+    partition: str = ""
+    attributes: dict[str, str | int | bool | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Stats:
+    reclaimed: int = 0
+    no_notice: int = 0
+    advised: int = 0
+    hall_reclaimed: int = 0
+    instance_seconds: float = 0.0  # reclaimable instances integrated over time
+    advisory_leads: list[float] = field(default_factory=list)
+
+    @property
+    def reclaim_rate_pct_h(self) -> float:
+        return 100.0 * self.reclaimed / (self.instance_seconds / 3600.0) if self.instance_seconds else 0.0
+
+
+class RegionEngine:
+    def __init__(self, config: RegionConfig, start: datetime) -> None:
+        self.config = config
+        self.start = start
+        self.specs: tuple[PoolSpec, ...] = build_pools(config.region, config.pools)
+        self.index = {s.pool.pool_id: i for i, s in enumerate(self.specs)}
+        self.live: list[dict[str, Inst]] = [{} for _ in self.specs]
+        self.by_id: dict[str, Inst] = {}
+        self.aggregates: dict[str, list[int]] = {}
+        for i, s in enumerate(self.specs):
+            if s.pool.purchase_model is PurchaseModel.RECLAIMABLE:
+                self.aggregates.setdefault(s.pool.aggregate, []).append(i)
+        self.agg_of = {i: s.pool.aggregate for i, s in enumerate(self.specs)}
+        self.burst_until: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
+        self.hall_down_until: dict[str, float] = dict.fromkeys(HALLS, -1.0)
+        self.now = 0.0
+        self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
+        self._daily_at = (math.nan, 1.0)
+        self.stats = Stats()
+        self._reclaimable_live = 0
+        self._last_area = 0.0
+        self._queue: list[tuple[float, int, str, Any]] = []
+        self._seq = 0
+        seed = config.seed
+        self._demand = random.Random(f"{seed}:demand")
+        self._victims = random.Random(f"{seed}:victims")
+        self._notice = random.Random(f"{seed}:notice")
+        self._refill = random.Random(f"{seed}:refill")
+        self._ids = random.Random(f"{seed}:ids")
+        self.on_event: list[Callable[[SimEvent], None]] = []
+        self.on_notice: list[Callable[[Inst], None]] = []
+        self.on_advisory: list[Callable[[Inst, float], None]] = []
+        self.on_rate_card: list[Callable[[float, list[tuple[int, float, int]]], None]] = []
+        halls = len(HALLS)
+        hall_pct = config.hall_reclaims_per_30d / (30 * 24) * 100.0 / halls
+        burst_p = config.bursts_per_aggregate_day * config.burst_mean_s / 86400.0
+        self._burst_norm = 1.0 + (config.burst_factor - 1.0) * min(burst_p, 1.0)
+        self._pct = max(config.reclaim_rate_pct_h - hall_pct, 0.0)
+        self._demands, self._victim_total = 0, 0  # observed victims per demand calibrates the demand rate
+        if config.background:
+            self._populate()
+        self._push(0.0, "tick", None)
+
+    # --- plumbing --------------------------------------------------------------------------------------
+    def _push(self, when: float, op: str, arg: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (when, self._seq, op, arg))
+
+    def new_id(self) -> str:
+        return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
+
+    def at(self, t: float) -> datetime:
+        return self.start + timedelta(seconds=t)
+
+    def seconds(self, when: datetime) -> float:
+        return (when - self.start).total_seconds()
+
+    def _emit(self, ev: SimEvent) -> None:
+        for fn in self.on_event:
+            fn(ev)
+
+    def _area(self) -> None:
+        self.stats.instance_seconds += self._reclaimable_live * (self.now - self._last_area)
+        self._last_area = self.now
+
+    def _reclaimable(self, i: int) -> bool:
+        return self.specs[i].pool.purchase_model is PurchaseModel.RECLAIMABLE
+
+    def add(self, inst: Inst) -> None:
+        self._area()
+        self.live[inst.pool][inst.id] = inst
+        self.by_id[inst.id] = inst
+        if self._reclaimable(inst.pool):
+            self._reclaimable_live += 1
+
+    def remove(self, inst: Inst) -> None:
+        self._area()
+        del self.live[inst.pool][inst.id]
+        del self.by_id[inst.id]
+        if self._reclaimable(inst.pool):
+            self._reclaimable_live -= 1
+
+    # --- demand model ----------------------------------------------------------------------------------
+    def daily(self, t: float) -> float:
+        """Guaranteed demand's daily cycle (mean 1): peaks mid-afternoon UTC."""
+        if self._daily_at[0] == t:
+            return self._daily_at[1]
+        hour = (self._start_hour + t / 3600.0) % 24.0
+        value = 1.0 + self.config.daily_amplitude * math.sin(2 * math.pi * (hour - 9.0) / 24.0)
+        self._daily_at = (t, value)
+        return value
+
+    def intensity(self, agg: str, t: float) -> float:
+        burst = self.config.burst_factor if t < self.burst_until[agg] else 1.0
+        return self.daily(t) * burst / self._burst_norm
+
+    def guaranteed_utilisation(self, agg: str, t: float) -> float:
+        a = self.config.daily_amplitude
+        u = 0.55 + (0.3 * (self.daily(t) - 1.0) / a if a > 0 else 0.0)
+        return min(0.98, u + (0.2 if t < self.burst_until[agg] else 0.0))
+
+    def capacity(self, i: int, t: float) -> int:
+        """Instances pool ``i`` can hold now: reclaimable slots shrink as guaranteed demand grows."""
+        spec = self.specs[i]
+        if spec.pool.purchase_model is not PurchaseModel.RECLAIMABLE:
+            return spec.slots
+        if t < self.hall_down_until[spec.pool.hall]:
+            return 0
+        factor = 1.0 - 0.5 * max(self.guaranteed_utilisation(spec.pool.aggregate, t) - 0.55, 0.0)
+        return int(spec.slots * factor)
+
+    def free(self, i: int) -> int:
+        return max(self.capacity(i, self.now) - len(self.live[i]), 0)
+
+    def _populate(self) -> None:
+        rng = self._refill
+        for i, spec in enumerate(self.specs):
+            if not self._reclaimable(i):
+                continue
+            for _ in range(round(spec.slots * self.config.occupancy)):
+                self.add(Inst(id=self.new_id(), pool=i, vcpu=spec.pool.vcpu, launched=-rng.uniform(0, 172800.0),
+                              owned=False))
+
+    # --- the event loop --------------------------------------------------------------------------------
+    def run_until(self, t: float) -> None:
+        q = self._queue
+        while q and q[0][0] <= t:
+            when, _, op, arg = heapq.heappop(q)
+            self.now = max(self.now, when)
+            getattr(self, f"_op_{op}")(arg)
+        self.now = max(self.now, t)
+        self._area()
+
+    def _op_tick(self, _: Any) -> None:
+        c, t, rng = self.config, self.now, self._demand
+        self._rate_card()
+        dt = c.rate_card_s
+        for agg, pools in self.aggregates.items():
+            if rng.random() < c.bursts_per_aggregate_day * dt / 86400.0:
+                self.burst_until[agg] = t + HORIZON_S + rng.expovariate(1.0 / c.burst_mean_s)
+            hall = self.specs[pools[0]].pool.hall
+            n = sum(len(self.live[i]) for i in pools)
+            if n == 0 or t + HORIZON_S < self.hall_down_until[hall]:
+                continue
+            prior = 20.0
+            per_demand = (self._victim_total + prior * c.victims_per_reclaim) / (self._demands + prior)
+            expected = self._pct / 100.0 * dt / 3600.0 * n * self.intensity(agg, t + HORIZON_S) / per_demand
+            for _ in range(_poisson(rng, expected)):
+                when = t + HORIZON_S + rng.uniform(0.0, dt)
+                mean_vcpu = sum(self.specs[i].pool.vcpu * len(self.live[i]) for i in pools) / n
+                need = c.victims_per_reclaim * mean_vcpu * rng.lognormvariate(-0.125, 0.5)
+                demand = {"agg": agg, "need": max(int(need), 1), "victims": None}
+                if rng.random() < c.advisory_share:
+                    lead = min(max(c.advisory_median_s * math.exp(c.advisory_sigma * rng.gauss(0, 1)), 30.0),
+                               HORIZON_S)
+                    self._push(when - lead, "advise", demand)
+                self._push(when, "reclaim", demand)
+        hall_p = c.hall_reclaims_per_30d * dt / (30 * 86400.0)
+        if rng.random() < hall_p:
+            self._push(t + HORIZON_S, "hall", HALLS[rng.randrange(len(HALLS))])
+        self._push(t + dt, "tick", None)
+
+    def _candidates(self, agg: str) -> list[Inst]:
+        return [inst for i in self.aggregates[agg] for inst in self.live[i].values()
+                if not inst.doomed and not inst.reserved]
+
+    def _op_advise(self, demand: dict[str, Any]) -> None:
+        victims = select_victims(self.config.strategy, self._candidates(demand["agg"]), demand["need"],
+                                 self._victims)
+        demand["victims"] = victims
+        for inst in victims:
+            assert isinstance(inst, Inst)
+            inst.advisory_at, inst.reserved = self.now, True
+            for fn in self.on_advisory:
+                fn(inst, self.now)
+            self._emit(SimEvent(EventKind.ADVISORY, self.now, self.specs[inst.pool].pool.pool_id, inst.id,
+                                "forecast-guaranteed-demand", attributes={"aggregate": demand["agg"]}))
+
+    def _op_reclaim(self, demand: dict[str, Any]) -> None:
+        agg = demand["agg"]
+        chosen = [v for v in (demand["victims"] or []) if isinstance(v, Inst) and not v.doomed
+                  and v.id in self.by_id]
+        freed = sum(v.vcpu for v in chosen)
+        if freed < demand["need"]:
+            rest = [c for c in self._candidates(agg) if c not in chosen]
+            chosen += [v for v in select_victims(self.config.strategy, rest, demand["need"] - freed, self._victims)
+                       if isinstance(v, Inst)]
+        self._demands += 1
+        self._victim_total += len(chosen)
+        for inst in chosen:
+            self.doom(inst, "reclaimed", drill=False)
+
+    def _op_hall(self, hall: str) -> None:
+        self.hall_reclaim(hall)
+
+    def hall_reclaim(self, hall: str, *, drill: bool = False) -> list[Inst]:
+        """Every reclaimable instance in the hall gets its notice now; the hall lends nothing for a while."""
+        self.hall_down_until[hall] = self.now + self.config.hall_outage_s
+        victims = [inst for i, s in enumerate(self.specs) if s.pool.hall == hall and self._reclaimable(i)
+                   for inst in list(self.live[i].values()) if not inst.doomed]
+        for inst in victims:
+            self.doom(inst, "hall-reclaim", drill=drill)
+        self.stats.hall_reclaimed += len(victims)
+        return victims
+
+    def doom(self, inst: Inst, cause: str, *, drill: bool, notice: bool | None = None) -> None:
+        """Notice now and deletion after the notice window (or, for the no-notice share, deletion now)."""
+        c = self.config
+        inst.doomed, inst.cause, inst.drill = True, cause, drill
+        if notice is None:
+            notice = self._notice.random() >= c.no_notice_share
+        pool = self.specs[inst.pool].pool
+        if not drill and self._reclaimable(inst.pool):
+            self.stats.reclaimed += 1
+            if inst.advisory_at is not None:
+                self.stats.advised += 1
+                self.stats.advisory_leads.append(self.now - inst.advisory_at)
+            if not notice:
+                self.stats.no_notice += 1
+        owner = _owner(inst)
+        if not notice:
+            inst.terminate_at = self.now
+            self._op_delete(inst.id)
+            return
+        inst.notice_at, inst.terminate_at = self.now, self.now + c.notice_s
+        for fn in self.on_notice:
+            fn(inst)
+        self._emit(SimEvent(EventKind.NOTICE, self.now, pool.pool_id, inst.id, cause, drill, *owner,
+                            attributes={"terminate_at": self.at(inst.terminate_at).isoformat(),
+                                        "advised": inst.advisory_at is not None}))
+        self._push(inst.terminate_at, "delete", inst.id)
+
+    def _op_delete(self, instance_id: str) -> None:
+        inst = self.by_id.get(instance_id)
+        if inst is None:
+            return
+        pool = self.specs[inst.pool].pool
+        self.remove(inst)
+        cause = inst.cause if inst.notice_at is not None or not inst.cause.startswith("reclaim") else \
+            "reclaimed-no-notice"
+        if inst.cause == "hall-reclaim" and inst.notice_at is None:
+            cause = "hall-reclaim-no-notice"
+        self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *_owner(inst),
+                            attributes={"notice_s": None if inst.notice_at is None
+                                        else round(self.now - inst.notice_at, 3), "owned": inst.owned}))
+        if not inst.owned and self.config.background and self._reclaimable(inst.pool):
+            resume = max(self.now, self.hall_down_until[pool.hall])
+            self._push(resume + self._refill.expovariate(1.0 / self.config.refill_mean_s), "refill", inst.pool)
+
+    def _op_refill(self, i: int) -> None:
+        spec = self.specs[i]
+        if len(self.live[i]) < round(spec.slots * self.config.occupancy) and self.free(i) > 0:
+            self.add(Inst(id=self.new_id(), pool=i, vcpu=spec.pool.vcpu, launched=self.now, owned=False))
+        elif self.now < self.hall_down_until[spec.pool.hall]:
+            self._push(self.hall_down_until[spec.pool.hall] + self._refill.expovariate(
+                1.0 / self.config.refill_mean_s), "refill", i)
+        else:
+            self._push(self.now + self.config.refill_mean_s, "refill", i)
+
+    def _rate_card(self) -> None:
+        rows: list[tuple[int, float, int]] = []
+        for agg, pools in self.aggregates.items():
+            u_g = self.guaranteed_utilisation(agg, self.now)
+            slots = sum(self.specs[i].slots for i in pools) or 1
+            used = sum(len(self.live[i]) for i in pools)
+            u = min(1.0, 0.7 * u_g + 0.3 * used / slots)
+            rows.extend((i, u, self.free(i)) for i in pools)
+        for fn in self.on_rate_card:
+            fn(self.now, rows)
+
+
+def _owner(inst: Inst) -> tuple[str, str]:
+    from contracts.provider import OwnerTags
+
+    if not inst.tags:
+        return "", ""
+    found = OwnerTags.parse(inst.tags)
+    return found.get("workload", ""), found.get("partition", "")
+
+
+def _poisson(rng: random.Random, lam: float) -> int:
+    if lam <= 0:
+        return 0
+    if lam > 30:
+        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
+    limit, k, p = math.exp(-lam), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= limit:
+            return k
+        k += 1
