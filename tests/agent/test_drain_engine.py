@@ -1,0 +1,116 @@
+"""The drain engine against an in-memory scheduler: order, budgets, refusals, overruns, the local path."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.drain import DrainEngine, DrainReport, order_workloads
+from agent.local import RecordingActuator
+from agent.model import Contract, Unit
+from contracts.subjects import EventKind
+from tests.agent.fakes import FakeScheduler
+from tests.agent.helpers import workload_entry
+
+
+def contract(name: str, budget: int, **kw: Any) -> Contract:
+    entry = workload_entry(name, budget=budget, **kw)
+    return Contract.from_entry(f"{name}@1", entry)
+
+
+def run_drain(sched: FakeScheduler, contracts: list[Contract], actuator: RecordingActuator | None = None,
+              terminate_in: float | None = None,
+              selected: set[str] | None = None) -> tuple[DrainReport, list[tuple[Any, dict[str, Any]]], float]:
+    events: list[tuple[Any, dict[str, Any]]] = []
+    actuator = actuator or RecordingActuator()
+
+    async def go() -> tuple[DrainReport, float]:
+        engine = DrainEngine(sched, actuator, None, lambda kind, **kw: events.append((kind, kw)),
+                             lambda: datetime.now(UTC))
+        received = time.monotonic()
+        report = await engine.drain("n-1", received, contracts, "reclaim", False, terminate_in, selected)
+        return report, received
+
+    report, received = asyncio.run(go())
+    return report, events, received
+
+
+def test_workloads_start_longest_budget_first_with_ties_broken_by_name() -> None:
+    ordered = order_workloads([contract("a", 10), contract("c", 90), contract("b", 90), contract("d", 30)])
+    assert [c.workload for c in ordered] == ["b", "c", "d", "a"]
+
+
+def test_a_drain_marks_the_node_first_then_evicts_each_workload_longest_budget_first_and_verifies() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "short@1"), Unit("j2", "long@1"), Unit("j3", "long@1")])
+    report, events, _ = run_drain(sched, [contract("short", 2), contract("long", 5)])
+    assert sched.names()[0] == "unschedulable"
+    evicts = [arg for what, _, arg in sched.calls if what == "evict"]
+    assert evicts[0] == "j2" and sorted(evicts) == ["j1", "j2", "j3"]  # long starts first, both run at once
+    assert report.path == "scheduler" and report.first_action_s is not None and report.first_action_s < 0.5
+    drained = [kw for kind, kw in events if kind == EventKind.DRAINED]
+    assert sorted(kw["workload"] for kw in drained) == ["long", "short"]
+    assert all(kw["attributes"]["remaining"] == 0 and kw["attributes"]["verified"] for kw in drained)
+    steps = [kw["attributes"].get("step") for kind, kw in events if kind == EventKind.DRAIN_STARTED]
+    assert steps[0] == "unschedulable" and steps.count("evict") == 2 and steps.count("signal") == 3
+
+
+def test_an_eviction_refused_with_429_is_retried_until_accepted_within_the_budget() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("p1", "web@1")], blocked_times={"p1": 2})
+    report, events, _ = run_drain(sched, [contract("web", 6)])
+    assert [a for w, _, a in sched.calls if w == "evict"] == ["p1", "p1", "p1"]
+    assert report.workloads["web@1"]["retries"] == 2 and report.path == "scheduler"
+    assert any(kind == EventKind.DRAINED for kind, _ in events)
+
+
+def test_a_refusal_that_outlasts_the_budget_hands_those_units_to_the_local_actuator_and_records_an_overrun() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("p1", "web@1")], blocked_times={"p1": 10_000})
+    actuator = RecordingActuator(units=1)
+    started = time.monotonic()
+    report, events, _ = run_drain(sched, [contract("web", 2)], actuator)
+    assert 1.5 < time.monotonic() - started < 4
+    assert actuator.calls[0][0] == "start" and actuator.calls[0][2] == ["web@1"]
+    assert report.path == "local" and report.workloads["web@1"]["blocked"] == 1
+    kinds = [kind for kind, _ in events]
+    assert EventKind.DRAIN_LOCAL in kinds and EventKind.OVERRUN in kinds and EventKind.DRAINED not in kinds
+
+
+def test_a_unit_that_ignores_its_signal_is_finished_before_the_deadline() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "etl@1")], leave_on_evict=False)
+    _, events, received = run_drain(sched, [contract("etl", 2)])
+    finish = [t for w, t, _ in sched.calls if w == "finish"]
+    assert finish and 0.7 < finish[0] - received < 1.5  # deadline (2 s) minus the 1 s finish margin
+    assert any(kind == EventKind.DRAINED for kind, _ in events)
+
+
+def test_a_unit_still_there_at_the_deadline_is_an_overrun() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "etl@1")], leave_on_evict=False, leave_on_finish=False)
+    report, events, _ = run_drain(sched, [contract("etl", 2)])
+    overrun = [kw for kind, kw in events if kind == EventKind.OVERRUN]
+    assert overrun and overrun[0]["attributes"]["remaining"] == 1 and report.workloads["etl@1"]["overrun"]
+
+
+def test_a_scheduler_slower_than_800_ms_sends_the_drain_to_the_local_actuator() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "etl@1")], latency_s=1.0)
+    actuator = RecordingActuator(units=0)
+    report, events, received = run_drain(sched, [contract("etl", 5)], actuator)
+    start = actuator.calls[0]
+    assert start[0] == "start" and 0.75 <= start[1] - received < 0.95
+    assert report.path == "local" and report.local_at_s is not None and 0.75 <= report.local_at_s < 0.95
+    assert events[0][0] == EventKind.DRAIN_LOCAL
+    assert any(kind == EventKind.DRAINED for kind, _ in events)
+
+
+def test_the_provider_deadline_caps_a_workloads_budget() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "etl@1")], leave_on_evict=False, leave_on_finish=False)
+    started = time.monotonic()
+    run_drain(sched, [contract("etl", 60)], terminate_in=1.5)
+    assert time.monotonic() - started < 3
+
+
+def test_an_advisory_drain_touches_only_the_opted_in_workloads() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "etl@1"), Unit("j2", "ml@1")])
+    report, _, _ = run_drain(sched, [contract("etl", 2), contract("ml", 2, advisory=True)], selected={"ml@1"})
+    assert [a for w, _, a in sched.calls if w == "evict"] == ["j2"]
+    assert list(report.workloads) == ["ml@1"]

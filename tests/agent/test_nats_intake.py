@@ -1,0 +1,220 @@
+"""Notice intake over real NATS and the metadata poll; event shipping to JetStream through the spool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from agent.local import RecordingActuator
+from agent.model import Unit
+from agent.runtime import Agent
+from contracts.events import Event
+from contracts.subjects import notice_subject
+from tests.agent.fakes import FakeScheduler
+from tests.agent.helpers import (
+    JsonServer,
+    NatsServer,
+    agent_config,
+    ensure_stream,
+    make_bundle,
+    new_keys,
+    node_identity,
+    notice_doc,
+    stream_events,
+    wait_for,
+    workload_entry,
+)
+from tests.conftest import free_port
+
+NODE = node_identity()
+WORKLOADS = [workload_entry("etl", budget=2), workload_entry("sim", budget=3)]
+
+
+def units() -> list[Unit]:
+    return [Unit("11", "etl@1"), Unit("12", "sim@1")]
+
+
+async def publish_notice(url: str, doc: dict[str, Any]) -> None:
+    nc = await nats.connect(url)
+    await nc.publish(notice_subject(NODE.region, NODE.instance), json.dumps(doc).encode())
+    await nc.flush()
+    await nc.close()
+
+
+def test_a_notice_on_the_instance_subject_drains_the_node_and_every_step_reaches_jetstream(
+        tmp_path: Path, nats_server: NatsServer) -> None:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                nats_url=nats_server.url)
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> tuple[Agent, list[dict[str, Any]], float]:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start()
+        assert await wait_for(lambda: agent._subs, 5)
+        sent = time.monotonic()
+        await publish_notice(nats_server.url, notice_doc(NODE.instance))
+        await wait_for(lambda: agent.drains, 5)
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        assert await agent.flush_events()
+        events = await stream_events(nats_server.url)
+        await agent.stop()
+        return agent, events, sent
+
+    agent, events, sent = asyncio.run(run())
+    first = next(t for what, t, _ in sched.calls if what == "unschedulable")
+    assert first - sent < 2.0
+    kinds = [str(Event.model_validate(e).kind) for e in events]
+    assert "notice" in kinds and kinds[-1] == "drained"
+    assert kinds.count("drained") == 2 and "credentials-revoked" not in kinds  # no credentials configured
+    assert len({e["event_id"] for e in events}) == len(events)
+    assert agent.metrics.value("sco_agent_notices_total", channel="nats", kind="notice") == 1
+    assert agent.spool.depth == 0 and agent.metrics.value("sco_agent_events_shipped_total") == len(events)
+
+
+def test_with_nats_stopped_the_metadata_poll_catches_the_notice_within_5_s_and_events_wait_in_the_spool(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    nats_srv = NatsServer(tmp_path / "nats")  # not started: the relay is down
+    meta = JsonServer()
+    meta.set_json("/meta", {"instance_id": NODE.instance, "notices": []})
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                nats_url=nats_srv.url, metadata_url=meta.url + "/meta")
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> tuple[float, Agent, list[dict[str, Any]], int]:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start()
+        await asyncio.sleep(0.3)  # the first poll has happened: it saw no notice
+        published = time.monotonic()
+        meta.set_json("/meta", {"instance_id": NODE.instance, "notices": [notice_doc(NODE.instance)]})
+        await wait_for(lambda: agent.drains, 7)
+        caught = time.monotonic() - published
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await asyncio.sleep(0.2)
+        spooled = agent.spool.depth
+        nats_srv.start()  # the relay comes back: the spool drains into JetStream
+        await ensure_stream(nats_srv.url)
+        assert await agent.flush_events(timeout=20)
+        events = await stream_events(nats_srv.url)
+        await agent.stop()
+        return caught, agent, events, spooled
+
+    try:
+        caught, agent, events, spooled = asyncio.run(run())
+    finally:
+        meta.stop()
+        nats_srv.stop()
+    assert caught <= 5.5
+    assert agent.metrics.value("sco_agent_notices_total", channel="metadata", kind="notice") == 1
+    assert spooled >= 5 and len(events) == spooled
+    assert [e["kind"] for e in events].count("drained") == 2
+
+
+def test_the_first_channel_wins_and_the_copy_on_the_other_channel_is_ignored(
+        tmp_path: Path, nats_server: NatsServer) -> None:
+    keys = new_keys()
+    doc = notice_doc(NODE.instance)
+    meta = JsonServer()
+    meta.set_json("/meta", {"instance_id": NODE.instance, "notices": []})
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                nats_url=nats_server.url, metadata_url=meta.url + "/meta", metadata_poll_s=0.2)
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> Agent:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start()
+        assert await wait_for(lambda: agent._subs, 5)
+        await publish_notice(nats_server.url, doc)
+        await wait_for(lambda: agent.drains, 5)
+        meta.set_json("/meta", {"instance_id": NODE.instance, "notices": [doc]})
+        await wait_for(lambda: agent.metrics.value("sco_agent_notices_duplicate_total", channel="metadata",
+                                                   kind="notice"), 3)
+        await publish_notice(nats_server.url, doc)  # a redelivery on the stream is ignored too
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return agent
+
+    try:
+        agent = asyncio.run(run())
+    finally:
+        meta.stop()
+    assert len(agent.drains) == 1 and sched.names().count("unschedulable") == 1
+    assert agent.metrics.value("sco_agent_notices_total", channel="nats", kind="notice") == 1
+    assert agent.metrics.value("sco_agent_notices_duplicate_total", channel="metadata", kind="notice") >= 1
+    assert agent.metrics.value("sco_agent_notices_duplicate_total", channel="nats", kind="notice") == 1
+
+
+def test_events_spooled_before_an_agent_restart_are_shipped_once_by_the_next_agent(
+        tmp_path: Path, nats_server: NatsServer) -> None:
+    keys = new_keys()
+    bundle = make_bundle(keys, NODE.partition, 1, WORKLOADS)
+    down = f"nats://127.0.0.1:{free_port()}"
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, bundle, nats_url=down)
+    cfg2, ud2, _ = agent_config(tmp_path, keys, NODE, bundle, nats_url=nats_server.url)
+
+    async def run() -> tuple[int, list[dict[str, Any]]]:
+        first = Agent(cfg, ud, pub, FakeScheduler(units_on_node=units()), RecordingActuator())
+        await first.start()
+        from agent.notices import parse_notice
+
+        first.on_notice(parse_notice(notice_doc(NODE.instance), "nats", time.monotonic()))
+        await asyncio.wait_for(asyncio.gather(*first.drains), 10)
+        await first.stop()  # the process ends with the events still on disk
+        spooled = len(list((cfg.state_dir / "spool").glob("*.json")))
+        second = Agent(cfg2, ud2, pub, FakeScheduler(), RecordingActuator())
+        await second.start()
+        assert await second.flush_events(timeout=10)
+        await second.stop()
+        return spooled, await stream_events(nats_server.url)
+
+    spooled, events = asyncio.run(run())
+    assert spooled >= 5 and len(events) == spooled
+    assert len({e["event_id"] for e in events}) == spooled
+    assert "drained" in {e["kind"] for e in events}
+
+
+def test_with_the_control_plane_and_distributor_stopped_the_drain_is_identical(
+        tmp_path: Path, nats_server: NatsServer) -> None:
+    keys = new_keys()
+    bundle = make_bundle(keys, NODE.partition, 1, WORKLOADS)
+
+    def scenario(name: str, distributor_url: str) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]], str]:
+        cfg, ud, pub = agent_config(tmp_path / name, keys, NODE, bundle, nats_url=nats_server.url,
+                                    distributor_url=distributor_url, refresh_s=0.2)
+        sched = FakeScheduler(units_on_node=units())
+
+        async def run() -> tuple[list[dict[str, Any]], str]:
+            agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+            await agent.start()
+            assert await wait_for(lambda: agent._subs, 5)
+            await asyncio.sleep(0.5)  # several refresh attempts against the distributor
+            await publish_notice(nats_server.url, notice_doc(NODE.instance, notice_id=f"n-{name}"))
+            await wait_for(lambda: agent.drains, 5)
+            await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+            failures = agent.metrics.value("sco_agent_bundle_refresh_failures_total")
+            await agent.stop()
+            spooled = [json.loads(p.read_bytes()) for p in sorted((cfg.state_dir / "spool").glob("*.json"))]
+            return spooled, f"{failures:g}"
+
+        spooled, failures = asyncio.run(run())
+        calls = [(what, arg if what != "unschedulable" else "") for what, _, arg in sched.calls]
+        steps = [(e["kind"], e["workload"], e["attributes"].get("step"), e["attributes"].get("remaining"))
+                 for e in spooled if e["kind"] not in ("bundle-refused",)]
+        return calls, sorted(steps, key=str), failures
+
+    dist = JsonServer()
+    dist.serve_bundle("/p/", *bundle)
+    try:
+        up_calls, up_steps, up_failures = scenario("up", dist.url + "/p/")
+    finally:
+        dist.stop()
+    down_calls, down_steps, down_failures = scenario("down", f"http://127.0.0.1:{free_port()}/p/")
+    assert up_failures == "0" and float(down_failures) >= 2
+    assert sorted(up_calls) == sorted(down_calls)
+    assert up_steps == down_steps
