@@ -23,6 +23,8 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.contracts",
     "sco.commands.keys",
     "sco.commands.demo",
+    "sco.commands.plugpool",
+    "sco.commands.stack",  # up, down, status, db, clickhouse, ingest, outbox
 )
 
 
