@@ -143,13 +143,16 @@ class EspHomeDouble:
                     self.close_connection = True
                     return
                 data = json.dumps(body).encode() if body is not None else b""
-                self.send_response(status)
-                if status == 401:
-                    self.send_header("WWW-Authenticate", 'Basic realm="Login Required"')
-                self.send_header("Content-Type", "application/json" if body is not None else "text/plain")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    if status == 401:
+                        self.send_header("WWW-Authenticate", 'Basic realm="Login Required"')
+                    self.send_header("Content-Type", "application/json" if body is not None else "text/plain")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up on a slow plug
+                    self.close_connection = True
 
             do_GET = do_POST = _do
 

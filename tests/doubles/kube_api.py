@@ -647,11 +647,14 @@ class KubeApiDouble:
                     data = b"".join(json.dumps(e).encode() + b"\n" for e in payload["__watch__"])
                 else:
                     data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
