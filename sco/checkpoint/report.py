@@ -1,0 +1,78 @@
+"""Reporting checkpoint outcomes and releasing the lease (ADR-19/20: a failed final write is never silent).
+
+The workload holds a *lease* on its unit for as long as it runs: the node agent waits for the drain to end
+and the scheduler keeps the unit. When the final write on a notice fails, the client releases the lease at
+once (so the agent does not wait the rest of the drain budget for a checkpoint that will not come, and the
+unit is requeued from the previous generation) and reports a ``checkpoint-failed`` record. Reports are JSON
+lines whose ``kind`` values are :class:`contracts.subjects.EventKind` names (the agent turns them into
+lifecycle events); they go to the agent's local socket, or to a spool file when no agent answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["AgentReporter", "RecordingReporter", "Reporter"]
+
+CHECKPOINT_WRITTEN = "checkpoint-written"  # contracts.subjects.EventKind.CHECKPOINT_WRITTEN
+CHECKPOINT_FAILED = "checkpoint-failed"  # contracts.subjects.EventKind.CHECKPOINT_FAILED
+LEASE_RELEASED = "lease-released"
+
+
+class Reporter(Protocol):
+    def report(self, kind: str, **fields: Any) -> None: ...
+    def release_lease(self, outcome: str, detail: str) -> None: ...
+
+
+@dataclass
+class RecordingReporter:
+    """Test double: keeps every record."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    released: list[tuple[str, str]] = field(default_factory=list)
+
+    def report(self, kind: str, **fields: Any) -> None:
+        self.records.append({"kind": kind, **fields})
+
+    def release_lease(self, outcome: str, detail: str) -> None:
+        self.released.append((outcome, detail))
+        self.records.append({"kind": LEASE_RELEASED, "outcome": outcome, "detail": detail})
+
+
+class AgentReporter:
+    """Production adapter: JSON lines to the agent's unix socket; a spool file when the agent is not there
+    (the agent, or an operator, reads the spool later); always a line on stderr for the job's log."""
+
+    def __init__(self, workload: str, socket_path: Path | None, spool: Path | None = None,
+                 unit: str | None = None) -> None:
+        self.workload, self.socket_path, self.spool, self.unit = workload, socket_path, spool, unit
+        self._lock = threading.Lock()
+
+    def _send(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True, default=str) + "\n"
+        print(f"sco-checkpoint: {line.strip()}", file=sys.stderr, flush=True)
+        delivered = False
+        if self.socket_path is not None:
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(2.0)
+                sock.connect(str(self.socket_path))
+                sock.sendall(line.encode())
+                delivered = True
+        if not delivered and self.spool is not None:
+            with self._lock, self.spool.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+
+    def report(self, kind: str, **fields: Any) -> None:
+        self._send({"kind": kind, "workload": self.workload, "unit": self.unit,
+                    "time": datetime.now(UTC).isoformat(), **fields})
+
+    def release_lease(self, outcome: str, detail: str) -> None:
+        self.report(LEASE_RELEASED, outcome=outcome, detail=detail)

@@ -1,0 +1,73 @@
+"""Boundaries of the quarantine path: where the QUARANTINED event goes and how the owner hears of it.
+
+``EventPublisher`` — production: :class:`NatsPublisher` (core NATS publish with ``Nats-Msg-Id``; in the
+estate the quarantine subject is bridged to a Kafka topic per partition, ADR-21/25). ``OwnerNotifier`` —
+production: :class:`SmtpNotifier` (standard library). Each has a recording double beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import smtplib
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Protocol
+
+__all__ = ["EventPublisher", "NatsPublisher", "OwnerNotifier", "RecordingNotifier", "RecordingPublisher",
+           "SmtpNotifier"]
+
+
+class EventPublisher(Protocol):
+    def publish(self, subject: str, payload: bytes, msg_id: str) -> None: ...
+
+
+class OwnerNotifier(Protocol):
+    def notify(self, owner: str, subject: str, body: str) -> None: ...
+
+
+@dataclass
+class RecordingPublisher:
+    messages: list[tuple[str, bytes, str]] = field(default_factory=list)
+
+    def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
+        self.messages.append((subject, payload, msg_id))
+
+
+@dataclass
+class RecordingNotifier:
+    sent: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def notify(self, owner: str, subject: str, body: str) -> None:
+        self.sent.append((owner, subject, body))
+
+
+class NatsPublisher:
+    """Publishes on core NATS (one short connection per call: quarantines are rare)."""
+
+    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+        self.url, self.timeout_s = url, timeout_s
+
+    def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
+        async def go() -> None:
+            import nats
+
+            nc = await nats.connect(self.url, connect_timeout=self.timeout_s, max_reconnect_attempts=0)
+            try:
+                await nc.publish(subject, payload, headers={"Nats-Msg-Id": msg_id})
+                await nc.flush(timeout=max(1, int(self.timeout_s)))
+            finally:
+                await nc.close()
+
+        asyncio.run(go())
+
+
+class SmtpNotifier:
+    def __init__(self, host: str, port: int = 25, sender: str = "sco@localhost") -> None:
+        self.host, self.port, self.sender = host, port, sender
+
+    def notify(self, owner: str, subject: str, body: str) -> None:
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = self.sender, owner, subject
+        msg.set_content(body)
+        with smtplib.SMTP(self.host, self.port, timeout=10) as smtp:
+            smtp.send_message(msg)
