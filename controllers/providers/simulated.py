@@ -1,0 +1,54 @@
+"""``SimulatedProvider``: the provider contract over HTTP against a simulated region running out of process
+(``sco sim region serve``). The same client works against any service that serves the provider-contract
+paths (controllers/simregion/service.py documents them). Notices and advisories arrive on NATS, not here.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Mapping
+
+from pydantic import TypeAdapter
+
+from contracts.pools import Pool, PoolCatalogue
+from contracts.provider import Instance, LaunchRequest, QuotaHeadroom, ReclaimReceipt
+
+from .feeds import FeedClient
+
+__all__ = ["SimulatedProvider"]
+
+
+class SimulatedProvider(FeedClient):
+    def __init__(self, base_url: str, *, region: str, mutating_hook: Callable[[str], None] | None = None,
+                 timeout_s: float = 5.0) -> None:
+        super().__init__(base_url, timeout_s=timeout_s)
+        self._region = region
+        self._hook = mutating_hook or (lambda op: None)
+
+    @property
+    def region(self) -> str:
+        return self._region
+
+    def catalogue(self) -> PoolCatalogue:
+        pools = TypeAdapter(tuple[Pool, ...]).validate_python(self.call("GET", "/v1/catalogue"))
+        return PoolCatalogue(pools=pools, source=self.base_url)
+
+    def quota_headroom(self) -> QuotaHeadroom:
+        return QuotaHeadroom.model_validate(self.call("GET", "/v1/quota"))
+
+    def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        self._hook("launch")
+        raw = self.call("POST", "/v1/launch", request.model_dump(mode="json"))
+        return TypeAdapter(tuple[Instance, ...]).validate_python(raw)
+
+    def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        raw = self.call("GET", "/v1/instances", query=dict(tags) if tags else None)
+        return TypeAdapter(tuple[Instance, ...]).validate_python(raw)
+
+    def terminate(self, instance_id: str) -> None:
+        self._hook("terminate")
+        self.call("DELETE", f"/v1/instances/{urllib.parse.quote(instance_id)}")
+
+    def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        self._hook("reclaim")
+        return super().reclaim(instance_ids, drill=drill)

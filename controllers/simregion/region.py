@@ -1,0 +1,259 @@
+"""``SimulatedRegion``: the provider contract implemented by the simulated region, in process.
+
+It wraps the engine with an injected clock: every call first runs the engine up to ``clock.now()``, so with a
+``WallClock`` it is a live region and with a ``VirtualClock`` a replay. The orchestrator's project holds only
+what was launched through ``launch``; other tenants' reclaimable instances fill the pools but are invisible.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from contracts.events import Event
+from contracts.pools import Pool, PoolCatalogue, PurchaseModel
+from contracts.provider import (
+    Advisory,
+    Clock,
+    ForwardCapacity,
+    Instance,
+    InstanceStatus,
+    LaunchRequest,
+    Notice,
+    OwnerTags,
+    QuotaHeadroom,
+    RateCard,
+    RateCardEntry,
+    ReclaimReceipt,
+    Reservation,
+)
+from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, QuotaExceeded
+from contracts.subjects import EventKind
+
+from .config import RegionConfig
+from .engine import Inst, RegionEngine, SimEvent
+from .topology import HALLS
+
+__all__ = ["PROJECT", "SimulatedRegion", "price_factor"]
+
+PROJECT = "sco-orchestrator"
+
+
+def price_factor(utilisation: float) -> float:
+    """The reclaimable rate as a share of the guaranteed rate: 0.2 when idle, 0.8 when full."""
+    return 0.2 + 0.6 * utilisation * utilisation
+
+
+class SimulatedRegion:
+    def __init__(self, config: RegionConfig, clock: Clock, *, start: datetime | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.engine = RegionEngine(config, start or clock.now())
+        self.lock = threading.RLock()
+        self._rate_card: RateCard | None = None
+        self._event_ids = random.Random(f"{config.seed}:event-ids")
+        self.engine.on_rate_card.append(self._keep_rate_card)
+
+    @property
+    def region(self) -> str:
+        return self.config.region
+
+    def sync(self) -> None:
+        with self.lock:
+            self.engine.run_until(self.engine.seconds(self.clock.now()))
+
+    def to_event(self, ev: SimEvent) -> Event:
+        event_id = uuid.UUID(int=self._event_ids.getrandbits(128), version=4)
+        return Event(event_id=event_id, kind=ev.kind, time=self.engine.at(ev.time),
+                     region=self.region, partition=ev.partition or None, pool=ev.pool or None,
+                     instance=ev.instance or None, workload=ev.workload or None, cause=ev.cause, drill=ev.drill,
+                     source="simregion", attributes=ev.attributes)
+
+    def notice_of(self, inst: Inst) -> Notice:
+        e = self.engine
+        pool = e.specs[inst.pool].pool
+        assert inst.notice_at is not None and inst.terminate_at is not None
+        return Notice(region=self.region, instance_id=inst.id, pool_id=pool.pool_id, hall=pool.hall,
+                      issued_at=e.at(inst.notice_at), terminate_at=e.at(inst.terminate_at), cause=inst.cause,
+                      drill=inst.drill)
+
+    def advisory_of(self, inst: Inst, at: float) -> Advisory:
+        e = self.engine
+        return Advisory(region=self.region, instance_id=inst.id, pool_id=e.specs[inst.pool].pool.pool_id,
+                        issued_at=e.at(at), expected_at=e.at(at + self.config.advisory_median_s), probability=0.9)
+
+    # --- read side -------------------------------------------------------------------------------------
+    def catalogue(self) -> PoolCatalogue:
+        with self.lock:
+            return PoolCatalogue(pools=tuple(self._priced(i) for i in range(len(self.engine.specs))),
+                                 source=f"simregion:{self.region}:seed={self.config.seed}")
+
+    def _priced(self, i: int) -> Pool:
+        """The pool with its observed interruption rate filled in (the catalogue CSV carries it)."""
+        pool = self.engine.specs[i].pool
+        if pool.purchase_model is not PurchaseModel.RECLAIMABLE:
+            return pool
+        rate = Decimal(str(round(self.config.reclaim_rate_pct_h, 2)))
+        return pool.model_copy(update={"interruption_rate_pct_h": rate})
+
+    def _keep_rate_card(self, t: float, rows: list[tuple[int, float, int]]) -> None:
+        e = self.engine
+        entries = []
+        for i, u, free in rows:
+            pool = e.specs[i].pool
+            rate = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(Decimal("0.0001"))
+            entries.append(RateCardEntry(pool_id=pool.pool_id, rate_eur_h=rate,
+                                         guaranteed_rate_eur_h=pool.guaranteed_rate_eur_h,
+                                         utilisation=round(u, 4), free_instances=free))
+        self._rate_card = RateCard(region=self.region, time=e.at(t),
+                                   valid_for=timedelta(seconds=self.config.rate_card_s), entries=tuple(entries))
+
+    def rate_card(self) -> RateCard:
+        self.sync()
+        assert self._rate_card is not None
+        return self._rate_card
+
+    def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        self.sync()
+        e = self.engine
+        return tuple(
+            Reservation(reservation_id=f"lease-{s.pool.pool_id}", business_unit=s.pool.business_unit or "",
+                        pool_id=s.pool.pool_id, instances=s.slots, in_use=len(e.live[i]),
+                        start=e.start - timedelta(days=30), end=e.start + timedelta(days=335))
+            for i, s in enumerate(e.specs)
+            if s.pool.purchase_model is PurchaseModel.COMMITTED
+            and (business_unit is None or s.pool.business_unit == business_unit))
+
+    def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        self.sync()
+        e, h = self.engine, horizon.total_seconds()
+        out = []
+        for agg, pools in e.aggregates.items():
+            later = e.now + h
+            lam = self.config.reclaim_rate_pct_h / 100.0 * h / 3600.0 * e.intensity(agg, later)
+            for i in pools:
+                free_later = max(e.capacity(i, later) - len(e.live[i]), 0)
+                out.append(ForwardCapacity(pool_id=e.specs[i].pool.pool_id, start=e.at(e.now), end=e.at(later),
+                                           expected_free_instances=free_later,
+                                           reclaim_probability=round(1.0 - math.exp(-lam), 4)))
+        return tuple(out)
+
+    def _owned(self) -> list[Inst]:
+        return [inst for inst in self.engine.by_id.values() if inst.owned]
+
+    def quota_headroom(self) -> QuotaHeadroom:
+        self.sync()
+        mine = self._owned()
+        specs = self.engine.specs
+        return QuotaHeadroom(project=PROJECT, instances_limit=self.config.quota_instances, instances_used=len(mine),
+                             vcpu_limit=self.config.quota_vcpu, vcpu_used=sum(i.vcpu for i in mine),
+                             memory_mib_limit=self.config.quota_vcpu * 8 * 1024,
+                             memory_mib_used=sum(specs[i.pool].pool.memory_gib * 1024 for i in mine))
+
+    def _instance(self, inst: Inst) -> Instance:
+        e = self.engine
+        pool = e.specs[inst.pool].pool
+        status = InstanceStatus.NOTIFIED if inst.notice_at is not None else InstanceStatus.ACTIVE
+        return Instance(instance_id=inst.id, name=inst.name, region=self.region, pool_id=pool.pool_id,
+                        hall=pool.hall, status=status, tags=inst.tags, metadata=dict(inst.metadata),
+                        launched_at=e.at(inst.launched))
+
+    def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        self.sync()
+        with self.lock:
+            out = []
+            for inst in self._owned():
+                if tags:
+                    found = OwnerTags.parse(inst.tags)
+                    if any(found.get(k) != str(v) for k, v in tags.items()):
+                        continue
+                out.append(self._instance(inst))
+            return tuple(out)
+
+    def instance(self, instance_id: str) -> Instance:
+        with self.lock:
+            inst = self.engine.by_id.get(instance_id)
+            if inst is None or not inst.owned:
+                raise NotFound("instance", instance_id)
+            return self._instance(inst)
+
+    def notice(self, instance_id: str) -> Notice | None:
+        """The metadata mirror: the notice for this instance, if one is out."""
+        self.sync()
+        with self.lock:
+            inst = self.engine.by_id.get(instance_id)
+            if inst is None:
+                raise NotFound("instance", instance_id)
+            return self.notice_of(inst) if inst.notice_at is not None else None
+
+    # --- write side ------------------------------------------------------------------------------------
+    def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        self.sync()
+        with self.lock:
+            e = self.engine
+            if request.pool_id not in e.index:
+                raise NotFound("pool", request.pool_id, tuple(e.index))
+            i = e.index[request.pool_id]
+            pool = e.specs[i].pool
+            quota = self.quota_headroom()
+            if quota.instances_used + request.count > quota.instances_limit:
+                raise QuotaExceeded("instances", request.count, quota.instances_used, quota.instances_limit, PROJECT)
+            if quota.vcpu_used + request.count * pool.vcpu > quota.vcpu_limit:
+                raise QuotaExceeded("cores", request.count * pool.vcpu, quota.vcpu_used, quota.vcpu_limit, PROJECT)
+            free = e.free(i)
+            if request.count > free:
+                raise CapacityUnavailable(pool.pool_id, request.count, free)
+            tags = request.tags
+            meta = {**request.metadata, "sco_pool": pool.pool_id}
+            made = []
+            for n in range(request.count):
+                inst = Inst(id=e.new_id(), pool=i, vcpu=pool.vcpu, launched=e.now, owned=True,
+                            name=f"{request.name_prefix}-{request.owner.workload}-g{request.owner.generation}-{n}",
+                            tags=tags, metadata=meta)
+                e.add(inst)
+                e._emit(SimEvent(EventKind.LAUNCHED, e.now, pool.pool_id, inst.id, "launch",
+                                 workload=request.owner.workload, partition=request.owner.partition,
+                                 attributes={"generation": request.owner.generation, "hall": pool.hall}))
+                made.append(self._instance(inst))
+            return tuple(made)
+
+    def terminate(self, instance_id: str) -> None:
+        self.sync()
+        with self.lock:
+            inst = self.engine.by_id.get(instance_id)
+            if inst is None or not inst.owned:
+                raise NotFound("instance", instance_id)
+            missing = OwnerTags.missing(inst.tags)
+            if missing:
+                raise NotOwned(instance_id, missing, inst.tags)
+            inst.cause, inst.doomed = "terminated-by-owner", True
+            self.engine._op_delete(instance_id)
+
+    def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The reclaim API (ADR-33): notices now through the ordinary path, deletion after the window."""
+        self.sync()
+        with self.lock:
+            e = self.engine
+            found = []
+            for iid in instance_ids:
+                inst = e.by_id.get(iid)
+                if inst is None or not inst.owned:
+                    raise NotFound("instance", iid)
+                found.append(inst)
+            for inst in found:
+                if not inst.doomed:
+                    e.doom(inst, "drill" if drill else "reclaimed", drill=drill, notice=True)
+            return ReclaimReceipt(instances=tuple(i.id for i in found), terminate_at=e.at(e.now + self.config.notice_s),
+                                  drill=drill)
+
+    def hall_reclaim(self, hall: str, *, drill: bool = False) -> tuple[str, ...]:
+        self.sync()
+        with self.lock:
+            if hall not in HALLS:
+                raise NotFound("hall", hall, HALLS)
+            return tuple(i.id for i in self.engine.hall_reclaim(hall, drill=drill))
