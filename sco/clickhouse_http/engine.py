@@ -65,7 +65,8 @@ class ChdbEngine:
         return bytes(self._conn.query(sql, fmt, params=params or {}).bytes()).decode()
 
     def _changed_settings(self) -> dict[str, str]:
-        rows = self._run("SELECT name, value FROM system.settings WHERE changed")
+        # ``database`` is a setting too, but it is switched with USE and tracked separately.
+        rows = self._run("SELECT name, value FROM system.settings WHERE changed AND name != 'database'")
         return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
 
     def close(self) -> None:

@@ -21,10 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Running", "free_port", "pid_alive", "port_open", "start_clickhouse", "start_nats", "start_postgres",
-           "stop_pid", "stop_postgres", "wait_port"]
+__all__ = ["Running", "free_port", "pid_alive", "port_open", "reap", "start_clickhouse", "start_nats",
+           "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
 
 _PG_USER = "nobody"
+# Servers we spawned, kept so that their Popen objects are reaped by stop_pid (not warned about when collected).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,14 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
+    if pid in _CHILDREN:
+        if not reap(pid, timeout):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            reap(pid)
+        return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            pass
         if not pid_alive(pid):
             return
         time.sleep(0.02)
@@ -99,7 +102,21 @@ def _spawn(argv: list[str], log: Path, **kwargs: object) -> subprocess.Popen[byt
     with open(log, "ab") as out:
         proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
-        return proc
+    _CHILDREN[proc.pid] = proc
+    return proc
+
+
+def reap(pid: int, timeout: float | None = None) -> bool:
+    """Wait for a child we spawned to exit; True when it has (False: not ours, or still running)."""
+    proc = _CHILDREN.get(pid)
+    if proc is None:
+        return False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    del _CHILDREN[pid]
+    return True
 
 
 # -- NATS ---------------------------------------------------------------------------------------------------
