@@ -91,3 +91,4 @@ def test_state_comes_from_the_plugs_and_the_nodes_on_every_refresh(rig: Rig) -> 
     rig.plugs.set_on("worker-2", False)
     rig.refresh()
     assert rig.instances() == {} and rig.target() == 0
+    assert [e for e in rig.plugs.log if e[0] == "POST"] == []  # refreshes only read: nothing was asked
