@@ -406,7 +406,7 @@ class KubeApiDouble:
 
     def _list(self, res: Resource, ns: str | None, q: dict[str, str]) -> Obj:
         items = [copy.deepcopy(o) for _, o in self._select(res, ns, q)]
-        if q.get("watch") in ("true", "1"):
+        if str(q.get("watch", "")).lower() in ("true", "1"):
             return {"__watch__": [{"type": "ADDED", "object": o} for o in items]}
         return {
             "kind": f"{res.kind}List",

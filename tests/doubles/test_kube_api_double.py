@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -141,3 +142,50 @@ def test_finalizers_and_graceful_pod_deletion_keep_the_object_until_the_kubelet_
         core.delete_namespaced_pod("p", "default", grace_period_seconds=0)
         assert kube.get_object("Pod", "p") is None
         api.close()
+
+
+def test_max_unavailable_percentages_and_unhealthy_pods_follow_the_eviction_rules(
+    kube: KubeApiDouble, core: client.CoreV1Api
+) -> None:
+    for name in ("a", "b", "c", "d"):
+        kube.put_object("Pod", _pod(name, labels={"app": "db"}, ready=name != "d"))
+    kube.put_object(
+        "PodDisruptionBudget",
+        {
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {
+                "maxUnavailable": "25%",
+                "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["db"]}]},
+            },
+        },
+    )
+
+    def evict(name: str) -> int:
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace="default"))
+        try:
+            core.create_namespaced_pod_eviction(name, "default", body)
+        except ApiException as exc:
+            return int(exc.status)
+        return 201
+
+    assert evict("a") == 429  # d is already unavailable: 1 of 4 = 25 %
+    assert evict("d") == 201  # an unhealthy pod is always evictable
+    assert evict("a") == 201  # now 0 of 3 unavailable, ceil(25 % of 3) = 1 allowed
+
+
+def test_merge_patch_removes_keys_with_null_and_a_watch_lists_added_events(
+    kube: KubeApiDouble, core: client.CoreV1Api
+) -> None:
+    core.create_node({"metadata": {"name": "n1", "labels": {"a": "1", "b": "2"}}})
+    api = core.api_client
+    api.call_api(
+        "/api/v1/nodes/{name}",
+        "PATCH",
+        path_params={"name": "n1"},
+        header_params={"Content-Type": "application/merge-patch+json"},
+        body={"metadata": {"labels": {"a": None}}},
+        _preload_content=False,
+    )
+    assert core.read_node("n1").metadata.labels == {"b": "2"}
+    resp = core.list_node(watch=True, _preload_content=False)
+    assert json.loads(resp.data.splitlines()[0])["type"] == "ADDED"
