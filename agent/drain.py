@@ -238,10 +238,16 @@ class DrainEngine:
 
     async def _verify(self, contract: Contract, units: list[Unit], deadline: float) -> int | None:
         """Wait until the units are gone or the deadline; return how many remain (None: cannot tell)."""
+        finished: dict[str, int] = {}
         while True:
             remaining: int | None
             if self.local:
-                if contract.ref in self.local_started and self.monotonic() >= deadline:
+                now = self.monotonic()
+                stage = finished.get(contract.ref, 0)
+                # finish (SIGTERM) at the finish margin, again (escalating) at the deadline
+                if contract.ref in self.local_started and (
+                        (stage == 0 and now >= deadline - FINISH_MARGIN_S) or (stage == 1 and now >= deadline)):
+                    finished[contract.ref] = stage + 1
                     plans = [LocalPlan(contract, deadline, tuple(units))]
                     await asyncio.to_thread(self.actuator.finish, plans)
                 remaining = await asyncio.to_thread(self.actuator.remaining)

@@ -101,9 +101,11 @@ class SlurmProcessActuator:
                 continue
 
     def finish(self, plans: list[LocalPlan]) -> None:
+        """SIGTERM every process of the jobs on this node; SIGKILL those already sent SIGTERM."""
         for proc in job_processes(self.node):
+            sig = signal.SIGKILL if proc.pid in self.terminated else signal.SIGTERM
             try:
-                os.kill(proc.pid, signal.SIGTERM)
+                os.kill(proc.pid, sig)
                 self.terminated.append(proc.pid)
             except ProcessLookupError:
                 continue

@@ -136,6 +136,8 @@ def test_the_first_channel_wins_and_the_copy_on_the_other_channel_is_ignored(
         await wait_for(lambda: agent.metrics.value("sco_agent_notices_duplicate_total", channel="metadata",
                                                    kind="notice"), 3)
         await publish_notice(nats_server.url, doc)  # a redelivery on the stream is ignored too
+        await wait_for(lambda: agent.metrics.value("sco_agent_notices_duplicate_total", channel="nats",
+                                                   kind="notice"), 3)
         await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
         await agent.stop()
         return agent
@@ -198,9 +200,11 @@ def test_with_the_control_plane_and_distributor_stopped_the_drain_is_identical(
             await wait_for(lambda: agent.drains, 5)
             await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
             failures = agent.metrics.value("sco_agent_bundle_refresh_failures_total")
+            assert await agent.flush_events()
             await agent.stop()
-            spooled = [json.loads(p.read_bytes()) for p in sorted((cfg.state_dir / "spool").glob("*.json"))]
-            return spooled, f"{failures:g}"
+            shipped = [e for e in await stream_events(nats_server.url)
+                       if e["attributes"].get("notice_id") == f"n-{name}"]
+            return shipped, f"{failures:g}"
 
         spooled, failures = asyncio.run(run())
         calls = [(what, arg if what != "unschedulable" else "") for what, _, arg in sched.calls]

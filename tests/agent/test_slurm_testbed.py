@@ -140,7 +140,8 @@ def test_a_notice_for_node1_drains_it_signals_the_job_requeues_it_elsewhere_and_
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         j = job(job_id)
-        if j.get("job_state") == "RUNNING" and j.get("nodes") in ("node2", "node3"):
+        if j.get("job_state") == "RUNNING" and j.get("nodes") in ("node2", "node3") \
+                and f"start {j['nodes']} 1" in marks.read_text():
             break
         time.sleep(0.2)
     j = job(job_id)
