@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sco.checkpoint import (
-    Checkpointer,
     CheckpointClient,
+    Checkpointer,
     CheckpointError,
     Encryption,
     FinalWriteFailed,
