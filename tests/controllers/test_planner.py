@@ -4,33 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
-from decimal import Decimal
 
 import pytest
 
-from contracts.pools import Pool, PurchaseModel
-from contracts.schema import Contract
-from contracts.tiers import resolve
 from controllers.planning import Claim, PlannerConfig, PoolState, Purpose, Strategy, WorkloadPlan, plan
-from tests.contracts.helpers import base
+
+from .builders import contract, pool
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-
-def contract(tier: str = "T3", name: str = "wk", **fields: object) -> Contract:
-    from contracts.schema import ContractSpec
-
-    doc = base(tier, workload=name, resources={"vcpu": 4, "memory_gib": 16}, **fields)
-    c, findings = resolve(ContractSpec.model_validate(doc))
-    assert c is not None, findings
-    return c
-
-
-def pool(pid: str, *, hall: str = "h1", agg: str | None = None, rate: str = "0.10", model: str = "reclaimable",
-         bu: str | None = None, vcpu: int = 4) -> Pool:
-    return Pool(pool_id=pid, region="r1", hall=hall, aggregate=agg or f"agg-{pid}", sku_family="std", size="m",
-                vcpu=vcpu, memory_gib=vcpu * 4, purchase_model=PurchaseModel(model), rate_eur_h=Decimal(rate),
-                guaranteed_rate_eur_h=Decimal("0.40") * vcpu / 4, business_unit=bu)
 
 
 def states(n: int = 12, free: int = 1000, **kw: object) -> list[PoolState]:

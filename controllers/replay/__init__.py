@@ -1,0 +1,6 @@
+"""The replay simulator (ADR-03): virtual time over a reclaim trace with the real planner."""
+
+from .engine import PoolHistory, ReplayConfig, WorkloadOutcome, replay
+from .trace import Reclaim, Trace
+
+__all__ = ["PoolHistory", "Reclaim", "ReplayConfig", "Trace", "WorkloadOutcome", "replay"]

@@ -1,0 +1,296 @@
+"""The replay simulator: virtual time over a reclaim trace with the real planner (ADR-03, ADR-08).
+
+Every step (5 min) it ranks the pools from what the trace has shown so far (observed reclaim rate over a
+trailing window, capacity left, price), excludes a pool after three waves in 30 min for 2 h (ADR-07), plans
+with the real incremental planner, launches what the plan says, then applies the trace's reclaims: each of our
+instances in a reclaimed pool is lost with the wave's probability, the work it loses depends on its contract
+(final checkpoint on notice, periodic interval, requeue unit), and the pool lends less while the guaranteed
+tenant holds the room. A workload short of its claim for 5 min falls back to guaranteed capacity within its
+24 h spend cap, and returns 20 % an hour after 60 min without shortfall (ADR-23, ADR-24). Money is accrued
+per step into a ledger in the terms of ADR-26: useful unit-hours at the guaranteed rate minus every cost.
+Deterministic for a given trace, claims and seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from contracts.pools import Pool
+from contracts.rules import derived_interval_min
+from contracts.schema import CheckpointMode, Contract, FallbackPolicy, Framework
+from contracts.settings import CompilerSettings
+
+from ..planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Purpose, Strategy, composite_score, plan
+from ..planning.model import units_per_instance
+from .trace import Reclaim, Trace
+
+__all__ = ["PoolHistory", "ReplayConfig", "WorkloadOutcome", "replay"]
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    strategy: Strategy | None = None           # None: each contract's own
+    step: timedelta = timedelta(minutes=5)
+    rank_window: timedelta = timedelta(days=7)
+    exclusion_waves: int = 3
+    exclusion_window: timedelta = timedelta(minutes=30)
+    exclusion_cooloff: timedelta = timedelta(hours=2)
+    fallback_after: timedelta = timedelta(minutes=5)
+    return_after: timedelta = timedelta(minutes=60)
+    return_share_per_h: float = 0.20
+    caps: Caps = field(default_factory=Caps)
+
+
+@dataclass
+class WorkloadOutcome:
+    """Per-workload results. Time-weighted quantities accumulate as exact integers of (unit- or instance-)
+    seconds; the ``*_hours`` properties divide by 3600."""
+
+    workload: str
+    tier: str
+    units: int
+    instance_s: int = 0                   # reclaimable instance-seconds held
+    wanted_s: int = 0
+    delivered_s: int = 0
+    wasted_s: int = 0
+    reclaimable_s: int = 0                # unit-seconds delivered on reclaimable capacity
+    fallback_s: int = 0
+    shortfall_s: int = 0
+    interruptions: int = 0                # instances lost to reclaims
+    no_notice_losses: int = 0
+    fallback_starts: int = 0
+    reclaimable_cost: Decimal = Decimal(0)
+    floor_cost: Decimal = Decimal(0)
+    fallback_cost: Decimal = Decimal(0)
+    depth_premium: Decimal = Decimal(0)
+    guaranteed_rate_per_unit: Decimal = Decimal(0)
+
+    instance_hours = property(lambda self: self.instance_s / 3600)
+    unit_hours_wanted = property(lambda self: self.wanted_s / 3600)
+    unit_hours_delivered = property(lambda self: self.delivered_s / 3600)
+    wasted_unit_hours = property(lambda self: self.wasted_s / 3600)
+    reclaimable_unit_hours = property(lambda self: self.reclaimable_s / 3600)
+    fallback_unit_hours = property(lambda self: self.fallback_s / 3600)
+    shortfall_unit_hours = property(lambda self: self.shortfall_s / 3600)
+
+    @property
+    def interruption_rate_pct_h(self) -> float:
+        return 100.0 * self.interruptions * 3600 / self.instance_s if self.instance_s else 0.0
+
+    @property
+    def wasted_pct(self) -> float:
+        return 100.0 * self.wasted_s / self.reclaimable_s if self.reclaimable_s else 0.0
+
+    @property
+    def useful_unit_seconds(self) -> int:
+        return max(0, self.delivered_s - self.wasted_s)
+
+    @property
+    def counterfactual(self) -> Decimal:
+        """Useful work valued at the guaranteed rate (ADR-26)."""
+        return (Decimal(self.useful_unit_seconds) / 3600 * self.guaranteed_rate_per_unit).quantize(Decimal("0.01"))
+
+    @property
+    def cost(self) -> Decimal:
+        return (self.reclaimable_cost + self.floor_cost + self.fallback_cost).quantize(Decimal("0.01"))
+
+    @property
+    def net_saving(self) -> Decimal:
+        return self.counterfactual - self.cost
+
+
+def _loss_hours(contract: Contract, noticed: bool, interval_min: int | None) -> float:
+    """Work a lost instance must redo, per unit, in hours."""
+    mode = contract.checkpoint_mode
+    final = mode is CheckpointMode.FINAL_ON_NOTICE_AND_PERIODIC or (
+        mode is CheckpointMode.FRAMEWORK and contract.framework is not Framework.SLURM_REQUEUE)
+    if final and noticed:
+        return 0.0
+    if mode is not CheckpointMode.NONE and contract.framework is not Framework.SLURM_REQUEUE:
+        return (interval_min or 60) / 60 / 2
+    if contract.max_unit_length_min:
+        return contract.max_unit_length_min / 60 / 2
+    return 0.0  # stateless: capacity is lost until replaced, no work is redone
+
+
+def _guaranteed_rate_per_unit(contract: Contract, pools: Sequence[Pool]) -> Decimal:
+    """The cheapest guaranteed price of one unit: every pool carries the guaranteed rate of its flavour."""
+    rates = [p.guaranteed_rate_eur_h / k for p in pools if p.region == contract.region
+             and p.fits(contract) and (k := units_per_instance(p, contract)) > 0]
+    return min(rates) if rates else Decimal(0)
+
+
+class PoolHistory:
+    """What the trace has shown about each pool up to now: waves, held capacity, exclusions."""
+
+    def __init__(self, trace: Trace, config: ReplayConfig) -> None:
+        self.trace, self.config = trace, config
+        self.waves: dict[str, deque[tuple[datetime, float]]] = defaultdict(deque)
+        self.held: list[tuple[datetime, str, int]] = []  # (until, pool, instances held by the guaranteed tenant)
+        self.excluded_until: dict[str, datetime] = {}
+        self.cooloff: dict[str, timedelta] = {}
+
+    def record(self, r: Reclaim) -> None:
+        cap = self.trace.capacity.get(r.pool_id, 0)
+        self.held.append((r.time + r.hold, r.pool_id, math.ceil(cap * r.share)))
+        if r.drill:
+            return  # drills are excluded from scoring (ADR-33)
+        waves = self.waves[r.pool_id]
+        waves.append((r.time, r.share))
+        recent = [t for t, _ in waves if r.time - t <= self.config.exclusion_window]
+        if len(recent) >= self.config.exclusion_waves and self.excluded_until.get(r.pool_id, r.time) <= r.time:
+            length = self.cooloff.get(r.pool_id, self.config.exclusion_cooloff / 2) * 2
+            self.cooloff[r.pool_id] = length
+            self.excluded_until[r.pool_id] = r.time + length
+
+    def states(self, now: datetime) -> list[PoolState]:
+        self.held = [h for h in self.held if h[0] > now]
+        taken: dict[str, int] = defaultdict(int)
+        for _, pid, n in self.held:
+            taken[pid] += n
+        window_h = self.config.rank_window.total_seconds() / 3600
+        out = []
+        for p in self.trace.pools:
+            cap = self.trace.capacity.get(p.pool_id, 0)
+            waves = self.waves[p.pool_id]
+            while waves and now - waves[0][0] > self.config.rank_window:
+                waves.popleft()
+            rate_pct_h = 100.0 * sum(s for _, s in waves) / window_h
+            free = max(0, cap - taken[p.pool_id])
+            score = composite_score(free / cap if cap else 0.0, rate_pct_h, float(p.discount_ratio))
+            excluded = self.excluded_until.get(p.pool_id, now) > now
+            out.append(PoolState(p, free, score=score, excluded=excluded))
+        return out
+
+
+@dataclass
+class _Held:
+    reclaimable: dict[str, int] = field(default_factory=dict)   # pool -> instances
+    floor: dict[str, int] = field(default_factory=dict)
+    fallback_units: int = 0
+    short_since: datetime | None = None
+    healthy_since: datetime | None = None
+    return_base: int = 0
+    last_return: datetime | None = None
+    spend_24h: deque[tuple[datetime, Decimal]] = field(default_factory=deque)
+
+
+def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | int = 40,
+           config: ReplayConfig | None = None) -> dict[str, WorkloadOutcome]:
+    """Replay ``trace`` for the contracts' workloads, each claiming ``units`` (per workload or for all)."""
+    config = config or ReplayConfig()
+    settings = CompilerSettings()
+    rng = random.Random(trace.seed)
+    contracts = sorted(contracts, key=lambda c: c.workload)
+    by_name = {c.workload: c for c in contracts}
+    want = {c.workload: (units if isinstance(units, int) else units.get(c.workload, 0)) for c in contracts}
+    claims = [Claim(c, want[c.workload]) for c in contracts if want[c.workload] > 0]
+    pools = PoolHistory(trace, config)
+    pool_by_id = {p.pool_id: p for p in trace.pools}
+    outcome = {c.workload: WorkloadOutcome(c.workload, str(c.tier), want[c.workload],
+                                           guaranteed_rate_per_unit=_guaranteed_rate_per_unit(c, trace.pools))
+               for c in contracts}
+    held = {c.workload: _Held() for c in contracts}
+    planner = PlannerConfig(caps=config.caps, strategy=config.strategy)
+    previous: PlanSet | None = None
+    lost_last_step: set[str] = set()
+    pending = deque(trace.reclaims)
+    while pending and pending[0].time < trace.start:  # warm-up history feeds the rankings only
+        pools.record(pending.popleft())
+    step_s = int(config.step.total_seconds())
+    now = trace.start
+    while now < trace.end:
+        states = pools.states(now)
+        if previous is not None and lost_last_step:
+            previous = replace(previous, plans={k: v for k, v in previous.plans.items() if k not in lost_last_step})
+        current = plan(claims, states, now, previous, planner)
+        previous = current
+        for name, wp in current.plans.items():
+            h = held[name]
+            h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
+            h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
+        lost_last_step = set()
+        step_end = now + config.step
+        while pending and pending[0].time < step_end:
+            r = pending.popleft()
+            pools.record(r)
+            if r.drill:
+                continue
+            for name, h in held.items():
+                n = h.reclaimable.get(r.pool_id, 0)
+                if not n:
+                    continue
+                lost = sum(1 for _ in range(n) if rng.random() < r.share)
+                if not lost:
+                    continue
+                c = by_name[name]
+                no_notice = sum(1 for _ in range(lost) if rng.random() < r.no_notice_share)
+                k = units_per_instance(pool_by_id[r.pool_id], c)
+                interval = c.checkpoint_interval_min or derived_interval_min(c, settings)
+                o = outcome[name]
+                o.interruptions += lost
+                o.no_notice_losses += no_notice
+                o.wasted_s += round(3600 * k * (no_notice * _loss_hours(c, False, interval)
+                                                + (lost - no_notice) * _loss_hours(c, True, interval)))
+                h.reclaimable[r.pool_id] = n - lost
+                lost_last_step.add(name)
+        for name, h in held.items():
+            _accrue(outcome[name], h, by_name[name], pool_by_id, want[name], now, step_s, config, current)
+        now = step_end
+    return outcome
+
+
+def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], wanted: int, now: datetime,
+            step_s: int, config: ReplayConfig, current: PlanSet) -> None:
+    step_h = Decimal(step_s) / 3600
+    rec_units = sum(n * units_per_instance(pools[p], c) for p, n in h.reclaimable.items())
+    floor_units = sum(n * units_per_instance(pools[p], c) for p, n in h.floor.items())
+    o.instance_s += sum(h.reclaimable.values()) * step_s
+    o.reclaimable_s += min(rec_units, wanted) * step_s
+    o.reclaimable_cost += sum((pools[p].rate_eur_h * n for p, n in h.reclaimable.items()), Decimal(0)) * step_h
+    o.floor_cost += sum((pools[p].rate_eur_h * n for p, n in h.floor.items()), Decimal(0)) * step_h
+    wp = current.plans.get(c.workload)
+    if wp is not None:
+        o.depth_premium += wp.depth_premium_eur_h * step_h
+    base = rec_units + floor_units
+    gap = max(0, wanted - base)
+    unit_cost = o.guaranteed_rate_per_unit * step_h
+    while h.spend_24h and now - h.spend_24h[0][0] >= timedelta(hours=24):
+        h.spend_24h.popleft()
+    spent = sum((v for _, v in h.spend_24h), Decimal(0))
+    affordable = int((c.spend_cap_24h_eur - spent) / unit_cost) if unit_cost > 0 else 0
+    if gap and c.fallback_policy is not FallbackPolicy.NONE:
+        # fallback (ADR-23): after 5 min of shortfall, and only what the 24 h cap still covers
+        h.short_since = h.short_since or now
+        h.healthy_since, h.return_base, h.last_return = None, 0, None
+        if now - h.short_since >= config.fallback_after:
+            target = min(gap, affordable)
+            if target > h.fallback_units:
+                o.fallback_starts += 1 if h.fallback_units == 0 else 0
+            h.fallback_units = target
+    else:
+        h.short_since = None
+        if h.fallback_units:
+            # return (ADR-24): after 60 min healthy, 20 % of the fallback capacity an hour
+            h.healthy_since = h.healthy_since or now
+            h.return_base = h.return_base or h.fallback_units
+            due = h.last_return is None or now - h.last_return >= timedelta(hours=1)
+            if now - h.healthy_since >= config.return_after and due:
+                back = max(1, math.ceil(h.return_base * config.return_share_per_h))
+                h.fallback_units = max(0, h.fallback_units - back)
+                h.last_return = now
+        h.fallback_units = min(h.fallback_units, affordable)  # nothing beyond the cap, ever
+    if h.fallback_units:
+        cost = unit_cost * h.fallback_units
+        o.fallback_cost += cost
+        o.fallback_s += h.fallback_units * step_s
+        h.spend_24h.append((now, cost))
+    o.wanted_s += wanted * step_s
+    o.delivered_s += min(wanted, base + h.fallback_units) * step_s
+    o.shortfall_s += max(0, wanted - base - h.fallback_units) * step_s

@@ -1,0 +1,49 @@
+"""A reclaim trace: what the replay simulator replays (ADR-03's "30 days of pool history").
+
+A trace holds the pools, how many instances each can lend, and every reclaim wave in time order: the share
+of the pool's reclaimable instances taken, whether a notice came, and how long the pool then lends less.
+The simulated region writes traces (``from_region``); tests build small ones by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from contracts.pools import Pool
+
+__all__ = ["Reclaim", "Trace"]
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    time: datetime
+    pool_id: str
+    share: float                  # share of the pool's reclaimable instances taken, 0..1 (1.0 = hall-wide)
+    no_notice_share: float = 0.0  # share of the victims that got no notice
+    hold: timedelta = timedelta(hours=2)  # how long the taken capacity stays with the guaranteed tenant
+    drill: bool = False
+
+
+@dataclass(frozen=True)
+class Trace:
+    start: datetime
+    end: datetime
+    pools: tuple[Pool, ...]
+    capacity: dict[str, int]            # instances each pool can lend to the orchestrator at most
+    reclaims: tuple[Reclaim, ...]       # sorted by time
+    seed: int = 1
+    description: str = ""
+    warmup: timedelta = field(default=timedelta(0))  # history before ``start`` the rankings may learn from
+
+    def __post_init__(self) -> None:
+        times = [r.time for r in self.reclaims]
+        if times != sorted(times):
+            raise ValueError("trace reclaims must be sorted by time")
+        unknown = {r.pool_id for r in self.reclaims} - {p.pool_id for p in self.pools}
+        if unknown:
+            raise ValueError(f"trace reclaims name unknown pools: {sorted(unknown)[:5]}")
+
+    @property
+    def days(self) -> float:
+        return (self.end - self.start).total_seconds() / 86400
