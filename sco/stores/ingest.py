@@ -46,20 +46,20 @@ def split_batch(messages: list[Any]) -> Batch:
         try:
             row = Event.from_json(msg.data).row()
         except ValueError as exc:  # pydantic.ValidationError and JSON errors are ValueErrors
-            batch.dead.append((msg, f"not a valid event: {str(exc).splitlines()[0][:200]}"
-                                    f"{'; ' + _first_error(exc) if hasattr(exc, 'errors') else ''}"))
+            batch.dead.append((msg, f"not a valid event: {_reason(exc)}"))
             continue
         batch.rows.append([row[c] for c in EVENT_COLUMNS])
         batch.good.append(msg)
     return batch
 
 
-def _first_error(exc: Any) -> str:
-    errors = exc.errors()
-    if not errors:
-        return ""
-    first = errors[0]
-    return f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg', '')}"[:300]
+def _reason(exc: ValueError) -> str:
+    """``field: problem; …`` for a validation error, the first line otherwise."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc).splitlines()[0][:300]
+    parts = [f"{'.'.join(str(p) for p in e.get('loc', ())) or 'body'}: {e.get('msg', '')}" for e in errors()]
+    return "; ".join(parts)[:500]
 
 
 def _seq(msg: Any) -> int:
@@ -73,9 +73,10 @@ class Ingest:
     """One consumer loop. ``client`` is a clickhouse-connect client; ``js`` a JetStream context."""
 
     def __init__(self, js: Any, client: Any, *, batch_size: int = 2000, fetch_timeout: float = 1.0,
-                 durable: str = CONSUMER) -> None:
+                 durable: str = CONSUMER, ack_wait_s: float = 60.0) -> None:
         self.js, self.client = js, client
         self.batch_size, self.fetch_timeout, self.durable = batch_size, fetch_timeout, durable
+        self.ack_wait_s = ack_wait_s
         self._sub: Any = None
         self.inserted = 0
         self.dead_lettered = 0
@@ -86,7 +87,8 @@ class Ingest:
         await sco_nats.ensure_events_stream(self.js)
         await sco_nats.ensure_deadletter_stream(self.js)
         config = ConsumerConfig(durable_name=self.durable, ack_policy=AckPolicy.EXPLICIT,
-                                deliver_policy=DeliverPolicy.ALL, ack_wait=60, max_ack_pending=50_000)
+                                deliver_policy=DeliverPolicy.ALL, ack_wait=self.ack_wait_s,
+                                max_ack_pending=50_000)
         self._sub = await self.js.pull_subscribe(EVENT_SUBJECT, durable=self.durable, stream=EVENTS_STREAM,
                                                  config=config)
 
@@ -172,12 +174,12 @@ EVENT_SUBJECT = "sco.events.>"
 
 
 async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
-              stop: asyncio.Event | None = None, idle_exit: bool = False) -> Ingest:
+              stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0) -> Ingest:
     from .clickhouse import client as ch_client
 
     nc = await sco_nats.connect(nats_url, name="sco-ingest")
     try:
-        ingest = Ingest(nc.jetstream(), ch_client(clickhouse_url), batch_size=batch_size)
+        ingest = Ingest(nc.jetstream(), ch_client(clickhouse_url), batch_size=batch_size, ack_wait_s=ack_wait_s)
         await ingest.start()
         await ingest.run(stop, idle_exit=idle_exit)
         return ingest
@@ -200,9 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clickhouse", default=None)
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--once", action="store_true")
+    parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once))
+    ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,
+                             ack_wait_s=args.ack_wait))
     print(f"inserted {ingest.inserted} events, dead-lettered {ingest.dead_lettered}")
     return 0
 

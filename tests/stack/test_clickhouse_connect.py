@@ -41,7 +41,7 @@ def test_clickhouse_connect_streams_large_arrow_results_and_form_encoded_paramet
 
 def test_clickhouse_connect_raises_the_server_error_code(clickhouse_url: str) -> None:
     client = clickhouse.client(clickhouse_url)
-    with pytest.raises(DatabaseError, match="UNKNOWN_TABLE|Code: 60"):
+    with pytest.raises(DatabaseError, match=r"UNKNOWN_TABLE|Code: 60"):
         client.query("SELECT * FROM missing_table")
     assert client.command("SELECT 1") == 1
     client.close()

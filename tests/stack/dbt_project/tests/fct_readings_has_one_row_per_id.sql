@@ -1,0 +1,1 @@
+select id from {{ ref('fct_readings') }} group by id having count() > 1
