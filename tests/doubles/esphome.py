@@ -26,6 +26,11 @@ import pytest
 __all__ = ["EspHomeDouble", "esphome"]
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many clients connect at once (parallel reads); the default backlog is 5
+    daemon_threads = True
+
+
 @dataclass
 class _Plug:
     switch: str
@@ -43,7 +48,7 @@ class EspHomeDouble:
         self._plugs: dict[str, _Plug] = {}
         self._lock = threading.Lock()
         self.log: list[tuple[str, str, str, float]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()

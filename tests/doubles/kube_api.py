@@ -132,6 +132,11 @@ class RecordedRequest:
     body: Any = None
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # many clients connect at once (parallel reads); the default backlog is 5
+    daemon_threads = True
+
+
 class ApiError(Exception):
     def __init__(self, code: int, message: str, reason: str | None = None, details: Obj | None = None):
         super().__init__(message)
@@ -208,7 +213,7 @@ class KubeApiDouble:
             ("/apis/coordination.k8s.io/v1", "leases", "Lease", True),
         ]:
             self.register_resource(prefix, plural, kind, namespaced)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), name="kube-api-double", daemon=True
