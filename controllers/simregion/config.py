@@ -18,7 +18,7 @@ class RegionConfig(BaseModel):
 
     region: str = Field("r1", description="region name used in pool ids and NATS subjects")
     seed: int = Field(1, description="every random choice derives from it")
-    pools: int | None = Field(None, ge=1, description="trim the reclaimable pools to this many (default all, 144)")
+    pools: int | None = Field(None, ge=1, description="trim the reclaimable pools to this many (default all, 141)")
     reclaim_rate_pct_h: float = Field(4.0, ge=0, description="% of reclaimable instances reclaimed an hour")
     no_notice_share: float = Field(0.02, ge=0, le=1, description="share of reclaimed instances given no notice")
     advisory_share: float = Field(0.65, ge=0, le=1, description="share of reclaims preceded by an advisory")
@@ -33,6 +33,7 @@ class RegionConfig(BaseModel):
     bursts_per_aggregate_day: float = Field(0.3, ge=0, description="demand bursts per aggregate per day")
     burst_factor: float = Field(4.0, ge=1, description="reclaim intensity multiplier during a burst")
     burst_mean_s: float = Field(5400.0, gt=0, description="mean burst duration, seconds")
+    aggregate_spread: float = Field(0.5, ge=0, description="log-normal sigma of per-aggregate demand (busier aggregates)")
     hall_reclaims_per_30d: float = Field(1.0, ge=0, description="hall-wide reclaims (power/cooling) per 30 days")
     hall_outage_s: float = Field(7200.0, ge=0, description="how long a reclaimed hall lends nothing")
     strategy: Strategy = Field("oldest", description="reclaimer victim selection (as CERN's reaper)")

@@ -96,6 +96,9 @@ class RegionEngine:
         self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
         self._daily_at = (math.nan, 1.0)
         self.stats = Stats()
+        self.pool_reclaims = [0] * len(self.specs)
+        self.pool_seconds = [0.0] * len(self.specs)  # instance-seconds per pool
+        self._pool_last = [0.0] * len(self.specs)
         self._reclaimable_live = 0
         self._last_area = 0.0
         self._queue: list[tuple[float, int, str, Any]] = []
@@ -115,6 +118,14 @@ class RegionEngine:
         burst_p = config.bursts_per_aggregate_day * config.burst_mean_s / 86400.0
         self._burst_norm = 1.0 + (config.burst_factor - 1.0) * min(burst_p, 1.0)
         self._pct = max(config.reclaim_rate_pct_h - hall_pct, 0.0)
+        # hall-wide reclaims come without an advisory: the others carry a little more to keep the share
+        hall_share = hall_pct / config.reclaim_rate_pct_h if config.reclaim_rate_pct_h else 0.0
+        self._advisory_p = min(1.0, config.advisory_share / max(1.0 - hall_share, 1e-9))
+        spread = random.Random(f"{seed}:aggregates")
+        raw = {a: math.exp(config.aggregate_spread * spread.gauss(0, 1)) for a in sorted(self.aggregates)}
+        slots = {a: sum(self.specs[i].slots for i in pools) for a, pools in self.aggregates.items()}
+        mean = sum(raw[a] * slots[a] for a in raw) / max(sum(slots.values()), 1)
+        self.aggregate_weight = {a: raw[a] / mean for a in raw}  # weighted mean 1: the region rate holds
         self._demands, self._victim_total = 0, 0  # observed victims per demand calibrates the demand rate
         if config.background:
             self._populate()
@@ -145,8 +156,19 @@ class RegionEngine:
     def _reclaimable(self, i: int) -> bool:
         return self.specs[i].pool.purchase_model is PurchaseModel.RECLAIMABLE
 
+    def _pool_area(self, i: int) -> None:
+        self.pool_seconds[i] += len(self.live[i]) * (self.now - self._pool_last[i])
+        self._pool_last[i] = self.now
+
+    def pool_rate_pct_h(self, i: int) -> float:
+        """Observed reclaims per 100 instance-hours of pool ``i`` so far."""
+        self._pool_area(i)
+        hours = self.pool_seconds[i] / 3600.0
+        return 100.0 * self.pool_reclaims[i] / hours if hours else 0.0
+
     def add(self, inst: Inst) -> None:
         self._area()
+        self._pool_area(inst.pool)
         self.live[inst.pool][inst.id] = inst
         self.by_id[inst.id] = inst
         if self._reclaimable(inst.pool):
@@ -154,6 +176,7 @@ class RegionEngine:
 
     def remove(self, inst: Inst) -> None:
         self._area()
+        self._pool_area(inst.pool)
         del self.live[inst.pool][inst.id]
         del self.by_id[inst.id]
         if self._reclaimable(inst.pool):
@@ -171,7 +194,7 @@ class RegionEngine:
 
     def intensity(self, agg: str, t: float) -> float:
         burst = self.config.burst_factor if t < self.burst_until[agg] else 1.0
-        return self.daily(t) * burst / self._burst_norm
+        return self.aggregate_weight[agg] * self.daily(t) * burst / self._burst_norm
 
     def guaranteed_utilisation(self, agg: str, t: float) -> float:
         a = self.config.daily_amplitude
@@ -229,7 +252,7 @@ class RegionEngine:
                 mean_vcpu = sum(self.specs[i].pool.vcpu * len(self.live[i]) for i in pools) / n
                 need = c.victims_per_reclaim * mean_vcpu * rng.lognormvariate(-0.125, 0.5)
                 demand = {"agg": agg, "need": max(int(need), 1), "victims": None}
-                if rng.random() < c.advisory_share:
+                if rng.random() < self._advisory_p:
                     lead = min(max(c.advisory_median_s * math.exp(c.advisory_sigma * rng.gauss(0, 1)), 30.0),
                                HORIZON_S)
                     self._push(when - lead, "advise", demand)
@@ -291,6 +314,7 @@ class RegionEngine:
         pool = self.specs[inst.pool].pool
         if not drill and self._reclaimable(inst.pool):
             self.stats.reclaimed += 1
+            self.pool_reclaims[inst.pool] += 1
             if inst.advisory_at is not None:
                 self.stats.advised += 1
                 self.stats.advisory_leads.append(self.now - inst.advisory_at)

@@ -89,17 +89,19 @@ class SimulatedRegion:
 
     # --- read side -------------------------------------------------------------------------------------
     def catalogue(self) -> PoolCatalogue:
+        """Pools; a reclaimable pool's ``interruption_rate_pct_h`` is what this region has observed so far
+        (the configured rate until an hour has passed)."""
+        self.sync()
         with self.lock:
-            return PoolCatalogue(pools=tuple(self._priced(i) for i in range(len(self.engine.specs))),
+            return PoolCatalogue(pools=tuple(self._observed(i) for i in range(len(self.engine.specs))),
                                  source=f"simregion:{self.region}:seed={self.config.seed}")
 
-    def _priced(self, i: int) -> Pool:
-        """The pool with its observed interruption rate filled in (the catalogue CSV carries it)."""
+    def _observed(self, i: int) -> Pool:
         pool = self.engine.specs[i].pool
         if pool.purchase_model is not PurchaseModel.RECLAIMABLE:
             return pool
-        rate = Decimal(str(round(self.config.reclaim_rate_pct_h, 2)))
-        return pool.model_copy(update={"interruption_rate_pct_h": rate})
+        seen = self.engine.pool_rate_pct_h(i) if self.engine.now >= 3600 else self.config.reclaim_rate_pct_h
+        return pool.model_copy(update={"interruption_rate_pct_h": Decimal(str(round(seen, 2)))})
 
     def _keep_rate_card(self, t: float, rows: list[tuple[int, float, int]]) -> None:
         e = self.engine

@@ -1,5 +1,5 @@
 """The simulated region's topology: 3 halls, two host aggregates per hall, SKU families and flavour sizes
-giving ~140 reclaimable pools (ADR-06: SKU family × size × hall × purchase model), plus committed pools per
+giving 141 reclaimable pools (ADR-06: SKU family × size × hall × purchase model), plus committed pools per
 business unit (Blazar reservations, ADR-22) and guaranteed pools per hall (fallback). Deterministic: no
 randomness here; slots (reclaimable instances a pool holds at nominal guaranteed demand) follow size.
 """
@@ -22,7 +22,7 @@ _FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
     "a": {"std-g5": _ALL[:4], "std-g7": _ALL, "hm-g5": _ALL[1:], "cc-g6": _ALL[1:], "amd-g4": _ALL[1:],
           "gpu-a100": ("4g",)},
     "b": {"std-g6": _ALL, "amd-g5": _ALL[1:], "arm-g1": _ALL[1:], "cc-g7": _ALL[1:], "hm-g6": _ALL[1:],
-          "gpu-a100": ("1g", "4g"), "gpu-l40": ("1g", "2g", "4g")},
+          "gpu-a100": ("1g",), "gpu-l40": ("1g", "2g", "4g")},
 }
 _GPU = {"1g": (16, 1), "2g": (32, 2), "4g": (64, 4)}
 _MEM_PER_VCPU = {"std": 4, "amd": 4, "arm": 4, "hm": 8, "cc": 2}
