@@ -1,0 +1,17 @@
+"""The thin controller (issue 6): claims → plan (``controllers.planning``) → bounded reconcile against the
+provider's tagged instances, with the floor keeper, the fallback arbiter, the exclusion reflex, leases,
+budgets and breakers. Pure decision modules (``reconcile``, ``breaker``, ``exclusion``, ``fallback``,
+``floor_keeper``, ``claims``) are separate from the I/O (``store``, ``ledger``, ``lease``, ``loop``,
+``exclusion_stream``, ``rebuild``)."""
+
+from .breaker import Safety, SafetyConfig
+from .claims import ClaimSource, WorkItem, normalise
+from .exclusion import Exclusion, ExclusionConfig, ExclusionWatcher, Signal
+from .fallback import FallbackConfig, Need, arbitrate
+from .floor_keeper import FloorConfig, FloorKeeper
+from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
+from .reconcile import Diff, desired_slots, diff
+
+__all__ = ["ClaimSource", "Diff", "Exclusion", "ExclusionConfig", "ExclusionWatcher", "FallbackConfig", "FloorConfig",
+           "FloorKeeper", "Launch", "Need", "Note", "Observed", "Purpose", "Safety", "SafetyConfig", "Signal",
+           "SlotKey", "Terminate", "WorkItem", "arbitrate", "desired_slots", "diff", "normalise"]

@@ -1,0 +1,137 @@
+"""Bounded actuation (ADR-12), pure: after any (re)start two read-only cycles, then at most 5 % of the
+partition per 5 minutes, tier 1 first, until a pass holds nothing back; terminations at most 2 % of the
+partition per 10 minutes, else the breaker opens (no terminations at all) and an alarm event is raised; an
+instance is terminated only when its scheduler reported it idle on three observations and its provider tags
+and database row agree (ADR-11, ADR-29).
+
+``Safety`` is the state of one partition's leader. Its counters are in memory on purpose: a restart is exactly
+when they must start again from zero (read-only, then gradual). The open breaker is persisted by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from .model import Launch, Note, Terminate
+
+__all__ = ["Gated", "Safety", "SafetyConfig", "tier_rank"]
+
+
+def tier_rank(tier: str) -> int:
+    return int(tier[1:]) if len(tier) == 2 and tier[0] == "T" and tier[1].isdigit() else 9
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    read_only_cycles: int = 2
+    recovery_share: Decimal = Decimal("0.05")
+    recovery_window: timedelta = timedelta(minutes=5)
+    trip_share: Decimal = Decimal("0.02")
+    trip_window: timedelta = timedelta(minutes=10)
+    idle_observations: int = 3
+
+
+@dataclass(frozen=True)
+class Gated:
+    launches: tuple[Launch, ...]
+    terminations: tuple[Terminate, ...]
+    held_launches: int
+    held_terminations: int
+    read_only: bool
+    notes: tuple[Note, ...] = ()
+    held_by_recovery: int = 0
+
+
+@dataclass
+class Safety:
+    partition: str
+    config: SafetyConfig = field(default_factory=SafetyConfig)
+    cycles: int = 0
+    recovering: bool = True
+    tripped: bool = False
+    trip_reason: str = ""
+    _terminated: deque[datetime] = field(default_factory=deque)
+    _acted: deque[tuple[datetime, int]] = field(default_factory=deque)
+
+    @property
+    def read_only(self) -> bool:
+        return self.cycles < self.config.read_only_cycles
+
+    def _recent(self, now: datetime) -> tuple[int, int]:
+        while self._terminated and self._terminated[0] <= now - self.config.trip_window:
+            self._terminated.popleft()
+        while self._acted and self._acted[0][0] <= now - self.config.recovery_window:
+            self._acted.popleft()
+        return len(self._terminated), sum(n for _, n in self._acted)
+
+    def gate(self, launches: Sequence[Launch], candidates: Sequence[Terminate], *, fleet_size: int,
+             idle: Mapping[str, int], agree: Mapping[str, bool], now: datetime) -> Gated:
+        """What may be done this pass. Call ``done`` afterwards with what was actually done."""
+        if self.read_only:
+            return Gated((), (), sum(a.count for a in launches), len(candidates), True)
+        notes: list[Note] = []
+        terminated_recently, acted_recently = self._recent(now)
+        eligible: list[Terminate] = []
+        for t in candidates:
+            iid = t.instance.instance_id
+            if not agree.get(iid, False):
+                continue  # tags and row disagree (or no row): never terminate (ADR-11)
+            if idle.get(iid, 0) < self.config.idle_observations:
+                continue
+            eligible.append(t)
+        trip_cap = max(1, math.floor(Decimal(fleet_size) * self.config.trip_share))
+        if self.tripped:
+            eligible = []
+        elif terminated_recently + len(eligible) > trip_cap:
+            self.tripped = True
+            self.trip_reason = (f"{len(eligible)} termination(s) wanted, {terminated_recently} done in the last "
+                                f"{self.config.trip_window}; cap {trip_cap} ({self.config.trip_share:%} of "
+                                f"{fleet_size})")
+            notes.append(Note("breaker-tripped", self.trip_reason, attributes={
+                "partition": self.partition, "wanted": len(eligible), "cap": trip_cap, "fleet": fleet_size}))
+            eligible = []
+        allowed_launches = list(launches)
+        held_l = 0
+        held_t = len(candidates) - len(eligible)
+        held_r = 0
+        if self.recovering:
+            cap = max(1, math.floor(Decimal(fleet_size) * self.config.recovery_share)) - acted_recently
+            ordered: list[Launch | Terminate] = sorted(
+                [*launches, *eligible], key=lambda a: (tier_rank(a.tier), isinstance(a, Terminate)))
+            allowed_launches, eligible = [], []
+            for a in ordered:
+                n = a.count if isinstance(a, Launch) else 1
+                take = max(0, min(n, cap))
+                cap -= take
+                if isinstance(a, Launch):
+                    if take:
+                        allowed_launches.append(replace(a, count=take))
+                    held_l += n - take
+                    held_r += n - take
+                elif take:
+                    eligible.append(a)
+                else:
+                    held_t += 1
+                    held_r += 1
+        return Gated(tuple(allowed_launches), tuple(eligible), held_l, held_t, False, tuple(notes), held_r)
+
+    def done(self, gated: Gated, launched: int, terminated: int, now: datetime) -> None:
+        """Record a finished pass: counts what was done against the windows, ends recovery when nothing was
+        held back by the recovery cap."""
+        self.cycles += 1
+        if gated.read_only:
+            return
+        self._terminated.extend([now] * terminated)
+        if self.recovering:
+            self._acted.append((now, launched + terminated))
+            if gated.held_by_recovery == 0:
+                self.recovering = False
+
+    def reset(self) -> None:
+        """An operator closed the breaker."""
+        self.tripped, self.trip_reason = False, ""

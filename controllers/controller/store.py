@@ -1,0 +1,234 @@
+"""The controller's reads and writes on PostgreSQL (psycopg 3 connection, autocommit off per transaction).
+
+A cache of convenience (ADR-11): instance rows, plans, cycles, breakers, approvals; the inputs written by
+others (rankings, correlation groups, exclusions in force). Events go through the outbox in the same
+transaction as the state they describe (``sco.stores.outbox.enqueue``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from contracts.events import Event
+from controllers.planning import WorkloadPlan
+from sco.stores.outbox import enqueue
+
+from .exclusion import Exclusion
+from .fallback import Approval
+from .model import Note, Observed
+
+__all__ = ["InputsInForce", "Store", "plan_json"]
+
+
+@dataclass(frozen=True)
+class InputsInForce:
+    scores: dict[str, float]
+    groups: dict[str, str]
+    excluded: set[str]
+    probation: set[str]
+
+
+def plan_json(p: WorkloadPlan) -> dict[str, Any]:
+    return {"workload": p.workload, "claim": p.claim_digest, "strategy": str(p.strategy),
+            "wanted_units": p.wanted_units, "floor_units": p.floor_units, "shortfall_units": p.shortfall_units,
+            "cost_eur_h": str(p.cost_eur_h), "depth_premium_eur_h": str(p.depth_premium_eur_h),
+            "allocations": [{"pool": a.pool_id, "purpose": str(a.purpose), "units": a.units,
+                             "instances": a.instances} for a in p.allocations], "notes": list(p.notes)}
+
+
+class Store:
+    def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller") -> None:
+        self.conn, self.region, self.partition, self.actor = conn, region, partition, actor
+
+    # --- inputs written by others ------------------------------------------------------------------
+    def inputs(self, now: datetime) -> InputsInForce:
+        c = self.conn
+        with c.transaction():
+            scores = {r[0]: float(r[1]) for r in c.execute(
+                "SELECT pool, score FROM rankings_in_force WHERE region = %s", (self.region,))}
+            groups = {r[0]: r[1] for r in c.execute(
+                "SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))}
+            excluded, probation = set(), set()
+            for pool, until, prob in c.execute(
+                    "SELECT pool, until, probation_until FROM exclusions WHERE region = %s", (self.region,)):
+                if until is None or now < until:
+                    excluded.add(pool)
+                elif prob is not None and now < prob:
+                    probation.add(pool)
+        return InputsInForce(scores, groups, excluded, probation)
+
+    def exclusions(self) -> tuple[dict[str, int], dict[str, Exclusion]]:
+        offences: dict[str, int] = {}
+        active: dict[str, Exclusion] = {}
+        with self.conn.transaction():
+            for pool, reason, at, until, prob, n, evidence in self.conn.execute(
+                    "SELECT pool, reason, excluded_at, until, probation_until, offences, evidence FROM exclusions "
+                    "WHERE region = %s", (self.region,)):
+                offences[pool] = int(n)
+                if until is not None and prob is not None:
+                    active[pool] = Exclusion(pool, reason, at, until, prob, int(n), tuple(evidence or ()))
+        return offences, active
+
+    def write_exclusion(self, ex: Exclusion, event: Event) -> None:
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO exclusions (region, pool, reason, source, excluded_at, until, probation_until, offences, "
+                "evidence) VALUES (%s, %s, %s, 'exclusion-watcher', %s, %s, %s, %s, %s) ON CONFLICT (region, pool) "
+                "DO UPDATE SET reason = excluded.reason, excluded_at = excluded.excluded_at, until = excluded.until, "
+                "probation_until = excluded.probation_until, offences = excluded.offences, evidence = excluded.evidence",
+                (self.region, ex.pool, ex.reason, ex.excluded_at, ex.until, ex.probation_until, ex.offences,
+                 json.dumps(list(ex.evidence))))
+            enqueue(self.conn, event, action="exclude", actor=self.actor)
+
+    # --- instances ---------------------------------------------------------------------------------
+    def rows(self) -> dict[str, dict[str, Any]]:
+        with self.conn.transaction():
+            cur = self.conn.execute(
+                "SELECT instance_id, workload, pool, partition, plan_generation, state, idle_observations, purpose "
+                "FROM instances WHERE region = %s AND partition = %s", (self.region, self.partition))
+            return {r[0]: {"workload": r[1], "pool": r[2], "partition": r[3], "generation": r[4], "state": r[5],
+                           "idle": r[6], "purpose": r[7]} for r in cur}
+
+    def adopt(self, observed: Sequence[Observed], now: datetime) -> int:
+        """Rows for tagged instances that have none (after a crash between launch and write, or a rebuild).
+        Existing rows keep the ownership they recorded: that is what termination compares tags against."""
+        with self.conn.transaction():
+            n = 0
+            for o in observed:
+                cur = self.conn.execute(
+                    "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
+                    "purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (instance_id) DO NOTHING",
+                    (o.instance_id, self.region, o.partition, o.pool, o.workload, o.generation, _state(o.status),
+                     "reclaimable" if o.purpose == "reclaimable" else "guaranteed",
+                     json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
+                                 "generation": o.generation}), o.launched_at or now, str(o.purpose), o.hall, o.name))
+                n += cur.rowcount
+            return n
+
+    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> None:
+        """Refresh states and the idle-observation counters (reset when the scheduler reports work)."""
+        seen = {o.instance_id for o in observed}
+        with self.conn.transaction():
+            for o in observed:
+                self.conn.execute(
+                    "UPDATE instances SET state = %s, updated_at = now(), idle_observations = CASE WHEN %s THEN "
+                    "idle_observations + 1 ELSE 0 END WHERE instance_id = %s AND state <> 'terminated'",
+                    (_state(o.status), o.name in idle_names, o.instance_id))
+            self.conn.execute(
+                "UPDATE instances SET state = 'lost', updated_at = now() WHERE region = %s AND partition = %s AND "
+                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s))",
+                (self.region, self.partition, list(seen)))
+
+    def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
+        with self.conn.transaction():
+            for o in instances:
+                self.conn.execute(
+                    "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
+                    "purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s, %s) ON CONFLICT (instance_id) DO NOTHING",
+                    (o.instance_id, self.region, o.partition, o.pool, o.workload, o.generation,
+                     "reclaimable" if o.purpose == "reclaimable" else "guaranteed",
+                     json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
+                                 "generation": o.generation}), now, str(o.purpose), o.hall, o.name))
+            for e in events:
+                enqueue(self.conn, e, action="launch", actor=self.actor)
+
+    def terminated(self, instance_id: str, event: Event) -> None:
+        with self.conn.transaction():
+            self.conn.execute("UPDATE instances SET state = 'terminated', updated_at = now() WHERE instance_id = %s",
+                              (instance_id,))
+            enqueue(self.conn, event, action="terminate", actor=self.actor)
+
+    # --- plans, cycles, events ---------------------------------------------------------------------
+    def max_generation(self) -> int:
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT coalesce(max(generation), 0) FROM plans WHERE region = %s AND partition = %s",
+                                    (self.region, self.partition)).fetchone()
+        return int(row[0])
+
+    def write_plans(self, plans: Mapping[str, WorkloadPlan], generation: int, replanned: Iterable[str]) -> None:
+        todo = [w for w in replanned if w in plans]
+        if not todo:
+            return
+        with self.conn.transaction():
+            for w in todo:
+                self.conn.execute("UPDATE plans SET in_force = false WHERE workload = %s AND in_force", (w,))
+                self.conn.execute(
+                    "INSERT INTO plans (workload, generation, region, partition, plan, in_force) VALUES "
+                    "(%s, %s, %s, %s, %s, true) ON CONFLICT (workload, generation) DO UPDATE SET plan = excluded.plan, "
+                    "in_force = true", (w, generation, self.region, self.partition, json.dumps(plan_json(plans[w]))))
+
+    def cycle(self, holder: str, now: datetime, read_only: bool, launched: int, terminated: int, held: int,
+              generation: int) -> None:
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO controller_cycles (region, partition, holder, started_at, read_only, launched, terminated, "
+                "held, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (self.region, self.partition, holder, now, read_only, launched, terminated, held, generation))
+
+    def emit(self, events: Sequence[Event], action: str | None = None) -> None:
+        if not events:
+            return
+        with self.conn.transaction():
+            for e in events:
+                enqueue(self.conn, e, action=action, actor=self.actor if action else None)
+
+    def breaker(self, open_: bool, reason: str, now: datetime) -> None:
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO breakers (region, partition, name, state, reason, tripped_at, updated_at) VALUES "
+                "(%s, %s, 'termination', %s, %s, %s, now()) ON CONFLICT (region, partition, name) DO UPDATE SET "
+                "state = excluded.state, reason = excluded.reason, tripped_at = coalesce(excluded.tripped_at, "
+                "breakers.tripped_at), updated_at = now()",
+                (self.region, self.partition, "open" if open_ else "closed", reason, now if open_ else None))
+
+    def breaker_open(self) -> bool:
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT state FROM breakers WHERE region = %s AND partition = %s AND "
+                                    "name = 'termination'", (self.region, self.partition)).fetchone()
+        return bool(row and row[0] == "open")
+
+    # --- approvals ---------------------------------------------------------------------------------
+    def approvals(self) -> dict[str, Approval]:
+        out: dict[str, Approval] = {}
+        with self.conn.transaction():
+            for w, at, state, granted in self.conn.execute(
+                    "SELECT DISTINCT ON (workload) workload, requested_at, state, granted_eur FROM approval_requests "
+                    "WHERE region = %s ORDER BY workload, requested_at DESC", (self.region,)):
+                out[w] = Approval(at, state, Decimal(granted))
+        return out
+
+    def request_approval(self, workload: str, approver: str | None, options: Sequence[Mapping[str, str]],
+                         now: datetime, event: Event) -> uuid.UUID:
+        rid = uuid.uuid4()
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO approval_requests (request_id, workload, region, approver, requested_at, options) VALUES "
+                "(%s, %s, %s, %s, %s, %s)", (rid, workload, self.region, approver, now, json.dumps(list(options))))
+            enqueue(self.conn, event, action="approval", actor=self.actor)
+        return rid
+
+    def expire_approval(self, workload: str, now: datetime, event: Event) -> None:
+        with self.conn.transaction():
+            self.conn.execute("UPDATE approval_requests SET state = 'expired', answered_at = %s WHERE workload = %s "
+                              "AND region = %s AND state = 'pending'", (now, workload, self.region))
+            enqueue(self.conn, event)
+
+
+def _state(status: str) -> str:
+    return {"building": "launching", "active": "running", "notified": "draining", "deleted": "terminated",
+            "error": "lost"}.get(str(status), "running")
+
+
+def note_event(n: Note, *, region: str, partition: str, now: datetime, contract_versions: Mapping[str, str],
+               drill: bool = False) -> Event:
+    return Event(kind=n.kind, time=now, region=region, partition=partition, pool=n.pool, instance=n.instance,
+                 workload=n.workload, contract_version=contract_versions.get(n.workload or ""), cause=n.cause,
+                 drill=drill, source="controller", attributes=dict(n.attributes))
