@@ -68,7 +68,10 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         return pb.CleanupResponse()
 
     def Refresh(self, request: Any, context: Any) -> pb.RefreshResponse:
-        self.pool.refresh()
+        try:  # a failed Refresh stops cluster-autoscaler entirely: log and answer with the last known state
+            self.pool.refresh()
+        except Exception:
+            log.exception("refresh failed; keeping the last known state")
         return pb.RefreshResponse()
 
     def NodeGroupTargetSize(self, request: Any, context: Any) -> pb.NodeGroupTargetSizeResponse:
