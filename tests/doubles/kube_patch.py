@@ -32,7 +32,7 @@ def _pointer(path: str) -> list[str]:
 
 
 def _bad(message: str) -> Exception:
-    from tests.doubles.kube_api import ApiError
+    from tests.doubles.kube_store import ApiError
 
     return ApiError(422, message)
 
