@@ -56,6 +56,10 @@ def register(sub: Any) -> None:
     ver.add_argument("--governance-key", type=Path, help="governance public key (PEM)")
     ver.set_defaults(handler=_verify)
 
+    from .admission import register_sync_admission  # issue 8: sco contracts sync-admission
+
+    register_sync_admission(cmds)
+
 
 def _load(args: argparse.Namespace) -> CompileResult:
     try:
