@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
-ALL_EXTRAS := agent,stack,analytics,controllers,dev
+ALL_EXTRAS := agent,stack,analytics,controllers,dev,ml
 
 .PHONY: demo test lint typecheck unit bench proto venv clean
 
