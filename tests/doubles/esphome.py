@@ -6,7 +6,8 @@ ESPHome web_server REST API: ``GET /switch/<id>`` answers ``{"id": "switch-<id>"
 required when credentials are given (401 otherwise). Unknown plug or switch: 404.
 
 Knobs per plug: ``slow(plug, seconds)`` delays its answers, ``fail(plug, status)`` answers that status (0 =
-drop the connection without an answer) until ``heal(plug)``. ``log`` records (method, plug, action, time).
+drop the connection without an answer) until ``heal(plug)``. ``log`` records (method, plug, action, time)
+of the requests answered normally, ``failed`` those answered by an injected failure.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class EspHomeDouble:
             self._auth = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
         self._plugs: dict[str, _Plug] = {}
         self._lock = threading.Lock()
-        self.log: list[tuple[str, str, str, float]] = []
+        self.log: list[tuple[str, str, str, float]] = []  # requests answered normally
+        self.failed: list[tuple[str, str, str, float]] = []  # requests answered by an injected failure
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
@@ -118,6 +120,8 @@ class EspHomeDouble:
         if plug.delay:
             time.sleep(plug.delay)
         if plug.failure is not None:
+            with self._lock:
+                self.failed.append((method, parts[0], "/".join(parts[3:]), time.time()))
             return plug.failure, None
         with self._lock:
             self.log.append((method, parts[0], "/".join(parts[3:]), time.time()))
