@@ -67,6 +67,7 @@ async def _run(cfg: AgentConfig) -> int:
     await agent.stop()
     if server is not None:
         server.shutdown()
+        server.server_close()
     return 0
 
 

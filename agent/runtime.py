@@ -63,12 +63,12 @@ def _describe(m: Metrics) -> None:
         ("sco_agent_bundle_generation", "gauge", "Generation of the held bundle (0: none)."),
         ("sco_agent_bundle_refused_total", "counter", "Bundles refused (signature, partition, format)."),
         ("sco_agent_bundle_refresh_failures_total", "counter", "Distributor fetches that failed."),
-        ("sco_agent_ready", "gauge", "1 when a valid contract bundle is held, else 0 (node not ready)."),
+        ("sco_agent_ready", "gauge", "Valid contract bundle held (1) or not (0: node reported not ready)."),
         ("sco_agent_spool_depth", "gauge", "Events spooled on disk, not yet acknowledged by JetStream."),
         ("sco_agent_spool_bytes", "gauge", "Bytes in the spool."),
         ("sco_agent_spool_dropped_total", "gauge", "Events deleted because the spool bound was reached."),
         ("sco_agent_events_shipped_total", "counter", "Events acknowledged by JetStream."),
-        ("sco_agent_nats_connected", "gauge", "1 while connected to the NATS relay."),
+        ("sco_agent_nats_connected", "gauge", "Notice subscriptions live on the NATS relay (1) or not (0)."),
     ):
         m.describe(name, kind, text)
 
@@ -169,7 +169,6 @@ class Agent:
 
     async def attach(self, nc: Any) -> None:
         """Subscribe this agent's notice subjects on a connected client (also used by the bench)."""
-        self.nc = nc
         region, instance = self.node.region, self.node.instance
 
         async def on_notice(msg: Any) -> None:
@@ -178,8 +177,12 @@ class Agent:
         async def on_advisory(msg: Any) -> None:
             self._on_message(msg.data, "advisory")
 
-        self._subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice),
-                      await nc.subscribe(advisory_subject(region, instance), cb=on_advisory)]
+        subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice),
+                await nc.subscribe(advisory_subject(region, instance), cb=on_advisory)]
+        with contextlib.suppress(Exception):
+            await nc.flush(timeout=2)  # the server has the subscriptions before we report connected
+        self._subs = subs
+        self.nc = nc
         self._wake.set()
 
     async def _nats_loop(self) -> None:

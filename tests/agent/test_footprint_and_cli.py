@@ -1,0 +1,97 @@
+"""The agent stays light (no pydantic, only the light contracts modules), its CLI and its metrics page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from agent.local import RecordingActuator
+from agent.metrics import Metrics, serve_metrics
+from agent.runtime import Agent
+from tests.agent.fakes import FakeScheduler
+from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
+from tests.conftest import REPO, free_port
+
+LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects"}
+
+
+def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contracts_modules() -> None:
+    code = (
+        "import sys, agent.cli, agent.runtime, agent.slurm, agent.kube, agent.local, agent.credentials\n"
+        "import nats.aio.client\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('contracts', 'pydantic', 'yaml', 'kubernetes')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    loaded = set(json.loads(out.stdout.replace("'", '"')))
+    assert loaded <= LIGHT, loaded - LIGHT
+
+
+def test_sco_agent_check_verifies_the_user_data_bundle_and_refuses_a_foreign_one(tmp_path: Path) -> None:
+    keys, other = new_keys(), new_keys()
+    node = node_identity()
+    cfg, _, _ = agent_config(tmp_path / "ok", keys, node, make_bundle(keys, node.partition, 4, [workload_entry("etl")]))
+    bad, _, _ = agent_config(tmp_path / "bad", keys, node, make_bundle(other, node.partition, 4, [workload_entry("e")]))
+    run = [sys.executable, "-m", "agent.cli", "check"]
+    ok = subprocess.run([*run, "--userdata", str(cfg.userdata), "--public-key", str(cfg.public_key),
+                         "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, cwd=REPO)
+    assert ok.returncode == 0 and "generation 4" in ok.stdout and "etl@1" in ok.stdout
+    refused = subprocess.run([*run, "--userdata", str(bad.userdata), "--public-key", str(bad.public_key),
+                              "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, cwd=REPO)
+    assert refused.returncode == 2 and "signature does not verify" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_sco_agent_userdata_prints_a_document_the_agent_boots_from(tmp_path: Path) -> None:
+    keys = new_keys()
+    node = node_identity()
+    raw, sig = make_bundle(keys, node.partition, 2, [workload_entry("etl")])
+    bundle_dir = tmp_path / "r1" / "slurm-batch"
+    bundle_dir.mkdir(parents=True)
+    (bundle_dir / "agent-bundle.json").write_bytes(raw)
+    (bundle_dir / "agent-bundle.json.sig").write_bytes(sig + b"\n")
+    out = subprocess.run([sys.executable, "-m", "agent.cli", "userdata", "--bundle-dir", str(bundle_dir),
+                          "--instance", "i-9", "--node-name", "node9", "--scheduler", "slurm",
+                          "--nats-url", "nats://relay:4222"], capture_output=True, text=True, cwd=REPO, check=True)
+    (tmp_path / "ud.json").write_text(out.stdout)
+    (tmp_path / "k.pub").write_bytes(keys.public_pem)
+    check = subprocess.run([sys.executable, "-m", "agent.cli", "check", "--userdata", str(tmp_path / "ud.json"),
+                            "--public-key", str(tmp_path / "k.pub"), "--state-dir", str(tmp_path / "s")],
+                           capture_output=True, text=True, cwd=REPO)
+    assert check.returncode == 0, check.stderr
+    assert json.loads(out.stdout)["partition"] == "r1/slurm-batch"
+
+
+def test_the_metrics_endpoint_serves_notices_drain_seconds_overruns_bundle_age_and_spool_depth(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    node = node_identity()
+    cfg, ud, pub = agent_config(tmp_path, keys, node, make_bundle(keys, node.partition, 1, [workload_entry("etl")]))
+
+    async def run() -> str:
+        agent = Agent(cfg, ud, pub, FakeScheduler(), RecordingActuator(), metrics=Metrics())
+        await agent.start(connect=False)
+        server = serve_metrics(agent.metrics, "127.0.0.1", free_port())
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+            def get() -> str:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    return str(resp.read().decode())
+
+            body = await asyncio.to_thread(get)
+        finally:
+            server.shutdown()
+            server.server_close()
+            await agent.stop()
+        return body
+
+    body = asyncio.run(run())
+    for name in ("sco_agent_notices_total", "sco_agent_drain_seconds", "sco_agent_overruns_total",
+                 "sco_agent_bundle_age_seconds", "sco_agent_spool_depth", "\nsco_agent_ready 1",
+                 "\nsco_agent_bundle_generation 1"):
+        assert name in body, name
+    assert "# TYPE sco_agent_first_action_seconds histogram" in body
