@@ -61,6 +61,7 @@ class Approval:
     requested_at: datetime
     state: str                      # pending | granted | expired
     granted_eur: Decimal = Decimal(0)
+    units: int = 0                  # what was asked for
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,11 @@ def arbitrate(needs: Sequence[Need], now: datetime, *, launches_left: int,
     ordered = sorted(needs, key=lambda n: (not n.deadline_risk, tier_rank(n.tier), n.workload))
     for n in ordered:
         cause = _trigger(n, now, config)
+        a = n.approval
+        if a is not None and a.state == "pending" and now - a.requested_at >= config.approval_timeout:
+            shortfalls.append((n.workload, max(n.units_wanted, a.units),
+                               f"no answer from {n.approver or 'the approver'} within {config.approval_timeout}"))
+            continue
         if cause is None:
             returns.extend(_returns(n, now, config))
             continue
@@ -183,14 +189,10 @@ def arbitrate(needs: Sequence[Need], now: datetime, *, launches_left: int,
                 or not n.options
             if not beyond:
                 continue
-            a = n.approval
             if a is None:
                 approvals.append(ApprovalRequest(n.workload, n.approver, remaining_units,
                                                  priced_options(remaining_units, n.options, config.reserve_horizon),
                                                  f"{cause}; 24 h spend cap {n.spend_cap_eur} EUR reached"))
-            elif a.state == "pending" and now - a.requested_at >= config.approval_timeout:
-                shortfalls.append((n.workload, remaining_units,
-                                   f"no answer from {n.approver or 'the approver'} within {config.approval_timeout}"))
     return FallbackDecisions(tuple(launches), tuple(approvals), tuple(shortfalls), tuple(returns), held)
 
 

@@ -22,7 +22,7 @@ __all__ = ["FloorConfig", "FloorKeeper", "lost_halls"]
 @dataclass(frozen=True)
 class FloorConfig:
     hall_lost_share: float = 0.5        # share of our instances in a hall under notice that means "hall lost"
-    hall_lost_min: int = 3              # ... and at least this many
+    hall_lost_min: int = 10             # ... and at least this many
     hall_memory: timedelta = timedelta(hours=2)
     restore_within: timedelta = timedelta(minutes=15)
 
@@ -51,6 +51,9 @@ class FloorKeeper:
         for hall in lost_halls(observed, self.config):
             if hall not in self.lost:
                 self.lost[hall] = now
+                for o in observed:  # every workload with floor there is below its floor from now
+                    if o.hall == hall and o.purpose is Purpose.FLOOR:
+                        self.short_since.setdefault(o.workload, now)
                 notes.append(Note("contract-breach", f"hall {hall} lost: most instances there under notice",
                                   attributes={"hall": hall, "floor_keeper": True}))
         for hall, since in list(self.lost.items()):

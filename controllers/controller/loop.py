@@ -137,6 +137,8 @@ class Controller:
             available[pid] = free + ours[pid]
         inputs = self.store.inputs(now)
         lost = self.floor.lost_pools({pid: p.hall for pid, p in pools.items()})
+        for pid in lost:  # a lost hall lends nothing, guaranteed capacity included (the floor moves out)
+            available[pid] = 0
         states = pool_states(pools.values(), available, excluded=inputs.excluded | lost, probation=inputs.probation)
         return [replace(st, score=inputs.scores.get(st.pool_id, st.score), group=inputs.groups.get(st.pool_id, ""))
                 for st in states]

@@ -199,10 +199,11 @@ class Store:
     def approvals(self) -> dict[str, Approval]:
         out: dict[str, Approval] = {}
         with self.conn.transaction():
-            for w, at, state, granted in self.conn.execute(
-                    "SELECT DISTINCT ON (workload) workload, requested_at, state, granted_eur FROM approval_requests "
-                    "WHERE region = %s ORDER BY workload, requested_at DESC", (self.region,)):
-                out[w] = Approval(at, state, Decimal(granted))
+            for w, at, state, granted, options in self.conn.execute(
+                    "SELECT DISTINCT ON (workload) workload, requested_at, state, granted_eur, options FROM "
+                    "approval_requests WHERE region = %s ORDER BY workload, requested_at DESC", (self.region,)):
+                units = max((int(o.get("units", 0)) for o in options or []), default=0)
+                out[w] = Approval(at, state, Decimal(granted), units)
         return out
 
     def request_approval(self, workload: str, approver: str | None, options: Sequence[Mapping[str, str]],
