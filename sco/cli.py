@@ -26,6 +26,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.plugpool",
     "sco.commands.stack",  # up, down, status, db, clickhouse, ingest, outbox
     "sco.commands.sim",  # sim region serve|catalogue|stats, sim history
+    "sco.commands.controller",  # controller run|rebuild
 )
 
 
