@@ -41,7 +41,8 @@ def main() -> None:
         n += 1
         if count <= 0:
             continue
-        region.launch(LaunchRequest(pool_id=p.pool_id, count=count, metadata={"sco_purpose": "fallback"}, owner=OwnerTags(
+        region.launch(LaunchRequest(pool_id=p.pool_id, count=count, metadata={"sco_purpose": "fallback"},
+                                    owner=OwnerTags(
             workload=f"w{n % 220:03d}", pool=p.pool_id, partition=f"r1/cluster-{n % 3}", generation=1 + n % 7)))
         launched += count
     pg = PostgresProcess().start()

@@ -126,8 +126,9 @@ def priced_options(units: int, options: Sequence[GuaranteedOption], horizon: tim
     out = []
     for label, share in (("cover-all", 1.0), ("cover-half", 0.5)):
         n = max(1, math.ceil(units * share / best.units_per_instance))
-        out.append({"option": label, "pool": best.pool_id, "instances": str(n), "units": str(n * best.units_per_instance),
-                    "cost_eur": str(_cost(best, n, horizon)), "horizon_h": str(horizon.total_seconds() / 3600)})
+        out.append({"option": label, "pool": best.pool_id, "instances": str(n),
+                    "units": str(n * best.units_per_instance), "cost_eur": str(_cost(best, n, horizon)),
+                    "horizon_h": str(horizon.total_seconds() / 3600)})
     out.append({"option": "accept-shortfall", "units": str(units), "cost_eur": "0"})
     return tuple(out)
 

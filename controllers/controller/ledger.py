@@ -56,8 +56,8 @@ def consume(conn: Any, reservation_id: uuid.UUID, workload: str, region: str, in
         conn.execute("UPDATE spend_reservations SET state = 'consumed' WHERE reservation_id = %s", (reservation_id,))
         per = (amount / max(len(instance_ids), 1)).quantize(Decimal("0.000001"))
         for iid in instance_ids:
-            conn.execute("INSERT INTO spends (spend_id, reservation_id, workload, region, instance_id, pool, amount_eur, "
-                         "spent_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            conn.execute("INSERT INTO spends (spend_id, reservation_id, workload, region, instance_id, pool, "
+                         "amount_eur, spent_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                          (uuid.uuid4(), reservation_id, workload, region, iid, pool, per, now))
 
 

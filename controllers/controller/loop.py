@@ -80,7 +80,8 @@ def observe(instances: Sequence[Instance]) -> list[Observed]:
 class Controller:
     def __init__(self, settings: ControllerSettings, provider: Provider, conn: Any, source: ClaimSource,
                  contracts: Mapping[str, Contract], clock: Clock, *, revoker: Revoker | None = None,
-                 webhook: Callable[[dict[str, Any]], None] | None = None, agent_bundle: tuple[bytes, bytes] | None = None,
+                 webhook: Callable[[dict[str, Any]], None] | None = None,
+                 agent_bundle: tuple[bytes, bytes] | None = None,
                  lease: Callable[[Any, str, str, str, datetime, timedelta], Any] | None = None) -> None:
         from . import lease as lease_mod
 
@@ -322,7 +323,8 @@ class Controller:
                             for st in states if st.pool.purchase_model is PurchaseModel.GUARANTEED and not st.excluded
                             and per.get(st.pool_id, 0) > 0 and st.available_instances > 0)
             needs.append(Need(
-                workload=w, tier=str(contract.base_tier), units_wanted=max(0, wanted), short_since=self.short_since.get(w),
+                workload=w, tier=str(contract.base_tier), units_wanted=max(0, wanted),
+                short_since=self.short_since.get(w),
                 breach=breach, deadline_risk=bool(contract.deadline) and p.shortfall_units > 0,
                 spend_cap_eur=contract.spend_cap_24h_eur, committed_eur=ledger.committed_24h(self.conn, w, now),
                 approver=contract.approver, options=options,
@@ -347,7 +349,8 @@ class Controller:
                 notes.append(Note("shortfall", str(exc), fl.workload))
                 continue
             a = Launch(SlotKey(fl.workload, fl.pool_id, Purpose.FALLBACK), fl.count, self.s.partition,
-                       planned.generation, fl.tier, fl.cause, f"{self.s.partition}/{fl.workload}/{fl.pool_id}/fallback/{rid}")
+                       planned.generation, fl.tier, fl.cause,
+                       f"{self.s.partition}/{fl.workload}/{fl.pool_id}/fallback/{rid}")
             try:
                 n = self._launch(a, now, [])
             except (Throttled, ProviderError):
@@ -368,7 +371,8 @@ class Controller:
                 except Exception as exc:
                     log.warning("approval webhook failed: %s", exc)
         for w, units, cause in decisions.shortfalls:
-            self.store.expire_approval(w, now, self._event(Note("shortfall", cause, w, attributes={"units": units}), now))
+            event = self._event(Note("shortfall", cause, w, attributes={"units": units}), now)
+            self.store.expire_approval(w, now, event)
         returns = []
         by_id = {o.instance_id: o for o in observed}
         for w, iid in decisions.returns:

@@ -65,7 +65,8 @@ def diff(desired: Mapping[SlotKey, int], observed: Sequence[Observed], *, partit
         if want > len(have):
             launches.append(Launch(
                 key=key, count=want - len(have), partition=partition, generation=generation, tier=tier,
-                cause=cause, launch_key=f"{partition}/{key.workload}/{key.pool}/{key.purpose}/g{generation}/{len(have)}"))
+                cause=cause,
+                launch_key=f"{partition}/{key.workload}/{key.pool}/{key.purpose}/g{generation}/{len(have)}"))
         elif len(have) > want:
             newest_first = sorted(have, key=lambda o: (o.launched_at or _EPOCH, o.instance_id), reverse=True)
             reason = "surplus" if key.workload in tiers else "orphan"

@@ -81,7 +81,8 @@ class Store:
                 "INSERT INTO exclusions (region, pool, reason, source, excluded_at, until, probation_until, offences, "
                 "evidence) VALUES (%s, %s, %s, 'exclusion-watcher', %s, %s, %s, %s, %s) ON CONFLICT (region, pool) "
                 "DO UPDATE SET reason = excluded.reason, excluded_at = excluded.excluded_at, until = excluded.until, "
-                "probation_until = excluded.probation_until, offences = excluded.offences, evidence = excluded.evidence",
+                "probation_until = excluded.probation_until, offences = excluded.offences, "
+                "evidence = excluded.evidence",
                 (self.region, ex.pool, ex.reason, ex.excluded_at, ex.until, ex.probation_until, ex.offences,
                  json.dumps(list(ex.evidence))))
             enqueue(self.conn, event, action="exclude", actor=self.actor)
@@ -149,8 +150,8 @@ class Store:
     # --- plans, cycles, events ---------------------------------------------------------------------
     def max_generation(self) -> int:
         with self.conn.transaction():
-            row = self.conn.execute("SELECT coalesce(max(generation), 0) FROM plans WHERE region = %s AND partition = %s",
-                                    (self.region, self.partition)).fetchone()
+            row = self.conn.execute("SELECT coalesce(max(generation), 0) FROM plans WHERE region = %s AND "
+                                    "partition = %s", (self.region, self.partition)).fetchone()
         return int(row[0])
 
     def write_plans(self, plans: Mapping[str, WorkloadPlan], generation: int, replanned: Iterable[str]) -> None:
@@ -169,8 +170,8 @@ class Store:
               generation: int) -> None:
         with self.conn.transaction():
             self.conn.execute(
-                "INSERT INTO controller_cycles (region, partition, holder, started_at, read_only, launched, terminated, "
-                "held, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO controller_cycles (region, partition, holder, started_at, read_only, launched, "
+                "terminated, held, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (self.region, self.partition, holder, now, read_only, launched, terminated, held, generation))
 
     def emit(self, events: Sequence[Event], action: str | None = None) -> None:

@@ -79,7 +79,8 @@ def _rebuild(args: argparse.Namespace) -> int:
 
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
-    rows = conn.execute("SELECT count(*) FROM instances WHERE region = %s", (args.region,)).fetchone()[0]
+    found = conn.execute("SELECT count(*) FROM instances WHERE region = %s", (args.region,)).fetchone()
+    rows = int(found[0]) if found else 0
     if rows and not args.force:
         raise CliError(f"the database already holds {rows} instance row(s) for region {args.region}; rebuild is for an "
                        "empty database (pass --force to merge tags over existing rows)")
@@ -103,7 +104,8 @@ def register(subparsers: Any) -> None:
             p.add_argument("--partition", required=True, help="<region>/<cluster>, e.g. r1/slurm-hpc")
             p.add_argument("--bundle", type=Path, required=True, help="controller-bundle.json of the partition")
             p.add_argument("--pubkey", type=Path, required=True, help="bundle signing public key (PEM)")
-            p.add_argument("--slurm-partitions", default="reclaimable", help="reclaimable Slurm partitions (comma list)")
+            p.add_argument("--slurm-partitions", default="reclaimable",
+                           help="reclaimable Slurm partitions (comma list)")
             p.add_argument("--all-partitions", default="", help="every partition of the region (static budget split)")
             p.add_argument("--region-budget", type=float, default=10.0, help="mutating calls/s for the region")
             p.add_argument("--interval", type=float, default=5.0, help="seconds between passes")

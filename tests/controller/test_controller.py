@@ -48,7 +48,8 @@ class World:
                    budget: bool = True, **kw: Any) -> Controller:
         provider: Any = self.log
         if budget:
-            bucket = split_budget(10, [PARTITION, "r1/k8s-a"], monotonic=lambda: self.clock.now().timestamp())[PARTITION]
+            buckets = split_budget(10, [PARTITION, "r1/k8s-a"], monotonic=lambda: self.clock.now().timestamp())
+            bucket = buckets[PARTITION]
             provider = BudgetedProvider(self.log, bucket)
         settings = ControllerSettings("r1", PARTITION, holder=holder, safety=safety, **kw)
         return Controller(settings, provider, self.conn, self.source, cs, self.clock, revoker=self.revoker,
@@ -263,7 +264,8 @@ def test_a_restarted_controller_does_two_read_only_cycles_and_launches_no_duplic
     assert [ro for h, ro in cycles if h == "c2"][:3] == [True, True, False]
 
 
-def test_dropping_the_database_and_rebuilding_from_tags_yields_the_same_ownership(world: World, postgres_server: Any) -> None:
+def test_dropping_the_database_and_rebuilding_from_tags_yields_the_same_ownership(world: World,
+                                                                                  postgres_server: Any) -> None:
     etl, train = contract("etl", "T3"), contract("train", "T1", floor_pct=30)
     world.source.demand(etl.ref, 80)
     world.source.demand(train.ref, 60, prefix="t")

@@ -90,8 +90,8 @@ def test_terminations_need_three_idle_observations_and_tags_agreeing_with_the_ro
 def test_a_mass_termination_trips_the_breaker_and_nothing_is_terminated() -> None:
     s = _ready()
     cands = [_term(f"i{n}") for n in range(10)]
-    g = s.gate([], cands, fleet_size=100, idle={f"i{n}": 3 for n in range(10)}, agree={f"i{n}": True for n in range(10)},
-               now=T0)
+    ids = [f"i{n}" for n in range(10)]
+    g = s.gate([], cands, fleet_size=100, idle=dict.fromkeys(ids, 3), agree=dict.fromkeys(ids, True), now=T0)
     assert not g.terminations and s.tripped and [n.kind for n in g.notes] == ["breaker-tripped"]
     g2 = s.gate([], cands[:1], fleet_size=100, idle={"i0": 3}, agree={"i0": True}, now=T0 + timedelta(hours=1))
     assert not g2.terminations  # stays open until an operator resets it
