@@ -96,7 +96,8 @@ class OpenStackProvider:
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> OpenStackProvider:
-        """Connect from ``OS_*`` variables (``OS_AUTH_TYPE=v3applicationcredential``, ``OS_APPLICATION_CREDENTIAL_ID``…)."""
+        """Connect from ``OS_*`` variables (``OS_AUTH_TYPE=v3applicationcredential``,
+        ``OS_APPLICATION_CREDENTIAL_ID``, ``OS_APPLICATION_CREDENTIAL_SECRET``, ``OS_AUTH_URL``)."""
         conn = _connect(load_envvars=True, compute_api_version="2.90")
         kwargs.setdefault("region", conn.config.get_region_name() or "RegionOne")
         return cls(conn, **kwargs)

@@ -33,7 +33,8 @@ class RegionConfig(BaseModel):
     bursts_per_aggregate_day: float = Field(0.3, ge=0, description="demand bursts per aggregate per day")
     burst_factor: float = Field(4.0, ge=1, description="reclaim intensity multiplier during a burst")
     burst_mean_s: float = Field(5400.0, gt=0, description="mean burst duration, seconds")
-    aggregate_spread: float = Field(0.5, ge=0, description="log-normal sigma of per-aggregate demand (busier aggregates)")
+    aggregate_spread: float = Field(0.5, ge=0,
+                                    description="log-normal sigma of per-aggregate demand (some aggregates busier)")
     hall_reclaims_per_30d: float = Field(1.0, ge=0, description="hall-wide reclaims (power/cooling) per 30 days")
     hall_outage_s: float = Field(7200.0, ge=0, description="how long a reclaimed hall lends nothing")
     strategy: Strategy = Field("oldest", description="reclaimer victim selection (as CERN's reaper)")

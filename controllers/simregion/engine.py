@@ -112,7 +112,7 @@ class RegionEngine:
         self.on_event: list[Callable[[SimEvent], None]] = []
         self.on_notice: list[Callable[[Inst], None]] = []
         self.on_advisory: list[Callable[[Inst, float], None]] = []
-        self.on_rate_card: list[Callable[[float, list[tuple[int, float, int]]], None]] = []
+        self.on_rate_card: list[Callable[[float, list[tuple[int, float, int, int]]], None]] = []
         halls = len(HALLS)
         hall_pct = config.hall_reclaims_per_30d / (30 * 24) * 100.0 / halls
         burst_p = config.bursts_per_aggregate_day * config.burst_mean_s / 86400.0
@@ -263,8 +263,8 @@ class RegionEngine:
         self._push(t + dt, "tick", None)
 
     def _candidates(self, agg: str) -> list[Inst]:
-        return [inst for i in self.aggregates[agg] for inst in self.live[i].values()
-                if not inst.doomed and not inst.reserved]
+        live = self.live
+        return [inst for i in self.aggregates[agg] for inst in live[i].values() if not (inst.doomed or inst.reserved)]
 
     def _op_advise(self, demand: dict[str, Any]) -> None:
         victims = select_victims(self.config.strategy, self._candidates(demand["agg"]), demand["need"],
@@ -344,8 +344,8 @@ class RegionEngine:
         if inst.cause == "hall-reclaim" and inst.notice_at is None:
             cause = "hall-reclaim-no-notice"
         self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *_owner(inst),
-                            attributes={"notice_s": None if inst.notice_at is None
-                                        else round(self.now - inst.notice_at, 3), "owned": inst.owned}))
+                            attributes={"notice_ms": None if inst.notice_at is None
+                                        else round((self.now - inst.notice_at) * 1000), "owned": inst.owned}))
         if not inst.owned and self.config.background and self._reclaimable(inst.pool):
             resume = max(self.now, self.hall_down_until[pool.hall])
             self._push(resume + self._refill.expovariate(1.0 / self.config.refill_mean_s), "refill", inst.pool)
@@ -361,15 +361,21 @@ class RegionEngine:
             self._push(self.now + self.config.refill_mean_s, "refill", i)
 
     def _rate_card(self) -> None:
-        rows: list[tuple[int, float, int]] = []
+        """Rows (pool index, utilisation, free instances, capacity) for every reclaimable pool."""
+        rows: list[tuple[int, float, int, int]] = []
+        t = self.now
         for agg, pools in self.aggregates.items():
-            u_g = self.guaranteed_utilisation(agg, self.now)
+            u_g = self.guaranteed_utilisation(agg, t)
             slots = sum(self.specs[i].slots for i in pools) or 1
             used = sum(len(self.live[i]) for i in pools)
             u = min(1.0, 0.7 * u_g + 0.3 * used / slots)
-            rows.extend((i, u, self.free(i)) for i in pools)
+            down = t < self.hall_down_until[self.specs[pools[0]].pool.hall]
+            factor = 0.0 if down else 1.0 - 0.5 * max(u_g - 0.55, 0.0)
+            for i in pools:
+                cap = int(self.specs[i].slots * factor)
+                rows.append((i, u, max(cap - len(self.live[i]), 0), cap))
         for fn in self.on_rate_card:
-            fn(self.now, rows)
+            fn(t, rows)
 
 
 def _owner(inst: Inst) -> tuple[str, str]:

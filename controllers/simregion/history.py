@@ -2,7 +2,7 @@
 lifecycle events (``events``, the columns of ``contracts.events.Event.row()``), its rate cards with pool
 occupancy every five minutes (``rate_cards``) and its catalogue (``provider_pools``); tables from
 ``sco/stores/migrations/clickhouse/0200_pool_history.sql``. Rows are built straight from the engine's records
-(no pydantic per row) and inserted column-oriented one simulated day at a time, so 90 days × 140 pools fit
+(no pydantic per row) and inserted as Arrow tables one simulated day at a time, so 90 days × 140 pools fit
 in memory and in about a minute.
 """
 
@@ -10,25 +10,19 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contracts.pools import PurchaseModel
-from contracts.subjects import EventKind
 
 from .config import RegionConfig
 from .engine import RegionEngine, SimEvent
 from .region import price_factor
 
-__all__ = ["EVENT_COLUMNS", "RATE_COLUMNS", "HistoryReport", "write_history"]
+__all__ = ["HistoryReport", "write_history"]
 
-EVENT_COLUMNS = ("event_id", "kind", "time", "region", "partition", "pool", "instance", "workload",
-                 "contract_version", "cause", "drill", "source", "attributes")
-RATE_COLUMNS = ("time", "region", "pool", "rate_eur_h", "guaranteed_rate_eur_h", "utilisation", "free_instances",
-                "instances", "capacity", "source")
 POOL_COLUMNS = ("region", "pool", "hall", "aggregate", "sku_family", "size", "vcpu", "memory_gib", "gpu",
                 "purchase_model", "business_unit", "rate_eur_h", "guaranteed_rate_eur_h", "slots", "updated_at")
 SOURCE = "simregion"
@@ -52,43 +46,74 @@ def write_history(client: Any, config: RegionConfig, *, days: int, start: dateti
         raise ValueError(f"days must be >= 1, got {days}")
     if start.tzinfo is None:
         raise ValueError("start must carry a timezone (UTC)")
-    engine = RegionEngine(config, start.astimezone(UTC))
+    import pyarrow as pa
+
+    start = start.astimezone(UTC)
+    engine = RegionEngine(config, start)
     ids = random.Random(f"{config.seed}:history-event-ids")
     region = config.region
-    events: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
-    rates: list[list[Any]] = [[] for _ in RATE_COLUMNS]
+    start_ms = int(start.timestamp() * 1000)
+    ev: dict[str, list[Any]] = {c: [] for c in ("event_id", "kind", "time", "partition", "pool", "instance",
+                                                "workload", "cause", "drill", "attributes")}
+    rc: dict[str, list[Any]] = {c: [] for c in ("time", "pool", "rate_eur_h", "guaranteed_rate_eur_h",
+                                                "utilisation", "free_instances", "instances", "capacity")}
     totals = {"events": 0, "rates": 0}
     specs = engine.specs
+    pool_ids = [s.pool.pool_id for s in specs]
+    guaranteed = [float(s.pool.guaranteed_rate_eur_h) for s in specs]
+    dumps = json.dumps
 
-    def on_event(ev: SimEvent) -> None:
-        row = (str(uuid.UUID(int=ids.getrandbits(128), version=4)), str(ev.kind), start + timedelta(seconds=ev.time),
-               region, ev.partition, ev.pool, ev.instance, ev.workload, "", ev.cause, ev.drill, SOURCE,
-               json.dumps(ev.attributes, sort_keys=True))
-        for col, value in zip(events, row, strict=True):
-            col.append(value)
+    def on_event(e: SimEvent) -> None:
+        bits = f"{ids.getrandbits(128):032x}"
+        ev["event_id"].append(f"{bits[:8]}-{bits[8:12]}-4{bits[13:16]}-a{bits[17:20]}-{bits[20:]}")
+        ev["kind"].append(e.kind.value)
+        ev["time"].append(start_ms + int(e.time * 1000))
+        ev["partition"].append(e.partition)
+        ev["pool"].append(e.pool)
+        ev["instance"].append(e.instance)
+        ev["workload"].append(e.workload)
+        ev["cause"].append(e.cause)
+        ev["drill"].append(e.drill)
+        ev["attributes"].append(dumps(e.attributes, sort_keys=True))
 
-    def on_rate_card(t: float, rows: list[tuple[int, float, int]]) -> None:
-        when = start + timedelta(seconds=t)
-        for i, u, free in rows:
-            pool = specs[i].pool
-            g = float(pool.guaranteed_rate_eur_h)
-            row = (when, region, pool.pool_id, round(g * price_factor(u), 4), g, round(u, 4), free,
-                   len(engine.live[i]), engine.capacity(i, t), SOURCE)
-            for col, value in zip(rates, row, strict=True):
-                col.append(value)
+    def on_rate_card(t: float, rows: list[tuple[int, float, int, int]]) -> None:
+        n = len(rows)
+        rc["time"].extend([start_ms + int(t * 1000)] * n)
+        rc["pool"].extend([pool_ids[r[0]] for r in rows])
+        rc["rate_eur_h"].extend([round(guaranteed[r[0]] * price_factor(r[1]), 4) for r in rows])
+        rc["guaranteed_rate_eur_h"].extend([guaranteed[r[0]] for r in rows])
+        rc["utilisation"].extend([round(r[1], 4) for r in rows])
+        rc["free_instances"].extend([r[2] for r in rows])
+        rc["instances"].extend([len(engine.live[r[0]]) for r in rows])
+        rc["capacity"].extend([r[3] for r in rows])
 
     engine.on_event.append(on_event)
     engine.on_rate_card.append(on_rate_card)
     _insert_pools(client, engine, start)
+    money = pa.decimal128(12, 4)
+    ts = pa.timestamp("ms", tz="UTC")
 
     def flush() -> None:
-        if events[0]:
-            client.insert("events", events, column_names=list(EVENT_COLUMNS), column_oriented=True)
-            totals["events"] += len(events[0])
-        if rates[0]:
-            client.insert("rate_cards", rates, column_names=list(RATE_COLUMNS), column_oriented=True)
-            totals["rates"] += len(rates[0])
-        for col in (*events, *rates):
+        n = len(ev["event_id"])
+        if n:
+            client.insert_arrow("events", pa.table({
+                "event_id": ev["event_id"], "kind": ev["kind"], "time": pa.array(ev["time"], ts),
+                "region": [region] * n, "partition": ev["partition"], "pool": ev["pool"],
+                "instance": ev["instance"], "workload": ev["workload"], "contract_version": [""] * n,
+                "cause": ev["cause"], "drill": ev["drill"], "source": [SOURCE] * n,
+                "attributes": ev["attributes"]}))
+            totals["events"] += n
+        n = len(rc["time"])
+        if n:
+            client.insert_arrow("rate_cards", pa.table({
+                "time": pa.array(rc["time"], ts), "region": [region] * n, "pool": rc["pool"],
+                "rate_eur_h": pa.array(rc["rate_eur_h"], pa.float64()).cast(money),
+                "guaranteed_rate_eur_h": pa.array(rc["guaranteed_rate_eur_h"], pa.float64()).cast(money),
+                "utilisation": rc["utilisation"], "free_instances": pa.array(rc["free_instances"], pa.uint32()),
+                "instances": pa.array(rc["instances"], pa.uint32()), "capacity": pa.array(rc["capacity"], pa.uint32()),
+                "source": [SOURCE] * n}))
+            totals["rates"] += n
+        for col in (*ev.values(), *rc.values()):
             col.clear()
 
     for day in range(1, days + 1):
@@ -111,5 +136,3 @@ def _insert_pools(client: Any, engine: RegionEngine, when: datetime) -> None:
                      when])
     client.insert("provider_pools", rows, column_names=list(POOL_COLUMNS))
 
-
-_ = EventKind  # the kinds written are EventKind values (notice, advisory, terminated, launched)

@@ -4,6 +4,7 @@ reaper: several strategies, each a pure function of the candidates, the vCPU nee
 from __future__ import annotations
 
 import heapq
+import operator
 import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -39,8 +40,7 @@ def _enough(cands: Sequence[Candidate], need: int) -> int:
     return need // max(smallest, 1) + 1
 
 
-def _launched(c: Candidate) -> float:
-    return c.launched
+_launched = operator.attrgetter("launched")
 
 
 def _oldest(cands: Sequence[Candidate], need: int, rng: random.Random) -> list[Candidate]:

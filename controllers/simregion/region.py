@@ -103,10 +103,10 @@ class SimulatedRegion:
         seen = self.engine.pool_rate_pct_h(i) if self.engine.now >= 3600 else self.config.reclaim_rate_pct_h
         return pool.model_copy(update={"interruption_rate_pct_h": Decimal(str(round(seen, 2)))})
 
-    def _keep_rate_card(self, t: float, rows: list[tuple[int, float, int]]) -> None:
+    def _keep_rate_card(self, t: float, rows: list[tuple[int, float, int, int]]) -> None:
         e = self.engine
         entries = []
-        for i, u, free in rows:
+        for i, u, free, _ in rows:
             pool = e.specs[i].pool
             rate = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(Decimal("0.0001"))
             entries.append(RateCardEntry(pool_id=pool.pool_id, rate_eur_h=rate,

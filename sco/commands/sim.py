@@ -72,7 +72,8 @@ def _config(args: argparse.Namespace) -> Any:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or key not in RegionConfig.model_fields:
-            raise CliError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of {', '.join(RegionConfig.model_fields)}")
+            known = ", ".join(RegionConfig.model_fields)
+            raise CliError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of {known}")
         fields[key] = value
     try:
         return RegionConfig.model_validate(fields)

@@ -58,7 +58,7 @@ def _wait(pred: Any, timeout: float) -> None:
 
 def _pool(provider: Any, hall: str = "hall-a", family: str = "gp", size: str = "small") -> str:
     pools = provider.catalogue().pools
-    return next(p.pool_id for p in pools if p.hall == hall and p.sku_family == family and p.size == size)
+    return str(next(p.pool_id for p in pools if p.hall == hall and p.sku_family == family and p.size == size))
 
 
 def test_the_catalogue_has_a_pool_per_flavour_and_hall_with_the_aggregate(env: dict[str, Any]) -> None:
@@ -135,7 +135,7 @@ def test_a_launch_over_quota_is_refused_with_the_quota_values(env: dict[str, Any
 def test_nova_own_quota_refusal_is_translated_to_quota_exceeded(env: dict[str, Any]) -> None:
     provider, limit = env["provider"], env["doc"]["sco"]["quota_instances"]
     owner = OwnerTags(workload=env["workload"], pool=_pool(provider), partition="r1/batch", generation=9)
-    provider.quota_headroom = lambda: provider.__class__.quota_headroom(provider).model_copy(  # type: ignore[method-assign]
+    provider.quota_headroom = lambda: provider.__class__.quota_headroom(provider).model_copy(
         update={"instances_limit": -1, "vcpu_limit": -1})  # skip the client-side pre-check: Nova must refuse
     try:
         with pytest.raises(QuotaExceeded) as err:

@@ -43,7 +43,7 @@ def test_the_region_has_about_140_reclaimable_pools_plus_committed_and_guarantee
 
 
 def test_ten_instances_launch_in_one_call_are_listed_by_tag_and_terminated() -> None:
-    region, clock = make_region()
+    region, _clock = make_region()
     pool = _reclaimable(region)
     owner = _owner(pool)
     launched = region.launch(LaunchRequest(pool_id=pool, count=10, owner=owner, metadata={"k": "v"}))
