@@ -86,6 +86,7 @@ class CheckpointClient:
         self.prefix = prefix.strip("/") + "/"
         self.keep, self.max_age, self.part_size, self.concurrency = keep, max_age, part_size, concurrency
         self.clock = clock
+        self._last_number: int | None = None
 
     # --- keys ------------------------------------------------------------------------------------------
     def data_prefix(self, number: int) -> str:
@@ -136,15 +137,20 @@ class CheckpointClient:
 
     def next_number(self) -> int:
         """One above every generation number seen, complete or not, so a new write never mixes with an
-        orphan of a killed writer."""
+        orphan of a killed writer. A workload has one writer at a time (the running unit): after its first
+        write a process counts on from its own last number instead of listing the bucket again."""
+        if self._last_number is not None:  # this process is the workload's only writer: no listing needed
+            return self._last_number + 1
         seen = self._seen_numbers()
         return (seen[-1] + 1) if seen else 1
 
     def write(self, sources: Mapping[str, Source], *, step: int | None = None,
               metadata: Mapping[str, Any] | None = None,
-              on_part: Callable[[str, int], None] | None = None) -> WriteResult:
-        """Write one generation: every object as a multipart upload, then the manifest. Raises
-        :class:`CheckpointError` (and leaves no manifest) when anything fails."""
+              on_part: Callable[[str, int], None] | None = None, prune: bool = True) -> WriteResult:
+        """Write one generation: every object as a multipart upload (one PUT when it fits in one part), then
+        the manifest. Raises :class:`CheckpointError` (and leaves no manifest) when anything fails. With
+        ``prune=False`` retention is left for :meth:`prune` (the final write prunes after the lease is
+        released, to keep the drain path short)."""
         if not sources:
             raise CheckpointError("a checkpoint generation needs at least one object")
         for name in sources:
@@ -152,6 +158,7 @@ class CheckpointClient:
                 raise CheckpointError(f"object name {name!r} must be a relative path without '..'")
         started = time.monotonic()
         number = self.next_number()
+        self._last_number = number
         objects = []
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="sco-ckpt") as pool:
             for name in sorted(sources):
@@ -163,12 +170,20 @@ class CheckpointClient:
         self.store.put(self.bucket, self.manifest_key(number), json.dumps(manifest, sort_keys=True).encode(),
                        self.enc)
         gen = Generation(number, created, step, tuple(objects), dict(metadata or {}))
-        pruned = self.prune(current=number)
+        pruned = self.prune(current=number) if prune else []
         return WriteResult(gen, time.monotonic() - started, tuple(pruned))
 
     def _upload(self, pool: ThreadPoolExecutor, number: int, name: str, source: Source,
                 on_part: Callable[[str, int], None] | None) -> dict[str, Any]:
         key = self.data_prefix(number) + name
+        size_hint = len(source) if isinstance(source, bytes) else Path(source).stat().st_size
+        if size_hint <= self.part_size:  # one part: a single PUT is as atomic and saves two round trips
+            data = source if isinstance(source, bytes) else Path(source).read_bytes()
+            self.store.put(self.bucket, key, data, self.enc)
+            if on_part is not None:
+                on_part(name, 1)
+            return {"name": name, "key": key, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                    "parts": 1}
         upload_id = self.store.start_multipart(self.bucket, key, self.enc)
         digest = hashlib.sha256()
         size = 0

@@ -94,13 +94,12 @@ class NoticeListener:
         os.chmod(path, 0o600)
         sock.listen(4)
         self._sock, self._sock_path = sock, path
-        threading.Thread(target=self._accept, name="sco-notice", daemon=True).start()
+        threading.Thread(target=self._accept, args=(sock,), name="sco-notice", daemon=True).start()
 
-    def _accept(self) -> None:
-        assert self._sock is not None
+    def _accept(self, sock: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._sock.accept()
+                conn, _ = sock.accept()
             except OSError:
                 return
             with conn:

@@ -104,12 +104,17 @@ class Checkpointer:
         remaining = None if notice is None else round(notice.remaining_s(self.monotonic()), 3)
         self.reporter.release_lease("checkpoint-written", f"generation {result.generation.number} at step {step}"
                                     f"{'' if remaining is None else f', {remaining}s of the budget left'}")
+        try:  # retention after the lease is released: it is not on the drain's critical path
+            self.client.prune(current=result.generation.number)
+        except CheckpointError as exc:
+            self.reporter.report("checkpoint-prune-failed", error=str(exc))
         return result
 
     def _write(self, kind: str, step: int, produce: Callable[[], Mapping[str, Source]],
                metadata: Mapping[str, object] | None) -> WriteResult:
         started = self.monotonic()
-        result = self.client.write(produce(), step=step, metadata={"kind": kind, **(metadata or {})})
+        result = self.client.write(produce(), step=step, metadata={"kind": kind, **(metadata or {})},
+                                   prune=kind != "final")
         seconds = self.monotonic() - started
         self.last = self.monotonic()
         self.history.append((kind, result))

@@ -92,11 +92,12 @@ def test_a_writer_killed_with_sigkill_mid_upload_leaves_the_previous_generation_
     gen = client_a.restore(tmp_path / "restored")
     assert gen is not None and gen.number == 1 and gen.step == 100
     assert (tmp_path / "restored" / "state.bin").read_bytes() == first
-    # The next write skips the orphan's number and cleans it up.
-    result = client_a.write({"state.bin": b"third"}, step=300)
+    # The requeued unit (a new process) skips the orphan's number and cleans it up.
+    successor = CheckpointClient(client_a.store, client_a.bucket, "workload-a", client_a.enc, part_size=5 * MiB)
+    result = successor.write({"state.bin": b"third"}, step=300)
     assert result.generation.number == 3 and 2 in result.pruned
     assert s3.list_multipart_uploads(Bucket=client_a.bucket).get("Uploads", []) == []
-    latest = client_a.latest()
+    latest = successor.latest()
     assert latest is not None and latest.step == 300
 
 

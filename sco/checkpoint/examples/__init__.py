@@ -1,0 +1,1 @@
+"""Examples of the checkpoint client with frameworks (run with python -m)."""
