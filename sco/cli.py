@@ -27,6 +27,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.stack",  # up, down, status, db, clickhouse, ingest, outbox
     "sco.commands.sim",  # sim region serve|catalogue|stats, sim history
     "sco.commands.controller",  # controller run|rebuild
+    "sco.commands.report_pages",  # report showback|fleet (issue 7)
 )
 
 

@@ -1,42 +1,6 @@
 -- Analytics (issue 7): what the Dagster assets write besides rankings (0002) and cost_attribution (0003),
 -- and the two cost inputs that do not come from events (checkpoint storage, the orchestrator's footprint).
-
--- Pool catalogue snapshots from the provider (topology for correlation groups, rates for the ledger).
-CREATE TABLE IF NOT EXISTS catalogue_pools (
-    snapshot_at            DateTime64(3, 'UTC'),
-    region                 LowCardinality(String),
-    pool                   String,
-    hall                   LowCardinality(String),
-    aggregate              LowCardinality(String),
-    sku_family             LowCardinality(String),
-    size                   LowCardinality(String),
-    vcpu                   UInt32,
-    memory_gib             UInt32,
-    gpu                    UInt32,
-    purchase_model         LowCardinality(String),
-    business_unit          String,
-    rate_eur_h             Decimal(18, 6),
-    guaranteed_rate_eur_h  Decimal(18, 6),
-    active                 Bool DEFAULT true
-)
-ENGINE = ReplacingMergeTree(snapshot_at)
-ORDER BY (region, pool);
-
--- Rate card samples (every 5 minutes per pool): rate, utilisation, free and live instances.
-CREATE TABLE IF NOT EXISTS rate_card_samples (
-    time                   DateTime64(3, 'UTC'),
-    region                 LowCardinality(String),
-    pool                   LowCardinality(String),
-    rate_eur_h             Decimal(18, 6),
-    guaranteed_rate_eur_h  Decimal(18, 6),
-    utilisation            Float64,
-    free_instances         UInt32,
-    live_instances         UInt32
-)
-ENGINE = ReplacingMergeTree
-PARTITION BY toYYYYMM(time)
-ORDER BY (region, pool, time)
-TTL toDateTime(time) + INTERVAL 400 DAY;
+-- The pool catalogue and rate cards are read from provider_pools and rate_cards (0200).
 
 CREATE TABLE IF NOT EXISTS correlation_group_history (
     computed_at      DateTime64(3, 'UTC'),

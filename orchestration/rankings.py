@@ -1,0 +1,87 @@
+"""The five-minute ranking (ADR-07): gather each pool's inputs from ClickHouse, score them, keep the ranking
+with its inputs in ClickHouse and publish it to PostgreSQL as the ranking in force. Drills never count."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+from .catalogue import load_catalogue
+from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
+from .store import ClickHouse, Postgres
+
+__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "gather_inputs", "publish_in_force", "rank", "write_rankings"]
+
+SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
+# A reclaim: a notice, or a termination that came without one. Drills are excluded everywhere.
+RECLAIM_FILTER = ("(kind = 'notice' OR (kind = 'terminated' AND position(cause, 'no-notice') > 0)) "
+                  "AND NOT drill AND pool != ''")
+RANKING_COLUMNS = ("ranked_at", "generation", "region", "pool", "rank", "score", "interruption_rate_pct_h",
+                   "discount", "depth", "excluded", "inputs")
+
+
+def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
+                  quota_headroom: float = 1.0) -> list[PoolInputs]:
+    """One ``PoolInputs`` per active reclaimable pool of the catalogue."""
+    start = now - timedelta(days=window_days)
+    params = {"r": region, "t0": start, "t1": now}
+    pools = load_catalogue(ch, region, "reclaimable")
+    card = {str(r[0]): r[1:] for r in ch.rows(
+        "SELECT pool, argMax(rate_eur_h, time), argMax(guaranteed_rate_eur_h, time), argMax(free_instances, time), "
+        "argMax(capacity, time), sum(instances) FROM rate_cards "
+        "WHERE region = {r:String} AND time > {t0:DateTime64(3)} AND time <= {t1:DateTime64(3)} GROUP BY pool",
+        params)}
+    reclaims = {str(r[0]): int(r[1]) for r in ch.rows(
+        f"SELECT pool, uniqExact(instance) FROM events WHERE region = {{r:String}} AND {RECLAIM_FILTER} "
+        "AND time > {t0:DateTime64(3)} AND time <= {t1:DateTime64(3)} GROUP BY pool", params)}
+    hours = {pool: float(row[4]) * SAMPLE_H for pool, row in card.items()}  # sum(instances) × 5 min
+    stats = interruption_stats(reclaims, hours, window_days * 24.0)
+    out = []
+    for p in pools:
+        row = card.get(p.pool)
+        rate, guaranteed = (float(row[0]), float(row[1])) if row else (float(p.rate_eur_h),
+                                                                       float(p.guaranteed_rate_eur_h))
+        free, capacity = (int(row[2]), int(row[3])) if row else (0, 0)
+        rate_pct, mtbi = stats.get(p.pool, (0.0, None))
+        out.append(PoolInputs(pool=p.pool, rate_eur_h=rate, guaranteed_rate_eur_h=guaranteed,
+                              interruption_rate_pct_h=rate_pct, mean_time_between_h=mtbi,
+                              forward_share=min(1.0, free / capacity) if capacity else 0.0,
+                              quota_headroom=quota_headroom, reclaims=reclaims.get(p.pool, 0),
+                              instance_hours=round(hours.get(p.pool, 0.0), 3)))
+    return out
+
+
+def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30) -> list[RankedPool]:
+    return rank_pools(gather_inputs(ch, region, now, window_days))
+
+
+def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],
+                   excluded: set[str], groups: dict[str, str]) -> int:
+    generation = int(now.timestamp() * 1000)
+    rows = [(now, generation, region, r.pool, r.rank, r.score, r.inputs.interruption_rate_pct_h, r.discount,
+             r.inputs.forward_share, r.pool in excluded,
+             json.dumps({**r.inputs.as_dict(), "group": groups.get(r.pool, "")}, sort_keys=True))
+            for r in ranked]
+    return ch.insert("rankings", rows, RANKING_COLUMNS)
+
+
+def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[RankedPool]) -> None:
+    """Replace the region's ranking in force in one transaction (the controller never sees half of one)."""
+    generation = int(now.timestamp() * 1000)
+    with pg.connection() as conn:
+        with conn.transaction():
+            conn.execute("DELETE FROM rankings_in_force WHERE region = %s", (region,))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at, inputs) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(region, r.pool, r.rank, r.score, generation, now, json.dumps(r.inputs.as_dict()))
+                     for r in ranked])
+        conn.commit()
+
+
+def excluded_pools(pg: Postgres, region: str, now: datetime) -> set[str]:
+    with pg.connection() as conn:
+        rows = conn.execute("SELECT pool FROM exclusions WHERE region = %s AND (until IS NULL OR until > %s)",
+                            (region, now)).fetchall()
+    return {str(r[0]) for r in rows}

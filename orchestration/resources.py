@@ -1,0 +1,110 @@
+"""Dagster resources on the shared store clients (``sco.stores``): ClickHouse through clickhouse-connect,
+PostgreSQL through psycopg, and the analytics settings (region, archive directory, the data clock).
+
+A URL left empty resolves like every other SCO process: ``SCO_CLICKHOUSE_URL`` / ``SCO_POSTGRES_URL``, then
+the stack file ``sco up`` wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from dagster import ConfigurableResource
+
+__all__ = ["AnalyticsSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource"]
+
+
+class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
+    """ClickHouse (the embedded HTTP front end or a real server)."""
+
+    url: str = ""
+
+    def client(self) -> Any:
+        from sco.stores.clickhouse import client
+
+        return client(self.url or None)
+
+    def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        c = self.client()
+        try:
+            return [tuple(r) for r in c.query(sql, parameters=parameters or {}).result_rows]
+        finally:
+            c.close()
+
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        c = self.client()
+        try:
+            c.command(sql, parameters=parameters or {})
+        finally:
+            c.close()
+
+    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:
+        if not rows:
+            return 0
+        c = self.client()
+        try:
+            c.insert(table, [list(r) for r in rows], column_names=list(columns))
+        finally:
+            c.close()
+        return len(rows)
+
+    def migrate(self) -> None:
+        from sco.stores.migrate import migrate_clickhouse
+
+        c = self.client()
+        try:
+            migrate_clickhouse(c)
+        finally:
+            c.close()
+
+
+class PostgresResource(ConfigurableResource):  # type: ignore[misc]
+    """PostgreSQL (fleet state): where the controller reads what is in force."""
+
+    url: str = ""
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        from sco.stores.postgres import connect
+
+        conn = connect(self.url or None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def migrate(self) -> None:
+        from sco.stores.migrate import migrate_postgres
+
+        with self.connection() as conn:
+            migrate_postgres(conn)
+            conn.commit()
+
+
+class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
+    """``as_of``: ISO time the analytics treat as now (empty: the latest event time, the data's own clock,
+    so a replayed history and a live region are scored the same way)."""
+
+    region: str = "r1"
+    as_of: str = ""
+    archive_dir: str = ".sco/archive"
+    interruption_window_days: int = 30
+    phi_window_days: int = 90
+
+    def now(self, latest_event: datetime | None) -> datetime:
+        if self.as_of:
+            parsed = datetime.fromisoformat(self.as_of)
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if latest_event is not None:
+            return latest_event if latest_event.tzinfo else latest_event.replace(tzinfo=UTC)
+        raise ValueError("no events in ClickHouse and no as_of set: ingest events or set AnalyticsSettings.as_of")
+
+
+class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
+    """The provider's HTTP feed documents (``/v1/catalogue``, ``/v1/rate-card``). Empty ``base_url``: the
+    catalogue and rate cards are already in ClickHouse (a replayed pool history)."""
+
+    base_url: str = ""

@@ -1,0 +1,87 @@
+"""The pool score (ADR-07, ADR-08): pure functions from a pool's inputs to a composite score and a ranking.
+
+Inputs per pool: the rate card (rate and guaranteed rate), the 30-day interruption rate (reclaims per 100
+instance-hours, drills excluded), the mean time between interruptions, forward capacity (expected free share
+of the pool) and the project's quota headroom. Depth and calm outweigh price (0.4 / 0.4 / 0.2, the same
+weights the planner falls back on); quota headroom scales the whole score, because capacity the project
+cannot launch is not depth. Every score lies in [0, 1], higher is better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+__all__ = ["WEIGHTS", "WORST_INTERRUPTION_PCT_H", "PoolInputs", "RankedPool", "interruption_stats", "rank_pools",
+           "score"]
+
+WEIGHTS = {"depth": 0.4, "calm": 0.4, "cheap": 0.2}
+WORST_INTERRUPTION_PCT_H = 10.0  # at or above this rate a pool earns nothing for calm
+
+
+@dataclass(frozen=True)
+class PoolInputs:
+    """Everything a score depends on: stored with the ranking so it can be replayed (ADR-07)."""
+
+    pool: str
+    rate_eur_h: float
+    guaranteed_rate_eur_h: float
+    interruption_rate_pct_h: float      # reclaims per 100 instance-hours over the window, drills excluded
+    mean_time_between_h: float | None   # window hours ÷ reclaims; None when nothing was reclaimed
+    forward_share: float                # expected free instances ÷ pool capacity, 0..1
+    quota_headroom: float = 1.0         # share of the wanted launches the project quota still allows, 0..1
+    reclaims: int = 0
+    instance_hours: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RankedPool:
+    pool: str
+    rank: int
+    score: float
+    discount: float
+    inputs: PoolInputs
+
+
+def _clamp(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def score(inputs: PoolInputs) -> float:
+    """Composite score in [0, 1]."""
+    depth = _clamp(inputs.forward_share)
+    calm = 1.0 - _clamp(inputs.interruption_rate_pct_h / WORST_INTERRUPTION_PCT_H)
+    ratio = inputs.rate_eur_h / inputs.guaranteed_rate_eur_h if inputs.guaranteed_rate_eur_h > 0 else 1.0
+    cheap = 1.0 - _clamp(ratio)
+    raw = WEIGHTS["depth"] * depth + WEIGHTS["calm"] * calm + WEIGHTS["cheap"] * cheap
+    return round(raw * _clamp(inputs.quota_headroom), 6)
+
+
+def rank_pools(inputs: Iterable[PoolInputs]) -> list[RankedPool]:
+    """Best first; ties broken by pool id so the ranking is deterministic."""
+    scored = [(score(i), i) for i in inputs]
+    scored.sort(key=lambda si: (-si[0], si[1].pool))
+    out = []
+    for n, (s, i) in enumerate(scored, start=1):
+        discount = 1.0 - i.rate_eur_h / i.guaranteed_rate_eur_h if i.guaranteed_rate_eur_h > 0 else 0.0
+        out.append(RankedPool(i.pool, n, s, round(discount, 6), i))
+    return out
+
+
+def interruption_stats(reclaims: Mapping[str, int], instance_hours: Mapping[str, float],
+                       window_h: float) -> dict[str, tuple[float, float | None]]:
+    """Per pool: (reclaims per 100 instance-hours, mean hours between reclaims) over a window.
+
+    A pool with no instance-hours gets rate 0 (nothing observed); callers keep ``reclaims`` and
+    ``instance_hours`` beside the rate so a thin sample is visible in the stored inputs.
+    """
+    out: dict[str, tuple[float, float | None]] = {}
+    for pool in set(reclaims) | set(instance_hours):
+        n = reclaims.get(pool, 0)
+        hours = instance_hours.get(pool, 0.0)
+        rate = 100.0 * n / hours if hours > 0 else 0.0
+        out[pool] = (round(rate, 6), round(window_h / n, 6) if n else None)
+    return out

@@ -1,0 +1,34 @@
+"""The store boundary the analytics logic needs, as Protocols, so the I/O functions run with the Dagster
+resources in production and with plain clients in benchmarks and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+__all__ = ["ClickHouse", "Postgres", "latest_event_time", "utc"]
+
+
+class ClickHouse(Protocol):
+    def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
+
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None: ...
+
+    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int: ...
+
+
+class Postgres(Protocol):
+    def connection(self) -> AbstractContextManager[Any]: ...
+
+
+def utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def latest_event_time(ch: ClickHouse, region: str) -> datetime | None:
+    rows = ch.rows("SELECT max(time), count() FROM events WHERE region = {r:String}", {"r": region})
+    if not rows or not rows[0][1]:
+        return None
+    return utc(rows[0][0])

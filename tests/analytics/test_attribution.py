@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from orchestration.attribution import LABEL, Loss, Usage, attribute, cents, orchestrator_shares
+from orchestration.planning_example import INPUTS, planning_month
+
+from . import worked_example as ex
+
+D = Decimal
+
+
+def _worked_example_usage() -> tuple[list[Usage], list[Loss]]:
+    usage = [
+        Usage("etl", ex.RC, "reclaimable", "work", D(240), D("0.14"), D("0.40")),
+        Usage("etl", ex.CM, "committed", "floor", D(48), D("0.40"), D("0.40")),
+        Usage("etl", ex.GD, "guaranteed", "fallback", D(5), D("0.40"), D("0.40")),
+        Usage("etl", ex.RC, "reclaimable", "headroom", D(24), D("0.14"), D("0.40")),
+    ]
+    losses = [Loss("etl", ex.RC, D("0.5"), D("0.40")) for _ in range(3)]
+    losses.append(Loss("etl", ex.RC, D(1), D("0.40"), "defect"))
+    return usage, losses
+
+
+def test_the_worked_example_reproduces_the_ledger_to_the_cent() -> None:
+    usage, losses = _worked_example_usage()
+    line = attribute("etl", "2026-09-01", usage, losses, storage_eur=D(500) * 24 * D("0.00005"),
+                     orchestrator_eur=D("0.05") * 24)
+    for field, expected in ex.EXPECTED.items():
+        assert cents(getattr(line, field)) == expected, field
+    assert line.net_saving_eur == D("56.640000")
+    assert line.useful_hours == D("291.5")  # 293 h of work minus 1.5 h wasted
+    assert line.reclaimable_hours == 240 and line.fallback_hours == 5
+    assert line.label == LABEL == "rate-card saving"
+
+
+def test_wasted_work_is_removed_from_useful_work_once_and_not_added_as_a_cost() -> None:
+    usage, _ = _worked_example_usage()
+    clean = attribute("etl", "d", usage)
+    lossy = attribute("etl", "d", usage, [Loss("etl", ex.RC, D(2), D("0.40"))])
+    assert clean.costs_eur == lossy.costs_eur
+    assert clean.net_saving_eur - lossy.net_saving_eur == D("0.80")
+
+
+def test_a_workload_defect_is_reported_to_the_workload_but_not_charged_to_reclaim() -> None:
+    usage, _ = _worked_example_usage()
+    clean = attribute("etl", "d", usage)
+    defect = attribute("etl", "d", usage, [Loss("etl", ex.RC, D(2), D("0.40"), "defect")])
+    assert defect.net_saving_eur == clean.net_saving_eur
+    assert defect.defect_wasted_eur == D("0.80") and defect.defect_wasted_hours == 2
+
+
+def test_headroom_is_a_cost_but_not_useful_work() -> None:
+    line = attribute("w", "d", [Usage("w", "p", "reclaimable", "headroom", D(10), D("0.1"), D("0.4"))])
+    assert line.counterfactual_eur == 0 and line.headroom_eur == D("1") and line.net_saving_eur == D("-1")
+
+
+def test_other_workloads_usage_is_ignored() -> None:
+    line = attribute("a", "d", [Usage("b", "p", "reclaimable", "work", D(10), D("0.1"), D("0.4"))])
+    assert line.instance_hours == 0 and line.net_saving_eur == 0
+
+
+def test_negative_usage_hours_are_refused_with_the_value() -> None:
+    with pytest.raises(ValueError, match="-1"):
+        Usage("w", "p", "reclaimable", "work", D(-1), D("0.1"), D("0.4"))
+
+
+def test_orchestrator_shares_are_pro_rata_and_add_up_exactly() -> None:
+    shares = orchestrator_shares(D("1.00"), {"a": D(1), "b": D(1), "c": D(1)})
+    assert sum(shares.values()) == D("1.00")
+    assert sorted(shares.values()) == [D("0.333333"), D("0.333333"), D("0.333334")]
+    assert orchestrator_shares(D(5), {"a": D(0)}) == {"a": D(0)}
+
+
+def test_adr_26_planning_example_is_reproduced_from_the_documented_synthetic_month() -> None:
+    line = planning_month()
+    assert round(line.counterfactual_eur / 1000) == 335
+    assert round(line.net_saving_eur / 1000) == 199
+    assert round(line.net_pct) == 59
+    assert round(line.orchestrator_eur / line.net_saving_eur * 100, 1) == D("1.6")
+    assert cents(line.counterfactual_eur - line.costs_eur) == cents(line.net_saving_eur)
+    # the inputs are the documented ones, and a change in them moves the result
+    assert INPUTS["reclaimable_rate"] / INPUTS["guaranteed_rate"] == D("0.3")
+    assert planning_month({"wasted_share_of_reclaimable": D("0.03")}).net_saving_eur < line.net_saving_eur
