@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sco.stores import clickhouse, migrate, postgres
@@ -34,14 +35,23 @@ def ensure_streams(url: str) -> tuple[str, ...]:
     return asyncio.run(_streams(url))
 
 
-def prepare(urls: StoreUrls) -> Prepared:
-    """Idempotent: safe on every ``sco up`` and against production URLs."""
-    with postgres.connect(urls.postgres, autocommit=True) as conn:
-        pg = migrate.migrate_postgres(conn)
-    ch_client = clickhouse.client(urls.clickhouse)
+def _migrate_postgres(url: str | None) -> migrate.MigrationReport:
+    with postgres.connect(url, autocommit=True) as conn:
+        return migrate.migrate_postgres(conn)
+
+
+def _migrate_clickhouse(url: str | None) -> migrate.MigrationReport:
+    client = clickhouse.client(url)
     try:
-        ch = migrate.migrate_clickhouse(ch_client)
+        return migrate.migrate_clickhouse(client)
     finally:
-        ch_client.close()
-    streams = ensure_streams(urls.nats) if urls.nats else ()
-    return Prepared(pg, ch, streams)
+        client.close()
+
+
+def prepare(urls: StoreUrls) -> Prepared:
+    """Idempotent: safe on every ``sco up`` and against production URLs. The three stores in parallel."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        pg = pool.submit(_migrate_postgres, urls.postgres)
+        ch = pool.submit(_migrate_clickhouse, urls.clickhouse)
+        streams = pool.submit(ensure_streams, urls.nats) if urls.nats else None
+        return Prepared(pg.result(), ch.result(), streams.result() if streams else ())

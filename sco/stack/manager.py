@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,25 +84,35 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     out: list[ServiceStatus] = []
     with _locked(home):
         state = _read(home)
+        to_start: list[Store] = []
         for store in STORES:
             external = environ.get(ENV_VARS[store])
             record = state["services"].get(store) or {}
             if external:
                 state["services"][store] = {"url": external, "managed": False}
                 out.append(ServiceStatus(store, external, False, None, True, "external"))
-                continue
-            if record.get("managed") and _healthy(record):
+            elif record.get("managed") and _healthy(record):
                 out.append(ServiceStatus(store, record["url"], True, record["pid"], True, "reused"))
+            else:
+                if store == "postgres" and record.get("managed"):
+                    services.stop_postgres(home / store)  # a stale postmaster.pid from a crash
+                to_start.append(store)
+        # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate).
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
+            futures = {store: pool.submit(_start, store, home, fast) for store in to_start}
+        for store, future in futures.items():
+            if future.exception() is not None:
+                failure = failure or future.exception()
                 continue
-            if store == "postgres" and record.get("managed"):
-                services.stop_postgres(home / store)  # a stale postmaster.pid from a crash
-            running = _start(store, home, fast)
+            running = future.result()
             state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
                                         "port": running.port, "data_dir": running.data_dir}
-            _write(home, state)
             out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
-        _write(home, state)
-    return out
+        _write(home, state)  # what did start is recorded, so `sco down` can stop it
+        if failure is not None:
+            raise failure
+    return sorted(out, key=lambda s: STORES.index(s.name))
 
 
 def down(home: Path | None = None) -> list[ServiceStatus]:
