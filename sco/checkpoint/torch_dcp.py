@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
 from .client import CheckpointClient, Generation, Source
 
@@ -47,7 +49,7 @@ class DcpState:
         def files() -> Mapping[str, Source]:
             self.cleanup()
             self._staged = Path(tempfile.mkdtemp(prefix="sco-dcp-", dir=self.staging_root))
-            dcp.save(self._state(step), storage_writer=dcp.FileSystemWriter(str(self._staged)), no_dist=True)
+            dcp_save(self._state(step), storage_writer=FileSystemWriter(str(self._staged)), no_dist=True)
             return {p.relative_to(self._staged).as_posix(): p for p in sorted(self._staged.rglob("*")) if p.is_file()}
 
         return files
@@ -66,7 +68,7 @@ class DcpState:
         with tempfile.TemporaryDirectory(prefix="sco-dcp-restore-", dir=self.staging_root) as tmp:
             self.client.restore(Path(tmp), gen)
             state = self._state(0)
-            dcp.load(state, storage_reader=dcp.FileSystemReader(tmp), no_dist=True)
+            dcp_load(state, storage_reader=FileSystemReader(tmp), no_dist=True)
             set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
                            optim_state_dict=state["optim"])
             return int(state["step"].item())

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         x, y = batch(step, args.width)
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
         emit(event="step", step=step, loss=round(loss.item(), 6))
         if args.step_seconds:
