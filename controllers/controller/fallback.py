@@ -82,6 +82,7 @@ class Need:
     healthy_since: datetime | None = None
     last_return_at: datetime | None = None
     approval: Approval | None = None
+    policy: str = "automatic-within-cap"   # contracts.schema.FallbackPolicy value
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,10 @@ def priced_options(units: int, options: Sequence[GuaranteedOption], horizon: tim
 
 
 def _trigger(n: Need, now: datetime, config: FallbackConfig) -> str | None:
-    if n.units_wanted <= 0:
+    if n.units_wanted <= 0 or n.policy == "none":
         return None
+    if n.policy == "on-breach-within-cap":
+        return "interruption-rate breach" if n.breach else None
     if n.deadline_risk:
         return "deadline risk"
     if n.breach:

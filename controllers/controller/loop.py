@@ -331,7 +331,7 @@ class Controller:
                 fallback_running=tuple((o.instance_id, o.launched_at or now) for o in mine
                                        if o.purpose is Purpose.FALLBACK and o.live),
                 healthy_since=self.healthy_since.get(w), last_return_at=self.last_return.get(w),
-                approval=approvals.get(w)))
+                approval=approvals.get(w), policy=str(contract.fallback_policy)))
         with self.conn.transaction():
             row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
                                     "launched_at > %s", (self.s.region, now - timedelta(minutes=1))).fetchone()

@@ -23,12 +23,12 @@ def _provider(args: argparse.Namespace) -> Any:
     return SimulatedProvider(args.sim_url, region=args.region)
 
 
-def _contracts(bundle: Path, pubkey: Path) -> dict[str, Any]:
+def _contracts(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
     from contracts.bundle_verify import BundleError, verify_bundle
     from contracts.schema import Contract
 
     try:
-        verified = verify_bundle(bundle, pubkey)
+        verified = verify_bundle(bundle, pubkey, governance_key)
     except (BundleError, OSError) as exc:
         raise CliError(f"controller bundle {bundle} refused: {exc}; recompile with `sco contracts compile`") from None
     fields = set(Contract.model_fields)
@@ -36,35 +36,86 @@ def _contracts(bundle: Path, pubkey: Path) -> dict[str, Any]:
             for ref, entry in verified.payload.get("workloads", {}).items()}
 
 
+class _FileSource:
+    """Work items from a JSON file (a list of WorkItem fields), re-read every pass: demos and fault tests."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def work(self) -> list[Any]:
+        import json
+
+        from controllers.controller.claims import WorkItem
+
+        try:
+            return [WorkItem(**item) for item in json.loads(self.path.read_text())]
+        except (OSError, ValueError, TypeError) as exc:
+            raise RuntimeError(f"claims file {self.path}: {exc}") from None
+
+    def idle_nodes(self) -> set[str]:
+        return set()
+
+
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    from decimal import Decimal
+
     import psycopg
 
+    from controllers.controller.approvals import http_webhook
+    from controllers.controller.breaker import SafetyConfig
     from controllers.controller.budget import BudgetedProvider, split_budget
     from controllers.controller.claims_slurm import SlurmSource
-    from controllers.controller.loop import Controller, ControllerSettings
+    from controllers.controller.loop import Controller, ControllerSettings, PassReport
+    from controllers.controller.replacement import run
     from controllers.simregion.clock import WallClock
     from sco.stores import migrate
+    from sco.stores import nats as sco_nats
     from sco.stores.config import resolve_url
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
-    contracts = _contracts(args.bundle, args.pubkey)
+    contracts = _contracts(args.bundle, args.pubkey, args.governance_key)
+    agent_bundle = None
+    agent_path = args.bundle.with_name("agent-bundle.json")
+    if agent_path.exists() and agent_path.with_name(agent_path.name + ".sig").exists():
+        agent_bundle = (agent_path.read_bytes(), agent_path.with_name(agent_path.name + ".sig").read_bytes())
     partitions = args.all_partitions.split(",") if args.all_partitions else [args.partition]
+    if args.partition not in partitions:
+        raise CliError(f"--all-partitions {args.all_partitions!r} must include --partition {args.partition!r}")
     bucket = split_budget(args.region_budget, partitions)[args.partition]
     provider = BudgetedProvider(_provider(args), bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
-    source = SlurmSource(tuple(args.slurm_partitions.split(",")))
+    source: Any = _FileSource(args.claims_file) if args.claims_file else SlurmSource(
+        tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
-    ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder), provider, conn, source, contracts,
-                     WallClock())
-    n = 0
-    while args.passes == 0 or n < args.passes:
-        report = ctl.step()
-        print(f"pass {n + 1}: leader={report.leader} read_only={report.read_only} generation={report.generation} "
-              f"launched={report.launched} terminated={report.terminated} held={report.held}", flush=True)
-        n += 1
-        time.sleep(args.interval)
+    safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
+    ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
+                     source, contracts, WallClock(), agent_bundle=agent_bundle,
+                     webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
+    count = 0
+
+    async def main() -> None:
+        stop = asyncio.Event()
+
+        def on_pass(report: PassReport) -> None:
+            nonlocal count
+            count += 1
+            print(f"pass {count}: leader={report.leader} read_only={report.read_only} "
+                  f"generation={report.generation} launched={report.launched} terminated={report.terminated} "
+                  f"held={report.held}", flush=True)
+            if args.passes and count >= args.passes:
+                stop.set()
+
+        nc = await sco_nats.connect(args.nats, name=f"sco-controller-{holder}") if args.nats else None
+        try:
+            await run(ctl, nc, interval_s=args.interval, stop=stop, on_pass=on_pass)
+        finally:
+            if nc is not None:
+                await nc.close()
+
+    asyncio.run(main())
     return 0
 
 
@@ -111,6 +162,13 @@ def register(subparsers: Any) -> None:
             p.add_argument("--interval", type=float, default=5.0, help="seconds between passes")
             p.add_argument("--passes", type=int, default=0, help="stop after N passes (0: run forever)")
             p.add_argument("--holder", default="", help="lease holder id (default host:time)")
+            p.add_argument("--governance-key", type=Path, default=None, help="governance public key (ADR-30)")
+            p.add_argument("--claims-file", type=Path, default=None,
+                           help="JSON list of work items instead of Slurm (demos, fault tests)")
+            p.add_argument("--nats", default=None, help="NATS URL: wake on notices and losses (default: poll only)")
+            p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
+            p.add_argument("--recovery-share", type=float, default=0.05,
+                           help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")
         p.set_defaults(handler=handler)

@@ -219,3 +219,10 @@ def test_pods_that_tolerate_the_reclaimable_taint_are_work_items() -> None:
     item = pod_item(pod)
     assert item is not None and (item.contract_ref, item.vcpu, item.memory_gib) == ("etl@2", 1.5, 2.0)
     assert pod_item({**pod, "spec": {**pod["spec"], "tolerations": []}}) is None
+
+
+def test_a_contract_without_fallback_never_falls_back_and_on_breach_contracts_only_on_a_breach() -> None:
+    late = T0 + timedelta(minutes=30)
+    assert not arbitrate([need(policy="none", breach=True)], late, launches_left=40).launches
+    assert not arbitrate([need(policy="on-breach-within-cap")], late, launches_left=40).launches
+    assert arbitrate([need(policy="on-breach-within-cap", breach=True)], late, launches_left=40).launches
