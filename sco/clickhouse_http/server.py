@@ -38,6 +38,7 @@ def _content_type(fmt: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
     server: ClickHouseHTTPServer
 
     def log_message(self, format: str, *args: object) -> None:

@@ -90,8 +90,9 @@ def test_every_output_format_is_passed_through(clickhouse_server: ClickHouseProc
 
 
 def _compress(encoding: str, data: bytes) -> bytes:
-    return {"gzip": gzip.compress, "deflate": zlib.compress, "zstd": zstd.compress,
-            "lz4": lz4.frame.compress}[encoding](data)
+    compressors = {"gzip": gzip.compress, "deflate": zlib.compress, "zstd": zstd.compress,
+                   "lz4": lz4.frame.compress}
+    return bytes(compressors[encoding](data))
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "zstd", "lz4"])

@@ -7,8 +7,10 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
+from contracts.events import Event
 from contracts.subjects import EVENTS_STREAM, EventKind
 from sco.stores import clickhouse, outbox, postgres
 from sco.stores import nats as sco_nats
@@ -18,7 +20,8 @@ from tests.stack.helpers import make_event
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def _publish(url: str, events: list[object], raw: list[tuple[str, bytes, str]] = ()) -> list[bool]:  # type: ignore[assignment]
+async def _publish(url: str, events: Sequence[Event],
+                   raw: Sequence[tuple[str, bytes, str]] = ()) -> list[bool]:
     nc = await sco_nats.connect(url)
     js = nc.jetstream()
     await sco_nats.ensure_events_stream(js)

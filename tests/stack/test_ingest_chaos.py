@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ class IngestProcess:
 
 
 async def _publish_all(nats: NatsProcess, ingest: IngestProcess, payloads: list[tuple[str, bytes, str]],
-                       count_in_clickhouse: object, chaos_log: list[str]) -> None:
+                       count_in_clickhouse: Callable[[], int], chaos_log: list[str]) -> None:
     nc = await sco_nats.connect(nats.url, name="chaos-publisher")
     js = nc.jetstream()
     await sco_nats.ensure_events_stream(js)
@@ -79,7 +80,7 @@ async def _publish_all(nats: NatsProcess, ingest: IngestProcess, payloads: list[
     for start in range(0, len(payloads), window):
         action = chaos.get(start)
         if action == "kill-ingest":
-            in_ch = await asyncio.to_thread(count_in_clickhouse)  # type: ignore[arg-type]
+            in_ch = await asyncio.to_thread(count_in_clickhouse)
             ingest.kill()
             chaos_log.append(f"killed ingest at {start} published, {in_ch} in ClickHouse")
             await asyncio.sleep(0.3)
