@@ -102,3 +102,9 @@ def test_the_message_names_the_expected_labels() -> None:
     assert f"{CONTRACT_LABEL}=<workload>" in POLICY.message
     assert f"{CONTRACT_VERSION_LABEL}=<version>" in POLICY.message
     assert (POLICY.param_namespace, POLICY.param_name) == ("sco-system", CONFIGMAP["metadata"]["name"])
+
+
+def test_the_spark_executor_pod_template_is_admitted() -> None:
+    template = yaml.safe_load((DEFAULT_DIR.parent / "spark" / "executor-pod-template.yaml").read_text())
+    ar = review(template["metadata"]["labels"], template["spec"]["tolerations"])
+    assert decide(ar) == "admitted"
