@@ -28,7 +28,7 @@ class FloorCandidate:
         return self.state.pool.purchase_model is PurchaseModel.COMMITTED
 
     def preference(self) -> tuple[int, Decimal, str]:
-        return (0 if self.committed else 1, self.state.pool.rate_eur_h / self.per_instance, self.state.pool_id)
+        return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
 
 
 def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tuple[dict[str, int], int, list[str]]:

@@ -61,10 +61,20 @@ class PoolState:
     group: str = ""               # correlation group in force (default: the host aggregate)
     excluded: bool = False
     probation: bool = False
+    rate_override: Decimal | None = None  # the rate card in force, when it differs from the catalogue
 
     @property
     def pool_id(self) -> str:
         return self.pool.pool_id
+
+    @property
+    def rate_eur_h(self) -> Decimal:
+        return self.pool.rate_eur_h if self.rate_override is None else self.rate_override
+
+    @property
+    def discount_ratio(self) -> Decimal:
+        g = self.pool.guaranteed_rate_eur_h
+        return self.rate_eur_h / g if g else Decimal(1)
 
     @property
     def group_id(self) -> str:

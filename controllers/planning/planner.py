@@ -51,7 +51,7 @@ def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[
     for s in pools:
         p = s.pool
         if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
-                or p.discount_ratio >= threshold or not p.fits(contract)):
+                or s.discount_ratio >= threshold or not p.fits(contract)):
             continue
         k = units_per_instance(p, contract)
         if k > 0 and residual.get(p.pool_id, 0) > 0:
@@ -83,7 +83,7 @@ def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int]
     contract = claim.contract
     strategy = _strategy(contract, config)
     floor_units = math.ceil(claim.units * contract.floor_pct / 100)
-    rates = {s.pool_id: s.pool.rate_eur_h for s in pools}
+    rates = {s.pool_id: s.rate_eur_h for s in pools}
     notes: list[str] = []
 
     guaranteed = _guaranteed(contract, pools, residual)

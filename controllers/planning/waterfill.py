@@ -29,7 +29,7 @@ class Candidate:
 
     @property
     def rate_per_unit(self) -> Decimal:
-        return self.state.pool.rate_eur_h / self.per_instance
+        return self.state.rate_eur_h / self.per_instance
 
 
 def order(candidates: list[Candidate], strategy: Strategy) -> list[Candidate]:

@@ -133,39 +133,63 @@ class PoolHistory:
         self.trace, self.config = trace, config
         self.waves: dict[str, deque[tuple[datetime, float]]] = defaultdict(deque)
         self.held: list[tuple[datetime, str, int]] = []  # (until, pool, instances held by the guaranteed tenant)
+        self.window_sum: dict[str, float] = defaultdict(float)
+        self.recent: dict[str, deque[datetime]] = defaultdict(deque)
         self.excluded_until: dict[str, datetime] = {}
         self.cooloff: dict[str, timedelta] = {}
+        self.rates: dict[str, Decimal] = {p.pool_id: p.rate_eur_h for p in trace.pools}
+        self.forward_now: dict[str, tuple[float, float]] = {}
+        self._cards = deque(trace.rate_cards)
+        self._forward = deque(trace.forward)
+
+    def _advance_feeds(self, now: datetime) -> None:
+        """The rate card and the forward-capacity calendar in force at ``now``."""
+        while self._cards and self._cards[0][0] <= now:
+            self.rates.update(self._cards.popleft()[1])
+        while self._forward and self._forward[0][0] <= now:
+            self.forward_now = self._forward.popleft()[1]
 
     def record(self, r: Reclaim) -> None:
         cap = self.trace.capacity.get(r.pool_id, 0)
         self.held.append((r.time + r.hold, r.pool_id, math.ceil(cap * r.share)))
         if r.drill:
             return  # drills are excluded from scoring (ADR-33)
-        waves = self.waves[r.pool_id]
-        waves.append((r.time, r.share))
-        recent = [t for t, _ in waves if r.time - t <= self.config.exclusion_window]
+        self.waves[r.pool_id].append((r.time, r.share))
+        self.window_sum[r.pool_id] += r.share
+        recent = self.recent[r.pool_id]
+        recent.append(r.time)
+        while recent and r.time - recent[0] > self.config.exclusion_window:
+            recent.popleft()
         if len(recent) >= self.config.exclusion_waves and self.excluded_until.get(r.pool_id, r.time) <= r.time:
             length = self.cooloff.get(r.pool_id, self.config.exclusion_cooloff / 2) * 2
             self.cooloff[r.pool_id] = length
             self.excluded_until[r.pool_id] = r.time + length
+            recent.clear()
 
     def states(self, now: datetime) -> list[PoolState]:
         self.held = [h for h in self.held if h[0] > now]
         taken: dict[str, int] = defaultdict(int)
         for _, pid, n in self.held:
             taken[pid] += n
+        self._advance_feeds(now)
         window_h = self.config.rank_window.total_seconds() / 3600
         out = []
         for p in self.trace.pools:
             cap = self.trace.capacity.get(p.pool_id, 0)
             waves = self.waves[p.pool_id]
             while waves and now - waves[0][0] > self.config.rank_window:
-                waves.popleft()
-            rate_pct_h = 100.0 * sum(s for _, s in waves) / window_h
+                self.window_sum[p.pool_id] -= waves.popleft()[1]
+            observed_pct_h = 100.0 * max(0.0, self.window_sum[p.pool_id]) / window_h
             free = max(0, cap - taken[p.pool_id])
-            score = composite_score(free / cap if cap else 0.0, rate_pct_h, float(p.discount_ratio))
+            share_now = free / cap if cap else 0.0
+            forward_share, forward_pct_h = self.forward_now.get(p.pool_id, (share_now, observed_pct_h))
+            rate = self.rates[p.pool_id]
+            ratio = float(rate / p.guaranteed_rate_eur_h) if p.guaranteed_rate_eur_h else 1.0
+            # ADR-07/08: forward capacity and interruption (observed, and forecast by the calendar) outweigh rate
+            score = composite_score(min(share_now, forward_share), (observed_pct_h + forward_pct_h) / 2, ratio)
             excluded = self.excluded_until.get(p.pool_id, now) > now
-            out.append(PoolState(p, free, score=score, excluded=excluded))
+            out.append(PoolState(p, free, score=score, excluded=excluded,
+                                 rate_override=None if rate == p.rate_eur_h else rate))
         return out
 
 
@@ -241,20 +265,20 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
                 h.reclaimable[r.pool_id] = n - lost
                 lost_last_step.add(name)
         for name, h in held.items():
-            _accrue(outcome[name], h, by_name[name], pool_by_id, want[name], now, step_s, config, current)
+            _accrue(outcome[name], h, by_name[name], pool_by_id, pools.rates, want[name], now, step_s, config, current)
         now = step_end
     return outcome
 
 
-def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], wanted: int, now: datetime,
-            step_s: int, config: ReplayConfig, current: PlanSet) -> None:
+def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], rates: dict[str, Decimal],
+            wanted: int, now: datetime, step_s: int, config: ReplayConfig, current: PlanSet) -> None:
     step_h = Decimal(step_s) / 3600
     rec_units = sum(n * units_per_instance(pools[p], c) for p, n in h.reclaimable.items())
     floor_units = sum(n * units_per_instance(pools[p], c) for p, n in h.floor.items())
     o.instance_s += sum(h.reclaimable.values()) * step_s
     o.reclaimable_s += min(rec_units, wanted) * step_s
-    o.reclaimable_cost += sum((pools[p].rate_eur_h * n for p, n in h.reclaimable.items()), Decimal(0)) * step_h
-    o.floor_cost += sum((pools[p].rate_eur_h * n for p, n in h.floor.items()), Decimal(0)) * step_h
+    o.reclaimable_cost += sum((rates[p] * n for p, n in h.reclaimable.items()), Decimal(0)) * step_h
+    o.floor_cost += sum((rates[p] * n for p, n in h.floor.items()), Decimal(0)) * step_h
     wp = current.plans.get(c.workload)
     if wp is not None:
         o.depth_premium += wp.depth_premium_eur_h * step_h

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from contracts.pools import Pool
 
@@ -35,6 +36,9 @@ class Trace:
     seed: int = 1
     description: str = ""
     warmup: timedelta = field(default=timedelta(0))  # history before ``start`` the rankings may learn from
+    rate_cards: tuple[tuple[datetime, dict[str, Decimal]], ...] = ()  # (time, pool -> rate), sorted by time
+    # forward-capacity calendar (Blazar, ADR-22/ADR-07): (time, pool -> (free share ahead, expected reclaim %/h))
+    forward: tuple[tuple[datetime, dict[str, tuple[float, float]]], ...] = ()
 
     def __post_init__(self) -> None:
         times = [r.time for r in self.reclaims]

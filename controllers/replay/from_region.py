@@ -1,0 +1,84 @@
+"""Record a replay trace from the simulated region run in virtual time (a month in seconds).
+
+Every reclaim of the region's own reclaimer becomes a wave: per pool and instant, the share of the pool's
+live reclaimable instances that got a notice (or none). Hall-wide reclaims hold their hall's capacity for the
+outage; ordinary waves for ``hold``. Rate cards every five minutes follow the region's utilisation. The
+orchestrator's share of each pool is what other tenants leave free at nominal demand.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from contracts.pools import PurchaseModel
+from contracts.subjects import EventKind
+
+from ..simregion.config import RegionConfig
+from ..simregion.engine import RegionEngine, SimEvent
+from ..simregion.region import price_factor
+from .trace import Reclaim, Trace
+
+__all__ = ["trace_from_region"]
+
+
+def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup_days: float = 7.0,
+                      hold: timedelta = timedelta(hours=1),
+                      forward_horizon: timedelta = timedelta(minutes=30)) -> Trace:
+    """Run the region from ``start - warmup`` to ``start + days`` and return its reclaim trace."""
+    begin = start - timedelta(days=warmup_days)
+    engine = RegionEngine(config, begin)
+    waves: dict[tuple[float, int], list[int]] = defaultdict(lambda: [0, 0, 0])  # (victims, no-notice, hall)
+    live_at: dict[tuple[float, int], int] = {}
+    cards: list[tuple[datetime, dict[str, Decimal]]] = []
+    forward: list[tuple[datetime, dict[str, tuple[float, float]]]] = []
+
+    def on_event(ev: SimEvent) -> None:
+        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.TERMINATED):
+            return
+        no_notice = ev.kind is EventKind.TERMINATED and ev.attributes.get("notice_s") is None
+        if ev.kind is EventKind.TERMINATED and not no_notice:
+            return  # its notice was counted already
+        i = engine.index[ev.pool]
+        key = (ev.time, i)
+        live_at.setdefault(key, len(engine.live[i]) + (1 if no_notice else 0))
+        wave = waves[key]
+        wave[0] += 1
+        wave[1] += 1 if no_notice else 0
+        wave[2] = 1 if ev.cause.startswith("hall-reclaim") else wave[2]
+
+    def on_rate_card(t: float, rows: list[tuple[int, float, int, int]]) -> None:
+        card, ahead = {}, {}
+        later = t + forward_horizon.total_seconds()
+        for row in rows:
+            i, u = row[0], row[1]
+            spec = engine.specs[i]
+            pool = spec.pool
+            card[pool.pool_id] = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(
+                Decimal("0.0001"))
+            if pool.purchase_model is PurchaseModel.RECLAIMABLE:
+                share = engine.capacity(i, later) / spec.slots if spec.slots else 0.0
+                ahead[pool.pool_id] = (share, config.reclaim_rate_pct_h * engine.intensity(pool.aggregate, later))
+        cards.append((engine.at(t), card))
+        forward.append((engine.at(t), ahead))
+
+    engine.on_event.append(on_event)
+    engine.on_rate_card.append(on_rate_card)
+    engine.run_until((days + warmup_days) * 86400.0)
+    reclaims = []
+    for (t, i), (victims, no_notice, hall) in sorted(waves.items()):
+        live = max(live_at[(t, i)], victims)
+        reclaims.append(Reclaim(
+            time=engine.at(t), pool_id=engine.specs[i].pool.pool_id, share=victims / live,
+            no_notice_share=no_notice / victims,
+            hold=timedelta(seconds=config.hall_outage_s) if hall else hold))
+    capacity = {}
+    for spec in engine.specs:
+        free_share = 1.0 - config.occupancy if spec.pool.purchase_model is PurchaseModel.RECLAIMABLE else 1.0
+        capacity[spec.pool.pool_id] = max(1, int(spec.slots * free_share))
+    return Trace(start=start, end=start + timedelta(days=days), pools=tuple(s.pool for s in engine.specs),
+                 capacity=capacity, reclaims=tuple(reclaims), seed=config.seed,
+                 description=f"simulated region {config.region}, seed {config.seed}, {days:g} days "
+                             f"after {warmup_days:g} days of warm-up",
+                 warmup=timedelta(days=warmup_days), rate_cards=tuple(cards), forward=tuple(forward))
