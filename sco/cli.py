@@ -28,6 +28,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.sim",  # sim region serve|catalogue|stats, sim history
     "sco.commands.controller",  # controller run|rebuild
     "sco.commands.report_pages",  # report showback|fleet (issue 7)
+    "sco.commands.simulate",  # simulate --days --strategy (issue 10)
 )
 
 

@@ -1,6 +1,16 @@
 """The replay simulator (ADR-03): virtual time over a reclaim trace with the real planner."""
 
+from .compare import StrategySummary, summarise
 from .engine import PoolHistory, ReplayConfig, WorkloadOutcome, replay
 from .trace import Reclaim, Trace
 
-__all__ = ["PoolHistory", "Reclaim", "ReplayConfig", "Trace", "WorkloadOutcome", "replay"]
+__all__ = [
+    "PoolHistory",
+    "Reclaim",
+    "ReplayConfig",
+    "StrategySummary",
+    "Trace",
+    "WorkloadOutcome",
+    "replay",
+    "summarise",
+]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -206,7 +206,8 @@ class _Held:
 
 
 def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | int = 40,
-           config: ReplayConfig | None = None) -> dict[str, WorkloadOutcome]:
+           config: ReplayConfig | None = None,
+           progress: Callable[[float], None] | None = None) -> dict[str, WorkloadOutcome]:
     """Replay ``trace`` for the contracts' workloads, each claiming ``units`` (per workload or for all)."""
     config = config or ReplayConfig()
     settings = CompilerSettings()
@@ -228,8 +229,11 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
     while pending and pending[0].time < trace.start:  # warm-up history feeds the rankings only
         pools.record(pending.popleft())
     step_s = int(config.step.total_seconds())
+    total_s = (trace.end - trace.start).total_seconds()
     now = trace.start
     while now < trace.end:
+        if progress is not None and now.minute == 0 and now.hour % 6 == 0:
+            progress((now - trace.start).total_seconds() / total_s)
         states = pools.states(now)
         if previous is not None and lost_last_step:
             previous = replace(previous, plans={k: v for k, v in previous.plans.items() if k not in lost_last_step})

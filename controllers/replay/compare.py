@@ -1,0 +1,62 @@
+"""Summaries of replay outcomes: per workload, and strategies side by side on the same trace."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..planning import Strategy
+from .engine import WorkloadOutcome
+
+__all__ = ["StrategySummary", "summarise"]
+
+
+@dataclass(frozen=True)
+class StrategySummary:
+    strategy: Strategy
+    interruptions: int
+    instance_hours: float
+    wasted_unit_hours: float
+    reclaimable_unit_hours: float
+    fallback_starts: int
+    shortfall_unit_hours: float
+    unit_hours_wanted: float
+    counterfactual: Decimal
+    cost: Decimal
+    net_saving: Decimal
+    depth_premium: Decimal
+
+    @property
+    def interruption_rate_pct_h(self) -> float:
+        return 100.0 * self.interruptions / self.instance_hours if self.instance_hours else 0.0
+
+    @property
+    def wasted_pct(self) -> float:
+        return 100.0 * self.wasted_unit_hours / self.reclaimable_unit_hours if self.reclaimable_unit_hours else 0.0
+
+    @property
+    def net_pct(self) -> float:
+        return float(100 * self.net_saving / self.counterfactual) if self.counterfactual else 0.0
+
+    @property
+    def shortfall_pct(self) -> float:
+        return 100.0 * self.shortfall_unit_hours / self.unit_hours_wanted if self.unit_hours_wanted else 0.0
+
+
+def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> StrategySummary:
+    o = list(outcomes.values())
+    return StrategySummary(
+        strategy=strategy,
+        interruptions=sum(x.interruptions for x in o),
+        instance_hours=sum(x.instance_hours for x in o),
+        wasted_unit_hours=sum(x.wasted_unit_hours for x in o),
+        reclaimable_unit_hours=sum(x.reclaimable_unit_hours for x in o),
+        fallback_starts=sum(x.fallback_starts for x in o),
+        shortfall_unit_hours=sum(x.shortfall_unit_hours for x in o),
+        unit_hours_wanted=sum(x.unit_hours_wanted for x in o),
+        counterfactual=sum((x.counterfactual for x in o), Decimal(0)),
+        cost=sum((x.cost for x in o), Decimal(0)),
+        net_saving=sum((x.net_saving for x in o), Decimal(0)),
+        depth_premium=sum((x.depth_premium for x in o), Decimal(0)).quantize(Decimal("0.01")),
+    )

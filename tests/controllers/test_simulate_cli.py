@@ -1,0 +1,31 @@
+"""`sco simulate` as a user runs it: bad input is refused in one line; a short compare run prints the four
+strategies side by side on the same trace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def sco(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(("args", "needle"), [(["--days", "0"], "--days must be between 0 and 400, got 0"),
+                                              (["--units", "0"], "--units must be at least 1, got 0"),
+                                              (["--start", "yesterday"], "--start must be YYYY-MM-DD")])
+def test_bad_input_is_refused_in_one_line(args: list[str], needle: str) -> None:
+    result = sco("simulate", *args)
+    assert result.returncode == 2 and needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
+    result = sco("simulate", "--days", "0.5", "--warmup-days", "0.5", "--strategy", "compare", "--units", "16")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("strategy"))
+    rows = [line.split()[0] for line in lines[header + 2: header + 6]]
+    assert rows == ["ours:", "price-first", "capacity-optimised", "single-cheapest"]
+    assert "rate-card saving" in result.stdout and "reclaim waves" in result.stderr
