@@ -105,6 +105,7 @@ class Controller:
         self.last_return: dict[str, datetime] = {}
         self.refused: set[str] = set()
         self._catalogue: dict[str, Pool] | None = None
+        self._tenure: int | None = None
 
     # --- inputs --------------------------------------------------------------------------------------
     def record_notice(self, workload: str, at: datetime) -> None:
@@ -151,8 +152,13 @@ class Controller:
     # --- one pass ------------------------------------------------------------------------------------
     def step(self) -> PassReport:
         now = self.clock.now()
-        if self._lease(self.conn, self.s.region, self.s.partition, self.s.holder, now, self.s.lease_ttl) is None:
+        lease = self._lease(self.conn, self.s.region, self.s.partition, self.s.holder, now, self.s.lease_ttl)
+        if lease is None:
             return PassReport(leader=False)
+        tenure = getattr(lease, "generation", None)
+        if self._tenure is not None and tenure != self._tenure:  # lost the lease and took it back: a new start
+            self.safety = Safety(self.s.partition, self.s.safety)
+        self._tenure = tenure
         if self.previous is None:
             base = self.store.max_generation()
             self.previous = PlanSet(generation=base, made_at=now, plans={})

@@ -72,7 +72,7 @@ class World:
 def world(pg_migrated_url: str) -> Iterator[World]:
     conn = psycopg.connect(pg_migrated_url, autocommit=True)
     clock = StepClock()
-    region = SimulatedRegion(RegionConfig(**QUIET), clock)  # type: ignore[arg-type]
+    region = SimulatedRegion(RegionConfig(**QUIET), clock)
     yield World(conn, clock, region, CallLog(region, clock), FakeSource(), RecordingRevoker(), [])
     conn.close()
 

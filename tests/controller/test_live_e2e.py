@@ -182,8 +182,9 @@ async def _scenario(etl_ref: str, train_ref: str, cs: dict[str, Any], pg: str, n
         victims = tuple(i.instance_id for i in mine("etl")[:4])
         t0 = time.monotonic()
         region.reclaim(victims, drill=False)
-        replaced = await until("replacement", lambda: [(e, t) for e, t in seen if str(e.kind) == "replaced"
-                                                       and set(str(e.attributes["replaced"]).split(",")) & set(victims)])
+        replaced = await until("replacement", lambda: [
+            (e, t) for e, t in seen
+            if str(e.kind) == "replaced" and set(str(e.attributes["replaced"]).split(",")) & set(victims)])
         assert replaced[0][1] - t0 < 5.0
         await until("the drained events of the stand-in agent",
                     lambda: {e.instance for e, _ in seen if str(e.kind) == "drained"} >= set(victims))
@@ -221,8 +222,10 @@ async def _scenario(etl_ref: str, train_ref: str, cs: dict[str, Any], pg: str, n
         assert hooks[0]["alerts"][0]["labels"]["approver"] == "cfo@example.org"
         assert "h1" not in {i.hall for i in mine("train") if i.metadata["sco_purpose"] == "floor"}
         with conns[2].transaction():
-            spent = conns[2].execute("SELECT coalesce(sum(amount_eur), 0) FROM spend_reservations WHERE "
-                                     "workload = 'train' AND state IN ('held', 'consumed')").fetchone()[0]
+            row = conns[2].execute("SELECT coalesce(sum(amount_eur), 0) FROM spend_reservations WHERE "
+                                   "workload = 'train' AND state IN ('held', 'consumed')").fetchone()
+        assert row is not None
+        spent = row[0]
         assert 0 < Decimal(spent) <= Decimal(60)
     finally:
         stop.set()

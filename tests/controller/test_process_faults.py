@@ -101,7 +101,9 @@ def test_killing_the_controller_mid_plan_and_restarting_gives_two_read_only_cycl
     plans = {r[0]: json.loads(r[1]) for r in conn.execute("SELECT workload, plan::text FROM plans WHERE in_force")}
     wanted = Counter({(w, a["pool"], a["purpose"]): a["instances"] for w, p in plans.items() for a in p["allocations"]})
     assert 0 < at_kill < sum(wanted.values()), "the kill must land between the first and the last launch"
-    before = conn.execute("SELECT coalesce(max(id), 0) FROM controller_cycles").fetchone()[0]
+    row = conn.execute("SELECT coalesce(max(id), 0) FROM controller_cycles").fetchone()
+    assert row is not None
+    before = row[0]
 
     second = _controller(tmp_path, region_url, pg_migrated_url, bundle, "second.log", passes=40)
     assert second.wait(120) == 0, (tmp_path / "second.log").read_text()
