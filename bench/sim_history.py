@@ -10,6 +10,7 @@ second) and the rows written. ClickHouse is chDB in process unless --clickhouse 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -33,18 +34,18 @@ def main() -> None:
     config = RegionConfig(seed=args.seed, pools=args.pools)
     start = datetime(2026, 1, 1, tzinfo=UTC)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     engine = RegionEngine(config, start)
     engine.run_until(args.days * 86400.0)
-    baseline = time.perf_counter() - t0
+    baseline, baseline_cpu = time.perf_counter() - t0, time.process_time() - c0
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.clickhouse or f"chdb://{Path(tmp) / 'ch'}"
         client = clickhouse.client(url)
         migrate_clickhouse(client)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = write_history(client, config, days=args.days, start=start)
-        elapsed = time.perf_counter() - t0
+        elapsed, elapsed_cpu = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         counted = client.query("SELECT count() FROM events").result_rows[0][0]
         rates = client.query("SELECT count() FROM rate_cards").result_rows[0][0]
@@ -52,9 +53,11 @@ def main() -> None:
 
     print(f"sim history: {args.days} days x {report.pools} pools -> {report.events:,} events + "
           f"{report.rate_card_rows:,} rate-card rows in {elapsed:.1f} s "
-          f"({(report.events + report.rate_card_rows) / elapsed:,.0f} rows/s) [{url.split(':')[0]}]")
-    print(f"baseline (engine only, same days): {baseline:.1f} s = {args.days / baseline:.1f} simulated days/s; "
-          f"history/baseline = {elapsed / baseline:.2f}x")
+          f"({(report.events + report.rate_card_rows) / elapsed:,.0f} rows/s; CPU {elapsed_cpu:.1f} s) "
+          f"[{url.split(':')[0]}]")
+    print(f"baseline (engine only, same days): {baseline:.1f} s (CPU {baseline_cpu:.1f} s) = "
+          f"{args.days / baseline:.1f} simulated days/s; history/baseline = {elapsed / baseline:.2f}x")
+    print(f"machine load while measuring: {os.getloadavg()[0]:.1f} (1-min load average)")
     print(f"reclaims {report.reclaimed:,} ({report.reclaim_rate_pct_h:.2f} %/h); read back {counted:,} events, "
           f"{rates:,} rate-card rows in {query_s * 1000:.0f} ms")
 

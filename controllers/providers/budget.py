@@ -46,8 +46,8 @@ class TokenBucket:
         """Spend ``tokens`` and return 0, or return the seconds to wait (spending nothing)."""
         with self._lock:
             self._refill()
-            if self._tokens >= tokens:
-                self._tokens -= tokens
+            if self._tokens >= tokens - 1e-9:  # float refills land a hair short of a whole token
+                self._tokens = max(self._tokens - tokens, 0.0)
                 self.spent += 1
                 return 0.0
             return (tokens - self._tokens) / self.rate
