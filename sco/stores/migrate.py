@@ -81,5 +81,6 @@ def migrate_clickhouse(client: Any, directory: Path | None = None) -> MigrationR
     for migration in todo:
         for statement in split_statements(migration.sql):
             client.command(statement)
-        client.insert("schema_migrations", [[migration.name, migration.checksum]], column_names=["name", "checksum"])
+        client.command("INSERT INTO schema_migrations (name, checksum) VALUES ({name:String}, {checksum:String})",
+                       parameters={"name": migration.name, "checksum": migration.checksum})
     return MigrationReport(tuple(m.name for m in todo), tuple(skipped), tuple(changed))
