@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from contracts.provider import InstanceStatus, LaunchRequest, OwnerTags
+from contracts.provider import InstanceStatus, LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import InvalidRequest, NotFound, NotOwned, QuotaExceeded
 
 pytestmark = [
@@ -36,6 +36,8 @@ def env() -> Iterator[dict[str, Any]]:
     calls: list[str] = []
     provider = OpenStackProvider.from_clouds_yaml(CLOUDS, "sco-testbed", image=doc["sco"]["image"],
                                                   project=doc["sco"]["project"], mutating_hook=calls.append)
+    typed: Provider = provider  # mypy checks the adapter against the written contract
+    assert isinstance(typed, Provider)
     admin = _connect(**doc["clouds"]["sco-testbed-admin"])
     workload = f"w-{uuid.uuid4().hex[:8]}"
     yield {"provider": provider, "calls": calls, "admin": admin, "doc": doc, "workload": workload,

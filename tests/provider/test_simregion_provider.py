@@ -39,7 +39,8 @@ def test_the_region_has_about_140_reclaimable_pools_plus_committed_and_guarantee
     assert {r.business_unit for r in region.reservations()} == {"analytics", "research", "media"}
     assert all(r.business_unit == "media" for r in region.reservations("media"))
     assert len(make_region(pools=40)[0].catalogue().pools) == 40 + 45 + 15
-    assert isinstance(region, Provider)
+    typed: Provider = region
+    assert isinstance(typed, Provider)
 
 
 def test_ten_instances_launch_in_one_call_are_listed_by_tag_and_terminated() -> None:
@@ -159,6 +160,8 @@ def test_over_http_the_typed_errors_arrive_with_their_values(served: tuple[Simul
 
     region, url = served
     client = SimulatedProvider(url, region="r1")
+    typed: Provider = client  # mypy checks the HTTP client against the written contract
+    assert isinstance(typed, Provider)
     pool = _reclaimable(region)
     assert len(client.catalogue().pools) == len(region.catalogue().pools)
     made = client.launch(LaunchRequest(pool_id=pool, count=10, owner=_owner(pool)))
