@@ -156,6 +156,10 @@ def _multipart(body: bytes, content_type: str) -> tuple[dict[str, str], bool]:
 def parse_request(params: Mapping[str, str], headers: Mapping[str, str], body: bytes) -> Request:
     """Build a :class:`Request` from the URL parameters, the headers and the (still encoded) body."""
     merged = dict(params)
+    for flag in ("compress", "decompress"):  # ClickHouse's own block compression (not HTTP Content-Encoding)
+        if merged.get(flag, "0") not in ("0", ""):
+            raise ClickHouseError.make(48, "NOT_IMPLEMENTED", f"{flag}=1 (ClickHouse native block compression) is "
+                                       "not supported by the embedded front end; use Content-Encoding instead")
     body = decompress(body, headers.get("content-encoding", ""))
     ctype = headers.get("content-type", "")
     if ctype.lower().startswith("multipart/form-data"):

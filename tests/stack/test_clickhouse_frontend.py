@@ -153,3 +153,9 @@ def test_concurrent_clients_are_served_one_query_at_a_time_without_mixing_result
         t.join()
     assert errors == []
     assert http(clickhouse_url, b"SELECT count(), uniqExact(k) FROM c").body == b"160\t8\n"
+
+
+def test_clickhouse_native_block_compression_is_refused_clearly(clickhouse_server: ClickHouseProcess) -> None:
+    reply = http(_q(clickhouse_server, query="SELECT 1", compress="1"))
+    assert (reply.status, reply.headers["X-ClickHouse-Exception-Code"]) == (501, "48")
+    assert b"Content-Encoding" in reply.body

@@ -14,7 +14,7 @@ from contracts.events import Event
 from contracts.subjects import EVENTS_STREAM, EventKind
 from sco.stores import clickhouse, outbox, postgres
 from sco.stores import nats as sco_nats
-from sco.stores.ingest import CONSUMER, run
+from sco.stores.ingest import CONSUMER, drain, run
 from tests.stack.helpers import make_event
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,4 +133,14 @@ def test_killing_the_relay_between_publish_and_mark_sent_duplicates_nothing_down
     client = clickhouse.client(clickhouse_migrated_url)
     assert client.command("SELECT count() FROM events") == 50  # no FINAL: no duplicate row at all
     assert client.command("SELECT count() FROM audit_actions FINAL") == 25
+    client.close()
+
+
+def test_drain_ingests_what_is_waiting_and_returns_for_a_dagster_sensor(
+        nats_url: str, clickhouse_migrated_url: str) -> None:
+    asyncio.run(_publish(nats_url, [make_event(i) for i in range(7)]))
+    assert drain(nats_url, clickhouse_migrated_url) == 7
+    assert drain(nats_url, clickhouse_migrated_url) == 0
+    client = clickhouse.client(clickhouse_migrated_url)
+    assert client.command("SELECT count() FROM events") == 7
     client.close()
