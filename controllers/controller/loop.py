@@ -210,7 +210,7 @@ class Controller:
                     notices_by_slot[o.key].append(o.instance_id)
             for a in gated.launches:
                 try:
-                    launched += self._launch(a, now, notices_by_slot.get(a.key, []))
+                    launched += len(self._launch(a, now, notices_by_slot.get(a.key, [])))
                 except Throttled:
                     throttled = True
                     break
@@ -244,7 +244,7 @@ class Controller:
         found = [c for c in self.contracts.values() if c.workload == workload]
         return max(found, key=lambda c: c.version) if found else None
 
-    def _launch(self, a: Launch, now: datetime, replacing: list[str]) -> int:
+    def _launch(self, a: Launch, now: datetime, replacing: list[str]) -> list[Observed]:
         contract = self._contract(a.workload)
         request = LaunchRequest(
             pool_id=a.key.pool, count=a.count,
@@ -259,7 +259,7 @@ class Controller:
         except (CapacityUnavailable, QuotaExceeded, NotFound) as exc:
             self.store.emit([self._event(Note("launch-failed", str(exc), a.workload, a.key.pool, attributes={
                 "count": a.count, "launch_key": a.launch_key}), now)])
-            return 0
+            return []
         obs = observe(made)
         cause = (f"replacement of {', '.join(replacing[:5])}" if replacing else f"plan generation {a.generation}")
         events = [self._event(Note("placed", cause, a.workload, a.key.pool, attributes={
@@ -269,7 +269,7 @@ class Controller:
             events.append(self._event(Note("replaced", cause, a.workload, a.key.pool, attributes={
                 "replaced": ",".join(replacing), "count": len(made)}), now))
         self.store.launched(obs, events, now)
-        return len(made)
+        return obs
 
     def _terminate(self, t: Terminate, now: datetime) -> int:
         o = t.instance
@@ -358,13 +358,14 @@ class Controller:
                        planned.generation, fl.tier, fl.cause,
                        f"{self.s.partition}/{fl.workload}/{fl.pool_id}/fallback/{rid}")
             try:
-                n = self._launch(a, now, [])
+                made = self._launch(a, now, [])
             except (Throttled, ProviderError):
-                n = 0
-            if n:
-                ledger.consume(self.conn, rid, fl.workload, self.s.region, [], fl.pool_id, fl.amount_eur, now)
+                made = []
+            if made:
+                ledger.consume(self.conn, rid, fl.workload, self.s.region, [o.instance_id for o in made], fl.pool_id,
+                               fl.amount_eur, now)
                 notes.append(Note("fallback-started", fl.cause, fl.workload, fl.pool_id, attributes={
-                    "instances": n, "reserved_eur": str(fl.amount_eur), "reservation": str(rid)}))
+                    "instances": len(made), "reserved_eur": str(fl.amount_eur), "reservation": str(rid)}))
             else:
                 ledger.release(self.conn, rid)
         for ar in decisions.approvals:
