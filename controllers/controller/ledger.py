@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["CapExceeded", "committed_24h", "consume", "release", "reserve"]
+__all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve"]
 
 _WINDOW = timedelta(hours=24)
 
@@ -29,6 +29,13 @@ def committed_24h(conn: Any, workload: str, now: datetime) -> Decimal:
         "SELECT coalesce(sum(amount_eur), 0) FROM spend_reservations WHERE workload = %s AND state IN "
         "('held', 'consumed') AND window_start > %s", (workload, now - _WINDOW)).fetchone()
     return Decimal(row[0])
+
+
+def committed_by_workload(conn: Any, now: datetime) -> dict[str, Decimal]:
+    """``committed_24h`` of every workload in one query."""
+    return {r[0]: Decimal(r[1]) for r in conn.execute(
+        "SELECT workload, sum(amount_eur) FROM spend_reservations WHERE state IN ('held', 'consumed') AND "
+        "window_start > %s GROUP BY workload", (now - _WINDOW,))}
 
 
 def reserve(conn: Any, workload: str, region: str, amount: Decimal, cap: Decimal, now: datetime,

@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from contracts.events import Event
@@ -298,6 +299,8 @@ class Controller:
                   notes: list[Note], *, dry: bool) -> list[Terminate]:
         needs = []
         approvals = self.store.approvals()
+        with self.conn.transaction():
+            committed = ledger.committed_by_workload(self.conn, now)
         by_workload: dict[str, list[Observed]] = defaultdict(list)
         for o in observed:
             by_workload[o.workload].append(o)
@@ -332,7 +335,7 @@ class Controller:
                 workload=w, tier=str(contract.base_tier), units_wanted=max(0, wanted),
                 short_since=self.short_since.get(w),
                 breach=breach, deadline_risk=bool(contract.deadline) and p.shortfall_units > 0,
-                spend_cap_eur=contract.spend_cap_24h_eur, committed_eur=ledger.committed_24h(self.conn, w, now),
+                spend_cap_eur=contract.spend_cap_24h_eur, committed_eur=committed.get(w, Decimal(0)),
                 approver=contract.approver, options=options,
                 fallback_running=tuple((o.instance_id, o.launched_at or now) for o in mine
                                        if o.purpose is Purpose.FALLBACK and o.live),

@@ -100,32 +100,36 @@ class Store:
         """Rows for tagged instances that have none (after a crash between launch and write, or a rebuild).
         Existing rows keep the ownership they recorded: that is what termination compares tags against."""
         with self.conn.transaction():
-            n = 0
-            for o in observed:
-                cur = self.conn.execute(
-                    "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
-                    "purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES "
-                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (instance_id) DO NOTHING",
-                    (o.instance_id, self.region, o.partition, o.pool, o.workload, o.generation, _state(o.status),
-                     "reclaimable" if o.purpose == "reclaimable" else "guaranteed",
-                     json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
-                                 "generation": o.generation}), o.launched_at or now, str(o.purpose), o.hall, o.name))
-                n += cur.rowcount
-            return n
+            known = {r[0] for r in self.conn.execute(
+                "SELECT instance_id FROM instances WHERE instance_id = ANY(%s)", ([o.instance_id for o in observed],))}
+            missing = [o for o in observed if o.instance_id not in known]
+            if missing:
+                with self.conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, "
+                        "state, purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES "
+                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (instance_id) DO NOTHING",
+                        [(o.instance_id, self.region, o.partition, o.pool, o.workload, o.generation, _state(o.status),
+                          "reclaimable" if o.purpose == "reclaimable" else "guaranteed",
+                          json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
+                                      "generation": o.generation}), o.launched_at or now, str(o.purpose), o.hall,
+                          o.name) for o in missing])
+            return len(missing)
 
     def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> None:
-        """Refresh states and the idle-observation counters (reset when the scheduler reports work)."""
-        seen = {o.instance_id for o in observed}
+        """Refresh states and the idle-observation counters (reset when the scheduler reports work), in one
+        statement; rows whose instance the provider no longer lists become ``lost``."""
+        ids = [o.instance_id for o in observed]
         with self.conn.transaction():
-            for o in observed:
-                self.conn.execute(
-                    "UPDATE instances SET state = %s, updated_at = now(), idle_observations = CASE WHEN %s THEN "
-                    "idle_observations + 1 ELSE 0 END WHERE instance_id = %s AND state <> 'terminated'",
-                    (_state(o.status), o.name in idle_names, o.instance_id))
+            self.conn.execute(
+                "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
+                "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%s::text[], %s::text[], %s::bool[]) "
+                "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
+                (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
             self.conn.execute(
                 "UPDATE instances SET state = 'lost', updated_at = now() WHERE region = %s AND partition = %s AND "
                 "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s))",
-                (self.region, self.partition, list(seen)))
+                (self.region, self.partition, ids))
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
         with self.conn.transaction():
