@@ -13,6 +13,7 @@ Run it as ``sco ingest`` (a loop) or call :func:`drain` from a Dagster sensor (o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
@@ -92,19 +93,28 @@ class Ingest:
         self._sub = await self.js.pull_subscribe(EVENT_SUBJECT, durable=self.durable, stream=EVENTS_STREAM,
                                                  config=config)
 
-    async def step(self) -> int:
-        """Fetch, insert and acknowledge one batch; the number of messages settled (0: nothing waiting)."""
+    async def _fetch(self) -> list[Any]:
         import nats.errors
 
         try:
-            messages = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout)
+            messages: list[Any] = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout)
         except (TimeoutError, nats.errors.TimeoutError):
-            return 0
-        batch = split_batch(messages)
-        if batch.rows:
-            await asyncio.to_thread(self._insert_rows, batch)
-        if batch.dead:
-            await self._dead_letter(batch.dead)
+            return []
+        return messages
+
+    async def _settle(self, messages: list[Any]) -> int:
+        """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery."""
+        try:
+            batch = split_batch(messages)
+            if batch.rows:
+                await asyncio.to_thread(self._insert_rows, batch)
+            if batch.dead:
+                await self._dead_letter(batch.dead)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                for msg in messages:
+                    await msg.nak(delay=1)
+            raise
         for msg in batch.good:
             await msg.ack()
         for msg, _ in batch.dead:
@@ -113,6 +123,11 @@ class Ingest:
         self.inserted += len(batch.good)
         self.dead_lettered += len(batch.dead)
         return len(messages)
+
+    async def step(self) -> int:
+        """Fetch, insert and acknowledge one batch; the number of messages settled (0: nothing waiting)."""
+        messages = await self._fetch()
+        return await self._settle(messages) if messages else 0
 
     def _insert_rows(self, batch: Batch) -> None:
         from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
@@ -149,25 +164,41 @@ class Ingest:
             log.warning("dead-lettered %s seq %s: %s", msg.subject, _seq(msg), reason)
 
     async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
-        """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing)."""
+        """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing).
+
+        Pipelined: the next batch is fetched while the previous one is inserted and acknowledged.
+        """
+        stop = stop or asyncio.Event()
+        pending: asyncio.Task[int] | None = None
+        while not stop.is_set():
+            messages: list[Any] = []
+            try:
+                messages = await self._fetch()
+            except Exception as exc:
+                await self._retry(exc)
+            if pending is not None:
+                try:
+                    await pending
+                except Exception as exc:
+                    await self._retry(exc)
+                pending = None
+            if messages:
+                pending = asyncio.create_task(self._settle(messages))
+            elif idle_exit:
+                return
+        if pending is not None:
+            await pending
+
+    @staticmethod
+    async def _retry(exc: Exception) -> None:
+        """Stores away (NATS reconnecting, ClickHouse down): log, pause, go on. Anything else is a bug."""
         from clickhouse_connect.driver.exceptions import OperationalError
 
-        stop = stop or asyncio.Event()
-        while not stop.is_set():
-            try:
-                settled = await self.step()
-            except (OperationalError, ConnectionError, OSError) as exc:
-                log.warning("ingest: store unavailable (%s); retrying", exc)
-                await asyncio.sleep(0.5)
-                continue
-            except Exception as exc:  # NATS reconnecting, a consumer hiccup: retry, never exit
-                if type(exc).__module__.startswith("nats"):
-                    log.warning("ingest: NATS error %s: %s; retrying", type(exc).__name__, exc)
-                    await asyncio.sleep(0.2)
-                    continue
-                raise
-            if settled == 0 and idle_exit:
-                return
+        if isinstance(exc, OperationalError | ConnectionError | OSError) or type(exc).__module__.startswith("nats"):
+            log.warning("ingest: %s: %s; retrying", type(exc).__name__, exc)
+            await asyncio.sleep(0.5)
+            return
+        raise exc
 
 
 EVENT_SUBJECT = "sco.events.>"
