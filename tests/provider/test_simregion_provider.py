@@ -183,3 +183,56 @@ def test_over_http_the_typed_errors_arrive_with_their_values(served: tuple[Simul
     assert client.notice(made[1].instance_id) is None
     assert client.rate_card().entries and client.forward_capacity(timedelta(hours=1))
     assert client.reservations("research")
+
+
+def test_the_openstack_adapter_takes_rate_card_reservations_and_reclaim_from_the_provider_feeds(
+        served: tuple[SimulatedRegion, str]) -> None:
+    from controllers.providers.feeds import FeedClient
+    from controllers.providers.openstack import OpenStackProvider
+
+    region, url = served
+    pool = _reclaimable(region)
+    (inst,) = region.launch(LaunchRequest(pool_id=pool, count=1, owner=_owner(pool)))
+    calls: list[str] = []
+    adapter = OpenStackProvider(None, region="r1", image="sco-tiny", feeds=FeedClient(url), mutating_hook=calls.append)
+    card = adapter.rate_card()
+    assert card.rate(pool).guaranteed_rate_eur_h > card.rate(pool).rate_eur_h
+    assert {r.business_unit for r in adapter.reservations()} == {"analytics", "research", "media"}
+    assert len(adapter.forward_capacity(timedelta(minutes=30))) == 141
+    receipt = adapter.reclaim((inst.instance_id,))
+    assert receipt.instances == (inst.instance_id,) and receipt.drill and calls == ["reclaim"]
+    notice = FeedClient(url).notice(inst.instance_id)
+    assert notice is not None and notice.terminate_at == receipt.terminate_at
+
+
+def test_sco_sim_region_serve_answers_http_and_stops_on_sigterm() -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "sco.cli", "sim", "region", "serve", "--nats", "none",
+                             "--port", str(port), "--pools", "20", "--speed", "60"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as resp:
+                    health = json.loads(resp.read())
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "sco sim region serve did not answer"
+                time.sleep(0.2)
+        assert health["region"] == "r1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/catalogue", timeout=5) as resp:
+            assert len(json.loads(resp.read())) == 20 + 45 + 15
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+        assert proc.returncode == 0, err
