@@ -22,7 +22,8 @@ EVICT_BLOCKED = "blocked"  # refused for now (Kubernetes 429: a PodDisruptionBud
 
 class SchedulerAdapter(Protocol):
     """Drain through the scheduler. Every call must answer within ``scheduler_timeout_s`` (800 ms) or the
-    engine switches to the local path."""
+    engine switches to the local path. An adapter may also offer an asyncio twin of any method, named with
+    an ``a`` prefix (``amark_unschedulable``...); the engine then awaits it instead of using a thread."""
 
     name: str
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import signal
@@ -54,6 +55,8 @@ async def _run(cfg: AgentConfig) -> int:
     assert isinstance(agent, Agent)
     server = serve_metrics(agent.metrics, cfg.metrics_host, cfg.metrics_port) if cfg.metrics_port else None
     await agent.start()
+    gc.collect()
+    gc.freeze()  # what boot loaded stays: later collections scan only what the notice path allocates
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -17,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from contracts.subjects import EventKind
 
 from .adapters import EVICT_BLOCKED, EVICT_GONE, Credentials, LocalActuator, LocalPlan, SchedulerAdapter
 from .model import Contract, Unit
 
-__all__ = ["DrainEngine", "DrainReport", "order_workloads"]
+__all__ = ["DrainEngine", "DrainReport", "first_actions_pending", "order_workloads", "yield_to_first_actions"]
 
 log = logging.getLogger("sco.agent.drain")
 T = TypeVar("T")
@@ -36,6 +37,41 @@ FINISH_MARGIN_S = 1.0  # finish (requeue) this long before the deadline
 POLL_S = 0.25
 RETRY_S = 1.0  # eviction retry after a 429 (or the server's Retry-After)
 DEFAULT_BUDGET_S = 30
+
+
+class _FirstActions:
+    """Drains in this process whose first action is still pending. Everything else a drain does (and the
+    event shipping) waits while any is pending: the taint/cordon bounds the 2 s target, the rest has the
+    drain budget. One ``asyncio.Event`` per event loop, set when nothing is pending."""
+
+    pending = 0
+    _idle: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event]] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def _event(cls) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        event = cls._idle.get(loop)
+        if event is None:
+            event = cls._idle[loop] = asyncio.Event()
+            if cls.pending == 0:
+                event.set()
+        return event
+
+    @classmethod
+    def begin(cls) -> None:
+        cls.pending += 1
+        cls._event().clear()
+
+    @classmethod
+    def end(cls) -> None:
+        cls.pending = max(0, cls.pending - 1)
+        if cls.pending == 0:
+            cls._event().set()
+
+    @classmethod
+    async def yield_to_pending(cls) -> None:
+        if cls.pending > 0:
+            await cls._event().wait()
 
 
 class SchedulerSlow(Exception):
@@ -52,6 +88,15 @@ class DrainReport:
     revoked: list[str] = field(default_factory=list)
     leases_released: int = 0
     done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def first_actions_pending() -> int:
+    return _FirstActions.pending
+
+
+async def yield_to_first_actions() -> None:
+    """Return once no drain in this process is waiting for its first action."""
+    await _FirstActions.yield_to_pending()
 
 
 def order_workloads(contracts: list[Contract]) -> list[Contract]:
@@ -86,7 +131,11 @@ class DrainEngine:
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self.local:
             raise SchedulerSlow("already draining locally")
+        native = getattr(self.scheduler, "a" + fn.__name__, None)  # an asyncio twin: no thread hand-off
         try:
+            if native is not None:
+                result: T = await asyncio.wait_for(native(*args), self.timeout)
+                return result
             return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.timeout)
         except TimeoutError:
             raise SchedulerSlow(f"{self.scheduler.name} did not answer {fn.__name__} within "
@@ -95,22 +144,35 @@ class DrainEngine:
             raise SchedulerSlow(f"{self.scheduler.name} {fn.__name__} failed: {exc}") from None
 
     async def drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
-                    drill: bool, terminate_in_s: float | None, selected: set[str] | None = None) -> DrainReport:
-        """Drain the node. ``selected``: only these contract refs (advisory drain); None = everything."""
+                    drill: bool, terminate_in_s: float | None, selected: set[str] | None = None,
+                    announce: Callable[[], None] | None = None) -> DrainReport:
+        """Drain the node. ``selected``: only these contract refs (advisory drain); None = everything.
+        ``announce`` emits the notice's own event; it is called after the first action, before any other."""
         report = DrainReport(notice_id)
         ev = dict(cause=cause, drill=drill)
         base = {"notice_id": notice_id}
         reason = f"sco reclaim notice {notice_id}"
+        _FirstActions.begin()
         try:
             await self._call(self.scheduler.mark_unschedulable, reason)
             self.unschedulable = True
             report.first_action_s = self.monotonic() - received
+            _FirstActions.end()
             if self.on_first_action:
                 self.on_first_action(report.first_action_s)
+            await _FirstActions.yield_to_pending()
+            if announce is not None:
+                announce()
             self.emit(EventKind.DRAIN_STARTED, **ev, attributes={**base, "step": "unschedulable",
                       "first_action_ms": round(report.first_action_s * 1000)})
         except SchedulerSlow as exc:
+            _FirstActions.end()
+            if announce is not None:
+                announce()
             await self._go_local(report, received, contracts, [], str(exc), ev, base, terminate_in_s)
+        except BaseException:
+            _FirstActions.end()
+            raise
         units: list[Unit] = []
         if not self.local:
             try:

@@ -24,12 +24,12 @@ from contracts.subjects import EventKind, advisory_subject, notice_subject
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .bundle import BundleStore, fetch_bundle
 from .config import AgentConfig, UserData
-from .drain import DrainEngine, DrainReport
+from .drain import DrainEngine, DrainReport, yield_to_first_actions
 from .events import make_event, subject_of
 from .metrics import Metrics
 from .model import AgentError
 from .notices import Notice, NoticeGate, parse_metadata, parse_notice
-from .spool import Spool
+from .spool import Spool, SpoolEntry
 
 __all__ = ["Agent", "Clock", "SystemClock"]
 
@@ -77,7 +77,8 @@ class Agent:
     def __init__(self, config: AgentConfig, userdata: UserData, public_key_pem: bytes,
                  scheduler: SchedulerAdapter, actuator: LocalActuator, credentials: Credentials | None = None,
                  clock: Clock | None = None, metrics: Metrics | None = None,
-                 on_first_action: Callable[[float], None] | None = None) -> None:
+                 on_first_action: Callable[[float], None] | None = None,
+                 writer: ThreadPoolExecutor | None = None) -> None:
         self.cfg = config
         self.userdata = userdata
         self.node = userdata.node
@@ -92,7 +93,9 @@ class Agent:
         self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
                                   self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
         self._first_action_cb = on_first_action
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sco-agent-spool")
+        # one thread writes the spool in order, off the event loop (the bench shares one across agents)
+        self._own_writer = writer is None
+        self._writer = writer or ThreadPoolExecutor(1, thread_name_prefix="sco-agent-spool")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
@@ -165,7 +168,8 @@ class Agent:
                 await self.nc.close()
             self.nc = None
         await asyncio.get_running_loop().run_in_executor(self._writer, lambda: None)  # flush the spool writer
-        self._writer.shutdown(wait=True)
+        if self._own_writer:
+            self._writer.shutdown(wait=True)
 
     async def attach(self, nc: Any) -> None:
         """Subscribe this agent's notice subjects on a connected client (also used by the bench)."""
@@ -249,13 +253,18 @@ class Agent:
         if notice.kind == "notice":
             self.draining = True
         self._current_notice = notice
+        kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
+        generation = self.bundles.current.generation if self.bundles.current else 0
+
+        def announce() -> None:  # the notice's event: spooled right after the first action, before the rest
+            self._emit(kind, cause=notice.cause, drill=notice.drill, attributes=self._notice_attrs(
+                notice, action="drain", bundle_generation=generation))
+
         task = asyncio.get_running_loop().create_task(self.engine.drain(
-            notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected))
+            notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected,
+            announce))
         self.drains.append(task)
         task.add_done_callback(self._drain_done)
-        kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
-        self._emit(kind, cause=notice.cause, drill=notice.drill, attributes=self._notice_attrs(
-            notice, action="drain", bundle_generation=self.bundles.current.generation if self.bundles.current else 0))
 
     def _notice_attrs(self, notice: Notice, **extra: Any) -> dict[str, Any]:
         attrs: dict[str, Any] = {"notice_id": notice.notice_id, "channel": notice.channel}
@@ -334,35 +343,54 @@ class Agent:
             fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._wake.set))
 
     async def _ship_loop(self) -> None:
+        """Ship spooled events in order. File reads and deletes run on the spool's writer thread, never on
+        the event loop, and shipping waits while a drain's first action is pending: the notice path first."""
+        loop = asyncio.get_running_loop()
         backoff = 0.5
         while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=30)
             self._wake.clear()
+            await yield_to_first_actions()
             nc = self.nc
             if nc is None or not nc.is_connected:
                 continue
             js = nc.jetstream()
             try:
                 while True:
-                    batch = self.spool.head(64)
+                    batch = await loop.run_in_executor(self._writer, self._read_batch)
                     if not batch:
                         break
-                    for entry in batch:
-                        data = entry.path.read_bytes()
-                        event = json.loads(data)
-                        await js.publish(subject_of(event), data, timeout=2.0,
-                                         headers={"Nats-Msg-Id": str(event["event_id"])})
-                        self.spool.ack(entry)
-                        self.metrics.inc("sco_agent_events_shipped_total")
+                    done = []
+                    try:
+                        for entry, data, event_id, subject in batch:
+                            await js.publish(subject, data, timeout=2.0, headers={"Nats-Msg-Id": event_id})
+                            done.append(entry)
+                            self.metrics.inc("sco_agent_events_shipped_total")
+                    finally:
+                        await loop.run_in_executor(self._writer, self._ack_batch, done)
                 backoff = 0.5
-            except FileNotFoundError:
-                self._wake.set()  # an entry was dropped by the bound while we shipped: go again
             except Exception as exc:  # NATS down, stream missing, timeout: keep the spool, retry
                 log.info("event shipping paused (%s); %d spooled", exc, self.spool.depth)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
                 self._wake.set()
+
+    def _read_batch(self, limit: int = 64) -> list[tuple[SpoolEntry, bytes, str, str]]:
+        out = []
+        for entry in self.spool.head(limit):
+            try:
+                data = entry.path.read_bytes()
+                event = json.loads(data)
+            except (OSError, ValueError):
+                self.spool.ack(entry)  # dropped by the bound meanwhile, or unreadable: nothing to ship
+                continue
+            out.append((entry, data, str(event["event_id"]), subject_of(event)))
+        return out
+
+    def _ack_batch(self, entries: list[SpoolEntry]) -> None:
+        for entry in entries:
+            self.spool.ack(entry)
 
     async def flush_events(self, timeout: float = 10.0) -> bool:
         """Wait until the spool is empty (tests, shutdown). Returns False on timeout."""

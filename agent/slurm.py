@@ -3,6 +3,8 @@ or requeue; notes/slurm-on-one-host.md). Jobs carry their contract as ``--commen
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -23,6 +25,13 @@ class SlurmError(AgentError):
 def _signal_name(signal: str) -> str:
     name = signal.upper()
     return name[3:] if name.startswith("SIG") else name
+
+
+def _gone_or_raise(exc: SlurmError) -> str:
+    text = str(exc)
+    if "Invalid job id" in text or "already completing" in text or "completed" in text:
+        return EVICT_GONE
+    raise exc
 
 
 def contract_from_comment(comment: str) -> str | None:
@@ -56,11 +65,48 @@ class SlurmAdapter:
             raise SlurmError(f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()}")
         return proc.stdout
 
+    async def _arun(self, *argv: str) -> str:
+        """The asyncio twin of ``_run``: no thread; when the engine's 800 ms deadline cancels the call, the
+        client process is killed instead of lingering in a thread."""
+        cmd = [str(Path(self.bin) / argv[0]) if self.bin else argv[0], *argv[1:]]
+        try:
+            proc = await asyncio.create_subprocess_exec(*cmd, env=self.env, stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.PIPE)
+        except OSError as exc:
+            raise SlurmError(f"{' '.join(cmd)} failed: {exc}") from None
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), self.timeout)
+        except BaseException:  # cancelled (deadline) or timed out: do not leave the client behind
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.wait())
+            raise
+        if proc.returncode != 0:
+            text = (err or out).decode(errors="replace").strip()
+            raise SlurmError(f"{' '.join(cmd)} exited {proc.returncode}: {text}")
+        return out.decode(errors="replace")
+
     def mark_unschedulable(self, reason: str) -> None:
-        self._run("scontrol", "update", f"nodename={self.node}", "state=drain", f"reason={reason}")
+        self._run(*self._drain_argv(reason))
+
+    async def amark_unschedulable(self, reason: str) -> None:
+        await self._arun(*self._drain_argv(reason))
+
+    def _drain_argv(self, reason: str) -> tuple[str, ...]:
+        return ("scontrol", "update", f"nodename={self.node}", "state=drain", f"reason={reason}")
 
     def units(self) -> list[Unit]:
-        out = self._run("squeue", "-h", "-w", self.node, "-t", ACTIVE_STATES, "-o", "%i|%T|%k")
+        return self._parse_units(self._run(*self._units_argv()))
+
+    async def aunits(self) -> list[Unit]:
+        return self._parse_units(await self._arun(*self._units_argv()))
+
+    def _units_argv(self) -> tuple[str, ...]:
+        return ("squeue", "-h", "-w", self.node, "-t", ACTIVE_STATES, "-o", "%i|%T|%k")
+
+    @staticmethod
+    def _parse_units(out: str) -> list[Unit]:
         units = []
         for line in out.splitlines():
             job_id, _, rest = line.partition("|")
@@ -72,23 +118,36 @@ class SlurmAdapter:
     def evict(self, unit: Unit, contract: Contract) -> str:
         """Signal the batch step with the contract's signal (the workload's checkpoint trigger)."""
         try:
-            self._run("scancel", f"--signal={_signal_name(contract.drain_signal)}", "--batch", unit.unit_id)
+            self._run(*self._signal_argv(unit, contract))
         except SlurmError as exc:
-            if "Invalid job id" in str(exc) or "already completing or completed" in str(exc):
-                return EVICT_GONE
-            raise
+            return _gone_or_raise(exc)
         return EVICT_DONE
+
+    async def aevict(self, unit: Unit, contract: Contract) -> str:
+        try:
+            await self._arun(*self._signal_argv(unit, contract))
+        except SlurmError as exc:
+            return _gone_or_raise(exc)
+        return EVICT_DONE
+
+    @staticmethod
+    def _signal_argv(unit: Unit, contract: Contract) -> tuple[str, ...]:
+        return ("scancel", f"--signal={_signal_name(contract.drain_signal)}", "--batch", unit.unit_id)
 
     def finish(self, unit: Unit, contract: Contract) -> None:
         """Requeue a requeueable job (Slurm stops it and starts it elsewhere); leave the others to finish."""
-        if not (contract.requeue and unit.requeueable):
-            return
-        try:
-            self._run("scontrol", "requeue", unit.unit_id)
-        except SlurmError as exc:
-            if "Invalid job id" in str(exc) or "already completing" in str(exc):
-                return
-            raise
+        if contract.requeue and unit.requeueable:
+            try:
+                self._run("scontrol", "requeue", unit.unit_id)
+            except SlurmError as exc:
+                _gone_or_raise(exc)
+
+    async def afinish(self, unit: Unit, contract: Contract) -> None:
+        if contract.requeue and unit.requeueable:
+            try:
+                await self._arun("scontrol", "requeue", unit.unit_id)
+            except SlurmError as exc:
+                _gone_or_raise(exc)
 
     def node_state(self) -> tuple[str, str]:
         out = self._run("sinfo", "-h", "-N", "-n", self.node, "-o", "%T|%E").strip().splitlines()
