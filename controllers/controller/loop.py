@@ -166,9 +166,11 @@ class Controller:
         self.safety.tripped = self.safety.tripped or self.store.breaker_open()
         observed = observe(self.provider.list_instances({"partition": self.s.partition}))
         self.store.adopt(observed, now)
-        self.store.observe_states(observed, self.source.idle_nodes())
+        gone = self.store.observe_states(observed, self.source.idle_nodes())
         rows = self.store.rows()
         notes: list[Note] = self.floor.update(observed, now)
+        for iid, workload, pool in gone:  # reclaimed or lost: revoke its identity now, not at expiry (ADR-31)
+            notes.append(self._revoke(iid, workload or None, pool, "instance gone from the provider's listing"))
 
         work = normalise(self.source.work(), self.contracts)
         for item, note in work.refusals:
@@ -280,19 +282,23 @@ class Controller:
             self.store.emit([self._event(Note("contract-breach", f"termination refused: {exc}", o.workload, o.pool,
                                               o.instance_id), now)])
             return 0
-        sid = spiffe_id(self.s.trust_domain, self.s.region, o.instance_id)
-        revoked = True
-        try:
-            self.revoker.ban_agent(sid)
-            self.revoker.revoke_leases(f"auth/sco/node/{o.instance_id}/")
-        except Exception as exc:  # best-effort (ADR-31): expiry remains the backstop
-            log.warning("revocation for %s failed: %s", o.instance_id, exc)
-            revoked = False
         self.store.terminated(o.instance_id, self._event(Note("terminated", t.reason, o.workload, o.pool, o.instance_id,
                                                               attributes={"purpose": str(o.purpose)}), now))
-        self.store.emit([self._event(Note("credentials-revoked", f"terminated ({t.reason})", o.workload, o.pool,
-                                          o.instance_id, attributes={"spiffe_id": sid, "ok": revoked}), now)])
+        self.store.emit([self._event(self._revoke(o.instance_id, o.workload, o.pool, f"terminated ({t.reason})"),
+                                     now)])
         return 1
+
+    def _revoke(self, instance_id: str, workload: str | None, pool: str | None, cause: str) -> Note:
+        """Ban the node's SPIRE agent and revoke its OpenBao leases (best effort: expiry is the backstop)."""
+        sid = spiffe_id(self.s.trust_domain, self.s.region, instance_id)
+        ok = True
+        try:
+            self.revoker.ban_agent(sid)
+            self.revoker.revoke_leases(f"auth/sco/node/{instance_id}/")
+        except Exception as exc:
+            log.warning("revocation for %s failed: %s", instance_id, exc)
+            ok = False
+        return Note("credentials-revoked", cause, workload, pool, instance_id, attributes={"spiffe_id": sid, "ok": ok})
 
     # --- fallback (ADR-23, ADR-24) ---------------------------------------------------------------------
     def _fallback(self, planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolState], now: datetime,

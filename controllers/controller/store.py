@@ -116,9 +116,10 @@ class Store:
                           o.name) for o in missing])
             return len(missing)
 
-    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> None:
+    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[tuple[str, str, str]]:
         """Refresh states and the idle-observation counters (reset when the scheduler reports work), in one
-        statement; rows whose instance the provider no longer lists become ``lost``."""
+        statement; rows whose instance the provider no longer lists become ``lost`` — returned as
+        (instance, workload, pool) so their credentials can be revoked (ADR-31)."""
         ids = [o.instance_id for o in observed]
         with self.conn.transaction():
             self.conn.execute(
@@ -126,10 +127,11 @@ class Store:
                 "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%s::text[], %s::text[], %s::bool[]) "
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
                 (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
-            self.conn.execute(
+            gone = self.conn.execute(
                 "UPDATE instances SET state = 'lost', updated_at = now() WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s))",
-                (self.region, self.partition, ids))
+                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s)) "
+                "RETURNING instance_id, coalesce(workload, ''), pool", (self.region, self.partition, ids)).fetchall()
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in gone]
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
         with self.conn.transaction():

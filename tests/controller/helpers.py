@@ -63,6 +63,7 @@ class CallLog:
     inner: Any
     clock: Any
     calls: list[tuple[str, datetime, int]] = field(default_factory=list)
+    requests: list[LaunchRequest] = field(default_factory=list)
 
     @property
     def region(self) -> str:
@@ -70,6 +71,7 @@ class CallLog:
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
         self.calls.append(("launch", self.clock.now(), request.count))
+        self.requests.append(request)
         return tuple(self.inner.launch(request))
 
     def terminate(self, instance_id: str) -> None:

@@ -4,6 +4,7 @@ the token budget, restart and rebuild from tags."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -45,7 +46,7 @@ class World:
     hooks: list[dict[str, Any]]
 
     def controller(self, cs: dict[str, Contract], safety: SafetyConfig = FAST, holder: str = "c1",
-                   budget: bool = True, **kw: Any) -> Controller:
+                   budget: bool = True, agent_bundle: tuple[bytes, bytes] | None = None, **kw: Any) -> Controller:
         provider: Any = self.log
         if budget:
             buckets = split_budget(10, [PARTITION, "r1/k8s-a"], monotonic=lambda: self.clock.now().timestamp())
@@ -53,7 +54,7 @@ class World:
             provider = BudgetedProvider(self.log, bucket)
         settings = ControllerSettings("r1", PARTITION, holder=holder, safety=safety, **kw)
         return Controller(settings, provider, self.conn, self.source, cs, self.clock, revoker=self.revoker,
-                          webhook=self.hooks.append)
+                          webhook=self.hooks.append, agent_bundle=agent_bundle)
 
     def run(self, ctl: Controller, passes: int, every_s: float = 1.0) -> None:
         for _ in range(passes):
@@ -137,6 +138,10 @@ def test_a_reclaim_wave_is_replaced_while_the_old_instances_drain(world: World) 
     replaced = {x for e in world.events("replaced") for x in e["attributes"]["replaced"].split(",")}
     assert replaced == set(victims)
     assert {i.instance_id for i in world.region.list_instances() if i.status == "notified"} == set(victims)
+    world.clock.advance(seconds=121)  # the notice window ends: the provider deletes them
+    ctl.step()
+    revoked = {e["instance"] for e in world.events("credentials-revoked")}
+    assert revoked == set(victims) and {s.rsplit("/", 1)[-1] for s in world.revoker.banned} == set(victims)
 
 
 def test_a_hall_loss_restores_the_floor_from_other_halls_and_falls_back_within_the_cap(world: World) -> None:
@@ -282,3 +287,37 @@ def test_dropping_the_database_and_rebuilding_from_tags_yields_the_same_ownershi
     world.run(ctl, 5)
     assert not world.log.calls, "the recomputed plan matches what the tags say: nothing to do"
     fresh.close()
+
+
+def test_launches_carry_owner_tags_and_user_data_with_the_signed_agent_bundle(world: World) -> None:
+    etl = contract("etl", "T3")
+    world.source.demand(etl.ref, 30)
+    world.run(world.controller(contracts(etl), agent_bundle=(b'{"kind":"AgentBundle"}', b"c2lnbmF0dXJl\n")), 6)
+    assert world.log.requests
+    for request in world.log.requests:
+        doc = json.loads(request.user_data or "{}")
+        assert doc["kind"] == "AgentUserData" and doc["partition"] == PARTITION and doc["scheduler"] == "slurm"
+        assert base64.b64decode(doc["bundle"]) == b'{"kind":"AgentBundle"}' and doc["bundle_sig"] == "c2lnbmF0dXJl"
+        assert request.owner.workload == "etl" and request.owner.partition == PARTITION
+        assert request.metadata["sco_purpose"] == "reclaimable" and request.metadata["sco_launch_key"]
+    tags = world.mine()[0].tags
+    assert {t.split("=")[0] for t in tags} >= {"sco:workload", "sco:pool", "sco:partition", "sco:generation"}
+
+
+class BrokenScheduler(FakeSource):
+    def work(self) -> list[Any]:
+        raise RuntimeError("squeue --json failed (rc 1): slurmctld not responding")
+
+
+def test_a_scheduler_that_does_not_answer_changes_nothing(world: World) -> None:
+    etl = contract("etl", "T3")
+    world.source.demand(etl.ref, 40)
+    ctl = world.controller(contracts(etl))
+    world.run(ctl, 6)
+    fleet = len(world.mine())
+    ctl.source = BrokenScheduler()
+    world.log.calls.clear()
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="slurmctld"):
+            ctl.step()
+    assert not world.log.calls and len(world.mine()) == fleet

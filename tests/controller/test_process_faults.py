@@ -14,12 +14,14 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from contracts.bundle import publish
 from contracts.signing import generate_keypair, load_private_key
+from controllers.controller.rebuild import ownership
 from controllers.providers.simulated import SimulatedProvider
 from tests.conftest import REPO, free_port
 from tests.contracts.helpers import base, compile_doc
@@ -114,3 +116,29 @@ def test_killing_the_controller_mid_plan_and_restarting_gives_two_read_only_cycl
                     if i.owner)
     assert slots == wanted, "each slot holds exactly what the plan asks: no duplicate launch"
     conn.close()
+
+
+def test_dropping_the_database_then_sco_controller_rebuild_restores_ownership_from_tags(
+        tmp_path: Path, region_url: str, postgres_server: Any) -> None:
+    bundle = _bundle(tmp_path)
+    items = [{"source": "slurm", "item_id": f"e{n}", "contract_ref": "etl@1", "vcpu": 4, "memory_gib": 16,
+              "state": "pending"} for n in range(40)]
+    (tmp_path / "claims.json").write_text(json.dumps(items))
+    url = postgres_server.create_database()
+    name = url.rsplit("/", 1)[1]
+    first = _controller(tmp_path, region_url, url, bundle, "first.log", passes=25)
+    assert first.wait(120) == 0, (tmp_path / "first.log").read_text()
+    with psycopg.connect(url, autocommit=True) as conn:
+        before = ownership(conn, "r1")
+    assert before and len(before) == len(SimulatedProvider(region_url, region="r1").list_instances())
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    out = subprocess.run([sys.executable, "-m", "sco", "controller", "rebuild", "--sim-url", region_url,
+                          "--postgres", url], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and f"rebuilt {len(before)} instance(s)" in out.stdout, out.stdout + out.stderr
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert ownership(conn, "r1") == before
+    again = subprocess.run([sys.executable, "-m", "sco", "controller", "rebuild", "--sim-url", region_url,
+                            "--postgres", url], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert again.returncode != 0 and "already holds" in again.stderr
