@@ -1,0 +1,105 @@
+"""The demo's progress display: what is happening, from the lifecycle events themselves.
+
+It subscribes to ``sco.events.>`` on NATS (every event any process publishes also reaches plain
+subscribers), counts events by kind, keeps the latest few lines, and redraws a small panel once a second:
+the phase, elapsed time, the fleet, and placements, notices, drains, replacements, fallbacks. Without a
+terminal (CI, a pipe) it prints one line per phase and a count line every 15 s instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Display"]
+
+SHOWN = ("launched", "notice", "drain-started", "drain-local", "drained", "overrun", "replaced", "lost",
+         "no-notice-loss", "floor-restored", "fallback-started", "approval-requested", "shortfall", "excluded",
+         "terminated")
+
+
+@dataclass
+class Display:
+    started: float = field(default_factory=time.monotonic)
+    phase: str = "starting"
+    counts: Counter[str] = field(default_factory=Counter)
+    drills: int = 0
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=8))
+    fleet: dict[str, int] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    tty: bool = field(default_factory=lambda: sys.stdout.isatty())
+    _last_line: float = 0.0
+    _live: Any = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        if not self.tty:
+            print(f"[{self.elapsed():6.1f} s] {phase}", flush=True)
+        self.refresh()
+
+    def on_event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        self.events.append(event)
+        kind = str(event.get("kind", "?"))
+        self.counts[kind] += 1
+        if event.get("drill"):
+            self.drills += 1
+        if kind in ("notice", "drained", "overrun", "replaced", "fallback-started", "excluded", "floor-restored",
+                    "shortfall", "drain-local", "approval-requested", "breaker-tripped"):
+            who = event.get("workload") or event.get("pool") or ""
+            inst = (event.get("instance") or "")[:8]
+            self.recent.append(f"{self.elapsed():6.1f} s  {kind:<18} {who:<24} {inst} {event.get('cause', '')}")
+
+    def counts_line(self) -> str:
+        parts = [f"{k} {self.counts[k]}" for k in SHOWN if self.counts[k]]
+        fleet = ", ".join(f"{k} {v}" for k, v in self.fleet.items())
+        happened = ", ".join(parts) or "no events yet"
+        return f"[{self.elapsed():6.1f} s] {self.phase} | fleet: {fleet or '-'} | {happened}"
+
+    def _render(self) -> Any:
+        from rich.panel import Panel
+        from rich.table import Table
+
+        table = Table.grid(padding=(0, 2))
+        table.add_row(f"[bold]{self.phase}[/]", f"{self.elapsed():.0f} s",
+                      "fleet: " + (", ".join(f"{k} {v}" for k, v in self.fleet.items()) or "-"))
+        counts = Table(show_header=True, header_style="bold", box=None)
+        for k in SHOWN:
+            counts.add_column(k.replace("-", " "), justify="right")
+        counts.add_row(*[str(self.counts[k]) for k in SHOWN])
+        body = Table.grid()
+        body.add_row(table)
+        body.add_row(counts)
+        for line in self.recent:
+            body.add_row(f"[dim]{line}[/]")
+        return Panel(body, title="SCO demo", border_style="cyan")
+
+    def start(self) -> None:
+        if self.tty:
+            from rich.live import Live
+
+            self._live = Live(self._render(), refresh_per_second=2, transient=False)
+            self._live.start()
+
+    def refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+        elif time.monotonic() - self._last_line >= 15:
+            self._last_line = time.monotonic()
+            print(self.counts_line(), flush=True)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.stop()
+            self._live = None

@@ -1,0 +1,144 @@
+"""The demo's node fleet: one agent per simulated instance, started when the instance appears and stopped
+after it is gone. A handful are real ``sco-agent`` processes (on the real Slurm test bed's nodes when it is
+up); the rest are in-process agents (the same ``agent.runtime.Agent``) on simulated nodes (``simnode``).
+
+The supervisor plays cloud-init: it writes each node's user-data with the signed agent bundle of the
+instance's partition, exactly the document the controller puts in the launch request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.config import AgentConfig, parse_userdata, userdata_document
+from agent.model import NodeIdentity
+from agent.runtime import Agent
+from contracts.provider import InstanceStatus
+
+from .simnode import SimLocalActuator, SimScheduler
+
+__all__ = ["Fleet", "NodeAgent"]
+
+
+@dataclass
+class NodeAgent:
+    instance: str
+    workload: str
+    partition: str
+    kind: str  # "process" | "in-process"
+    agent: Agent | None = None
+    process: subprocess.Popen[bytes] | None = None
+    scheduler: SimScheduler | None = None
+    slurm_node: str | None = None
+
+
+@dataclass
+class Fleet:
+    provider: Any                      # contracts.provider.Provider (the simulated region's client)
+    bundle_root: Path                  # <out> of `sco contracts compile`
+    public_key: Path
+    nats_url: str
+    metadata_url: str                  # the region's metadata base URL
+    state_root: Path
+    slurm_nodes: list[str] = field(default_factory=list)  # free real Slurm test-bed nodes (node1..node3)
+    slurm_conf: str | None = None
+    seed: int = 1
+    on_change: Callable[[str, NodeAgent], None] | None = None
+    agents: dict[str, NodeAgent] = field(default_factory=dict)
+    slow_scheduler: bool = False       # the scheduler "stops answering" (forces the local path)
+
+    def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
+        region, cluster = partition.split("/", 1)
+        d = self.bundle_root / region / cluster
+        raw = (d / "agent-bundle.json").read_bytes()
+        return raw, (d / "agent-bundle.json.sig").read_bytes(), json.loads(raw)
+
+    def _userdata(self, inst: Any, partition: str, node_name: str | None) -> tuple[bytes, str, str]:
+        raw, sig, payload = self._bundle(partition)
+        owner = inst.owner
+        scheduler = next((w["scheduler"] for w in payload["workloads"].values()
+                          if w["workload"] == owner.workload), "kubernetes")
+        ref = next((k for k, w in payload["workloads"].items() if w["workload"] == owner.workload), owner.workload)
+        node = NodeIdentity(region=partition.split("/")[0], partition=partition, instance=inst.instance_id,
+                            node_name=node_name or f"node-{inst.instance_id[:8]}", pool=inst.pool_id,
+                            scheduler=scheduler)
+        doc = userdata_document(node, raw, sig, [self.nats_url], f"{self.metadata_url}/metadata/{inst.instance_id}")
+        return json.dumps(doc).encode(), ref, scheduler
+
+    async def sync(self) -> None:
+        """Start agents for new instances; stop the agents of instances that are gone."""
+        instances = await asyncio.to_thread(self.provider.list_instances)
+        live = {i.instance_id: i for i in instances if i.owner is not None and i.status is not InstanceStatus.DELETED}
+        for iid, inst in live.items():
+            if iid not in self.agents and inst.status is InstanceStatus.ACTIVE:
+                await self._start(inst)
+        for iid in [i for i in self.agents if i not in live]:
+            await self._stop(self.agents.pop(iid))
+
+    async def _start(self, inst: Any) -> None:
+        partition = inst.owner.partition
+        # a real sco-agent process on a real Slurm node when the test bed has one free; in-process otherwise
+        slurm_node = None
+        probe, _, scheduler = self._userdata(inst, partition, None)
+        if scheduler == "slurm" and self.slurm_nodes and self.slurm_conf:
+            slurm_node = self.slurm_nodes.pop(0)
+        data, ref, _ = self._userdata(inst, partition, slurm_node) if slurm_node else (probe, _, scheduler)
+        state = self.state_root / inst.instance_id
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "user-data.json").write_bytes(data)
+        node = NodeAgent(inst.instance_id, inst.owner.workload, partition, "process" if slurm_node else "in-process")
+        if slurm_node:
+            env = {**os.environ, "SCO_AGENT_SPOOL_FSYNC": "false", "SLURM_CONF": self.slurm_conf or "",
+                   "SCO_AGENT_SLURM_CONF": self.slurm_conf or ""}
+            node.process = subprocess.Popen(
+                [sys.executable, "-m", "agent.cli", "run", "--userdata", str(state / "user-data.json"),
+                 "--public-key", str(self.public_key), "--state-dir", str(state), "--metrics-port", "0"],
+                stdout=subprocess.DEVNULL, stderr=(state / "agent.log").open("wb"), env=env)
+            node.slurm_node = slurm_node
+        else:
+            userdata = parse_userdata(data, str(state / "user-data.json"))
+            cfg = AgentConfig(userdata=state / "user-data.json", public_key=self.public_key, state_dir=state,
+                              metrics_port=0, spool_fsync=False, refresh_s=3600.0)
+            sched = SimScheduler(userdata.node.node_name, ref, seed=self.seed,
+                                 slow_s=1.0 if self.slow_scheduler else 0.0)
+            node.scheduler = sched
+            node.agent = Agent(cfg, userdata, self.public_key.read_bytes(), sched, SimLocalActuator(sched))
+            await node.agent.start()
+        self.agents[inst.instance_id] = node
+        if self.on_change:
+            self.on_change("started", node)
+
+    async def _stop(self, node: NodeAgent) -> None:
+        if node.agent is not None:
+            with contextlib.suppress(Exception):
+                await node.agent.flush_events(timeout=2)
+                await node.agent.stop()
+        if node.slurm_node is not None:
+            self.slurm_nodes.append(node.slurm_node)  # the Slurm node can carry the next instance
+        if node.process is not None:
+            node.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                await asyncio.to_thread(node.process.wait, 10)
+            if node.process.poll() is None:
+                node.process.kill()
+        if self.on_change:
+            self.on_change("stopped", node)
+
+    def set_scheduler_outage(self, on: bool) -> None:
+        self.slow_scheduler = on
+        for a in self.agents.values():
+            if a.scheduler is not None:
+                a.scheduler.slow_s = 1.0 if on else 0.0
+
+    async def close(self) -> None:
+        for iid in list(self.agents):
+            await self._stop(self.agents.pop(iid))

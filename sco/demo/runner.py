@@ -1,0 +1,311 @@
+"""``sco demo``: the whole platform on embedded defaults, in a few minutes on a 2-core machine.
+
+Processes (each the ordinary command an operator runs): the embedded stack (``sco up``), the simulated region
+on the wall clock at compressed reclaim rates (``sco sim region serve``), the event ingest and the outbox relay,
+and one controller per partition (``sco controller run``). In this process: the node fleet (``fleet``: real
+``sco-agent`` processes on the real Slurm test bed's nodes when it is up, in-process agents on simulated nodes
+for the rest) and the progress display. The timeline: placement, ordinary reclaims, a drill, a hall-wide
+reclaim, a control-plane outage (both controllers stopped; the agents drain exactly as before), recovery;
+then the analytics (Dagster assets and dbt models), the reports and the summary table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .display import Display
+
+__all__ = ["DemoConfig", "run_demo"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    home: Path = Path(".sco/demo")
+    contracts: Path = REPO / "deploy" / "contracts"
+    reports: Path = Path("demo-reports")
+    live_s: float = 240.0                 # the live part of the timeline
+    reclaim_rate_pct_h: float = 150.0     # compressed: ~4 %/h in production
+    units_per_workload: int = 6
+    seed: int = 1
+    slurm: bool = True                    # use the real Slurm test bed when it is up
+
+
+@dataclass(frozen=True)
+class _Urls:
+    postgres: str
+    nats: str
+    clickhouse: str
+
+
+@dataclass
+class _Procs:
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    logs: Path = Path(".")
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                                start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def stop(self, name: str, timeout: float = 10.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def check(self) -> list[str]:
+        return [f"{n} exited with {p.returncode} (log: {self.logs / (n + '.log')})"
+                for n, p in self.procs.items() if p.poll() is not None]
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+
+def _sco(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sco", *args]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def _post(url: str) -> Any:
+    req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def _claims(bundle: Path, units: int) -> list[dict[str, Any]]:
+    """Pending work for every workload of a partition: ``units`` items of its declared unit size."""
+    payload = json.loads(bundle.read_text())
+    items = []
+    for ref, w in sorted(payload["workloads"].items()):
+        r = w["resources"]
+        for i in range(units):
+            items.append({"source": w["scheduler"], "item_id": f"{w['workload']}-{i}", "contract_ref": ref,
+                          "vcpu": r["vcpu"], "memory_gib": r["memory_gib"], "state": "pending"})
+    return items
+
+
+async def _every(seconds: float, until: Callable[[], bool], fn: Callable[[], Awaitable[None]]) -> None:
+    while not until():
+        await fn()
+        await asyncio.sleep(seconds)
+
+
+def _slurm_testbed() -> tuple[str | None, list[str]]:
+    conf = os.environ.get("SLURM_CONF") or "/tmp/sco-testbed/slurm/slurm.conf"
+    if not Path(conf).exists() or shutil.which("sinfo") is None:
+        return None, []
+    try:
+        out = subprocess.run(["sinfo", "-h", "-p", "reclaimable", "-o", "%N"], capture_output=True, text=True,
+                             timeout=5, env={**os.environ, "SLURM_CONF": conf}).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None, []
+    nodes = [n for n in ("node1", "node2", "node3") if n in out]
+    return (conf, nodes) if nodes else (None, [])
+
+
+async def run_demo(cfg: DemoConfig) -> int:
+    from contracts.bundle import publish
+    from contracts.compiler import check_repo
+    from contracts.signing import load_private_key
+    from controllers.providers import SimulatedProvider
+    from sco.commands.keys import init_keys
+    from sco.stack import manager
+    from sco.stores import nats as nats_store
+    from sco.stores.config import load_urls
+
+    from .fleet import Fleet
+    from .summary import Summary
+
+    home = cfg.home.resolve()
+    run_dir = home / "run" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["SCO_HOME"] = str(home)
+    procs = _Procs(logs=run_dir)
+    display = Display()
+    summary = Summary(started=datetime.now(UTC))
+    display.start()
+    fleet: Fleet | None = None
+    nc: Any = None
+    try:
+        display.set_phase("starting the embedded stack (PostgreSQL, NATS JetStream, ClickHouse)")
+        t = time.monotonic()
+        await asyncio.to_thread(manager.up, home, fast=True)
+        found = load_urls(home)
+        if not (found.postgres and found.nats and found.clickhouse):
+            raise RuntimeError(f"the stack in {home} did not come up: {found}")
+        urls = _Urls(found.postgres, found.nats, found.clickhouse)
+        summary.timing("stack up", time.monotonic() - t)
+
+        display.set_phase("compiling and signing the example contracts")
+        result = check_repo(cfg.contracts)
+        if result.errors:
+            raise RuntimeError(f"the example contracts do not compile: {result.errors[0].render()}")
+        keys = home / "keys"
+        init_keys(keys)
+        bundles = run_dir / "bundles"
+        published = publish(result.workloads, bundles, load_private_key(keys / "signing.key.pem"), datetime.now(UTC),
+                            load_private_key(keys / "governance.key.pem"))
+        partitions = [b.partition for b in published]
+
+        display.set_phase("starting the simulated region, the ingest and the outbox relay")
+        sim_port = _free_port()
+        sim_url = f"http://127.0.0.1:{sim_port}"
+        procs.start("simregion", _sco("sim", "region", "serve", "--port", str(sim_port), "--nats", urls.nats,
+                                      "--seed", str(cfg.seed),
+                                      "--set", f"reclaim_rate_pct_h={cfg.reclaim_rate_pct_h}",
+                                      "--set", "hall_reclaims_per_30d=0", "--set", "hall_outage_s=150"))
+        procs.start("ingest", _sco("ingest", "--nats", urls.nats, "--clickhouse", urls.clickhouse))
+        procs.start("outbox", _sco("outbox", "relay", "--postgres", urls.postgres, "--nats", urls.nats,
+                                   "--clickhouse", urls.clickhouse))
+        await asyncio.to_thread(_wait_http, f"{sim_url}/healthz", 30)
+        provider = SimulatedProvider(sim_url, region="r1")
+
+        nc = await nats_store.connect(urls.nats, name="sco-demo")
+
+        async def on_event(msg: Any) -> None:
+            display.on_event(msg.data)
+            summary.on_event(msg.data)
+
+        await nc.subscribe("sco.events.>", cb=on_event)
+
+        def start_controllers() -> None:
+            for partition in partitions:
+                region, cluster = partition.split("/", 1)
+                bundle = bundles / region / cluster / "controller-bundle.json"
+                claims = run_dir / f"claims-{cluster}.json"
+                claims.write_text(json.dumps(_claims(bundle, cfg.units_per_workload)))
+                procs.start(f"controller-{cluster}", _sco(
+                    "controller", "run", "--partition", partition, "--bundle", str(bundle),
+                    "--pubkey", str(keys / "signing.pub.pem"), "--governance-key", str(keys / "governance.pub.pem"),
+                    "--sim-url", sim_url, "--postgres", urls.postgres, "--nats", urls.nats,
+                    "--claims-file", str(claims), "--interval", "2", "--all-partitions", ",".join(partitions)))
+
+        display.set_phase("controllers placing the claims")
+        start_controllers()
+        slurm_conf, slurm_nodes = _slurm_testbed() if cfg.slurm else (None, [])
+        fleet = Fleet(provider, bundles, keys / "signing.pub.pem", urls.nats, sim_url, run_dir / "nodes",
+                      slurm_nodes=slurm_nodes, slurm_conf=slurm_conf, seed=cfg.seed)
+        summary.real_agents_possible = len(slurm_nodes)
+        live_started = time.monotonic()
+
+        def elapsed() -> float:
+            return time.monotonic() - live_started
+
+        async def tick() -> None:
+            assert fleet is not None
+            await fleet.sync()
+            kinds: dict[str, int] = {}
+            for a in fleet.agents.values():
+                kinds[a.kind] = kinds.get(a.kind, 0) + 1
+            display.fleet = kinds
+            summary.fleet_peak = max(summary.fleet_peak, len(fleet.agents))
+            summary.real_agents = max(summary.real_agents, kinds.get("process", 0))
+            failed = procs.check()
+            if failed:
+                raise RuntimeError("; ".join(failed))
+            display.refresh()
+
+        steps: list[tuple[float, str, Callable[[], Awaitable[None]]]] = []
+
+        async def drill() -> None:
+            from controllers.drills import choose_victims
+
+            instances = await asyncio.to_thread(provider.list_instances, {"partition": partitions[0]})
+            victims = choose_victims(instances, partitions[0], 0.05, seed=cfg.seed)
+            await asyncio.to_thread(provider.reclaim, victims, drill=True)
+            summary.drilled = list(victims)
+
+        async def hall() -> None:
+            summary.mark("hall-reclaim")
+            await asyncio.to_thread(_post, f"{sim_url}/v1/halls/h2/reclaim")
+
+        async def outage_start() -> None:
+            summary.mark("outage-start")
+            for partition in partitions:
+                procs.stop(f"controller-{partition.split('/', 1)[1]}")
+            await asyncio.to_thread(_post, f"{sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
+
+        async def outage_end() -> None:
+            summary.mark("outage-end")
+            start_controllers()
+
+        steps = [(0.35 * cfg.live_s, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
+                 (0.45 * cfg.live_s, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),
+                 (0.65 * cfg.live_s, "control-plane outage: both controllers stopped, reclaims go on", outage_start),
+                 (0.85 * cfg.live_s, "control plane back: read-only cycles, then replacements", outage_end)]
+        display.set_phase("placing and running through ordinary reclaims")
+        while elapsed() < cfg.live_s:
+            await tick()
+            while steps and elapsed() >= steps[0][0]:
+                _, label, action = steps.pop(0)
+                display.set_phase(label)
+                await action()
+            await asyncio.sleep(1.0)
+
+        display.set_phase("stopping the fleet and letting the events land")
+        await fleet.close()
+        for partition in partitions:
+            procs.stop(f"controller-{partition.split('/', 1)[1]}")
+        await asyncio.sleep(3)
+        procs.stop("simregion")
+        summary.live_s = cfg.live_s
+
+        display.set_phase("analytics: ingest, Dagster assets and dbt models")
+        from .analytics import materialise_and_report
+
+        await asyncio.to_thread(materialise_and_report, urls, cfg, summary, run_dir, display.set_phase)
+    finally:
+        if fleet is not None:
+            with contextlib.suppress(Exception):
+                await fleet.close()
+        if nc is not None:
+            with contextlib.suppress(Exception):
+                await nc.close()
+        procs.stop_all()
+        display.stop()
+    print()
+    print(summary.render())
+    print(f"\nReports: {cfg.reports.resolve()}   run directory (logs, bundles): {run_dir}")
+    return 0
