@@ -90,8 +90,10 @@ class ChdbEngine:
         if changes:
             try:
                 self._run("SET " + ", ".join(changes))
-            finally:
-                self._applied = self._changed_settings()
+            except BaseException:
+                self._applied = self._changed_settings()  # partly applied: read back what holds
+                raise
+            self._applied = desired
         if database != self._database:
             self._run(f"USE `{database}`")
             self._database = database
