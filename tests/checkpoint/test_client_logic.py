@@ -159,3 +159,17 @@ def test_the_client_imports_without_the_rest_of_sco_or_pydantic() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - t0 < 10
+
+
+def test_without_an_agent_listening_reports_go_to_the_spool_file(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from sco.checkpoint import AgentReporter
+
+    spool = tmp_path / "reports.jsonl"
+    reporter = AgentReporter("w", tmp_path / "no-agent.sock", spool=spool, unit="u1")
+    reporter.report("checkpoint-failed", final=True, error="boom")
+    reporter.release_lease("checkpoint-failed", "final checkpoint at step 3 failed")
+    records = [json.loads(x) for x in spool.read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["checkpoint-failed", "lease-released"]
+    assert records[1]["outcome"] == "checkpoint-failed" and records[1]["unit"] == "u1"
+    assert "lease-released" in capsys.readouterr().err  # and always in the job's log

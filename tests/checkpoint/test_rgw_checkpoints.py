@@ -4,6 +4,7 @@ the lifecycle rule, and isolation between workloads."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -144,3 +145,50 @@ def test_restore_with_no_checkpoint_returns_nothing_quickly(client_a: Checkpoint
     t0 = time.monotonic()
     assert client_a.restore(tmp_path) is None
     assert time.monotonic() - t0 < 5
+
+
+def test_a_final_write_the_store_refuses_releases_the_lease_and_reports_to_the_agent_socket(
+        client_a: CheckpointClient, rgw: dict[str, Any], tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    from sco.checkpoint import AgentReporter, Checkpointer, FinalWriteFailed, NoticeListener
+
+    agent_path = tmp_path / "agent.sock"  # the node agent's side: collect the JSON lines
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(agent_path))
+    server.listen(8)
+    lines: list[dict[str, Any]] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b"".join(iter(lambda: conn.recv(4096), b""))  # noqa: B023
+                lines.extend(json.loads(x) for x in data.decode().splitlines() if x)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    # workload-b's identity writing into workload-a's bucket: RGW refuses, as it would a revoked credential
+    wrong = CheckpointClient(S3Store(identity_client(rgw, "workload-b")), client_a.bucket, "workload-a",
+                             client_a.enc)
+    listener = NoticeListener(default_budget_s=110)
+    ck = Checkpointer(wrong, interval_s=3600, listener=listener,
+                      reporter=AgentReporter("workload-a", agent_path, unit="job-42"))
+    listener.deliver("signal:SIGUSR1")
+    try:
+        with pytest.raises(FinalWriteFailed, match="lease was released"):
+            ck.maybe_checkpoint(9, lambda: {"state": b"x" * 1024})
+        deadline = time.monotonic() + 5
+        while len(lines) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        server.close()
+    kinds = [(x["kind"], x.get("final"), x.get("outcome")) for x in lines]
+    assert ("checkpoint-failed", True, None) in kinds
+    assert ("lease-released", None, "checkpoint-failed") in kinds
+    assert all(x["unit"] == "job-42" and x["workload"] == "workload-a" for x in lines)
+    assert client_a.latest() is None
