@@ -1,0 +1,200 @@
+"""The agent's footprint in its own minimal environment: RSS and idle CPU (budget 40 MiB, 20 millicores;
+goal ≤ 5 millicores idle).
+
+Builds a virtualenv that holds only what ``pip install sco[agent]`` needs at run time — nats-py and
+cryptography (with cffi) from PyPI, pinned by requirements/constraints.txt — plus copies of ``agent/`` and
+the four light ``contracts`` modules (nothing else of ours: the run proves the agent needs nothing else).
+Then runs ``sco-agent run`` there as a Kubernetes node agent against the API double, a real nats-server,
+a metadata endpoint polled every 5 s and a bundle distributor (refresh every 60 s), and measures:
+RSS after boot, idle CPU over ``--idle`` seconds (metadata polls, NATS pings, refreshes included), and peak
+RSS after draining on a notice. Baselines in the same run and venv: a bare interpreter, and one that has
+imported nats-py and cryptography.
+
+    .venv/bin/python -m bench.agent_footprint [--idle 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from agent.config import userdata_document
+from agent.model import NodeIdentity
+from bench.agent_notice_latency import NatsProcess, ensure_stream, free_port
+from contracts.canonical import canonical_bytes
+from contracts.signing import generate_keypair, load_private_key, sign_blob
+from contracts.subjects import notice_subject
+
+REPO = Path(__file__).resolve().parents[1]
+LIGHT = ("__init__.py", "bundle_verify.py", "signing.py", "canonical.py", "subjects.py")
+VENV = Path(os.environ.get("SCO_AGENT_BENCH_VENV", "/tmp/sco-agent-minimal-venv"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def pins() -> list[str]:
+    wanted = {"nats-py", "cryptography", "cffi", "pycparser"}
+    out = []
+    for line in (REPO / "requirements" / "constraints.txt").read_text().splitlines():
+        name = line.split("==")[0].strip().lower()
+        if name in wanted:
+            out.append(line.strip())
+    return out
+
+
+def build_venv() -> Path:
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins()], check=True)
+    src = VENV / "sco-agent-src"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(REPO / "agent", src / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "contracts").mkdir(parents=True)
+    for name in LIGHT:
+        shutil.copy(REPO / "contracts" / name, src / "contracts" / name)
+    site = next((VENV / "lib").glob("python3*/site-packages"))
+    (site / "sco-agent-src.pth").write_text(str(src) + "\n")
+    return py
+
+
+def installed(py: Path) -> list[str]:
+    out = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(line for line in out.splitlines() if not line.lower().startswith(("pip==", "setuptools==")))
+
+
+def status(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024.0  # MiB
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def baseline_rss(py: Path, code: str) -> float:
+    proc = subprocess.Popen([str(py), "-c", code + "\nimport time; time.sleep(30)"])
+    time.sleep(2.0)
+    rss = status(proc.pid, "VmRSS")
+    proc.kill()
+    proc.wait()
+    return rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")
+    args = parser.parse_args()
+    from tests.agent.helpers import JsonServer  # the test doubles, used as the node's surroundings
+    from tests.doubles.kube_api import KubeApiDouble
+
+    py = build_venv()
+    packages = installed(py)
+    bare = baseline_rss(py, "import sys")
+    libs = baseline_rss(py, "import nats.aio.client, cryptography.hazmat.primitives.asymmetric.ec")
+    keys = generate_keypair()
+    node = NodeIdentity("r1", "r1/k8s", "i-bench", "kn1", "p", "kubernetes")
+    entry = {"workload": "web", "version": "1", "tier": "t", "scheduler": "kubernetes", "drain_budget_s": 3,
+             "drain_signal": "SIGTERM", "advisory_drain": False, "checkpoint_mode": "final", "framework": None,
+             "checkpoint_interval_min": 30, "restart": "resume-from-checkpoint", "requeue": True,
+             "max_unit_length_min": 60}
+    raw = canonical_bytes({"apiVersion": "sco/v1", "kind": "AgentBundle", "partition": "r1/k8s", "generation": 1,
+                           "issued_at": "2026-11-29T00:00:00Z", "source_digest": "sha256:" + "0" * 64,
+                           "workloads": {"web@1": entry}})
+    sig = sign_blob(raw, load_private_key(keys.private_pem))
+    with tempfile.TemporaryDirectory() as tmp_s, KubeApiDouble() as kube:
+        tmp = Path(tmp_s)
+        nats_srv = NatsProcess(tmp / "nats")
+        meta, dist = JsonServer(), JsonServer()
+        try:
+            asyncio.run(ensure_stream(nats_srv.url))
+            meta.set_json("/meta", {"instance_id": node.instance, "notices": []})
+            dist.serve_bundle("/d/", raw, sig)
+            kube.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
+            kube.put_object("Pod", {"metadata": {"name": "w", "namespace": "t", "labels": {
+                "sco.io/workload": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
+                "status": {"phase": "Running"}})
+            ud = userdata_document(node, raw, sig, [nats_srv.url], meta.url + "/meta", dist.url + "/d/")
+            (tmp / "ud.json").write_text(json.dumps(ud))
+            (tmp / "k.pub").write_bytes(keys.public_pem)
+            (tmp / "token").write_text("node-bound")
+            port = free_port()
+            env = {"PATH": os.environ.get("PATH", ""), "SCO_AGENT_KUBE_API": kube.url, "MALLOC_ARENA_MAX": "2",
+                   "SCO_AGENT_KUBE_TOKEN_FILE": str(tmp / "token"), "SCO_AGENT_LOCAL_DRAIN_COMMAND": "true"}
+            proc = subprocess.Popen([str(py), "-m", "agent.cli", "run", "--userdata", str(tmp / "ud.json"),
+                                     "--public-key", str(tmp / "k.pub"), "--state-dir", str(tmp / "state"),
+                                     "--metrics-port", str(port)], env=env, cwd=tmp,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                metrics = f"http://127.0.0.1:{port}/metrics"
+                body, end = "", time.monotonic() + 20
+                while "\nsco_agent_nats_connected 1" not in body and time.monotonic() < end:
+                    try:
+                        with urllib.request.urlopen(metrics, timeout=1) as resp:
+                            body = resp.read().decode()
+                    except OSError:
+                        time.sleep(0.1)
+                time.sleep(3.0)
+                rss_boot = status(proc.pid, "VmRSS")
+                cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+                polls0 = len([h for h in meta.hits if h == "/meta"])
+                time.sleep(args.idle)
+                idle_cpu = cpu_seconds(proc.pid) - cpu0
+                idle_wall = time.monotonic() - t0
+                polls = len([h for h in meta.hits if h == "/meta"]) - polls0
+                rss_idle = status(proc.pid, "VmRSS")
+
+                async def notify() -> None:
+                    import nats
+
+                    nc = await nats.connect(nats_srv.url)
+                    now = time.time()
+                    doc = {"region": "r1", "instance_id": node.instance, "pool_id": "p", "hall": "h",
+                           "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "cause": "reclaim"}
+                    await nc.publish(notice_subject("r1", node.instance), json.dumps(doc).encode())
+                    await nc.flush()
+                    await nc.close()
+
+                asyncio.run(notify())
+                end = time.monotonic() + 15
+                while kube.get_object("Pod", "w", "t") is not None and time.monotonic() < end:
+                    time.sleep(0.1)
+                time.sleep(2.0)
+                drained = kube.get_object("Pod", "w", "t") is None
+                rss_drain = status(proc.pid, "VmRSS")
+                hwm = status(proc.pid, "VmHWM")
+            finally:
+                proc.terminate()
+                proc.wait(15)
+        finally:
+            meta.stop()
+            dist.stop()
+            nats_srv.stop()
+    millicores = idle_cpu / idle_wall * 1000
+    print(f"minimal venv {VENV}: {', '.join(packages)}")
+    print(f"baseline: bare interpreter RSS                    {bare:6.1f} MiB")
+    print(f"baseline: interpreter + nats-py + cryptography    {libs:6.1f} MiB")
+    print(f"sco-agent RSS after boot (NATS connected)         {rss_boot:6.1f} MiB   (budget 40 MiB)")
+    print(f"sco-agent RSS after {idle_wall:.0f} s idle                     {rss_idle:6.1f} MiB")
+    print(f"sco-agent RSS after a drain / peak (VmHWM)        {rss_drain:6.1f} / {hwm:.1f} MiB   drained={drained}")
+    print(f"agent over the libraries it needs                 {rss_boot - libs:+6.1f} MiB")
+    resolution = 1000.0 / CLK_TCK / idle_wall
+    shown = f"{millicores:.2f}" if idle_cpu else f"< {resolution:.2f} (no clock tick)"
+    print(f"idle CPU over {idle_wall:.0f} s: {idle_cpu * 1000:.0f} ms CPU = {shown} millicores "
+          f"({polls} metadata polls; resolution {resolution:.2f} m)   budget 20 m, goal <= 5 m")
+
+
+if __name__ == "__main__":
+    main()
