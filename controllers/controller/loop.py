@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import logging
+import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,8 @@ class ControllerSettings:
     floor: FloorConfig = field(default_factory=FloorConfig)
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     breach_window: timedelta = timedelta(hours=1)
+    mass_loss_share: float = 0.10        # running instances vanishing unannounced in one pass that mean "stop"
+    mass_loss_min: int = 5
     trust_domain: str = "sco.internal"
     nats_urls: tuple[str, ...] = ()
 
@@ -107,6 +110,7 @@ class Controller:
         self.refused: set[str] = set()
         self._catalogue: dict[str, Pool] | None = None
         self._tenure: int | None = None
+        self._mass_alarm = False
 
     # --- inputs --------------------------------------------------------------------------------------
     def record_notice(self, workload: str, at: datetime) -> None:
@@ -165,6 +169,9 @@ class Controller:
             self.previous = PlanSet(generation=base, made_at=now, plans={})
         self.safety.tripped = self.safety.tripped or self.store.breaker_open()
         observed = observe(self.provider.list_instances({"partition": self.s.partition}))
+        hold = self._mass_loss(observed, now)
+        if hold is not None:
+            return hold
         self.store.adopt(observed, now)
         gone = self.store.observe_states(observed, self.source.idle_nodes())
         rows = self.store.rows()
@@ -172,7 +179,8 @@ class Controller:
         for iid, workload, pool in gone:  # reclaimed or lost: revoke its identity now, not at expiry (ADR-31)
             notes.append(self._revoke(iid, workload or None, pool, "instance gone from the provider's listing"))
 
-        work = normalise(self.source.work(), self.contracts)
+        items = self.source.work()
+        work = normalise(items, self.contracts)
         for item, note in work.refusals:
             if item.item_id not in self.refused:
                 self.refused.add(item.item_id)
@@ -186,6 +194,11 @@ class Controller:
         planned = plan(work.claims, states, now, prev, self.s.planner)
         self.previous = planned
         self.store.write_plans(planned.plans, planned.generation, planned.replanned)
+        sources = {i.contract_ref: i.source for i in items if i.contract_ref}
+        self.store.write_claims(
+            [(cl.workload, sources.get(cl.contract.ref, "scheduler"), cl.units,
+              "pending" if planned.plans[cl.workload].shortfall_units else "placed") for cl in work.claims],
+            [(item.item_id, item.source, item.contract_ref or "", n.cause) for item, n in work.refusals])
         tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
 
         fallback_live: dict[SlotKey, int] = defaultdict(int)
@@ -231,6 +244,31 @@ class Controller:
         self.store.cycle(self.s.holder, now, gated.read_only, launched, terminated, held, planned.generation)
         return PassReport(True, gated.read_only, planned.generation, launched, terminated, held, throttled,
                           tuple(n.kind for n in notes))
+
+    def _mass_loss(self, observed: Sequence[Observed], now: datetime) -> PassReport | None:
+        """Fail static (ADR-12): when many running instances vanish from the listing without a notice in one
+        pass — a provider listing glitch, lost tags, or an unannounced hall loss — do not relaunch them all, do
+        not revoke or terminate: open the breaker, raise the alarm and hold until the listing agrees again."""
+        listed = {o.instance_id for o in observed}
+        running = [iid for iid, r in self.store.rows().items() if r["state"] in ("running", "launching")]
+        vanished = [iid for iid in running if iid not in listed]
+        if len(vanished) < max(self.s.mass_loss_min, math.ceil(len(running) * self.s.mass_loss_share)):
+            self._mass_alarm = False
+            return None
+        notes = []
+        if not self._mass_alarm:
+            self._mass_alarm = True
+            self.safety.tripped = True
+            self.safety.trip_reason = (f"{len(vanished)} of {len(running)} running instance(s) vanished from the "
+                                       "provider's listing without a notice; holding all actions")
+            self.store.breaker(True, self.safety.trip_reason, now)
+            notes.append(Note("breaker-tripped", self.safety.trip_reason, attributes={
+                "partition": self.s.partition, "vanished": len(vanished), "running": len(running),
+                "kind": "mass-loss"}))
+        self.store.emit([self._event(n, now) for n in notes])
+        generation = self.previous.generation if self.previous else 0
+        self.store.cycle(self.s.holder, now, True, 0, 0, len(vanished), generation)
+        return PassReport(True, True, generation, held=len(vanished), events=tuple(n.kind for n in notes))
 
     # --- acting --------------------------------------------------------------------------------------
     def _user_data(self, contract: Contract | None, pool: str) -> str | None:

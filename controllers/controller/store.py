@@ -153,6 +153,26 @@ class Store:
                               (instance_id,))
             enqueue(self.conn, event, action="terminate", actor=self.actor)
 
+    # --- claims ------------------------------------------------------------------------------------
+    def write_claims(self, claims: Sequence[tuple[str, str, int, str]], refused: Sequence[tuple[str, str, str, str]]
+                     ) -> None:
+        """``claims``: (workload, source, units, state); ``refused``: (item, source, workload-or-ref, reason).
+        Claims of workloads no longer asking become ``satisfied``."""
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO claims (claim_id, workload, region, partition, source, units, state) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (claim_id) DO UPDATE SET units = excluded.units, "
+                "state = excluded.state, updated_at = now()",
+                [(f"{self.partition}/{w}", w, self.region, self.partition, src, units, state)
+                 for w, src, units, state in claims])
+            cur.executemany(
+                "INSERT INTO claims (claim_id, workload, region, partition, source, units, state, reason) VALUES "
+                "(%s, %s, %s, %s, %s, 0, 'refused', %s) ON CONFLICT (claim_id) DO NOTHING",
+                [(f"{src}:{item}", w, self.region, self.partition, src, reason) for item, src, w, reason in refused])
+            cur.execute("UPDATE claims SET state = 'satisfied', updated_at = now() WHERE region = %s AND "
+                        "partition = %s AND state IN ('pending', 'placed') AND NOT (claim_id = ANY(%s))",
+                        (self.region, self.partition, [f"{self.partition}/{w}" for w, _, _, _ in claims]))
+
     # --- plans, cycles, events ---------------------------------------------------------------------
     def max_generation(self) -> int:
         with self.conn.transaction():

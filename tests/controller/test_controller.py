@@ -121,6 +121,9 @@ def test_pending_contracted_jobs_become_instances_across_at_least_8_pools_within
     _, _, halls = _spread(world, "train")
     assert len(halls) >= 3 and max(halls.values()) <= 0.4 * sum(halls.values()) + 1
     assert len(world.events("claim-refused")) == 2 and world.events("placed")
+    claims = dict(world.conn.execute("SELECT claim_id, state FROM claims").fetchall())
+    assert claims[f"{PARTITION}/etl"] == "placed" and claims[f"{PARTITION}/train"] == "placed"
+    assert sorted(s for k, s in claims.items() if k.startswith("slurm:")) == ["refused", "refused"]
 
 
 def test_a_reclaim_wave_is_replaced_while_the_old_instances_drain(world: World) -> None:
@@ -321,3 +324,38 @@ def test_a_scheduler_that_does_not_answer_changes_nothing(world: World) -> None:
         with pytest.raises(RuntimeError, match="slurmctld"):
             ctl.step()
     assert not world.log.calls and len(world.mine()) == fleet
+
+
+class HalfListing:
+    """A provider whose listing suddenly loses half of the instances (a glitch, or tags wiped by someone)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.broken = False
+
+    def list_instances(self, tags: Any = None) -> tuple[Any, ...]:
+        found = tuple(self.inner.list_instances(tags))
+        return found[: len(found) // 2] if self.broken else found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_instances_vanishing_from_the_listing_trip_the_breaker_instead_of_a_mass_relaunch(world: World) -> None:
+    etl = contract("etl", "T3")
+    world.source.demand(etl.ref, 100)
+    ctl = world.controller(contracts(etl))
+    world.run(ctl, 10)
+    fleet = len(world.mine())
+    glitch = HalfListing(ctl.provider)
+    ctl.provider = glitch
+    glitch.broken = True
+    world.log.calls.clear()
+    reports = [ctl.step() for _ in range(3)]
+    assert all(r.read_only and r.launched == 0 for r in reports) and not world.log.calls
+    assert len(world.mine()) == fleet and not world.revoker.banned
+    trips = world.events("breaker-tripped")
+    assert len(trips) == 1 and trips[0]["attributes"]["kind"] == "mass-loss"
+    glitch.broken = False  # the listing agrees again: the pass acts, nothing to launch, terminations stay halted
+    report = ctl.step()
+    assert not report.read_only and report.launched == 0 and ctl.safety.tripped
