@@ -116,7 +116,7 @@ class Checkpointer:
         result = self.client.write(produce(), step=step, metadata={"kind": kind, **(metadata or {})},
                                    prune=kind != "final")
         seconds = self.monotonic() - started
-        self.last = self.monotonic()
+        self.last = started  # the cadence is start to start: an interval of work between checkpoints
         self.history.append((kind, result))
         self.reporter.report(CHECKPOINT_WRITTEN, final=kind == "final", step=step,
                              generation=result.generation.number, bytes=result.generation.size,

@@ -10,7 +10,8 @@ scheduler requeues it. Training is deterministic (the batch of step ``s`` comes 
 interrupted and resumed run ends with exactly the weights of an uninterrupted one.
 
 Output lines (machine-readable, one JSON object each): ``{"event": "resumed", "step": N}``,
-``{"event": "step", "step": N, "loss": ...}``, ``{"event": "checkpoint", "kind": "periodic"|"final", ...}``,
+``{"event": "step", "step": N, "loss": ..., "t": <monotonic s>}``,
+``{"event": "checkpoint", "kind": "periodic"|"final", ...}``,
 ``{"event": "done", "step": N, "digest": "<sha256 of the weights>"}``.
 """
 
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
-        emit(event="step", step=step, loss=round(loss.item(), 6))
+        emit(event="step", step=step, loss=round(loss.item(), 6), t=round(time.monotonic(), 4))
         if args.step_seconds:
             time.sleep(args.step_seconds)
         t0 = time.monotonic()
