@@ -206,11 +206,20 @@ EVENT_SUBJECT = "sco.events.>"
 
 async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
               stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0) -> Ingest:
+    from clickhouse_connect.driver.exceptions import OperationalError
+
     from .clickhouse import client as ch_client
 
     nc = await sco_nats.connect(nats_url, name="sco-ingest")
     try:
-        ingest = Ingest(nc.jetstream(), ch_client(clickhouse_url), batch_size=batch_size, ack_wait_s=ack_wait_s)
+        client = None
+        while client is None:  # ClickHouse may be down when the ingest starts: wait for it, do not exit
+            try:
+                client = await asyncio.to_thread(ch_client, clickhouse_url)
+            except OperationalError as exc:
+                log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
+                await asyncio.sleep(1.0)
+        ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
         await ingest.start()
         await ingest.run(stop, idle_exit=idle_exit)
         return ingest

@@ -10,9 +10,13 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from contracts.events import Event
 from contracts.subjects import EVENTS_STREAM, EventKind
-from sco.stores import clickhouse, outbox, postgres
+from sco.cli import main
+from sco.stack import services
+from sco.stores import clickhouse, migrate, outbox, postgres
 from sco.stores import nats as sco_nats
 from sco.stores.ingest import CONSUMER, drain, run
 from tests.stack.helpers import make_event
@@ -144,3 +148,68 @@ def test_drain_ingests_what_is_waiting_and_returns_for_a_dagster_sensor(
     client = clickhouse.client(clickhouse_migrated_url)
     assert client.command("SELECT count() FROM events") == 7
     client.close()
+
+
+def test_sco_outbox_relay_and_sco_ingest_commands_move_outbox_rows_into_clickhouse(
+        pg_migrated_url: str, nats_url: str, clickhouse_migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _enqueue(pg_migrated_url, 6)
+    assert main(["outbox", "relay", "--once", "--postgres", pg_migrated_url, "--nats", nats_url,
+                 "--clickhouse", clickhouse_migrated_url]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
+        "published": 6, "duplicates": 0, "audited": 3}
+    assert main(["ingest", "--once", "--nats", nats_url, "--clickhouse", clickhouse_migrated_url]) == 0
+    assert "inserted 6 events, dead-lettered 0" in capsys.readouterr().out
+
+
+def test_ingest_waits_out_a_clickhouse_outage_and_loses_nothing(nats_url: str, tmp_path: Path) -> None:
+    port = services.free_port()
+    front = services.start_clickhouse(tmp_path / "ch", port)
+    url = f"http://127.0.0.1:{port}"
+    client = clickhouse.client(url)
+    migrate.migrate_clickhouse(client)
+    client.close()
+    n = 20_000
+    asyncio.run(_publish_raw_events(nats_url, n))
+
+    async def ingest_across_the_outage() -> tuple[int, int]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(run(nats_url, url, batch_size=200, stop=stop))
+        while await asyncio.to_thread(_count_rows, url) == 0:
+            await asyncio.sleep(0.02)
+        await asyncio.to_thread(services.stop_pid, front.pid)  # ClickHouse goes away mid-run
+        await asyncio.sleep(1.5)
+        restarted = await asyncio.to_thread(services.start_clickhouse, tmp_path / "ch", port)
+        for _ in range(300):
+            if await asyncio.to_thread(_count_rows, url) >= n:
+                break
+            await asyncio.sleep(0.1)
+        stop.set()
+        ingest = await task
+        stored = await asyncio.to_thread(_count_rows, url)
+        await asyncio.to_thread(services.stop_pid, restarted.pid)
+        return ingest.inserted, stored
+
+    inserted, stored = asyncio.run(ingest_across_the_outage())
+    assert stored == n
+    assert inserted >= n
+
+
+async def _publish_raw_events(url: str, n: int) -> None:
+    nc = await sco_nats.connect(url)
+    js = nc.jetstream()
+    await sco_nats.ensure_events_stream(js)
+    for start in range(0, n, 1000):
+        events = [make_event(i) for i in range(start, min(n, start + 1000))]
+        await asyncio.gather(*(sco_nats.publish_event(js, e) for e in events))
+    await nc.close()
+
+
+def _count_rows(url: str) -> int:
+    try:
+        client = clickhouse.client(url)
+    except Exception:
+        return 0
+    try:
+        return int(client.command("SELECT count(DISTINCT event_id) FROM events"))
+    finally:
+        client.close()
