@@ -167,7 +167,10 @@ class Controller:
         if self.previous is None:
             base = self.store.max_generation()
             self.previous = PlanSet(generation=base, made_at=now, plans={})
-        self.safety.tripped = self.safety.tripped or self.store.breaker_open()
+        if self.store.breaker_open():  # the breaker row is the truth: an operator closes it (reset-breaker)
+            self.safety.tripped = True
+        elif self.safety.tripped:
+            self.safety.reset()
         observed = observe(self.provider.list_instances({"partition": self.s.partition}))
         hold = self._mass_loss(observed, now)
         if hold is not None:

@@ -142,6 +142,22 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reset_breaker(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from sco.stores.config import resolve_url
+
+    with psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True) as conn:
+        row = conn.execute("UPDATE breakers SET state = 'closed', reason = %s, updated_at = now() WHERE region = %s "
+                           "AND partition = %s AND name = 'termination' AND state = 'open' RETURNING tripped_at",
+                           (f"reset by operator: {args.reason}", args.region, args.partition)).fetchone()
+    if row is None:
+        raise CliError(f"no open termination breaker for partition {args.partition!r} in region {args.region!r}")
+    print(f"closed the termination breaker of {args.partition} (tripped at {row[0]}); terminations resume within "
+          "the 2 %/10 min bound")
+    return 0
+
+
 def register(subparsers: Any) -> None:
     group = subparsers.add_parser("controller", help="the capacity controller (run a partition, rebuild from tags)")
     sub = group.add_subparsers(dest="controller_command", required=True)
@@ -172,3 +188,9 @@ def register(subparsers: Any) -> None:
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")
         p.set_defaults(handler=handler)
+    p = sub.add_parser("reset-breaker", help="close a partition's open termination breaker (after investigation)")
+    p.add_argument("--region", default="r1")
+    p.add_argument("--partition", required=True, help="<region>/<cluster>")
+    p.add_argument("--reason", required=True, help="why it is safe to terminate again (recorded)")
+    p.add_argument("--postgres", default=None, help="PostgreSQL URL (default SCO_POSTGRES_URL / sco up)")
+    p.set_defaults(handler=_reset_breaker)

@@ -44,6 +44,7 @@ class World:
     source: FakeSource
     revoker: RecordingRevoker
     hooks: list[dict[str, Any]]
+    url: str = ""
 
     def controller(self, cs: dict[str, Contract], safety: SafetyConfig = FAST, holder: str = "c1",
                    budget: bool = True, agent_bundle: tuple[bytes, bytes] | None = None, **kw: Any) -> Controller:
@@ -74,7 +75,7 @@ def world(pg_migrated_url: str) -> Iterator[World]:
     conn = psycopg.connect(pg_migrated_url, autocommit=True)
     clock = StepClock()
     region = SimulatedRegion(RegionConfig(**QUIET), clock)
-    yield World(conn, clock, region, CallLog(region, clock), FakeSource(), RecordingRevoker(), [])
+    yield World(conn, clock, region, CallLog(region, clock), FakeSource(), RecordingRevoker(), [], pg_migrated_url)
     conn.close()
 
 
@@ -221,6 +222,13 @@ def test_an_injected_mass_loss_trips_the_breaker_instead_of_mass_termination(wor
     trips = world.events("breaker-tripped")
     assert len(trips) == 1 and trips[0]["attributes"]["wanted"] == fleet
     assert world.conn.execute("SELECT state FROM breakers WHERE name = 'termination'").fetchone()[0] == "open"
+    from sco.cli import main
+
+    assert main(["controller", "reset-breaker", "--partition", PARTITION, "--reason", "scheduler fixed",
+                 "--postgres", world.url]) == 0
+    world.source.demand(etl.ref, 100)  # the scheduler answers again
+    ctl.step()
+    assert not ctl.safety.tripped
 
 
 def test_a_few_idle_surplus_instances_are_terminated_and_their_credentials_revoked(world: World) -> None:
