@@ -235,10 +235,7 @@ class Agent:
             return
         self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
         contracts = list(self.bundles.current.contracts.values()) if self.bundles.current else []
-        terminate_in = None
-        if notice.terminate_at is not None:
-            lag = self.clock.monotonic() - notice.received
-            terminate_in = (notice.terminate_at - self.clock.now()).total_seconds() + lag
+        terminate_in = _notice_window(notice, self.clock.now(), self.clock.monotonic())
         selected: set[str] | None = None
         if notice.kind == "advisory":
             selected = {c.ref for c in contracts if c.advisory_drain}
@@ -400,6 +397,19 @@ class Agent:
             self._wake.set()
             await asyncio.sleep(0.05)
         return self.spool.depth == 0
+
+
+def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | None:
+    """Seconds from the notice's receipt to deletion. ``terminate_at - issued_at`` when both are given
+    (both on the provider's clock: no skew with ours); else ``terminate_at`` against our clock, ignored
+    when it is already past (a skewed clock must not cancel the drain budget)."""
+    if notice.terminate_at is None:
+        return None
+    if notice.issued_at is not None:
+        window = (notice.terminate_at - notice.issued_at).total_seconds()
+        return window if window > 0 else None
+    remaining = (notice.terminate_at - now).total_seconds() + (monotonic - notice.received)
+    return remaining if remaining > 0 else None
 
 
 def _get(url: str, timeout: float) -> bytes:

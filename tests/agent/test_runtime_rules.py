@@ -1,0 +1,113 @@
+"""Runtime rules: advisories, second notices, notices for other instances, the provider's deadline under
+clock skew, and the release of leases and tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from agent.credentials import NodeCredentials
+from agent.local import RecordingActuator
+from agent.model import Unit
+from agent.notices import parse_notice
+from agent.runtime import Agent, _notice_window
+from tests.agent.fakes import FakeScheduler
+from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
+
+NODE = node_identity()
+
+
+def run(tmp_path: Path, docs: list[tuple[dict[str, object], str]], units: list[Unit],
+        workloads: list[dict[str, Any]]) -> tuple[Agent, FakeScheduler, list[dict[str, Any]]]:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, workloads))
+    sched = FakeScheduler(units_on_node=units)
+
+    async def go() -> Agent:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start(connect=False)
+        for doc, kind in docs:
+            agent.on_notice(parse_notice(doc, "nats", agent.clock.monotonic(), default_kind=kind))
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return agent
+
+    agent = asyncio.run(go())
+    return agent, sched, [e.read() for e in agent.spool.head(1000)]
+
+
+def test_an_advisory_is_recorded_and_drains_only_workloads_that_opted_in(tmp_path: Path) -> None:
+    advisory = {"region": "r1", "instance_id": NODE.instance, "pool_id": "p", "issued_at": "2026-11-29T21:00:00Z",
+                "expected_at": "2026-11-29T21:06:00Z", "probability": 0.6}
+    agent, sched, events = run(tmp_path / "a", [(advisory, "advisory")], [Unit("1", "etl@1")],
+                               [workload_entry("etl", budget=2)])
+    assert not agent.drains and "unschedulable" not in sched.names()
+    assert [e["kind"] for e in events] == ["advisory"] and events[0]["attributes"]["action"] == "recorded"
+    agent, sched, events = run(tmp_path / "b", [(advisory, "advisory")], [Unit("1", "etl@1"), Unit("2", "ml@1")],
+                               [workload_entry("etl", budget=2), workload_entry("ml", budget=2, advisory=True)])
+    assert [a for w, _, a in sched.calls if w == "evict"] == ["2"]
+    assert "advisory" in [e["kind"] for e in events]
+
+
+def test_a_second_hard_notice_is_recorded_but_does_not_start_a_second_drain(tmp_path: Path) -> None:
+    docs = [(notice_doc(NODE.instance, notice_id="n1"), "notice"),
+            (notice_doc(NODE.instance, notice_id="n2"), "notice"),
+            (notice_doc("i-someone-else", notice_id="n3"), "notice")]
+    agent, sched, events = run(tmp_path, docs, [Unit("1", "etl@1")], [workload_entry("etl", budget=2)])
+    assert len(agent.drains) == 1 and sched.names().count("unschedulable") == 1
+    notices = [e for e in events if e["kind"] == "notice"]
+    assert sorted(str(e["attributes"]["action"]) for e in notices) == ["already-draining", "drain"]
+    assert agent.metrics.value("sco_agent_notices_other_instance_total", channel="nats") == 1
+
+
+def test_the_notice_window_comes_from_the_providers_own_clock_and_a_skewed_deadline_is_ignored() -> None:
+    issued = datetime(2020, 1, 1, tzinfo=UTC)  # a provider clock years behind ours
+    with_issue = parse_notice({"instance_id": "i", "issued_at": issued.isoformat(),
+                               "terminate_at": (issued + timedelta(seconds=120)).isoformat()}, "nats", 5.0)
+    assert _notice_window(with_issue, datetime.now(UTC), 5.0) == 120.0
+    only_deadline = parse_notice({"instance_id": "i", "notice_id": "x",
+                                  "terminate_at": (issued + timedelta(seconds=120)).isoformat()}, "nats", 5.0)
+    assert _notice_window(only_deadline, datetime.now(UTC), 5.0) is None
+    soon = datetime.now(UTC) + timedelta(seconds=90)
+    fresh = parse_notice({"instance_id": "i", "notice_id": "y", "terminate_at": soon.isoformat()}, "nats", 5.0)
+    window = _notice_window(fresh, datetime.now(UTC), 5.5)
+    assert window is not None and 89 < window < 91
+
+
+def test_leases_are_released_and_tokens_removed_and_revoked(tmp_path: Path) -> None:
+    posts: list[tuple[str, str | None]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            posts.append((self.path, self.headers.get("X-Vault-Token")))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    (leases / "a.json").write_text(json.dumps({"lease_id": "a", "release_url": url + "/release/a"}))
+    (leases / "b.json").write_text("{}")
+    token = tmp_path / "token"
+    token.write_text("s.node-token")
+    try:
+        creds = NodeCredentials(leases, (token, tmp_path / "absent"), url + "/v1/auth/token/revoke-self")
+        assert creds.release_leases() == 2
+        revoked = creds.revoke_tokens()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not list(leases.iterdir()) and not token.exists()
+    assert revoked == ["revoke-self", str(token)]
+    assert ("/release/a", None) in posts and ("/v1/auth/token/revoke-self", "s.node-token") in posts
