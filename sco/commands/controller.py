@@ -15,9 +15,16 @@ __all__ = ["register"]
 
 
 def _provider(args: argparse.Namespace) -> Any:
+    if args.sim_url and args.clouds_yaml:
+        raise CliError("give either --sim-url (the simulated region) or --clouds-yaml/--cloud (OpenStack), not both")
+    if args.clouds_yaml:
+        if not args.cloud or not args.image:
+            raise CliError("--clouds-yaml needs --cloud <entry> and --image <name> (the image baked with the agent)")
+        from controllers.providers.openstack import OpenStackProvider
+
+        return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image)
     if not args.sim_url:
-        raise CliError("--sim-url is required: the OpenStack provider is configured through clouds.yaml in "
-                       "production (not wired into this command yet); point --sim-url at `sco sim region serve`")
+        raise CliError("no provider: pass --sim-url <url of `sco sim region serve`> or --clouds-yaml/--cloud/--image")
     from controllers.providers.simulated import SimulatedProvider
 
     return SimulatedProvider(args.sim_url, region=args.region)
@@ -87,8 +94,17 @@ def _run(args: argparse.Namespace) -> int:
     provider = BudgetedProvider(_provider(args), bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
-    source: Any = _FileSource(args.claims_file) if args.claims_file else SlurmSource(
-        tuple(args.slurm_partitions.split(",")))
+    source: Any
+    if args.claims_file:
+        source = _FileSource(args.claims_file)
+    elif args.kubeconfig:
+        from kubernetes import config as kube_config
+
+        from controllers.controller.claims_k8s import KubernetesSource
+
+        source = KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
+    else:
+        source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
     ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
@@ -166,6 +182,9 @@ def register(subparsers: Any) -> None:
         p = sub.add_parser(name, help=text)
         p.add_argument("--region", default="r1", help="region name (default r1)")
         p.add_argument("--sim-url", default=None, help="simulated region base URL (sco sim region serve)")
+        p.add_argument("--clouds-yaml", type=Path, default=None, help="OpenStack clouds.yaml (application credential)")
+        p.add_argument("--cloud", default="", help="entry in --clouds-yaml")
+        p.add_argument("--image", default="", help="OpenStack image with the agent baked in")
         p.add_argument("--postgres", default=None, help="PostgreSQL URL (default SCO_POSTGRES_URL / sco up)")
         if name == "run":
             p.add_argument("--partition", required=True, help="<region>/<cluster>, e.g. r1/slurm-hpc")
@@ -181,6 +200,8 @@ def register(subparsers: Any) -> None:
             p.add_argument("--governance-key", type=Path, default=None, help="governance public key (ADR-30)")
             p.add_argument("--claims-file", type=Path, default=None,
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
+            p.add_argument("--kubeconfig", type=Path, default=None,
+                           help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
             p.add_argument("--nats", default=None, help="NATS URL: wake on notices and losses (default: poll only)")
             p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
             p.add_argument("--recovery-share", type=float, default=0.05,
