@@ -1,3 +1,4 @@
+# mypy: disable-error-code="type-arg, unused-ignore"
 """The analytics assets (DESIGN §2): catalogue, rankings every five minutes, co-reclamation groups daily,
 advisory precision, contract breaches, recommendations, hourly savings attribution and the monthly archive."""
 
@@ -170,7 +171,7 @@ def cost_archive(context: AssetExecutionContext, clickhouse: ClickHouseResource,
     manifest = archive.archive_month(clickhouse, month, Path(settings.archive_dir), settings.region)
     return MaterializeResult(metadata={"directory": str(Path(settings.archive_dir) / settings.region /
                                                         month.strftime("%Y-%m")),
-                                       "files": MetadataValue.json(manifest["files"])})
+                                       "files": MetadataValue.json(dict(manifest["files"]))})  # type: ignore[call-overload]
 
 
 ALL_ASSETS = [pool_catalogue, pool_rankings, correlation_groups, advisory_precision, savings_attribution,

@@ -151,7 +151,9 @@ def attribute(workload: str, period: str, usage: Iterable[Usage], losses: Iterab
     costs = sum(spend.values(), ZERO)
     return LedgerLine(
         workload=workload, period=period, instance_hours=q6(inst), useful_hours=q6(useful - wasted_h),
-        counterfactual_eur=counterfactual, gross_saving_eur=q6(gross), **spend, costs_eur=costs,
+        counterfactual_eur=counterfactual, gross_saving_eur=q6(gross), reclaimable_eur=spend["reclaimable_eur"],
+        floor_eur=spend["floor_eur"], fallback_eur=spend["fallback_eur"], headroom_eur=spend["headroom_eur"],
+        storage_eur=spend["storage_eur"], orchestrator_eur=spend["orchestrator_eur"], costs_eur=costs,
         net_saving_eur=counterfactual - costs, wasted_hours=q6(wasted_h), wasted_eur=q6(wasted_eur),
         defect_wasted_hours=q6(defect_h), defect_wasted_eur=q6(defect_eur), depth_premium_eur=q6(premium),
         reclaimable_hours=q6(reclaim_h), fallback_hours=q6(fallback_h))

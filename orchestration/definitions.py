@@ -41,13 +41,11 @@ from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, 
 __all__ = ["defs", "new_events_sensor"]
 
 rankings_job = define_asset_job("rankings_every_5_min", AssetSelection.assets(pool_catalogue, pool_rankings))
-attribution_job = define_asset_job("attribution_hourly", AssetSelection.assets(savings_attribution),
-                                   partitions_def=savings_attribution.partitions_def)
+attribution_job = define_asset_job("attribution_hourly", AssetSelection.assets(savings_attribution))
 daily_job = define_asset_job("analytics_daily", AssetSelection.assets(
     correlation_groups, advisory_precision, contract_breaches, recommendations) | AssetSelection.assets(
     finance_models))
-archive_job = define_asset_job("archive_monthly", AssetSelection.assets(cost_archive),
-                               partitions_def=cost_archive.partitions_def)
+archive_job = define_asset_job("archive_monthly", AssetSelection.assets(cost_archive))
 
 schedules = [
     ScheduleDefinition(job=rankings_job, cron_schedule="*/5 * * * *", execution_timezone="UTC",

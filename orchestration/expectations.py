@@ -1,3 +1,4 @@
+# mypy: disable-error-code="attr-defined"
 """Asset checks on what the controllers and finance read, expressed as great-expectations expectations
 over pandas frames. Each returns (passed, message, details); the message names what failed and the fix."""
 
@@ -38,11 +39,11 @@ def _unexpected(result: Any) -> list[Any]:
 
 
 def rankings_cover_pools(ranked_pools: Sequence[str], active_pools: Sequence[str]) -> tuple[bool, str]:
-    import great_expectations as gx
     import pandas as pd
+    from great_expectations import expectations as gxe
 
     frame = pd.DataFrame({"pool": list(ranked_pools)})
-    r = validate(frame, gx.expectations.ExpectColumnDistinctValuesToContainSet(column="pool",
+    r = validate(frame, gxe.ExpectColumnDistinctValuesToContainSet(column="pool",
                                                                                  value_set=sorted(active_pools)))
     missing = sorted(set(active_pools) - set(ranked_pools))
     if r.success:
@@ -52,22 +53,22 @@ def rankings_cover_pools(ranked_pools: Sequence[str], active_pools: Sequence[str
 
 
 def scores_in_range(scores: Sequence[float]) -> tuple[bool, str]:
-    import great_expectations as gx
     import pandas as pd
+    from great_expectations import expectations as gxe
 
     frame = pd.DataFrame({"score": [float(s) for s in scores]})
-    r = validate(frame, gx.expectations.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0))
+    r = validate(frame, gxe.ExpectColumnValuesToBeBetween(column="score", min_value=0.0, max_value=1.0))
     if r.success:
         return True, f"{len(frame)} scores within [0, 1]"
     return False, f"scores outside [0, 1]: {_unexpected(r)[:10]}; the scoring inputs are inconsistent"
 
 
 def no_negative_hours(frame: Any, columns: Sequence[str], what: str) -> tuple[bool, str]:
-    import great_expectations as gx
+    from great_expectations import expectations as gxe
 
     bad: list[str] = []
     for column in columns:
-        r = validate(frame, gx.expectations.ExpectColumnValuesToBeBetween(column=column, min_value=0))
+        r = validate(frame, gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0))
         if not r.success:
             rows = frame[frame[column] < 0]
             sample = ", ".join(f"{w}@{h}={v}" for w, h, v in
@@ -81,7 +82,7 @@ def no_negative_hours(frame: Any, columns: Sequence[str], what: str) -> tuple[bo
 
 def ledger_balances(frame: Any, tolerance: float = 1e-6) -> tuple[bool, str]:
     """counterfactual − costs = net, and costs = the sum of the cost lines, on every row."""
-    import great_expectations as gx
+    from great_expectations import expectations as gxe
 
     f = frame.copy()
     lines = ["reclaimable_eur", "floor_eur", "fallback_eur", "headroom_eur", "storage_eur", "orchestrator_eur"]
@@ -89,7 +90,7 @@ def ledger_balances(frame: Any, tolerance: float = 1e-6) -> tuple[bool, str]:
     f["lines_gap"] = (f["costs_eur"] - f[lines].sum(axis=1)).astype(float)
     bad = []
     for column in ("imbalance", "lines_gap"):
-        r = validate(f, gx.expectations.ExpectColumnValuesToBeBetween(column=column, min_value=-tolerance,
+        r = validate(f, gxe.ExpectColumnValuesToBeBetween(column=column, min_value=-tolerance,
                                                                       max_value=tolerance))
         if not r.success:
             rows = f[(f[column].abs() > tolerance)][["workload", "hour", column]].head(5)

@@ -84,7 +84,7 @@ def advisory_precision(ch: ClickHouse, region: str, now: datetime, days: int = 3
         "max(kind = 'advisory') AS advised, max(" + RECLAIM_FILTER.replace("AND NOT drill AND pool != ''", "") +
         ") AS reclaimed FROM events WHERE NOT drill AND " + window + " GROUP BY instance) WHERE reclaimed "
         "GROUP BY pool", p)}
-    out = []
+    out: list[tuple[object, ...]] = []
     for pool, n, ok in rows:
         reclaims, advised = recl.get(str(pool), (0, 0))
         precision = round(int(ok) / int(n), 6) if n else 0.0

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="type-arg, unused-ignore"
 """Dagster resources on the shared store clients (``sco.stores``): ClickHouse through clickhouse-connect,
 PostgreSQL through psycopg, and the analytics settings (region, archive directory, the data clock).
 
@@ -78,10 +79,13 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
 
     def migrate(self) -> None:
         from sco.stores.migrate import migrate_postgres
+        from sco.stores.postgres import connect
 
-        with self.connection() as conn:
+        conn = connect(self.url or None, autocommit=True)
+        try:
             migrate_postgres(conn)
-            conn.commit()
+        finally:
+            conn.close()
 
 
 class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]

@@ -10,18 +10,21 @@ import subprocess
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-with warnings.catch_warnings():  # dagster-dbt's SQL parser warns about its own deprecated accelerator at import
+with warnings.catch_warnings():  # third-party modules that warn about their own dependencies at import
     warnings.simplefilter("ignore", DeprecationWarning)
-    import sqlglotrs  # noqa: F401
+    import great_expectations  # noqa: F401  (imports the deprecated sre_constants)
+    import sqlglotrs  # noqa: F401  (dagster-dbt's SQL parser accelerator)
 
-HISTORY_START = datetime(2026, 6, 1, tzinfo=UTC)
 HISTORY_DAYS = 90
+# The history ends today (as `sco sim history` does by default): rankings are kept 90 days by TTL, so a
+# history that ended months ago would have its rankings dropped on insert.
+HISTORY_START = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=HISTORY_DAYS)
 HISTORY_POOLS = int(os.environ.get("SCO_TEST_HISTORY_POOLS", "36"))
 
 
@@ -54,18 +57,17 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from sco.stack.services import start_clickhouse, start_postgres, stop_pid, stop_postgres
     from sco.stores.clickhouse import client
     from sco.stores.migrate import migrate_clickhouse, migrate_postgres
     from sco.stores.postgres import connect
+    from tests.stack.fixtures import ClickHouseProcess, PostgresProcess
 
     root = tmp_path_factory.mktemp("analytics")
-    ch = start_clickhouse(root / "ch")
-    pg_dir = root / "pg"
+    ch = ClickHouseProcess().start()
     try:
-        pg = start_postgres(pg_dir, fast=True)
+        pg = PostgresProcess().start()
     except Exception:
-        stop_pid(ch.pid)
+        ch.close()
         raise
     old = {k: os.environ.get(k) for k in ("SCO_CLICKHOUSE_URL", "SCO_POSTGRES_URL")}
     os.environ["SCO_CLICKHOUSE_URL"], os.environ["SCO_POSTGRES_URL"] = ch.url, pg.url
@@ -73,9 +75,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         c = client(ch.url)
         migrate_clickhouse(c)
         c.close()
-        with connect(pg.url) as conn:
+        with connect(pg.url, autocommit=True) as conn:
             migrate_postgres(conn)
-            conn.commit()
         yield Stack(ch.url, pg.url, root)
     finally:
         for k, v in old.items():
@@ -83,8 +84,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        stop_pid(ch.pid)
-        stop_postgres(pg_dir)
+        ch.close()
+        pg.close()
 
 
 def load_history(stack: Stack) -> Any:
@@ -129,17 +130,17 @@ def run_dbt_unit_tests(stack: Stack) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def materialised(stack: Stack) -> Stack:
     """History + worked example loaded, every asset materialised once (the order the schedules keep)."""
-    from dagster import AssetKey, materialize
+    from dagster import materialize
 
     from orchestration import assets as a
     from orchestration.checks import ALL_CHECKS
-    from orchestration.definitions import defs
+    from orchestration.finance_models import finance_models
 
     from . import worked_example as ex
 
     stack.history = load_history(stack)
     load_worked_example(stack)
-    finance = defs.resolve_assets_def(AssetKey(["finance", "fct_savings_ledger"]))
+    finance = finance_models
     res = stack.resources()
     results: dict[str, Any] = {}
     results["core"] = materialize([a.pool_catalogue, a.pool_rankings, a.correlation_groups, a.advisory_precision,

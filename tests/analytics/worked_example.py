@@ -1,4 +1,4 @@
-"""The worked example (hand-computable): workload ``etl`` on 2026-08-20, one day.
+"""The worked example (hand-computable): workload ``etl``, one day (inside the 90-day history).
 
 | line | inputs | EUR |
 |---|---|---|
@@ -26,7 +26,8 @@ from typing import Any
 from contracts.events import Event
 from contracts.pools import Pool, PurchaseModel
 
-DAY = datetime(2026, 8, 20, tzinfo=UTC)  # inside the 90-day simulated history
+# two days before this month began: inside the 90-day history and in a completed month (the archive's partition)
+DAY = datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0) - timedelta(days=2)
 REGION = "r1"
 RC, CM, GD = "r1-h1-wx-large-rc", "r1-h1-wx-large-cm-analytics", "r1-h1-wx-large-gd"
 EXPECTED = {"counterfactual_eur": Decimal("116.60"), "costs_eur": Decimal("59.96"), "net_saving_eur": Decimal("56.64"),

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reports import svg
+from sco.cli import main
+
+from . import worked_example as ex
+from .conftest import Stack
+
+
+def _self_contained(html: str) -> None:
+    assert "<script" not in html.lower()
+    external = [u for u in re.findall(r"""(?:src|href)=["']([^"']+)""", html)]
+    assert external == []
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+
+
+def test_a_waterfall_steps_down_from_the_counterfactual_to_the_net() -> None:
+    chart = svg.waterfall(("counterfactual", 116.6), [("reclaimable", 33.6), ("floor", 19.2)], "net saving")
+    assert chart.count("<rect") == 4
+    assert "net saving: 63.80 EUR" in chart and "floor: 19.20 EUR" in chart
+
+
+def test_bars_escape_labels_and_show_negative_values_in_red() -> None:
+    chart = svg.bars([("<pool>", 1.0), ("loss", -2.0)])
+    assert "&lt;pool&gt;" in chart and "<pool>" not in chart
+    assert svg.BAD in chart and svg.GOOD in chart
+
+
+def test_a_line_draws_the_declared_limit() -> None:
+    chart = svg.line([("d1", 1.0), ("d2", 3.0)], limit=2.0, limit_label="cap €2.00")
+    assert "stroke-dasharray" in chart and "cap €2.00" in chart
+
+
+@pytest.mark.slow
+def test_sco_report_showback_writes_a_self_contained_page_with_every_cost_line(
+        materialised: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "etl.html"
+    code = main(["report", "showback", "--workload", "etl", "--month", ex.DAY.strftime("%Y-%m"), "--out", str(out),
+                 "--clickhouse", materialised.clickhouse_url, "--postgres", materialised.postgres_url])
+    assert code == 0
+    assert "net saving €56.64" in capsys.readouterr().out
+    html = out.read_text()
+    _self_contained(html)
+    for text in ("rate-card saving", "€56.64", "€116.60", "reclaimable hours", "floor (committed)", "fallback hours",
+                 "warm headroom", "checkpoint storage", "orchestrator share", "declared", "Recommendation"):
+        assert text in html, text
+    assert html.count("<svg") >= 4
+
+
+@pytest.mark.slow
+def test_sco_report_fleet_shows_rankings_groups_and_saving_by_tier(materialised: Stack, tmp_path: Path) -> None:
+    out = tmp_path / "fleet.html"
+    assert main(["report", "fleet", "--out", str(out), "--clickhouse", materialised.clickhouse_url,
+                 "--postgres", materialised.postgres_url]) == 0
+    html = out.read_text()
+    _self_contained(html)
+    assert "Pools ranked" in html and "Correlation groups in force" in html and "T3" in html
+
+
+@pytest.mark.slow
+def test_an_unknown_workload_is_a_one_line_error_naming_it(materialised: Stack, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["report", "showback", "--workload", "nope", "--month", ex.DAY.strftime("%Y-%m"), "--out",
+                 str(tmp_path / "x.html"),
+                 "--clickhouse", materialised.clickhouse_url])
+    err = capsys.readouterr().err
+    assert code != 0 and "'nope'" in err and "Traceback" not in err
+
+
+def test_a_malformed_month_is_refused_with_the_expected_form(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["report", "showback", "--workload", "etl", "--month", "August", "--clickhouse", "http://127.0.0.1:1"])
+    assert code == 2 and "expected YYYY-MM" in capsys.readouterr().err
