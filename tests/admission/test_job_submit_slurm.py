@@ -49,13 +49,13 @@ def lua_admission(signed: Path) -> Iterator[Path]:
     conf = SLURM_DIR / "slurm.conf"
     if not conf.exists():
         pytest.fail(f"{conf} is missing: run deploy/testbed/slurm/up first")
-    original = conf.read_text()
+    # Never leave the plugin on: even a leftover of an interrupted run is removed on restore.
+    original = "".join(x for x in conf.read_text().splitlines(keepends=True) if not x.startswith("JobSubmitPlugins"))
     data = SLURM_DIR / "sco-admission.txt"
     script = SLURM_DIR / "job_submit.lua"
     assert main(sync_args(signed, "r1/slurm-hpc", "--lua-out", str(data))) == 0
     shutil.copy(REPO / "deploy" / "slurm" / "job_submit.lua", script)
-    lines = [x for x in original.splitlines() if not x.startswith("JobSubmitPlugins")]
-    conf.write_text("\n".join([*lines, "JobSubmitPlugins=lua"]) + "\n")
+    conf.write_text(original.rstrip("\n") + "\nJobSubmitPlugins=lua\n")
     try:
         result = run("scontrol", "reconfigure")
         assert result.returncode == 0, result.stderr
