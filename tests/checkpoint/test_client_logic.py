@@ -143,12 +143,20 @@ def test_a_notice_arrives_on_the_local_socket_with_its_budget(tmp_path: Path) ->
 
 
 def test_the_interval_comes_from_the_compiled_agent_bundle(tmp_path: Path) -> None:
-    bundle = tmp_path / "agent-bundle.json"
-    bundle.write_text(json.dumps({"workloads": {"genomics-align@5": {
-        "workload": "genomics-align", "version": 5, "checkpoint_interval_min": 60}}}))
-    assert interval_from_agent_bundle(bundle, "genomics-align", 5) == 3600.0
+    from contracts.compiler import check_repo
+    from sco.cli import main
+
+    repo = Path(__file__).resolve().parents[2] / "deploy" / "contracts"
+    assert main(["keys", "init", "--dir", str(tmp_path / "keys")]) == 0
+    assert main(["contracts", "compile", str(repo), "--out", str(tmp_path / "out"),
+                 "--key", str(tmp_path / "keys" / "signing.key.pem"),
+                 "--governance-key", str(tmp_path / "keys" / "governance.key.pem")]) == 0
+    bundle = tmp_path / "out" / "r1" / "slurm-hpc" / "agent-bundle.json"
+    derived = {w.contract.workload: w.interval_min for w in check_repo(repo, None, None).workloads}
+    assert derived["genomics-align"] is not None
+    assert interval_from_agent_bundle(bundle, "genomics-align", 5) == derived["genomics-align"] * 60.0
     with pytest.raises(CheckpointError, match="not in"):
-        interval_from_agent_bundle(bundle, "other")
+        interval_from_agent_bundle(bundle, "genomics-align", 4)
 
 
 def test_the_client_imports_without_the_rest_of_sco_or_pydantic() -> None:
