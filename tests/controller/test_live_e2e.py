@@ -186,6 +186,7 @@ async def _scenario(etl_ref: str, train_ref: str, cs: dict[str, Any], pg: str, n
             (e, t) for e, t in seen
             if str(e.kind) == "replaced" and set(str(e.attributes["replaced"]).split(",")) & set(victims)])
         assert replaced[0][1] - t0 < 5.0
+        print(f"replacement event {replaced[0][1] - t0:.2f} s after the reclaim call")
         await until("the drained events of the stand-in agent",
                     lambda: {e.instance for e, _ in seen if str(e.kind) == "drained"} >= set(victims))
         assert all(region.instance(v).status == "notified" for v in victims)  # still draining when replaced
@@ -201,6 +202,7 @@ async def _scenario(etl_ref: str, train_ref: str, cs: dict[str, Any], pg: str, n
         excluded = await until("the exclusion", lambda: [(e, t) for e, t in seen if str(e.kind) == "excluded"
                                                          and e.pool == target])
         assert excluded[0][1] - third < 5.0
+        print(f"excluded event {excluded[0][1] - third:.2f} s after the third wave")
         t_ex = datetime.now(UTC)
         await until("convergence after the exclusion", lambda: converged(target), detail=lambda: last_diff)
         await asyncio.sleep(2.0)
