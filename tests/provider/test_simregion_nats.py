@@ -96,8 +96,14 @@ def test_notices_arrive_on_nats_at_least_120_s_before_deletion_and_in_the_metada
     drill = notices[out["mine"].instance_id][1]
     assert drill.drill and drill.cause == "drill"
     assert out["metadata"], "no metadata document was read"
+    from agent.notices import parse_metadata, parse_notice
+
     for iid, doc in out["metadata"]:
         assert doc["instance_id"] == iid
+        parsed = parse_metadata(json.dumps(doc).encode(), 0.0)  # what the agent's 5 s poll reads
+        nats_copy = parse_notice(next(d for c, s, d in out["arrivals"] if c == "notice" and s.endswith(iid)),
+                                 "nats", 0.0)
+        assert nats_copy.notice_id in {n.notice_id for n in parsed}  # the agent de-duplicates the two channels
         kinds = {item["kind"] for item in doc["notices"]}
         assert "notice" in kinds
         item = next(i for i in doc["notices"] if i["kind"] == "notice")
