@@ -51,3 +51,31 @@ def test_clickhouse_client_uses_the_database_named_in_the_url(clickhouse_url: st
     client = clickhouse.client(clickhouse_url)
     assert client.command("SELECT currentDatabase()") == clickhouse_url.rsplit("=", 1)[1]
     client.close()
+
+
+WRITER = """
+import sys
+from sco.stores import clickhouse
+client = clickhouse.client(sys.argv[1])
+proc = int(sys.argv[2])
+for i in range(20):
+    client.insert("shared", [[proc, i]], column_names=["proc", "i"])
+    assert client.command("SELECT count() FROM shared WHERE proc = {p:UInt8}", parameters={"p": proc}) == i + 1
+"""
+
+
+def test_several_client_processes_share_the_one_engine(clickhouse_url: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    client = clickhouse.client(clickhouse_url)
+    client.command("CREATE TABLE shared (proc UInt8, i UInt32) ENGINE = MergeTree ORDER BY (proc, i)")
+    repo = Path(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, clickhouse_url, str(k)], cwd=repo,
+                              stderr=subprocess.PIPE) for k in range(4)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    assert client.query("SELECT proc, count() FROM shared GROUP BY proc ORDER BY proc").result_rows == [
+        (0, 20), (1, 20), (2, 20), (3, 20)]
+    client.close()

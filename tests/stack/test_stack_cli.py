@@ -46,12 +46,17 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
     again = _sco(home, "up", "--json")
     twice = _sco(home, "up", "--json")
     try:
+        assert again.returncode == 0 and twice.returncode == 0, again.stderr + twice.stderr
         assert {s["state"] for s in json.loads(again.stdout)} == {"started"}  # restarted on the same data
         reused = {s["name"]: s for s in json.loads(twice.stdout)}
         assert {s["state"] for s in reused.values()} == {"reused"}
         assert {n: s["pid"] for n, s in reused.items()} == {s["name"]: s["pid"] for s in json.loads(again.stdout)}
         urls = load_urls(home)
         assert urls.clickhouse is not None and urls.clickhouse.startswith("http://127.0.0.1:")
+        services.stop_pid(reused["clickhouse"]["pid"])  # one server dies: status says so, up restarts only it
+        assert _sco(home, "status").returncode == 1
+        healed = {s["name"]: s["state"] for s in json.loads(_sco(home, "up", "--json").stdout)}
+        assert healed == {"postgres": "reused", "nats": "reused", "clickhouse": "started"}
     finally:
         _sco(home, "down")
     assert _sco(home, "status").returncode == 1  # nothing running now
@@ -63,11 +68,13 @@ def test_a_store_given_by_url_is_used_as_is_and_never_started_or_stopped(tmp_pat
     try:
         env = {"SCO_NATS_URL": nats.url}
         up = _sco(home, "up", "--json", "--no-migrate", env=env)
+        assert up.returncode == 0, up.stderr
         rows = {s["name"]: s for s in json.loads(up.stdout)}
         assert rows["nats"] == {"name": "nats", "url": nats.url, "managed": False, "pid": None, "healthy": True,
                                 "state": "external"}
         assert rows["postgres"]["state"] == "started"
         down = _sco(home, "down", "--json", env=env)
+        assert down.returncode == 0, down.stderr
         assert {s["name"]: s["state"] for s in json.loads(down.stdout)}["nats"] == "external"
         assert services.pid_alive(nats.pid) and services.port_open(nats.port)
     finally:
