@@ -184,3 +184,65 @@ def test_negative_hours_fail_the_ledger_check_with_a_clear_message(materialised:
     assert not check.passed
     assert "negative hours in savings_ledger: wasted_hours < 0 in 1 row(s)" in (check.description or "")
     assert "etl@" in (check.description or "")
+
+
+def test_advisory_precision_matches_what_the_simulated_region_promises(materialised: Stack) -> None:
+    """The region advises ~65 % of reclaims (recall) and an advised instance is then reclaimed (precision)."""
+    ch = materialised.ch()
+    advisories, followed, reclaims, advised = ch.rows(
+        "SELECT sum(advisories), sum(followed), sum(reclaims), sum(advised_reclaims) FROM advisory_precision")[0]
+    assert reclaims > 1000
+    assert 0.5 < advised / reclaims < 0.8
+    assert followed / advisories > 0.8
+
+
+def test_contract_breaches_and_recommendations_are_recorded_for_the_contracts_in_force(materialised: Stack) -> None:
+    ch = materialised.ch()
+    (workload, measured, declared, breach, owner), = ch.rows(
+        "SELECT workload, measured_rate_pct_h, declared_rate_pct_h, breach, owner FROM contract_breaches FINAL "
+        "ORDER BY computed_at DESC LIMIT 1")
+    assert (workload, measured, declared, breach, owner) == ("etl", 0.0, 2.0, False, "data-eng")
+    (direction, reason), = ch.rows("SELECT direction, reason FROM recommendations FINAL WHERE workload = 'etl' "
+                                   "ORDER BY computed_at DESC LIMIT 1")
+    assert direction == "stay" and reason
+
+
+def test_merges_are_recorded_in_clickhouse_with_their_evidence(materialised: Stack) -> None:
+    from orchestration.catalogue import load_catalogue
+    from orchestration.groups import compute_groups, write_groups
+    from orchestration.store import latest_event_time
+
+    ch = materialised.ch()
+    now = latest_event_time(ch, "r1")
+    assert now is not None
+    every = load_catalogue(ch, "r1", "reclaimable")
+    topology = {p.pool: p.pool for p in every}  # a catalogue that knows nothing of aggregates
+    learned = compute_groups(ch, "r1", now, 90, topology=topology)
+    write_groups(ch, "r1", now + timedelta(seconds=1), learned, topology)
+    rows = ch.rows("SELECT kind, pools, phi, joint_windows, windows FROM correlation_group_changes "
+                   "WHERE computed_at = {t:DateTime64(3)}", {"t": now + timedelta(seconds=1)})
+    assert rows and all(kind == "merge" and len(pools) == 2 and phi >= 0.1 and joint >= 10 and min(windows) >= joint
+                        for kind, pools, phi, joint, windows in rows)
+
+
+def test_the_event_sensor_requests_a_ranking_when_events_arrive_and_skips_otherwise(materialised: Stack) -> None:
+    from dagster import RunRequest, SkipReason, build_sensor_context
+
+    from orchestration.definitions import new_events_sensor
+
+    ch = materialised.ch()
+    first = new_events_sensor(build_sensor_context(cursor=None, resources={"clickhouse": ch}), clickhouse=ch)
+    assert isinstance(first, RunRequest)
+    cursor = first.run_key
+    same = new_events_sensor(build_sensor_context(cursor=cursor, resources={"clickhouse": ch}), clickhouse=ch)
+    assert isinstance(same, SkipReason)
+
+
+def test_the_code_location_has_the_four_cadences_and_the_sensor() -> None:
+    from orchestration.definitions import defs
+
+    repo = defs.get_repository_def()
+    crons = {s.job_name: s.cron_schedule for s in repo.schedule_defs}
+    assert crons == {"rankings_every_5_min": "*/5 * * * *", "attribution_hourly": "5 * * * *",
+                     "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}
+    assert [s.name for s in repo.sensor_defs] == ["new_events_sensor"]
