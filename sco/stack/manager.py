@@ -68,13 +68,13 @@ def _healthy(record: dict[str, Any]) -> bool:
     return True
 
 
-def _start(store: Store, home: Path, fast: bool) -> services.Running:
+def _start(store: Store, home: Path, fast: bool, port: int) -> services.Running:
     data = home / store
     if store == "postgres":
-        return services.start_postgres(data, fast=fast)
+        return services.start_postgres(data, port, fast=fast)
     if store == "nats":
-        return services.start_nats(data)
-    return services.start_clickhouse(data)
+        return services.start_nats(data, port)
+    return services.start_clickhouse(data, port)
 
 
 def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: bool = False) -> list[ServiceStatus]:
@@ -99,8 +99,10 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
                 to_start.append(store)
         # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate).
         failure: BaseException | None = None
+        ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
-            futures = {store: pool.submit(_start, store, home, fast) for store in to_start}
+            futures = {store: pool.submit(_start, store, home, fast, port) for store, port in zip(
+                to_start, ports, strict=True)}
         for store, future in futures.items():
             if future.exception() is not None:
                 failure = failure or future.exception()

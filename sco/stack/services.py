@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Running", "free_port", "pid_alive", "port_open", "reap", "start_clickhouse", "start_nats",
+__all__ = ["Running", "free_port", "free_ports", "pid_alive", "port_open", "reap", "start_clickhouse", "start_nats",
            "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
 
 _PG_USER = "nobody"
@@ -42,6 +42,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (the sockets are held open together while the kernel picks them)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
