@@ -11,18 +11,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sco.stores.config import ENV_VARS, Store, sco_home, stack_file
 
 from . import services
 
-__all__ = ["STORES", "ServiceStatus", "down", "status", "up"]
+__all__ = ["STORES", "Decision", "ServiceStatus", "down", "plan_up", "status", "up"]
 
 STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
 
@@ -77,6 +77,24 @@ def _start(store: Store, home: Path, fast: bool, port: int) -> services.Running:
     return services.start_clickhouse(data, port)
 
 
+Decision = Literal["external", "reuse", "start"]
+
+
+def plan_up(records: dict[str, Any], environ: Mapping[str, str], healthy: Mapping[str, bool]) -> dict[Store, Decision]:
+    """What ``up`` does with each store: use the URL given in the environment, reuse a healthy server it
+    started before, or start one (pure: the caller observes health and applies the plan)."""
+    plan: dict[Store, Decision] = {}
+    for store in STORES:
+        record = records.get(store) or {}
+        if environ.get(ENV_VARS[store]):
+            plan[store] = "external"
+        elif record.get("managed") and healthy.get(store, False):
+            plan[store] = "reuse"
+        else:
+            plan[store] = "start"
+    return plan
+
+
 def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: bool = False) -> list[ServiceStatus]:
     """Start or reuse every store; return what was done for each."""
     home = (home or sco_home()).resolve()
@@ -84,14 +102,14 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     out: list[ServiceStatus] = []
     with _locked(home):
         state = _read(home)
+        decisions = plan_up(state["services"], environ, {s: _healthy(r) for s, r in state["services"].items()})
         to_start: list[Store] = []
-        for store in STORES:
-            external = environ.get(ENV_VARS[store])
+        for store, decision in decisions.items():
             record = state["services"].get(store) or {}
-            if external:
-                state["services"][store] = {"url": external, "managed": False}
-                out.append(ServiceStatus(store, external, False, None, True, "external"))
-            elif record.get("managed") and _healthy(record):
+            if decision == "external":
+                state["services"][store] = {"url": environ[ENV_VARS[store]], "managed": False}
+                out.append(ServiceStatus(store, environ[ENV_VARS[store]], False, None, True, "external"))
+            elif decision == "reuse":
                 out.append(ServiceStatus(store, record["url"], True, record["pid"], True, "reused"))
             else:
                 if store == "postgres" and record.get("managed"):

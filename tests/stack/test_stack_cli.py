@@ -100,3 +100,13 @@ def test_sco_clickhouse_serve_refuses_a_missing_data_directory_with_a_clear_erro
     result = _sco(tmp_path, "clickhouse", "serve")
     assert result.returncode == 2
     assert "--data" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_up_plans_external_for_a_given_url_reuse_for_a_healthy_server_and_start_otherwise() -> None:
+    from sco.stack.manager import plan_up
+
+    records = {"postgres": {"managed": True, "url": "postgresql://x"}, "nats": {"managed": True, "url": "nats://x"},
+               "clickhouse": {"managed": False, "url": "http://old"}}
+    plan = plan_up(records, {"SCO_CLICKHOUSE_URL": "http://prod:8123"}, {"postgres": True, "nats": False})
+    assert plan == {"postgres": "reuse", "nats": "start", "clickhouse": "external"}
+    assert plan_up({}, {}, {}) == {"postgres": "start", "nats": "start", "clickhouse": "start"}
