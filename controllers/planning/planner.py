@@ -63,6 +63,8 @@ def _guaranteed(contract: Contract, pools: Sequence[PoolState], residual: dict[s
     out = []
     for s in pools:
         p = s.pool
+        if s.excluded:
+            continue
         committed_ours = p.purchase_model is PurchaseModel.COMMITTED and p.business_unit == contract.business_unit
         if not (committed_ours or p.purchase_model is PurchaseModel.GUARANTEED) or p.region != contract.region:
             continue

@@ -49,6 +49,8 @@ class Display:
             event = json.loads(data)
         except ValueError:
             return
+        if event.get("source") == "simregion" and not event.get("workload"):
+            return  # another tenant's instance: not ours to show
         self.events.append(event)
         kind = str(event.get("kind", "?"))
         self.counts[kind] += 1

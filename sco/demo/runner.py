@@ -151,7 +151,7 @@ async def run_demo(cfg: DemoConfig) -> int:
     from contracts.signing import load_private_key
     from controllers.providers import SimulatedProvider
     from sco.commands.keys import init_keys
-    from sco.stack import manager
+    from sco.stack import bootstrap, manager
     from sco.stores import nats as nats_store
     from sco.stores.config import load_urls
 
@@ -161,7 +161,6 @@ async def run_demo(cfg: DemoConfig) -> int:
     home = cfg.home.resolve()
     run_dir = home / "run" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
-    os.environ["SCO_HOME"] = str(home)
     procs = _Procs(logs=run_dir)
     display = Display()
     summary = Summary(started=datetime.now(UTC))
@@ -169,13 +168,22 @@ async def run_demo(cfg: DemoConfig) -> int:
     fleet: Fleet | None = None
     nc: Any = None
     try:
-        display.set_phase("starting the embedded stack (PostgreSQL, NATS JetStream, ClickHouse)")
+        display.set_phase("starting a fresh embedded stack (PostgreSQL, NATS JetStream, ClickHouse)")
         t = time.monotonic()
-        await asyncio.to_thread(manager.up, home, fast=True)
-        found = load_urls(home)
+        # every run starts from nothing: a new simulated region must not meet the last run's fleet state
+        # (the controller would rightly fail static on instances that vanished, ADR-12)
+        stack_home = home / "stack"
+        if stack_home.exists():
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(manager.down, stack_home)
+            shutil.rmtree(stack_home, ignore_errors=True)
+        os.environ["SCO_HOME"] = str(stack_home)
+        await asyncio.to_thread(manager.up, stack_home, fast=True)
+        found = load_urls(stack_home)
         if not (found.postgres and found.nats and found.clickhouse):
-            raise RuntimeError(f"the stack in {home} did not come up: {found}")
+            raise RuntimeError(f"the stack in {stack_home} did not come up: {found}")
         urls = _Urls(found.postgres, found.nats, found.clickhouse)
+        await asyncio.to_thread(bootstrap.prepare, found)  # migrations and streams, idempotent
         summary.timing("stack up", time.monotonic() - t)
 
         display.set_phase("compiling and signing the example contracts")
@@ -195,7 +203,8 @@ async def run_demo(cfg: DemoConfig) -> int:
         procs.start("simregion", _sco("sim", "region", "serve", "--port", str(sim_port), "--nats", urls.nats,
                                       "--seed", str(cfg.seed),
                                       "--set", f"reclaim_rate_pct_h={cfg.reclaim_rate_pct_h}",
-                                      "--set", "hall_reclaims_per_30d=0", "--set", "hall_outage_s=150"))
+                                      "--set", "hall_reclaims_per_30d=0", "--set", "hall_outage_s=150",
+                                      "--set", "background=false"))
         procs.start("ingest", _sco("ingest", "--nats", urls.nats, "--clickhouse", urls.clickhouse))
         procs.start("outbox", _sco("outbox", "relay", "--postgres", urls.postgres, "--nats", urls.nats,
                                    "--clickhouse", urls.clickhouse))
@@ -210,7 +219,7 @@ async def run_demo(cfg: DemoConfig) -> int:
 
         await nc.subscribe("sco.events.>", cb=on_event)
 
-        def start_controllers() -> None:
+        def start_controllers(recovery_share: str) -> None:
             for partition in partitions:
                 region, cluster = partition.split("/", 1)
                 bundle = bundles / region / cluster / "controller-bundle.json"
@@ -220,10 +229,11 @@ async def run_demo(cfg: DemoConfig) -> int:
                     "controller", "run", "--partition", partition, "--bundle", str(bundle),
                     "--pubkey", str(keys / "signing.pub.pem"), "--governance-key", str(keys / "governance.pub.pem"),
                     "--sim-url", sim_url, "--postgres", urls.postgres, "--nats", urls.nats,
-                    "--claims-file", str(claims), "--interval", "2", "--all-partitions", ",".join(partitions)))
+                    "--claims-file", str(claims), "--interval", "2", "--all-partitions", ",".join(partitions),
+                    "--recovery-share", recovery_share))
 
         display.set_phase("controllers placing the claims")
-        start_controllers()
+        start_controllers("1.0")  # a cold start: nothing to catch up on (see docs/demo.md)
         slurm_conf, slurm_nodes = _slurm_testbed() if cfg.slurm else (None, [])
         fleet = Fleet(provider, bundles, keys / "signing.pub.pem", urls.nats, sim_url, run_dir / "nodes",
                       slurm_nodes=slurm_nodes, slurm_conf=slurm_conf, seed=cfg.seed)
@@ -269,7 +279,7 @@ async def run_demo(cfg: DemoConfig) -> int:
 
         async def outage_end() -> None:
             summary.mark("outage-end")
-            start_controllers()
+            start_controllers("0.05")  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
 
         steps = [(0.35 * cfg.live_s, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
                  (0.45 * cfg.live_s, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),

@@ -158,3 +158,12 @@ def test_kept_plans_hold_their_capacity_when_others_are_replanned() -> None:
     second = plan([Claim(contract(name="wa"), 40), Claim(contract(name="wb"), 40)], pools, NOW, previous=first)
     assert second.plans["wa"] is first.plans["wa"]
     assert second.plans["wb"].shortfall_units == 20
+
+
+def test_an_excluded_guaranteed_or_committed_pool_gets_no_floor_units() -> None:
+    pools = floor_pools(committed_free=100)
+    pools = [PoolState(s.pool, s.available_instances, score=s.score, excluded=s.pool_id in ("cm-h1", "gd-h1"))
+             for s in pools]
+    result = plan([Claim(contract("T1"), 100)], pools, NOW).plans["wk"]
+    floor = units_by_pool(result, Purpose.FLOOR)
+    assert "cm-h1" not in floor and "gd-h1" not in floor and sum(floor.values()) == 30
