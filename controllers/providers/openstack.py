@@ -71,8 +71,11 @@ class OpenStackProvider:
 
     def __init__(self, conn: Any, *, region: str, image: str, project: str = "",
                  mutating_hook: Callable[[str], None] | None = None, feeds: FeedClient | None = None,
-                 clock: Callable[[], datetime] = _utcnow) -> None:
+                 topology: Any = None, clock: Callable[[], datetime] = _utcnow) -> None:
+        """``topology``: an optional read-only (reader/admin) connection for host aggregates and Placement,
+        which Nova's default policy hides from the orchestrator's member credential."""
         self._conn = conn
+        self._topology = topology
         self._region = region
         self._image_name = image
         self._image_id: str | None = None
@@ -81,6 +84,7 @@ class OpenStackProvider:
         self._feeds = feeds
         self._clock = clock
         self._pools: dict[str, tuple[Pool, str, str]] = {}  # pool_id -> (pool, flavour id, zone)
+        self._ram_mib: dict[str, int] = {}  # pool_id -> flavour RAM
 
     @classmethod
     def from_clouds_yaml(cls, path: Path, cloud: str, **kwargs: Any) -> OpenStackProvider:
@@ -110,7 +114,7 @@ class OpenStackProvider:
     def _zones_and_aggregates(self) -> dict[str, list[str]]:
         zones = [z.name for z in self._conn.compute.availability_zones() if z.state.get("available", True)]
         try:
-            aggs = list(self._conn.compute.aggregates())
+            aggs = list((self._topology or self._conn).compute.aggregates())
         except osexc.ForbiddenException:  # a member credential may not list aggregates: one per zone
             return {z: [z] for z in zones}
         out: dict[str, list[str]] = {z: [] for z in zones}
@@ -139,6 +143,7 @@ class OpenStackProvider:
                                 rate_eur_h=Decimal(spec.get("sco:rate_eur_h", "0")),
                                 guaranteed_rate_eur_h=Decimal(spec.get("sco:guaranteed_rate_eur_h", "0")))
                     pools[pool_id] = (pool, flavor.id, hall)
+                    self._ram_mib[pool_id] = flavor.ram
         self._pools = pools
         return PoolCatalogue(pools=tuple(p for p, _, _ in pools.values()), source=f"openstack:{self._region}")
 
@@ -154,9 +159,44 @@ class OpenStackProvider:
         if self._feeds is not None:
             return self._feeds.rate_card()
         pools = self.catalogue().pools
+        capacity = self.capacity()
         return RateCard(region=self._region, time=self._clock(), entries=tuple(
             RateCardEntry(pool_id=p.pool_id, rate_eur_h=p.rate_eur_h, guaranteed_rate_eur_h=p.guaranteed_rate_eur_h,
-                          utilisation=0.0, free_instances=0) for p in pools))
+                          utilisation=capacity.get(p.pool_id, (0, 0.0))[1],
+                          free_instances=capacity.get(p.pool_id, (0, 0.0))[0]) for p in pools))
+
+    def capacity(self) -> dict[str, tuple[int, float]]:
+        """Free instances and vCPU utilisation per pool, from Placement inventories and usages of the resource
+        providers in each pool's aggregate. Needs ``topology``; empty without it."""
+        if self._topology is None:
+            return {}
+        if not self._pools:
+            self.catalogue()
+        placement = self._topology.placement
+        per_agg: dict[str, tuple[float, float, float, float]] = {}  # free vCPU, free MiB, used vCPU, total vCPU
+        for agg in self._topology.compute.aggregates():
+            free_cpu = free_mem = used_cpu = total_cpu = 0.0
+            found = placement.get(f"/resource_providers?member_of={agg.uuid}", microversion="1.3").json()
+            for rp in found.get("resource_providers", []):
+                inv = placement.get(f"/resource_providers/{rp['uuid']}/inventories").json()["inventories"]
+                use = placement.get(f"/resource_providers/{rp['uuid']}/usages").json()["usages"]
+                for rc, inventory in inv.items():
+                    cap = (inventory["total"] - inventory.get("reserved", 0)) * inventory.get("allocation_ratio", 1.0)
+                    if rc == "VCPU":
+                        free_cpu += cap - use.get(rc, 0)
+                        used_cpu += use.get(rc, 0)
+                        total_cpu += cap
+                    elif rc == "MEMORY_MB":
+                        free_mem += cap - use.get(rc, 0)
+            per_agg[agg.name] = (free_cpu, free_mem, used_cpu, total_cpu)
+        out: dict[str, tuple[int, float]] = {}
+        for pool_id, (pool, _, _) in self._pools.items():
+            if pool.aggregate not in per_agg:
+                continue
+            free_cpu, free_mem, used, total = per_agg[pool.aggregate]
+            fits = min(free_cpu // max(pool.vcpu, 1), free_mem // max(self._ram_mib.get(pool_id, 1), 1))
+            out[pool_id] = (max(int(fits), 0), round(used / total, 4) if total else 0.0)
+        return out
 
     def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
         return self._feeds.reservations(business_unit) if self._feeds is not None else ()

@@ -166,3 +166,28 @@ def test_an_unknown_flavour_and_an_unknown_pool_are_typed_not_found(env: dict[st
     with pytest.raises(InvalidRequest) as err3:
         LaunchRequest(pool_id=owner.pool, count=-2, owner=owner)
     assert (err3.value.field, err3.value.value) == ("count", -2)
+
+
+def test_with_a_reader_connection_placement_gives_free_instances_and_utilisation_per_pool(
+        env: dict[str, Any]) -> None:
+    from controllers.providers.openstack import OpenStackProvider
+
+    provider = OpenStackProvider(env["conn"], region="RegionOne", image="sco-tiny", topology=env["admin"])
+    small = _pool(provider, hall="hall-a", family="gp", size="small")
+    medium = _pool(provider, hall="hall-a", family="gp", size="medium")
+    before = provider.capacity()
+    assert before[small][0] > 100 and 0.0 <= before[small][1] < 1.0
+    assert {p.aggregate for p in provider.catalogue().pools} == {"agg-a1", "agg-b1"}
+    owner = OwnerTags(workload=env["workload"], pool=medium, partition="r1/batch", generation=11)
+    provider.launch(LaunchRequest(pool_id=medium, count=2, owner=owner))
+    _wait(lambda: all(i.status is InstanceStatus.ACTIVE
+                      for i in provider.list_instances({"workload": env["workload"], "generation": "11"})), 90)
+    after = provider.capacity()
+    assert before[small][0] - after[small][0] == 4  # 2 × (2 vCPU, 1 GiB) = 4 gp.small (1 vCPU, 512 MiB)
+    assert after[small][1] > before[small][1]
+    card = provider.rate_card()
+    assert card.rate(small).free_instances == after[small][0]
+    hall_b = _pool(provider, hall="hall-b", family="gp", size="small")
+    assert after[hall_b][0] == before[hall_b][0]  # the other hall's aggregate is untouched
+    for inst in provider.list_instances({"workload": env["workload"], "generation": "11"}):
+        provider.terminate(inst.instance_id)
