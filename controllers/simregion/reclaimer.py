@@ -36,11 +36,12 @@ def _take(ordered: Sequence[Candidate], need: int) -> list[Candidate]:
 
 def _enough(cands: Sequence[Candidate], need: int) -> int:
     """How many candidates always cover ``need`` vCPU, whatever their order."""
-    smallest = min((c.vcpu for c in cands), default=1)
+    smallest = min(map(_vcpu, cands), default=1)
     return need // max(smallest, 1) + 1
 
 
 _launched = operator.attrgetter("launched")
+_vcpu = operator.attrgetter("vcpu")
 
 
 def _oldest(cands: Sequence[Candidate], need: int, rng: random.Random) -> list[Candidate]:
