@@ -112,3 +112,12 @@ def test_statements_are_split_on_semicolons_outside_strings_and_comments() -> No
     sql = "CREATE TABLE a (x String DEFAULT ';');\n-- a comment; with a semicolon\nSELECT 'it''s; ok' /* ; */;\n\n"
     assert split_statements(sql) == ["CREATE TABLE a (x String DEFAULT ';')",
                                      "-- a comment; with a semicolon\nSELECT 'it''s; ok' /* ; */"]
+
+
+def test_the_postgres_pool_hands_out_connections_to_the_configured_database(
+        pg_migrated_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCO_POSTGRES_URL", pg_migrated_url)
+    with postgres.pool(max_size=2) as pool, pool.connection() as conn:
+        conn.execute("INSERT INTO breakers (region, partition, name, state) VALUES ('r1', 'p1', 'termination', 'open')")
+    with postgres.pool() as pool, pool.connection() as conn:
+        assert conn.execute("SELECT state FROM breakers").fetchall() == [("open",)]
