@@ -84,10 +84,10 @@ class _Handler(BaseHTTPRequestHandler):
         engine = self.server.engine
         query_id = params.get("query_id", "")
         try:
+            body = self._read_body()  # always drained, so a refused request leaves the connection usable
             if url.path != "/":
                 raise ClickHouseError.make(
                     1, "UNSUPPORTED_METHOD", f"There is no handle {url.path}. Use / or /ping")
-            body = self._read_body()
             request = parse_request(params, {k.lower(): v for k, v in self.headers.items()}, body)
             query_id = request.query_id
             result: Result = engine.execute(request)
