@@ -92,6 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
             query_id = request.query_id
             result: Result = engine.execute(request)
         except ClickHouseError as error:
+            if error.name == "TOO_LARGE_SIZE_COMPRESSED":
+                self.close_connection = True  # the body was not read: the connection cannot be reused
             message = f"{error}" if "(version" in str(error) else f"{error} (version {engine.version})"
             self._send(http_status(error), (message + "\n").encode(), {
                 "Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Exception-Code": str(error.code),
