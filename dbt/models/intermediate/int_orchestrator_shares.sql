@@ -8,9 +8,10 @@ cost as (
 select
     w.hour as hour,
     w.workload as workload,
+    -- scale 6 × scale 6 = scale 12; the division keeps 12 digits (larger scales overflow Decimal128)
     toDecimal64(if(t.total_hours > 0,
-                   toDecimal128(ifNull(c.cost_eur, 0), 12) * toDecimal128(w.instance_hours, 12)
-                   / toDecimal128(t.total_hours, 12), 0), 6) as orchestrator_eur
+                   toDecimal128(ifNull(c.cost_eur, 0), 6) * toDecimal128(w.instance_hours, 6)
+                   / toDecimal128(t.total_hours, 6), 0), 6) as orchestrator_eur
 from {{ ref('int_workload_hours') }} as w
 inner join totals as t on w.hour = t.hour
 left join cost as c on w.hour = c.hour

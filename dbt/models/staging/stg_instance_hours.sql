@@ -5,7 +5,7 @@ select
     workload,
     pool,
     purchase_model,
-    toDecimal64(instance_hours, 6) as instance_hours,
+    toDecimal64OrZero(JSONExtractString(attributes, 'instance_hours'), 6) as instance_hours,
     cost_eur,
     counterfactual_eur,
     toDecimal64OrZero(JSONExtractString(attributes, 'reclaimable_eur'), 6) as reclaimable_eur,
