@@ -334,10 +334,14 @@ class Agent:
               contract_version: str | None = None, attributes: dict[str, Any] | None = None) -> None:
         event = make_event(kind, now=self.clock.now(), node=self.node, cause=cause, workload=workload,
                            contract_version=contract_version, drill=drill, attributes=attributes)
-        fut = self._writer.submit(self.spool.append, event)
+        try:
+            fut = self._writer.submit(self.spool.append, event)
+        except RuntimeError:  # the writer is shut down (stopping): write it here, it must not be lost
+            self.spool.append(event)
+            return
         loop = self._loop
         if loop is not None:
-            fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self._wake.set))
+            fut.add_done_callback(lambda _f: _wake_soon(loop, self._wake))
 
     async def _ship_loop(self) -> None:
         """Ship spooled events in order. File reads and deletes run on the spool's writer thread, never on
@@ -397,6 +401,11 @@ class Agent:
             self._wake.set()
             await asyncio.sleep(0.05)
         return self.spool.depth == 0
+
+
+def _wake_soon(loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the next process ships the spool
+        loop.call_soon_threadsafe(wake.set)
 
 
 def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | None:

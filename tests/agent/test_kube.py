@@ -4,7 +4,6 @@ through the Eviction API honouring a PodDisruptionBudget (429 retries), and the 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from agent.local import RecordingActuator
 from agent.notices import parse_notice
 from agent.runtime import Agent
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
+from tests.agent.kube_extras import AuthRecordingKubeApi
 from tests.doubles.kube_api import KubeApiDouble
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")
@@ -162,18 +162,21 @@ def test_without_a_valid_contract_the_node_is_labelled_not_ready_and_tainted_unt
     assert {t["key"] for t in after["spec"]["taints"]} == {"reclaimable"}
 
 
-def test_the_adapter_touches_only_its_own_node_and_the_pods_bound_to_it(tmp_path: Path, kube: KubeApiDouble) -> None:
-    seen: list[str] = []
-    lock = threading.Lock()
-    adapter = KubeAdapter(kube.url, "kn1", token="node-bound-token")
-    original = adapter._request
-
-    def spy(method: str, path: str, body: Any = None, ctype: str = "application/json") -> Any:
-        with lock:
-            seen.append(path)
-        return original(method, path, body, ctype)
-
-    adapter._request = spy  # type: ignore[method-assign]
-    adapter.mark_unschedulable("test")
-    assert adapter.units() == [] and seen == ["/api/v1/nodes/kn1", "/api/v1/nodes/kn1",
-                                              "/api/v1/pods?fieldSelector=spec.nodeName%3Dkn1"]
+def test_every_request_carries_the_node_bound_token_and_touches_only_its_own_node(tmp_path: Path) -> None:
+    api = AuthRecordingKubeApi()
+    try:
+        api.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
+        api.put_object("Node", {"metadata": {"name": "kn2"}, "spec": {}})
+        api.put_object("Pod", pod("web-1", "kn1"))
+        api.put_object("Pod", pod("web-2", "kn2"))
+        agent, _, _ = run_notice(tmp_path, api, [workload_entry("web", budget=3, scheduler="kubernetes")])
+        seen = list(api.auth)
+        other = api.get_object("Node", "kn2") or {}
+    finally:
+        api.stop()
+    assert seen and all(auth == "Bearer node-bound-token" for _, _, auth in seen)
+    paths = {(method, path.split("?")[0]) for method, path, _ in seen}
+    assert paths == {("GET", "/api/v1/nodes/kn1"), ("PATCH", "/api/v1/nodes/kn1"), ("GET", "/api/v1/pods"),
+                     ("POST", "/api/v1/namespaces/team/pods/web-1/eviction")}
+    assert all("fieldSelector=spec.nodeName%3Dkn1" in path for method, path, _ in seen if "/pods?" in path)
+    assert "unschedulable" not in (other.get("spec") or {}) and agent.reports[0].path == "scheduler"

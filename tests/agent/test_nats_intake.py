@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,82 @@ def test_with_the_control_plane_and_distributor_stopped_the_drain_is_identical(
     assert up_failures == "0" and float(down_failures) >= 2
     assert sorted(up_calls) == sorted(down_calls)
     assert up_steps == down_steps
+
+
+def test_an_event_shipped_just_before_a_crash_is_not_duplicated_when_the_spool_ships_it_again(
+        tmp_path: Path, nats_server: NatsServer) -> None:
+    from agent.events import make_event, subject_of
+    from agent.spool import Spool
+    from contracts.subjects import EventKind
+
+    spool = Spool(tmp_path / "state" / "spool")
+    events = [make_event(EventKind.DRAINED, now=datetime.now(UTC), node=NODE, cause="reclaim",
+                         attributes={"n": i}) for i in range(3)]
+    for event in events:
+        spool.append(event)
+
+    async def run() -> list[dict[str, Any]]:
+        nc = await nats.connect(nats_server.url)  # the previous process got the ack, then died
+        await nc.jetstream().publish(subject_of(events[0]), json.dumps(events[0]).encode(),
+                                     headers={"Nats-Msg-Id": events[0]["event_id"]})
+        await nc.close()
+        keys = new_keys()
+        cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                    nats_url=nats_server.url)
+        agent = Agent(cfg, ud, pub, FakeScheduler(), RecordingActuator())
+        await agent.start()
+        assert await agent.flush_events()
+        await agent.stop()
+        return await stream_events(nats_server.url)
+
+    shipped = asyncio.run(run())
+    assert sorted(e["event_id"] for e in shipped) == sorted(e["event_id"] for e in events)
+
+
+def test_a_relay_that_goes_away_mid_life_loses_no_event_and_notices_flow_again_after_it_returns(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    relay = NatsServer(tmp_path / "relay")
+    relay.start()
+    asyncio.run(ensure_stream(relay.url))
+    meta = JsonServer()
+    meta.set_json("/meta", {"instance_id": NODE.instance, "notices": []})
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                nats_url=relay.url, metadata_url=meta.url + "/meta", metadata_poll_s=0.2)
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> tuple[int, list[dict[str, Any]], float]:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start()
+        assert await wait_for(lambda: agent.metrics.value("sco_agent_nats_connected"), 5)
+        relay.stop()  # the relay dies while the agent runs
+        await wait_for(lambda: not agent.metrics.value("sco_agent_nats_connected"), 5)
+        meta.set_json("/meta", {"instance_id": NODE.instance, "notices": [notice_doc(NODE.instance)]})
+        await wait_for(lambda: agent.drains, 5)
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await asyncio.sleep(0.3)
+        spooled = agent.spool.depth
+        relay.start()  # same port, same JetStream store
+        assert await agent.flush_events(timeout=20)
+        events = await stream_events(relay.url)
+        advisory = {"region": "r1", "instance_id": NODE.instance, "pool_id": "p",
+                    "issued_at": datetime.now(UTC).isoformat(), "expected_at": datetime.now(UTC).isoformat(),
+                    "probability": 0.5}
+        nc = await nats.connect(relay.url)
+        from contracts.subjects import advisory_subject
+
+        await nc.publish(advisory_subject(NODE.region, NODE.instance), json.dumps(advisory).encode())
+        await nc.flush()
+        await nc.close()
+        got = await wait_for(lambda: agent.metrics.value("sco_agent_notices_total", channel="nats",
+                                                         kind="advisory"), 5)
+        await agent.stop()
+        return spooled, events, got
+
+    try:
+        spooled, events, advisory_seen = asyncio.run(run())
+    finally:
+        meta.stop()
+        relay.stop()
+    assert spooled >= 5 and len(events) == spooled and "drained" in {e["kind"] for e in events}
+    assert advisory_seen == 1  # the subscriptions came back with the connection
