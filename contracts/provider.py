@@ -34,6 +34,7 @@ from .provider_errors import (
 __all__ = [
     "NOTICE_SECONDS",
     "OWNER_TAG_KEYS",
+    "TAG_PREFIX",
     "Advisory",
     "CapacityUnavailable",
     "Clock",
