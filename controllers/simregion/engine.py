@@ -29,7 +29,7 @@ __all__ = ["Inst", "RegionEngine", "SimEvent", "Stats"]
 HORIZON_S = 1800.0  # demand is planned this far ahead, so advisories can precede it
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: two instances are never "equal"
 class Inst:
     id: str
     pool: int
@@ -284,7 +284,7 @@ class RegionEngine:
                   and v.id in self.by_id]
         freed = sum(v.vcpu for v in chosen)
         if freed < demand["need"]:
-            rest = [c for c in self._candidates(agg) if c not in chosen]
+            rest = self._candidates(agg)  # advised victims are reserved, so never among the candidates again
             chosen += [v for v in select_victims(self.config.strategy, rest, demand["need"] - freed, self._victims)
                        if isinstance(v, Inst)]
         self._demands += 1
