@@ -10,14 +10,13 @@ stays. Nothing expires: the age of the held bundle is a metric (``sco_agent_bund
 from __future__ import annotations
 
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from contracts.bundle_verify import BundleError, verify_bundle_bytes
 
+from .httpwire import request
 from .model import AgentError, Contract, parse_time
 
 __all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
@@ -131,8 +130,10 @@ def fetch_bundle(base_url: str, timeout: float = 5.0) -> tuple[bytes, bytes]:
     out = []
     for name in (BUNDLE_NAME, SIG_NAME):
         try:
-            with urllib.request.urlopen(base + name, timeout=timeout) as resp:
-                out.append(resp.read())
-        except (urllib.error.URLError, OSError) as exc:
+            status, body = request("GET", base + name, timeout=timeout)
+        except OSError as exc:
             raise AgentError(f"distributor {base + name} unreachable: {exc}") from None
+        if status != 200:
+            raise AgentError(f"distributor {base + name} answered {status}")
+        out.append(body)
     return out[0], out[1]

@@ -53,8 +53,8 @@ async def _run(cfg: AgentConfig) -> int:
 
     agent = build_agent(cfg)
     assert isinstance(agent, Agent)
-    server = serve_metrics(agent.metrics, cfg.metrics_host, cfg.metrics_port) if cfg.metrics_port else None
     await agent.start()
+    server = await serve_metrics(agent.metrics, cfg.metrics_host, cfg.metrics_port) if cfg.metrics_port else None
     gc.collect()
     gc.freeze()  # what boot loaded stays: later collections scan only what the notice path allocates
     stop = asyncio.Event()
@@ -69,8 +69,8 @@ async def _run(cfg: AgentConfig) -> int:
     await agent.flush_events(timeout=5)
     await agent.stop()
     if server is not None:
-        server.shutdown()
-        server.server_close()
+        server.close()
+        await server.wait_closed()
     return 0
 
 

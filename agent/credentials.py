@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from .httpwire import request
 
 __all__ = ["NodeCredentials"]
 
 
 def _post(url: str, token: str | None = None, timeout: float = 2.0) -> bool:
-    req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
     if token:
-        req.add_header("Authorization", f"Bearer {token}")
-        req.add_header("X-Vault-Token", token)
+        headers["Authorization"] = f"Bearer {token}"
+        headers["X-Vault-Token"] = token
     try:
-        with urllib.request.urlopen(req, timeout=timeout):
-            return True
-    except (urllib.error.URLError, OSError):
+        status, _ = request("POST", url, b"{}", headers, timeout)
+    except OSError:
         return False
+    return 200 <= status < 300
 
 
 class NodeCredentials:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
+from .httpwire import request
 from .model import AgentError, Contract, Unit
 
 __all__ = ["NOT_READY_TAINT", "READY_LABEL", "RECLAIM_TAINT", "KubeAdapter", "KubeError"]
@@ -60,18 +59,14 @@ class KubeAdapter:
     def _request(self, method: str, path: str, body: Any = None,
                  ctype: str = "application/json") -> tuple[int, dict[str, Any]]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.api + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json"}
         if data is not None:
-            req.add_header("Content-Type", ctype)
+            headers["Content-Type"] = ctype
         if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as resp:
-                status, raw = resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
+            status, raw = request(method, self.api + path, data, headers, self.timeout, self.context)
+        except OSError as exc:
             raise KubeError(f"{method} {path}: {exc}") from None
         try:
             doc = json.loads(raw) if raw else {}
@@ -101,7 +96,7 @@ class KubeAdapter:
         self._patch_node(taints, {"unschedulable": True}, {"annotations": {"sco.io/drain-reason": reason[:200]}})
 
     def units(self) -> list[Unit]:
-        selector = urllib.parse.quote(f"spec.nodeName={self.node}")
+        selector = quote(f"spec.nodeName={self.node}")
         doc = self._ok("GET", f"/api/v1/pods?fieldSelector={selector}")
         units = []
         for pod in doc.get("items") or []:

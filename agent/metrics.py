@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .httpwire import start_text_server
 
 __all__ = ["Metrics", "serve_metrics"]
 
@@ -97,25 +99,6 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-def serve_metrics(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
-    """Serve ``/metrics`` on ``host:port`` in a daemon thread; return the server (``.shutdown()`` stops it)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] not in ("/metrics", "/"):
-                self.send_error(404, "only /metrics is served")
-                return
-            body = metrics.render().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="sco-agent-metrics", daemon=True).start()
-    return server
+async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.Server:
+    """Serve ``/metrics`` on ``host:port`` on the running event loop; ``close()`` the server to stop."""
+    return await start_text_server(host, port, ("/metrics", "/"), metrics.render)

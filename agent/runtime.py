@@ -12,8 +12,6 @@ import contextlib
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -26,6 +24,7 @@ from .bundle import BundleStore, fetch_bundle
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport, yield_to_first_actions
 from .events import make_event, subject_of
+from .httpwire import request
 from .metrics import Metrics
 from .model import AgentError
 from .notices import Notice, NoticeGate, parse_metadata, parse_notice
@@ -423,8 +422,9 @@ def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | N
 
 def _get(url: str, timeout: float) -> bytes:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            data: bytes = resp.read()
-            return data
-    except (urllib.error.URLError, OSError) as exc:
+        status, body = request("GET", url, timeout=timeout)
+    except OSError as exc:
         raise AgentError(f"GET {url}: {exc}") from None
+    if status != 200:
+        raise AgentError(f"GET {url} answered {status}")
+    return body

@@ -6,9 +6,9 @@ import asyncio
 import json
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
+from agent.httpwire import request
 from agent.local import RecordingActuator
 from agent.metrics import Metrics, serve_metrics
 from agent.runtime import Agent
@@ -20,14 +20,16 @@ LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts
 
 
 def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contracts_modules() -> None:
-    code = (
-        "import sys, agent.cli, agent.runtime, agent.slurm, agent.kube, agent.local, agent.credentials\n"
-        "import nats.aio.client\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('contracts', 'pydantic', 'yaml', 'kubernetes')))"
+    code = (  # nats-py's own imports (aiohttp when installed, as here) are taken out: the minimal venv has none
+        "import sys, nats.aio.client\n"
+        "before = set(sys.modules)\n"
+        "import agent.cli, agent.runtime, agent.slurm, agent.kube, agent.local, agent.credentials, agent.metrics\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
+        "('contracts', 'pydantic', 'yaml', 'kubernetes', 'email', 'http', 'aiohttp')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     loaded = set(json.loads(out.stdout.replace("'", '"')))
-    assert loaded <= LIGHT, loaded - LIGHT
+    assert loaded <= LIGHT, loaded - LIGHT  # no http.client/email either: agent.httpwire speaks HTTP itself
 
 
 def test_sco_agent_check_verifies_the_user_data_bundle_and_refuses_a_foreign_one(tmp_path: Path) -> None:
@@ -74,20 +76,17 @@ def test_the_metrics_endpoint_serves_notices_drain_seconds_overruns_bundle_age_a
     async def run() -> str:
         agent = Agent(cfg, ud, pub, FakeScheduler(), RecordingActuator(), metrics=Metrics())
         await agent.start(connect=False)
-        server = serve_metrics(agent.metrics, "127.0.0.1", free_port())
+        server = await serve_metrics(agent.metrics, "127.0.0.1", free_port())
         try:
-            url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
-
-            def get() -> str:
-                with urllib.request.urlopen(url, timeout=5) as resp:
-                    return str(resp.read().decode())
-
-            body = await asyncio.to_thread(get)
+            port = server.sockets[0].getsockname()[1]
+            status, raw = await asyncio.to_thread(request, "GET", f"http://127.0.0.1:{port}/metrics")
+            missing, _ = await asyncio.to_thread(request, "GET", f"http://127.0.0.1:{port}/nope")
+            assert status == 200 and missing == 404
         finally:
-            server.shutdown()
-            server.server_close()
+            server.close()
+            await server.wait_closed()
             await agent.stop()
-        return body
+        return raw.decode()
 
     body = asyncio.run(run())
     for name in ("sco_agent_notices_total", "sco_agent_drain_seconds", "sco_agent_overruns_total",
