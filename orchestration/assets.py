@@ -42,7 +42,9 @@ def pool_catalogue(clickhouse: ClickHouseResource, settings: AnalyticsSettings,
     clickhouse.migrate()
     if provider.base_url:
         with urllib.request.urlopen(provider.base_url.rstrip("/") + "/v1/catalogue", timeout=10) as resp:
-            catalogue = PoolCatalogue.model_validate(json.loads(resp.read()))
+            body = json.loads(resp.read())
+            # the provider contract's feed serves the pools as a list (controllers.providers.SimulatedProvider)
+            catalogue = PoolCatalogue.model_validate({"pools": body} if isinstance(body, list) else body)
         with urllib.request.urlopen(provider.base_url.rstrip("/") + "/v1/rate-card", timeout=10) as resp:
             card = RateCard.model_validate(json.loads(resp.read()))
         write_catalogue(clickhouse, [p for p in catalogue.pools if p.region == settings.region], card.time)
@@ -153,11 +155,9 @@ def contract_breaches(clickhouse: ClickHouseResource, postgres: PostgresResource
 @asset(group_name="analytics", deps=[contract_breaches, savings_attribution],
        description="Move work off reclaimable capacity when the saving does not justify the risk; onto it when "
                    "work behaves as if it could tolerate interruption.")
-def recommendations(clickhouse: ClickHouseResource, postgres: PostgresResource,
-                    settings: AnalyticsSettings) -> MaterializeResult:
+def recommendations(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> MaterializeResult:
     now = _now(clickhouse, settings)
-    found = insights.breaches(clickhouse, postgres, settings.region, now)
-    recs = insights.recommendations(clickhouse, now, found)
+    recs = insights.recommendations(clickhouse, now, insights.latest_breaches(clickhouse))
     return MaterializeResult(metadata={d: sum(r.direction == d for r in recs)
                                        for d in ("off-reclaimable", "onto-reclaimable", "stay")})
 

@@ -1,13 +1,12 @@
 """The one Dagster code location: ``dagster asset materialize -m orchestration.definitions --select '*'``.
 
 Schedules: rankings every 5 minutes, attribution hourly, groups/precision/breaches/recommendations and the
-finance models daily, the archive monthly. The sensor ingests new events (issue 3's ``sco.ingest``) and asks
-for a fresh ranking when the event history moved.
+finance models daily, the archive monthly. The sensor runs one pass of the ingest (issue 3's
+``sco.stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 
 from dagster import (
@@ -38,7 +37,7 @@ from .checks import ALL_CHECKS
 from .finance_models import dbt_resource, finance_models
 from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, ProviderFeedResource
 
-__all__ = ["defs", "new_events_sensor"]
+__all__ = ["defs", "ingest_pending", "new_events_sensor"]
 
 rankings_job = define_asset_job("rankings_every_5_min", AssetSelection.assets(pool_catalogue, pool_rankings))
 attribution_job = define_asset_job("attribution_hourly", AssetSelection.assets(savings_attribution))
@@ -56,17 +55,28 @@ schedules = [
 ]
 
 
+def ingest_pending(nats_url: str | None = None, clickhouse_url: str | None = None) -> int | None:
+    """One pass of issue 3's ingest (``sco.stores.ingest.drain``); ``None`` when no NATS is configured."""
+    from sco.stores.config import StoreNotConfigured, resolve_url
+    from sco.stores.ingest import drain
+
+    try:
+        url = resolve_url("nats", nats_url or None)
+    except StoreNotConfigured:
+        return None
+    return drain(url, clickhouse_url or None)
+
+
 @sensor(job=rankings_job, minimum_interval_seconds=30)
 def new_events_sensor(context: SensorEvaluationContext, clickhouse: ClickHouseResource) -> RunRequest | SkipReason:
-    """Run the ingest once (``sco.ingest.ingest_once`` when issue 3's ingest is installed), then request a
-    ranking when the number of events or the latest event time changed since the last evaluation."""
+    """Ingest what waits on the JetStream stream (when NATS is configured), then request a ranking when the
+    number of events or the latest event time changed since the last evaluation."""
     try:
-        ingest = importlib.import_module("sco.ingest")
-        once = getattr(ingest, "ingest_once", None)
-        if callable(once):
-            once()
-    except ModuleNotFoundError:
-        context.log.debug("sco.ingest not installed: reading what is already in ClickHouse")
+        inserted = ingest_pending(os.environ.get("SCO_NATS_URL"), clickhouse.url)
+        if inserted is not None:
+            context.log.info(f"ingested {inserted} event(s)")
+    except Exception as exc:  # the ingest retries on its own next time; ranking what is there still helps
+        context.log.warning(f"ingest pass failed ({type(exc).__name__}: {exc}); ranking what is in ClickHouse")
     rows = clickhouse.rows("SELECT count(), max(time) FROM events")
     count, latest = rows[0] if rows else (0, None)
     cursor = f"{count}@{latest}"

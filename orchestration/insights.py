@@ -12,8 +12,8 @@ from decimal import Decimal
 from .rankings import RECLAIM_FILTER
 from .store import ClickHouse, Postgres
 
-__all__ = ["ADVISORY_HORIZON_MIN", "Breach", "Recommendation", "advisory_precision", "breaches", "recommend",
-           "recommendations"]
+__all__ = ["ADVISORY_HORIZON_MIN", "Breach", "Recommendation", "advisory_precision", "breaches", "latest_breaches",
+           "recommend", "recommendations"]
 
 ADVISORY_HORIZON_MIN = 30   # an advisory counts as right when the instance is reclaimed within this time
 MIN_NET_PCT = 20.0          # below this share of the counterfactual the saving does not justify the risk
@@ -126,6 +126,14 @@ def breaches(ch: ClickHouse, pg: Postgres, region: str, now: datetime, days: int
               ("computed_at", "workload", "window_days", "instance_hours", "interruptions", "measured_rate_pct_h",
                "declared_rate_pct_h", "breach", "owner"))
     return out
+
+
+def latest_breaches(ch: ClickHouse) -> list[Breach]:
+    """What the latest ``contract_breaches`` materialisation recorded, per workload."""
+    return [Breach(str(w), str(o), float(h), int(n), float(m), float(d)) for w, o, h, n, m, d in ch.rows(
+        "SELECT workload, argMax(owner, computed_at), argMax(instance_hours, computed_at), "
+        "argMax(interruptions, computed_at), argMax(measured_rate_pct_h, computed_at), "
+        "argMax(declared_rate_pct_h, computed_at) FROM contract_breaches GROUP BY workload")]
 
 
 def recommendations(ch: ClickHouse, now: datetime, found: list[Breach], days: int = 30) -> list[Recommendation]:

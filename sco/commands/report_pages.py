@@ -80,7 +80,7 @@ def _showback(args: argparse.Namespace) -> int:
     except Exception as exc:
         if _missing_marts(exc):
             raise CliError("the finance marts are not built yet: materialise the assets "
-                           "(`dagster asset materialize -m orchestration.definitions --select '*'`)") from None
+                           "(`dagster asset materialize -m orchestration.definitions --select 'group:finance'`)") from None
         raise
     finally:
         ch.close()
@@ -106,7 +106,7 @@ def _fleet(args: argparse.Namespace) -> int:
     except Exception as exc:
         if _missing_marts(exc):
             raise CliError("the finance marts are not built yet: materialise the assets "
-                           "(`dagster asset materialize -m orchestration.definitions --select '*'`)") from None
+                           "(`dagster asset materialize -m orchestration.definitions --select 'group:finance'`)") from None
         raise
     finally:
         ch.close()

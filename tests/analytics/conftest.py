@@ -25,7 +25,7 @@ HISTORY_DAYS = 90
 # The history ends today (as `sco sim history` does by default): rankings are kept 90 days by TTL, so a
 # history that ended months ago would have its rankings dropped on insert.
 HISTORY_START = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=HISTORY_DAYS)
-HISTORY_POOLS = int(os.environ.get("SCO_TEST_HISTORY_POOLS", "36"))
+HISTORY_POOLS = int(os.environ.get("SCO_TEST_HISTORY_POOLS", "140"))
 
 
 @dataclass
