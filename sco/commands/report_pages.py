@@ -13,6 +13,9 @@ from typing import Any
 
 __all__ = ["register"]
 
+_NO_MARTS = ("the finance marts are not built yet: materialise them "
+             "(`dagster asset materialize -m orchestration.definitions --select 'group:finance'`)")
+
 
 def register(sub: Any) -> None:
     report = sub.add_parser("report", help="showback and fleet reports (HTML with charts) from the finance marts")
@@ -79,8 +82,7 @@ def _showback(args: argparse.Namespace) -> int:
         data = showback_data(ch, pg, args.workload, month)
     except Exception as exc:
         if _missing_marts(exc):
-            raise CliError("the finance marts are not built yet: materialise the assets "
-                           "(`dagster asset materialize -m orchestration.definitions --select 'group:finance'`)") from None
+            raise CliError(_NO_MARTS) from None
         raise
     finally:
         ch.close()
@@ -105,8 +107,7 @@ def _fleet(args: argparse.Namespace) -> int:
         data = fleet_data(ch, pg, args.region)
     except Exception as exc:
         if _missing_marts(exc):
-            raise CliError("the finance marts are not built yet: materialise the assets "
-                           "(`dagster asset materialize -m orchestration.definitions --select 'group:finance'`)") from None
+            raise CliError(_NO_MARTS) from None
         raise
     finally:
         ch.close()
