@@ -111,7 +111,7 @@ class RegionEngine:
         self._ids = random.Random(f"{seed}:ids")
         self.on_event: list[Callable[[SimEvent], None]] = []
         self.on_notice: list[Callable[[Inst], None]] = []
-        self.on_advisory: list[Callable[[Inst, float], None]] = []
+        self.on_advisory: list[Callable[[Inst, float, float], None]] = []  # instance, issued, expected
         self.on_rate_card: list[Callable[[float, list[tuple[int, float, int, int]]], None]] = []
         halls = len(HALLS)
         hall_pct = config.hall_reclaims_per_30d / (30 * 24) * 100.0 / halls
@@ -251,7 +251,7 @@ class RegionEngine:
                 when = t + HORIZON_S + rng.uniform(0.0, dt)
                 mean_vcpu = sum(self.specs[i].pool.vcpu * len(self.live[i]) for i in pools) / n
                 need = c.victims_per_reclaim * mean_vcpu * rng.lognormvariate(-0.125, 0.5)
-                demand = {"agg": agg, "need": max(int(need), 1), "victims": None}
+                demand = {"agg": agg, "need": max(int(need), 1), "victims": None, "when": when}
                 if rng.random() < self._advisory_p:
                     lead = min(max(c.advisory_median_s * math.exp(c.advisory_sigma * rng.gauss(0, 1)), 30.0),
                                HORIZON_S)
@@ -270,13 +270,15 @@ class RegionEngine:
         victims = select_victims(self.config.strategy, self._candidates(demand["agg"]), demand["need"],
                                  self._victims)
         demand["victims"] = victims
+        expected = self.at(demand["when"]).isoformat()
         for inst in victims:
             assert isinstance(inst, Inst)
             inst.advisory_at, inst.reserved = self.now, True
             for fn in self.on_advisory:
-                fn(inst, self.now)
+                fn(inst, self.now, demand["when"])
             self._emit(SimEvent(EventKind.ADVISORY, self.now, self.specs[inst.pool].pool.pool_id, inst.id,
-                                "forecast-guaranteed-demand", attributes={"aggregate": demand["agg"]}))
+                                "forecast-guaranteed-demand",
+                                attributes={"aggregate": demand["agg"], "expected_at": expected}))
 
     def _op_reclaim(self, demand: dict[str, Any]) -> None:
         agg = demand["agg"]

@@ -82,10 +82,10 @@ class SimulatedRegion:
                       issued_at=e.at(inst.notice_at), terminate_at=e.at(inst.terminate_at), cause=inst.cause,
                       drill=inst.drill)
 
-    def advisory_of(self, inst: Inst, at: float) -> Advisory:
+    def advisory_of(self, inst: Inst, at: float, expected: float) -> Advisory:
         e = self.engine
         return Advisory(region=self.region, instance_id=inst.id, pool_id=e.specs[inst.pool].pool.pool_id,
-                        issued_at=e.at(at), expected_at=e.at(at + self.config.advisory_median_s), probability=0.9)
+                        issued_at=e.at(at), expected_at=e.at(expected), probability=0.9)
 
     # --- read side -------------------------------------------------------------------------------------
     def catalogue(self) -> PoolCatalogue:

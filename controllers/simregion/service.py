@@ -78,8 +78,8 @@ class RegionService:
     def _on_notice(self, inst: Inst) -> None:
         self._notices.append(self.region.notice_of(inst))
 
-    def _on_advisory(self, inst: Inst, at: float) -> None:
-        advisory = self.region.advisory_of(inst, at)
+    def _on_advisory(self, inst: Inst, at: float, expected: float) -> None:
+        advisory = self.region.advisory_of(inst, at, expected)
         self._latest_advisory[inst.id] = advisory
         self._advisories.append(advisory)
 
