@@ -127,6 +127,7 @@ class DrainEngine:
         self.local = False
         self.local_started: set[str] = set()
         self.unschedulable = False
+        self.active = 0  # drains in progress; a drain that starts alone tries the scheduler afresh
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self.local:
@@ -148,6 +149,19 @@ class DrainEngine:
                     announce: Callable[[], None] | None = None) -> DrainReport:
         """Drain the node. ``selected``: only these contract refs (advisory drain); None = everything.
         ``announce`` emits the notice's own event; it is called after the first action, before any other."""
+        if self.active == 0:  # an earlier, finished drain that went local does not decide this one
+            self.local = False
+            self.local_started = set()
+        self.active += 1
+        try:
+            return await self._drain(notice_id, received, contracts, cause, drill, terminate_in_s, selected,
+                                     announce)
+        finally:
+            self.active -= 1
+
+    async def _drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
+                     drill: bool, terminate_in_s: float | None, selected: set[str] | None,
+                     announce: Callable[[], None] | None) -> DrainReport:
         report = DrainReport(notice_id)
         ev = dict(cause=cause, drill=drill)
         base = {"notice_id": notice_id}

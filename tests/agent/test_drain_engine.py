@@ -114,3 +114,19 @@ def test_an_advisory_drain_touches_only_the_opted_in_workloads() -> None:
     report, _, _ = run_drain(sched, [contract("etl", 2), contract("ml", 2, advisory=True)], selected={"ml@1"})
     assert [a for w, _, a in sched.calls if w == "evict"] == ["j2"]
     assert list(report.workloads) == ["ml@1"]
+
+
+def test_a_later_drain_tries_the_scheduler_again_after_an_earlier_one_went_local() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("j1", "ml@1")], latency_s=1.0)
+    actuator = RecordingActuator(units=0)
+
+    async def go() -> tuple[DrainReport, DrainReport]:
+        engine = DrainEngine(sched, actuator, None, lambda kind, **kw: None, lambda: datetime.now(UTC))
+        first = await engine.drain("adv", time.monotonic(), [contract("ml", 2, advisory=True)], "reclaim", False,
+                                   None, {"ml@1"})
+        sched.latency_s = 0.0
+        second = await engine.drain("n", time.monotonic(), [contract("ml", 2)], "reclaim", False, None)
+        return first, second
+
+    first, second = asyncio.run(go())
+    assert first.path == "local" and second.path == "scheduler"
