@@ -2,8 +2,6 @@
 """The analytics assets (DESIGN §2): catalogue, rankings every five minutes, co-reclamation groups daily,
 advisory precision, contract breaches, recommendations, hourly savings attribution and the monthly archive."""
 
-import json
-import urllib.request
 import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,12 +39,10 @@ def pool_catalogue(clickhouse: ClickHouseResource, settings: AnalyticsSettings,
                    provider: ProviderFeedResource) -> MaterializeResult:
     clickhouse.migrate()
     if provider.base_url:
-        with urllib.request.urlopen(provider.base_url.rstrip("/") + "/v1/catalogue", timeout=10) as resp:
-            body = json.loads(resp.read())
-            # the provider contract's feed serves the pools as a list (controllers.providers.SimulatedProvider)
-            catalogue = PoolCatalogue.model_validate({"pools": body} if isinstance(body, list) else body)
-        with urllib.request.urlopen(provider.base_url.rstrip("/") + "/v1/rate-card", timeout=10) as resp:
-            card = RateCard.model_validate(json.loads(resp.read()))
+        body = provider.document("/v1/catalogue")
+        # the provider contract's feed serves the pools as a list (controllers.providers.SimulatedProvider)
+        catalogue = PoolCatalogue.model_validate({"pools": body} if isinstance(body, list) else body)
+        card = RateCard.model_validate(provider.document("/v1/rate-card"))
         write_catalogue(clickhouse, [p for p in catalogue.pools if p.region == settings.region], card.time)
         clickhouse.insert("rate_cards", [
             (card.time, card.region, e.pool_id, e.rate_eur_h, e.guaranteed_rate_eur_h, e.utilisation,
@@ -68,11 +64,12 @@ def pool_catalogue(clickhouse: ClickHouseResource, settings: AnalyticsSettings,
 @asset(group_name="analytics", deps=[pool_catalogue],
        description="Every 5 minutes: composite score per pool, kept with its inputs in ClickHouse and published "
                    "to PostgreSQL as the ranking in force (ADR-07). Drill events are excluded.")
-def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource,
-                  settings: AnalyticsSettings) -> MaterializeResult:
+def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource, settings: AnalyticsSettings,
+                  provider: ProviderFeedResource) -> MaterializeResult:
     postgres.migrate()
     now = _now(clickhouse, settings)
-    ranked = rankings.rank(clickhouse, settings.region, now, settings.interruption_window_days)
+    ranked = rankings.rank(clickhouse, settings.region, now, settings.interruption_window_days,
+                           quota_headroom=provider.quota_headroom())
     excluded = rankings.excluded_pools(postgres, settings.region, now)
     with postgres.connection() as conn:
         grp = {str(p): str(g) for p, g in conn.execute(

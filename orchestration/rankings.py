@@ -51,8 +51,9 @@ def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int =
     return out
 
 
-def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30) -> list[RankedPool]:
-    return rank_pools(gather_inputs(ch, region, now, window_days))
+def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
+         quota_headroom: float = 1.0) -> list[RankedPool]:
+    return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom))
 
 
 def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],

@@ -108,7 +108,27 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
 
 
 class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
-    """The provider's HTTP feed documents (``/v1/catalogue``, ``/v1/rate-card``). Empty ``base_url``: the
-    catalogue and rate cards are already in ClickHouse (a replayed pool history)."""
+    """The provider's HTTP feed documents (``/v1/catalogue``, ``/v1/rate-card``, ``/v1/quota``). Empty
+    ``base_url``: the catalogue and rate cards are already in ClickHouse (a replayed pool history) and quota
+    headroom counts as full."""
 
     base_url: str = ""
+    timeout_s: float = 10.0
+
+    def document(self, path: str) -> Any:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.base_url.rstrip("/") + path, timeout=self.timeout_s) as resp:
+            return json.loads(resp.read())
+
+    def quota_headroom(self) -> float:
+        """Share of the project's instance quota still free (1.0 without a feed or without a limit)."""
+        if not self.base_url:
+            return 1.0
+        from contracts.provider import QuotaHeadroom
+
+        quota = QuotaHeadroom.model_validate(self.document("/v1/quota"))
+        if quota.instances_limit < 0:
+            return 1.0
+        return quota.instances_free / quota.instances_limit if quota.instances_limit else 0.0
