@@ -19,7 +19,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -272,7 +272,11 @@ class DrainEngine:
             while pending and not self.local:
                 blocked = []
                 for unit in pending:
-                    result = await self._call(self.scheduler.evict, unit, contract)
+                    # grace = what is left of the budget (the whole budget on the first attempt; less after
+                    # PDB retries), so the kubelet's kill lands before our deadline, not after it
+                    budget_left = max(1, int(deadline - self.monotonic()))
+                    graced = replace(contract, drain_budget_s=min(contract.drain_budget_s, budget_left))
+                    result = await self._call(self.scheduler.evict, unit, graced)
                     if result == EVICT_BLOCKED:
                         blocked.append(unit)
                     elif result != EVICT_GONE:

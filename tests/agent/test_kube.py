@@ -85,6 +85,8 @@ def test_a_notice_taints_and_cordons_the_node_and_evicts_its_contracted_pods(tmp
     assert patches and patches[0].time - time.time() + time.monotonic() - received < 2.0
     evictions = kube.requests_matching("POST", r"/pods/[^/]+/eviction$")
     assert sorted(r.path.split("/")[-2] for r in evictions) == ["web-1", "web-2"]  # not the DaemonSet pod
+    graces = {r.body["deleteOptions"]["gracePeriodSeconds"] for r in evictions}
+    assert graces <= {4, 5}  # the whole seconds left of the 5 s budget: the kill lands before the deadline
     assert {p["metadata"]["name"] for p in kube.list_objects("Pod")} == {"other", "proxy"}
     assert not actuator.calls and agent.reports[0].path == "scheduler"
     drained = [e for e in spooled(agent) if e["kind"] == "drained"]
