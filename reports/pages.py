@@ -21,6 +21,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 _NAMES = {"reclaimable_eur": "reclaimable hours", "floor_eur": "floor (committed)",
           "fallback_eur": "fallback hours", "headroom_eur": "warm headroom", "storage_eur": "checkpoint storage",
           "orchestrator_eur": "orchestrator share"}
+_SHORT = {"reclaimable_eur": "reclaimable", "floor_eur": "floor", "fallback_eur": "fallback",
+          "headroom_eur": "headroom", "storage_eur": "storage", "orchestrator_eur": "orchestrator"}
 
 
 def _eur(v: Any) -> str:
@@ -35,7 +37,7 @@ def _page(title: str, body: str) -> str:
 def showback_page(d: ShowbackData) -> str:
     m = d.month_row
     month = d.month.strftime("%Y-%m")
-    lines = [(_NAMES[k], float(m[k])) for k in LINES]
+    lines = [(_SHORT[k], float(m[k])) for k in LINES]
     body = [f"<h1>Showback — {escape(d.workload)} — {month}</h1>",
             f"<p><span class=\"label\">{escape(str(m['label']))}</span> Net saving <b>{_eur(m['net_saving_eur'])}</b> "
             f"({float(m['net_pct']):.1f} % of the {_eur(m['counterfactual_eur'])} counterfactual); gross rate-card "

@@ -87,7 +87,8 @@ def line(points: Sequence[tuple[str, float]], width: int = 720, height: int = 20
         return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="24"><text x="4" y="16" {_FONT}>' \
                'no data</text></svg>'
     values = [v for _, v in points] + ([limit] if limit is not None else [])
-    top = max(values) * 1.1 or 1.0
+    peak = max(values)
+    top = peak * 1.1 or 1.0
     n = len(points)
     step = (width - 80) / max(n - 1, 1)
 
@@ -102,6 +103,9 @@ def line(points: Sequence[tuple[str, float]], width: int = 720, height: int = 20
         x, yv = xy(i, v)
         out.append(f'<circle cx="{x:.1f}" cy="{yv:.1f}" r="3" fill="{NEUTRAL}"><title>{escape(label)}: '
                    f'{v:,.3f}</title></circle>')
+    out.append(f'<text x="46" y="{xy(0, 0)[1] + 4:.1f}" text-anchor="end" {_FONT}>0</text>')
+    if peak > 0:
+        out.append(f'<text x="46" y="{xy(0, peak)[1] + 4:.1f}" text-anchor="end" {_FONT}>{peak:,.2f}</text>')
     for i in sorted({0, n // 2, n - 1}):
         out.append(f'<text x="{xy(i, 0)[0]:.1f}" y="{height - 8}" text-anchor="middle" {_FONT}>'
                    f'{escape(points[i][0])}</text>')

@@ -63,6 +63,14 @@ def test_rankings_are_kept_with_their_inputs_and_published_in_force(materialised
         in_force = conn.execute("SELECT count(*), min(rank), max(rank), min(generation), max(generation) "
                                 "FROM rankings_in_force WHERE region = 'r1'").fetchone()
     assert in_force == (active, 1, active, generation, generation)
+    # replayable: every stored score is recomputed exactly from its stored inputs
+    from dataclasses import fields
+
+    from orchestration.scoring import PoolInputs, score
+
+    names = {f.name for f in fields(PoolInputs)}
+    for stored, raw in ch.rows("SELECT score, inputs FROM rankings WHERE generation = {g:UInt64}", {"g": generation}):
+        assert score(PoolInputs(**{k: v for k, v in json.loads(raw).items() if k in names})) == stored
     # the simulated region reclaims ~4 %/h; the 30-day rates must be in that neighbourhood, not zero
     rates = [float(r[0]) for r in ch.rows(
         "SELECT interruption_rate_pct_h FROM rankings WHERE generation = {g:UInt64} AND pool NOT LIKE '%wx%'",
