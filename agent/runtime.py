@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from contracts.subjects import EventKind, advisory_subject, notice_subject
@@ -26,13 +27,14 @@ from .drain import DrainEngine, DrainReport, yield_to_first_actions
 from .events import make_event, subject_of
 from .httpwire import request
 from .metrics import Metrics
-from .model import AgentError
+from .model import AgentError, parse_time
 from .notices import Notice, NoticeGate, parse_metadata, parse_notice
 from .spool import Spool, SpoolEntry
 
-__all__ = ["Agent", "Clock", "SystemClock"]
+__all__ = ["NOTICE_FILE", "Agent", "Clock", "SystemClock"]
 
 log = logging.getLogger("sco.agent")
+NOTICE_FILE = "notice.json"
 
 
 class Clock(Protocol):
@@ -146,6 +148,7 @@ class Agent:
     # ---------- run ----------
     async def start(self, connect: bool = True) -> None:
         await self.boot()
+        self._resume_drain()
         if connect and self.userdata.nats_urls:
             self._tasks.append(asyncio.create_task(self._nats_loop(), name="nats"))
         if self.userdata.metadata_url:
@@ -248,6 +251,7 @@ class Agent:
             return
         if notice.kind == "notice":
             self.draining = True
+            self._writer.submit(self._save_notice, notice, False)  # a restart resumes this drain
         self._current_notice = notice
         kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
         generation = self.bundles.current.generation if self.bundles.current else 0
@@ -261,6 +265,40 @@ class Agent:
             announce))
         self.drains.append(task)
         task.add_done_callback(self._drain_done)
+
+    # ---------- drains survive a restart ----------
+    def _save_notice(self, notice: Notice, done: bool) -> None:
+        """``<state>/notice.json``: the hard notice being drained, so a restarted agent resumes the drain."""
+        age = self.clock.monotonic() - notice.received
+        doc = {"notice_id": notice.notice_id, "kind": notice.kind, "instance_id": notice.instance,
+               "region": notice.region, "pool_id": notice.pool, "cause": notice.cause, "drill": notice.drill,
+               "issued_at": notice.issued_at.isoformat() if notice.issued_at else None,
+               "terminate_at": notice.terminate_at.isoformat() if notice.terminate_at else None,
+               "received_at": (self.clock.now() - timedelta(seconds=age)).isoformat(), "done": done}
+        path = self.cfg.state_dir / NOTICE_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+
+    def _resume_drain(self) -> None:
+        path = self.cfg.state_dir / NOTICE_FILE
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("done"):
+                return
+            received_at = parse_time(str(doc["received_at"]))
+            age = (self.clock.now() - received_at).total_seconds()
+            notice = parse_notice(doc, "resume", self.clock.monotonic() - max(age, 0.0))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, AgentError) as exc:
+            log.warning("cannot resume the drain recorded in %s: %s", path, exc)
+            return
+        window = _notice_window(notice, self.clock.now(), self.clock.monotonic()) or 120.0
+        if age > window:
+            return  # the deadline has passed: nothing left to drain for (the instance is going)
+        log.warning("resuming the drain for notice %s (%.1f s after it arrived)", notice.notice_id, age)
+        self.on_notice(notice)
 
     def _notice_attrs(self, notice: Notice, **extra: Any) -> dict[str, Any]:
         attrs: dict[str, Any] = {"notice_id": notice.notice_id, "channel": notice.channel}
@@ -278,6 +316,10 @@ class Agent:
             return
         report = task.result()
         self.reports.append(report)
+        current = self._current_notice
+        if current is not None and current.kind == "notice" and current.notice_id == report.notice_id:
+            with contextlib.suppress(RuntimeError):
+                self._writer.submit(self._save_notice, current, True)
         if report.path == "local":
             self.metrics.inc("sco_agent_local_drains_total")
         for info in report.workloads.values():

@@ -111,3 +111,48 @@ def test_leases_are_released_and_tokens_removed_and_revoked(tmp_path: Path) -> N
     assert not list(leases.iterdir()) and not token.exists()
     assert revoked == ["revoke-self", str(token)]
     assert ("/release/a", None) in posts and ("/v1/auth/token/revoke-self", "s.node-token") in posts
+
+
+def test_a_drain_interrupted_by_an_agent_restart_is_resumed_with_its_original_deadline(tmp_path: Path) -> None:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1,
+                                                                  [workload_entry("etl", budget=6)]))
+    stuck = FakeScheduler(units_on_node=[Unit("1", "etl@1")], leave_on_evict=False, leave_on_finish=False)
+
+    async def crash_mid_drain() -> None:
+        agent = Agent(cfg, ud, pub, stuck, RecordingActuator())
+        await agent.start(connect=False)
+        agent.on_notice(parse_notice(notice_doc(NODE.instance, notice_id="n-9"), "nats", agent.clock.monotonic()))
+        await asyncio.sleep(0.6)
+        await agent.stop()  # the drain task dies with the process's event loop
+
+    asyncio.run(crash_mid_drain())
+    saved = json.loads((cfg.state_dir / "notice.json").read_text())
+    assert saved["notice_id"] == "n-9" and saved["done"] is False
+
+    fresh = FakeScheduler(units_on_node=[Unit("1", "etl@1")])
+
+    async def restart() -> Agent:
+        agent = Agent(cfg, ud, pub, fresh, RecordingActuator())
+        await agent.start(connect=False)
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return agent
+
+    agent = asyncio.run(restart())
+    assert agent.metrics.value("sco_agent_notices_total", channel="resume", kind="notice") == 1
+    report = agent.reports[0]
+    assert report.notice_id == "n-9" and report.first_action_s is not None and report.first_action_s >= 0.6
+    assert "unschedulable" in fresh.names() and report.workloads["etl@1"]["remaining"] == 0
+    assert json.loads((cfg.state_dir / "notice.json").read_text())["done"] is True
+    again = FakeScheduler()
+    third = asyncio.run(_start_only(cfg, ud, pub, again))  # a drain that finished is not run again
+    assert not third.drains and "unschedulable" not in again.names()
+
+
+async def _start_only(cfg: Any, ud: Any, pub: bytes, sched: FakeScheduler) -> Agent:
+    agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+    await agent.start(connect=False)
+    await asyncio.sleep(0.1)
+    await agent.stop()
+    return agent
