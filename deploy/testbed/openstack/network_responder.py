@@ -24,7 +24,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         parts = [p for p in path.split("/") if p]
         if not parts:
@@ -38,7 +38,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"NeutronError": {"type": "NotFound", "message": f"{path} not found", "detail": ""}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         self._send(400, {"NeutronError": {"type": "BadRequest", "message": "test bed: no networks", "detail": ""}})
@@ -46,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
     do_PUT = do_POST
     do_DELETE = do_POST
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
