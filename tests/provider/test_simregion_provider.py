@@ -236,3 +236,20 @@ def test_sco_sim_region_serve_answers_http_and_stops_on_sigterm() -> None:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
         assert proc.returncode == 0, err
+
+
+def test_reservations_count_floor_launches_and_forward_capacity_looks_ahead() -> None:
+    region, _ = make_region()
+    lease = next(r for r in region.reservations("research") if r.pool_id.startswith("r1-h3-std-g6-xlarge"))
+    assert lease.in_use == 0 and lease.free == lease.instances == 12
+    region.launch(LaunchRequest(pool_id=lease.pool_id, count=5, owner=_owner(lease.pool_id, "floor")))
+    after = next(r for r in region.reservations("research") if r.reservation_id == lease.reservation_id)
+    assert (after.in_use, after.free) == (5, 7)
+    with pytest.raises(CapacityUnavailable) as err:
+        region.launch(LaunchRequest(pool_id=lease.pool_id, count=8, owner=_owner(lease.pool_id, "floor")))
+    assert (err.value.requested, err.value.available) == (8, 7)
+    hour = region.forward_capacity(timedelta(hours=1))
+    day = region.forward_capacity(timedelta(hours=24))
+    assert len(hour) == 141 and all(f.end - f.start == timedelta(hours=1) for f in hour)
+    assert all(0 < f.reclaim_probability < 1 for f in hour)
+    assert sum(f.reclaim_probability for f in day) > sum(f.reclaim_probability for f in hour)
