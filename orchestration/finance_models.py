@@ -38,9 +38,12 @@ def dbt_env(clickhouse_url: str | None = None) -> dict[str, str]:
 
 
 def prepare_manifest() -> Path:
-    """``dbt parse`` once when the manifest is missing (no database connection needed)."""
+    """``dbt parse`` when the manifest is missing or older than the project (no database connection needed)."""
     manifest = DBT_DIR / "target" / "manifest.json"
-    if not manifest.exists():
+    sources = [DBT_DIR / "dbt_project.yml", *(p for d in ("models", "macros", "tests")
+                                               for p in (DBT_DIR / d).rglob("*") if p.is_file())]
+    built = manifest.stat().st_mtime if manifest.exists() else 0.0
+    if not manifest.exists() or any(p.stat().st_mtime > built for p in sources):
         subprocess.run([dbt_executable(), "parse", "--profiles-dir", str(DBT_DIR), "--project-dir", str(DBT_DIR),
                         "--quiet"], check=True, cwd=DBT_DIR, capture_output=True)
     return manifest
