@@ -123,6 +123,7 @@ class KubeletShutdownActuator:
         self.command = shlex.split(command)
         self.inhibit_s = inhibit_s
         self.started = False
+        self.procs: list[subprocess.Popen[bytes]] = []  # kept: the inhibitor lives while the agent ships
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
         if self.started:
@@ -130,10 +131,11 @@ class KubeletShutdownActuator:
         self.started = True
         # a delay lock: the shutdown waits (up to InhibitDelayMaxSec) while the agent ships its events
         with contextlib.suppress(OSError):
-            subprocess.Popen(["systemd-inhibit", "--what=shutdown", "--mode=delay", "--who=sco-agent",
-                              f"--why={reason[:100]}", "sleep", str(self.inhibit_s)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(subprocess.Popen(
+                ["systemd-inhibit", "--what=shutdown", "--mode=delay", "--who=sco-agent",
+                 f"--why={reason[:100]}", "sleep", str(self.inhibit_s)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def finish(self, plans: list[LocalPlan]) -> None:
         return

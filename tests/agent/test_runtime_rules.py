@@ -156,3 +156,25 @@ async def _start_only(cfg: Any, ud: Any, pub: bytes, sched: FakeScheduler) -> Ag
     await asyncio.sleep(0.1)
     await agent.stop()
     return agent
+
+
+def test_the_kubernetes_local_path_starts_the_orderly_shutdown_once_and_cannot_count_pods(tmp_path: Path) -> None:
+    import time
+
+    from agent.adapters import LocalPlan
+    from agent.local import KubeletShutdownActuator
+    from agent.model import Contract
+
+    marker = tmp_path / "shutdown-started"
+    actuator = KubeletShutdownActuator(f"touch {marker}", inhibit_s=1)
+    plan = LocalPlan(Contract.from_entry("web@1", workload_entry("web")), time.monotonic() + 5)
+    actuator.start([plan], "kubernetes did not answer mark_unschedulable within 800 ms")
+    actuator.start([plan], "again")
+    deadline = time.monotonic() + 5
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists() and actuator.remaining() is None
+    assert len(actuator.procs) <= 2  # the inhibitor (when systemd-inhibit exists) and one shutdown, not two
+    for proc in actuator.procs:
+        proc.kill()
+        proc.wait()
