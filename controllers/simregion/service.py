@@ -68,6 +68,7 @@ class RegionService:
         self._events: list[Event] = []
         self._latest_advisory: dict[str, Advisory] = {}
         self.published = {"notices": 0, "advisories": 0, "events": 0}
+        self.errors: list[str] = []  # publish failures (NATS down); events and live notices are retried
         self._budget = TokenBucket(api_calls_per_s, burst=api_calls_per_s, key=f"region {region.region}",
                                    monotonic=lambda: region.clock.now().timestamp())
         engine = region.engine
@@ -122,18 +123,30 @@ class RegionService:
         self._latest_advisory = {k: v for k, v in self._latest_advisory.items() if k in self.region.engine.by_id}
         if self._nc is None:
             return
-        for n in notices:
-            await self._nc.publish(notice_subject(n.region, n.instance_id), n.model_dump_json().encode())
-        for a in advisories:
-            await self._nc.publish(advisory_subject(a.region, a.instance_id), a.model_dump_json().encode())
-        await self._nc.flush()
-        for i in range(0, len(events), 256):
-            chunk = events[i:i + 256]
-            await asyncio.gather(*(self._js.publish(e.subject, e.to_json(), headers={"Nats-Msg-Id": str(e.event_id)})
-                                   for e in chunk))
-        self.published["notices"] += len(notices)
-        self.published["advisories"] += len(advisories)
-        self.published["events"] += len(events)
+        try:
+            for n in notices:
+                await self._nc.publish(notice_subject(n.region, n.instance_id), n.model_dump_json().encode())
+            for a in advisories:
+                await self._nc.publish(advisory_subject(a.region, a.instance_id), a.model_dump_json().encode())
+            await self._nc.flush()
+        except Exception as exc:  # NATS away: retry the notices still before their deadline (the metadata
+            self.errors.append(f"{type(exc).__name__}: {exc}")  # mirror serves them meanwhile)
+            now = self.region.clock.now()
+            self._notices = [n for n in notices if n.terminate_at > now] + self._notices
+        else:
+            self.published["notices"] += len(notices)
+            self.published["advisories"] += len(advisories)
+        sent = 0
+        try:
+            for i in range(0, len(events), 256):
+                chunk = events[i:i + 256]
+                await asyncio.gather(*(self._js.publish(e.subject, e.to_json(),
+                                                        headers={"Nats-Msg-Id": str(e.event_id)}) for e in chunk))
+                sent = i + len(chunk)
+        except Exception as exc:  # events are kept and retried: the Nats-Msg-Id makes a resend harmless
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._events = events[sent:] + self._events
+        self.published["events"] += sent
 
     async def serve(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
