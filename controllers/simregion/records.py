@@ -1,0 +1,57 @@
+"""The simulated region's records: an instance, a lifecycle record and the running statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.subjects import EventKind
+
+__all__ = ["Inst", "SimEvent", "Stats"]
+
+
+@dataclass(slots=True, eq=False)  # identity: two instances are never "equal"
+class Inst:
+    id: str
+    pool: int
+    vcpu: int
+    launched: float
+    owned: bool
+    name: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    advisory_at: float | None = None
+    notice_at: float | None = None
+    terminate_at: float | None = None
+    cause: str = ""
+    drill: bool = False
+    doomed: bool = False
+    reserved: bool = False  # chosen by an advisory: kept for the reclaim that was forecast
+
+
+@dataclass(slots=True)
+class SimEvent:
+    """A lifecycle record; ``RegionEngine.to_event`` turns it into ``contracts.events.Event``."""
+
+    kind: EventKind
+    time: float
+    pool: str
+    instance: str
+    cause: str
+    drill: bool = False
+    workload: str = ""
+    partition: str = ""
+    attributes: dict[str, str | int | bool | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Stats:
+    reclaimed: int = 0
+    no_notice: int = 0
+    advised: int = 0
+    hall_reclaimed: int = 0
+    instance_seconds: float = 0.0  # reclaimable instances integrated over time
+    advisory_leads: list[float] = field(default_factory=list)
+
+    @property
+    def reclaim_rate_pct_h(self) -> float:
+        return 100.0 * self.reclaimed / (self.instance_seconds / 3600.0) if self.instance_seconds else 0.0
