@@ -19,7 +19,7 @@ from dagster import (
 from contracts.pools import PoolCatalogue
 from contracts.provider import RateCard
 
-from . import archive, groups, insights, ledger, rankings
+from . import archive, backfill, groups, insights, rankings
 from .catalogue import load_catalogue, write_catalogue
 from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, ProviderFeedResource
 from .store import latest_event_time
@@ -121,20 +121,11 @@ with warnings.catch_warnings():  # backfill_policy is a beta parameter in dagste
 def savings_attribution(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                         settings: AnalyticsSettings) -> MaterializeResult:
     window = context.partition_time_window
-    hour = window.start.astimezone(UTC)
-    workloads: set[str] = set()
-    net = 0.0
-    n = 0
-    while hour < window.end.astimezone(UTC):
-        inputs = ledger.read_hour(clickhouse, settings.region, hour)
-        lines = ledger.attribute_hour(inputs)
-        ledger.write_hour(clickhouse, settings.region, inputs, lines)
-        workloads |= {ln.workload for ln in lines}
-        net += float(sum(ln.net_saving_eur for ln in lines))
-        hour += timedelta(hours=1)
-        n += 1
-    return MaterializeResult(metadata={"hours": n, "workloads": len(workloads), "net_saving_eur": round(net, 2),
-                                       "label": "rate-card saving"})
+    start, end = window.start.astimezone(UTC), window.end.astimezone(UTC)
+    lines = backfill.attribute_range(clickhouse, settings.region, start, end)
+    return MaterializeResult(metadata={
+        "hours": int((end - start) / timedelta(hours=1)), "workloads": len({ln.workload for ln in lines}),
+        "net_saving_eur": round(float(sum(ln.net_saving_eur for ln in lines)), 2), "label": "rate-card saving"})
 
 
 @asset(group_name="analytics", deps=[savings_attribution],

@@ -16,7 +16,7 @@ from .attribution import LedgerLine, Loss, Usage, attribute, orchestrator_shares
 from .catalogue import load_catalogue
 from .store import ClickHouse
 
-__all__ = ["LEDGER_COLUMNS", "HourInputs", "attribute_hour", "read_hour", "write_hour"]
+__all__ = ["COST_COLUMNS", "LEDGER_COLUMNS", "HourInputs", "attribute_hour", "hour_rows", "read_hour", "write_hour"]
 
 ZERO = Decimal(0)
 LEDGER_COLUMNS = ("hour", "workload", "instance_hours", "useful_hours", "counterfactual_eur", "gross_saving_eur",
@@ -93,17 +93,34 @@ def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 
 def attribute_hour(inputs: HourInputs) -> list[LedgerLine]:
     workloads = sorted({u.workload for u in inputs.usage} | {lo.workload for lo in inputs.losses}
                        | set(inputs.storage_eur))
-    hours = {w: sum((u.hours for u in inputs.usage if u.workload == w), ZERO) for w in workloads}
+    usage: dict[str, list[Usage]] = defaultdict(list)
+    losses: dict[str, list[Loss]] = defaultdict(list)
+    for u in inputs.usage:
+        usage[u.workload].append(u)
+    for lo in inputs.losses:
+        losses[lo.workload].append(lo)
+    hours = {w: sum((u.hours for u in usage[w]), ZERO) for w in workloads}
     shares = orchestrator_shares(inputs.orchestrator_eur, hours)
     period = inputs.hour.strftime("%Y-%m-%dT%H:00Z")
-    return [attribute(w, period, inputs.usage, inputs.losses, storage_eur=inputs.storage_eur.get(w, ZERO),
+    return [attribute(w, period, usage[w], losses[w], storage_eur=inputs.storage_eur.get(w, ZERO),
                       orchestrator_eur=shares.get(w, ZERO)) for w in workloads]
 
 
+COST_COLUMNS = ("hour", "region", "workload", "pool", "purchase_model", "instance_hours", "units_hours", "cost_eur",
+                "counterfactual_eur", "saving_eur", "wasted_work_eur", "attributes")
+
+
 def write_hour(ch: ClickHouse, region: str, inputs: HourInputs, lines: list[LedgerLine]) -> None:
+    ledger_rows, cost_rows = hour_rows(region, inputs, lines)
+    ch.insert("savings_ledger", ledger_rows, LEDGER_COLUMNS)
+    ch.insert("cost_attribution", cost_rows, COST_COLUMNS)
+
+
+def hour_rows(region: str, inputs: HourInputs,
+              lines: list[LedgerLine]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The ``savings_ledger`` and ``cost_attribution`` rows of one attributed hour."""
     hour = inputs.hour.replace(tzinfo=None)
-    ch.insert("savings_ledger", [(hour, *(getattr(ln, c) for c in LEDGER_COLUMNS[1:])) for ln in lines],
-              LEDGER_COLUMNS)
+    ledger_rows = [(hour, *(getattr(ln, c) for c in LEDGER_COLUMNS[1:])) for ln in lines]
     # per pool × purchase model, with the cost lines in the attributes (dbt's fct_savings_ledger rolls these up)
     rows: dict[tuple[str, str, str], dict[str, Decimal]] = defaultdict(lambda: defaultdict(lambda: ZERO))
     for u in inputs.usage:
@@ -121,13 +138,11 @@ def write_hour(ch: ClickHouse, region: str, inputs: HourInputs, lines: list[Ledg
         r = rows[(lo.workload, lo.pool, models.get((lo.workload, lo.pool), "reclaimable"))]
         r["defect_wasted_eur" if lo.cause == "defect" else "wasted_eur"] += lo.hours * lo.guaranteed_rate_eur_h
         r["defect_wasted_hours" if lo.cause == "defect" else "wasted_hours"] += lo.hours
-    out = []
+    out: list[tuple[object, ...]] = []
     for (workload, pool, model), r in sorted(rows.items()):
         counterfactual = q6(r["useful_value_eur"] - r["wasted_eur"])
         cost = q6(r["cost_eur"])
         out.append((hour, region, workload, pool, model, float(r["instance_hours"]), float(r["instance_hours"]), cost,
                     counterfactual, counterfactual - cost, q6(r["wasted_eur"]),
                     json.dumps({k: str(q6(v)) for k, v in sorted(r.items())})))
-    ch.insert("cost_attribution", out, ("hour", "region", "workload", "pool", "purchase_model", "instance_hours",
-                                        "units_hours", "cost_eur", "counterfactual_eur", "saving_eur",
-                                        "wasted_work_eur", "attributes"))
+    return ledger_rows, out

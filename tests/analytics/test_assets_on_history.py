@@ -299,3 +299,15 @@ def test_the_code_location_has_the_four_cadences_and_the_sensor() -> None:
     assert crons == {"rankings_every_5_min": "*/5 * * * *", "attribution_hourly": "5 * * * *",
                      "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}
     assert [s.name for s in repo.sensor_defs] == ["new_events_sensor"]
+
+
+def test_a_range_read_once_gives_the_same_ledger_as_reading_hour_by_hour(materialised: Stack) -> None:
+    from orchestration.backfill import read_range
+    from orchestration.ledger import attribute_hour, read_hour
+
+    ch = materialised.ch()
+    start = ex.DAY - timedelta(hours=2)  # two empty hours before the worked example's day, then the day
+    ranged = [attribute_hour(i) for i in read_range(ch, "r1", start, ex.DAY + timedelta(days=1))]
+    hourly = [attribute_hour(read_hour(ch, "r1", start + timedelta(hours=h))) for h in range(26)]
+    assert ranged == hourly
+    assert sum(len(lines) for lines in ranged) == 24
