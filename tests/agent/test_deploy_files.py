@@ -58,7 +58,7 @@ def test_the_cloud_init_snippet_writes_user_data_the_agent_boots_from() -> None:
     raw, sig = make_bundle(keys, node.partition, 1, [workload_entry("etl")])
     doc = userdata_document(node, raw, sig, ["nats://relay:4222"], "http://169.254.169.254/sco/v1/notices")
     rendered = text.replace("${AGENT_USERDATA_B64}", base64.b64encode(json.dumps(doc).encode()).decode()) \
-        .replace("${NATS_CREDS_B64}", base64.b64encode(b"creds").decode())
+        .replace("${NATS_TOKEN_B64}", base64.b64encode(b"token").decode())
     config = yaml.safe_load(rendered)
     files = {f["path"]: f for f in config["write_files"]}
     written = files[str(AgentConfig().userdata)]

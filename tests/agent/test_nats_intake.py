@@ -302,3 +302,41 @@ def test_a_relay_that_goes_away_mid_life_loses_no_event_and_notices_flow_again_a
         relay.stop()
     assert spooled >= 5 and len(events) == spooled and "drained" in {e["kind"] for e in events}
     assert advisory_seen == 1  # the subscriptions came back with the connection
+
+
+def test_the_relay_token_from_the_user_data_files_is_presented_and_without_it_the_relay_refuses(
+        tmp_path: Path) -> None:
+    relay = NatsServer(tmp_path / "relay", token="per-instance-secret")
+    relay.start()
+    keys = new_keys()
+    (tmp_path / "nats.token").write_text("per-instance-secret\n")
+    bundle = make_bundle(keys, NODE.partition, 1, WORKLOADS)
+    with_token, ud, pub = agent_config(tmp_path / "a", keys, NODE, bundle, nats_url=relay.url,
+                                       nats_token_file=tmp_path / "nats.token")
+    without, ud2, _ = agent_config(tmp_path / "b", keys, NODE, bundle, nats_url=relay.url)
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> tuple[float, float, int]:
+        good = Agent(with_token, ud, pub, sched, RecordingActuator())
+        bad = Agent(without, ud2, pub, FakeScheduler(), RecordingActuator())
+        await good.start()
+        await bad.start()
+        assert await wait_for(lambda: good.metrics.value("sco_agent_nats_connected"), 5)
+        nc = await nats.connect(relay.url, token="per-instance-secret")
+        await nc.publish(notice_subject(NODE.region, NODE.instance), json.dumps(notice_doc(NODE.instance)).encode())
+        await nc.flush()
+        await nc.close()
+        await wait_for(lambda: good.drains, 5)
+        await asyncio.wait_for(asyncio.gather(*good.drains), 10)
+        refused = bad.metrics.value("sco_agent_nats_connected")
+        connected = good.metrics.value("sco_agent_nats_connected")
+        await good.stop()
+        await bad.stop()
+        return connected, refused, len(bad.drains)
+
+    try:
+        connected, refused, bad_drains = asyncio.run(run())
+    finally:
+        relay.stop()
+    assert connected == 1 and refused == 0 and bad_drains == 0
+    assert "unschedulable" in sched.names()
