@@ -74,6 +74,10 @@ class _FirstActions:
             await cls._event().wait()
 
 
+class _Deferred(Exception):
+    """An advisory drain met a slow scheduler: it is not taken locally (the hard notice will be)."""
+
+
 class SchedulerSlow(Exception):
     """The scheduler did not answer in time (or failed): drain locally."""
 
@@ -81,7 +85,8 @@ class SchedulerSlow(Exception):
 @dataclass
 class DrainReport:
     notice_id: str
-    path: str = "scheduler"  # scheduler | local
+    path: str = "scheduler"  # scheduler | local | deferred (an advisory drain that met a slow scheduler)
+    advisory: bool = False
     first_action_s: float | None = None
     local_at_s: float | None = None
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -166,6 +171,25 @@ class DrainEngine:
         ev = dict(cause=cause, drill=drill)
         base = {"notice_id": notice_id}
         reason = f"sco reclaim notice {notice_id}"
+        advisory = selected is not None
+        if advisory:  # only the opted-in workloads; never the local path, never the node's credentials
+            contracts = [c for c in contracts if c.ref in (selected or set())]
+            reason = f"sco advisory {notice_id}"
+        try:
+            return await self._drain_scoped(report, received, contracts, terminate_in_s, selected, announce,
+                                            ev, base, reason)
+        except _Deferred as exc:
+            report.path = "deferred"
+            self.emit(EventKind.DRAIN_STARTED, **ev, attributes={**base, "step": "advisory-deferred",
+                                                                 "reason": str(exc)[:200]})
+            report.done.set()
+            return report
+
+    async def _drain_scoped(self, report: DrainReport, received: float, contracts: list[Contract],
+                            terminate_in_s: float | None, selected: set[str] | None,
+                            announce: Callable[[], None] | None, ev: dict[str, Any], base: dict[str, Any],
+                            reason: str) -> DrainReport:
+        report.advisory = selected is not None
         _FirstActions.begin()
         try:
             await self._call(self.scheduler.mark_unschedulable, reason)
@@ -215,13 +239,16 @@ class DrainEngine:
             await asyncio.gather(*tasks)
         if self.local and not report.workloads:
             await self._verify_local(report, received, contracts, ev, base, terminate_in_s)
-        await self._release(report, ev, base)
+        if not report.advisory:  # the hard notice's drain ends the node's life; an advisory's does not
+            await self._release(report, ev, base)
         report.done.set()
         return report
 
     async def _go_local(self, report: DrainReport, received: float, contracts: list[Contract],
                         units: list[Unit], why: str, ev: dict[str, Any], base: dict[str, Any],
                         terminate_in_s: float | None, only: Contract | None = None) -> None:
+        if report.advisory:  # a forecast does not justify shutting the node down; the hard notice will
+            raise _Deferred(why)
         first = not self.local
         self.local = True
         report.path = "local"

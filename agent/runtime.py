@@ -253,6 +253,10 @@ class Agent:
         selected: set[str] | None = None
         if notice.kind == "advisory":
             selected = {c.ref for c in contracts if c.advisory_drain}
+            if self.draining:  # the hard notice's drain already covers everything
+                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
+                           attributes=self._notice_attrs(notice, action="already-draining"))
+                return
             if not selected:
                 self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
                            attributes=self._notice_attrs(notice, action="recorded"))

@@ -122,11 +122,42 @@ def test_a_later_drain_tries_the_scheduler_again_after_an_earlier_one_went_local
 
     async def go() -> tuple[DrainReport, DrainReport]:
         engine = DrainEngine(sched, actuator, None, lambda kind, **kw: None, lambda: datetime.now(UTC))
-        first = await engine.drain("adv", time.monotonic(), [contract("ml", 2, advisory=True)], "reclaim", False,
-                                   None, {"ml@1"})
+        first = await engine.drain("n1", time.monotonic(), [contract("ml", 2)], "reclaim", False, None)
         sched.latency_s = 0.0
-        second = await engine.drain("n", time.monotonic(), [contract("ml", 2)], "reclaim", False, None)
+        second = await engine.drain("n2", time.monotonic(), [contract("ml", 2)], "reclaim", False, None)
         return first, second
 
     first, second = asyncio.run(go())
     assert first.path == "local" and second.path == "scheduler"
+
+
+def test_an_advisory_drain_never_takes_the_local_path_and_never_releases_the_nodes_credentials() -> None:
+    class Creds:
+        calls = 0
+
+        def release_leases(self) -> int:
+            Creds.calls += 1
+            return 0
+
+        def revoke_tokens(self) -> list[str]:
+            Creds.calls += 1
+            return []
+
+    slow = FakeScheduler(units_on_node=[Unit("j1", "ml@1")], latency_s=1.0)
+    actuator = RecordingActuator(units=1)
+    events: list[tuple[Any, dict[str, Any]]] = []
+
+    async def go(sched: FakeScheduler) -> DrainReport:
+        engine = DrainEngine(sched, actuator, Creds(), lambda kind, **kw: events.append((kind, kw)),
+                             lambda: datetime.now(UTC))
+        return await engine.drain("adv", time.monotonic(), [contract("ml", 2, advisory=True), contract("etl", 2)],
+                                  "reclaim", False, None, {"ml@1"})
+
+    deferred = asyncio.run(go(slow))
+    assert deferred.path == "deferred" and not actuator.calls and Creds.calls == 0
+    assert events[-1][1]["attributes"]["step"] == "advisory-deferred"
+    fast = FakeScheduler(units_on_node=[Unit("j1", "ml@1"), Unit("j2", "etl@1")])
+    done = asyncio.run(go(fast))
+    assert done.path == "scheduler" and list(done.workloads) == ["ml@1"] and Creds.calls == 0
+    assert [a for w, _, a in fast.calls if w == "evict"] == ["j1"]
+    assert all(kind != EventKind.CREDENTIALS_REVOKED for kind, _ in events)
