@@ -158,6 +158,48 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watch_exclusions(args: argparse.Namespace) -> int:
+    """The streaming exclusion watcher (ADR-07), one per region: a durable JetStream consumer on the region's
+    lifecycle events; exclusions and their evidence go to PostgreSQL (read by every partition's controller)
+    and an ``excluded`` event to the stream."""
+    import asyncio
+    import signal
+    from datetime import timedelta
+
+    import psycopg
+
+    from controllers.controller.exclusion import ExclusionConfig
+    from controllers.controller.exclusion_stream import ExclusionStream
+    from controllers.controller.store import Store
+    from controllers.simregion.clock import WallClock
+    from sco.stores import migrate
+    from sco.stores import nats as sco_nats
+    from sco.stores.config import resolve_url
+
+    if args.wave_gap_s <= 0:
+        raise CliError(f"--wave-gap-s must be above 0, got {args.wave_gap_s}")
+    conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
+    migrate.migrate_postgres(conn)
+    stream = ExclusionStream(Store(conn, args.region, f"{args.region}/*", actor="sco-exclusion-watcher"),
+                             ExclusionConfig(wave_gap=timedelta(seconds=args.wave_gap_s)))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}")
+        try:
+            print(f"exclusion watcher for region {args.region}: three waves (gap {args.wave_gap_s:g} s) in 30 min "
+                  "exclude a pool", flush=True)
+            await stream.run(nc.jetstream(), stop, WallClock())
+        finally:
+            await nc.close()
+
+    asyncio.run(main())
+    return 0
+
+
 def _reset_breaker(args: argparse.Namespace) -> int:
     import psycopg
 
@@ -177,6 +219,13 @@ def _reset_breaker(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     group = subparsers.add_parser("controller", help="the capacity controller (run a partition, rebuild from tags)")
     sub = group.add_subparsers(dest="controller_command", required=True)
+    watch = sub.add_parser("watch-exclusions", help="the streaming exclusion watcher of a region (ADR-07)")
+    watch.add_argument("--region", default="r1", help="region name (default r1)")
+    watch.add_argument("--nats", default=None, help="NATS URL (default SCO_NATS_URL / sco up)")
+    watch.add_argument("--postgres", default=None, help="PostgreSQL URL (default SCO_POSTGRES_URL / sco up)")
+    watch.add_argument("--wave-gap-s", type=float, default=60.0,
+                       help="notices closer than this are one wave (default 60 s; compressed demos use less)")
+    watch.set_defaults(handler=_watch_exclusions)
     for name, handler, text in (("run", _run, "run the level-triggered controller for one partition"),
                                 ("rebuild", _rebuild, "rebuild fleet state from provider tags into an empty DB")):
         p = sub.add_parser(name, help=text)

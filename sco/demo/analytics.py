@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,53 @@ def _run(argv: list[str], log: Path, timeout: float = 600) -> subprocess.Complet
     return result
 
 
-def materialise_and_report(urls: Any, cfg: Any, summary: Any, run_dir: Path,
+def materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any, run_dir: Path,
                            phase: Callable[[str], None]) -> None:
+    """Dagster's and dbt's own output goes to ``analytics.log`` in the run directory, not the screen."""
+    import logging
+
+    log_file = (run_dir / "analytics.log").open("ab")
+    saved = os.dup(1), os.dup(2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log_file.fileno(), 1)
+    os.dup2(log_file.fileno(), 2)
+    logging.getLogger("dagster").setLevel(logging.WARNING)
+    screen = os.fdopen(os.dup(saved[0]), "w")
+    started = time.monotonic()
+
+    def show(text: str) -> None:
+        phase(text)  # the display keeps the phase; the line goes to the real screen
+        print(f"  {text} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
+
+    try:
+        _materialise_and_report(urls, provider_url, cfg, summary, run_dir, show)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        screen.close()
+        log_file.close()
+
+
+def _acting_passes(postgres_url: str) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        return {str(p): t for p, t in conn.execute(
+            "SELECT partition, min(started_at) FROM controller_cycles WHERE NOT read_only GROUP BY partition")}
+
+
+def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any, run_dir: Path,
+                            phase: Callable[[str], None]) -> None:
     log = run_dir / "analytics.log"
     sco = [sys.executable, "-m", "sco"]
     os.environ.update(SCO_CLICKHOUSE_URL=urls.clickhouse, SCO_POSTGRES_URL=urls.postgres,
-                      SCO_ARCHIVE_DIR=str(run_dir / "archive"))
+                      SCO_PROVIDER_URL=provider_url, SCO_ARCHIVE_DIR=str(run_dir / "archive"))
+    summary.acting_since = _acting_passes(urls.postgres)
     phase("analytics: draining the event ingest into ClickHouse")
     _run([*sco, "ingest", "--once", "--nats", urls.nats, "--clickhouse", urls.clickhouse], log)
 
@@ -39,9 +81,23 @@ def materialise_and_report(urls: Any, cfg: Any, summary: Any, run_dir: Path,
     from orchestration.definitions import defs
     from orchestration.resources import ClickHouseResource
 
-    phase("analytics: attributing the demo's hours (the savings_attribution asset's ledger functions)")
+    phase("analytics: pool catalogue from the provider and rankings (Dagster)")
+    unpartitioned: list[Any] = [a for a in (defs.assets or []) if getattr(a, "partitions_def", None) is None]
     ch = ClickHouseResource(url=urls.clickhouse)
+    resources = dict(defs.resources or {})
+    resources["clickhouse"] = ch
+    t = time.monotonic()
+    ranked = [a for a in unpartitioned if {k.to_user_string() for k in a.keys} & {"pool_catalogue", "pool_rankings"}]
+    results = [materialize(ranked, resources=resources, raise_on_error=False)]
+    summary.timing("pool_rankings", time.monotonic() - t)
+
+    phase("analytics: attributing the demo's hours (the savings_attribution asset's ledger functions)")
     hour = summary.started.replace(minute=0, second=0, microsecond=0)
+    # the orchestrator's own footprint, measured: CPU-seconds at the guaranteed rate of €0.04 per vCPU-hour
+    cpu_s = sum(summary.orchestrator_cpu_s.values())
+    summary.money["orchestrator_eur"] = cpu_s / 3600 * 0.04
+    ch.insert("orchestrator_usage", [(hour.replace(tzinfo=None), "r1", Decimal(str(round(cpu_s / 3600 * 0.04, 6))))],
+              ("hour", "region", "cost_eur"))
     t = time.monotonic()
     while hour <= datetime.now(UTC):
         inputs = ledger.read_hour(ch, "r1", hour)
@@ -49,21 +105,16 @@ def materialise_and_report(urls: Any, cfg: Any, summary: Any, run_dir: Path,
         hour += timedelta(hours=1)
     summary.timing("attribution", time.monotonic() - t)
 
-    phase("analytics: materialising the Dagster assets and the dbt finance models")
-    unpartitioned: list[Any] = [a for a in (defs.assets or []) if getattr(a, "partitions_def", None) is None]
-    resources = dict(defs.resources or {})
-    resources["clickhouse"] = ch
+    phase("analytics: groups, breaches, recommendations and the dbt finance models (Dagster)")
     t = time.monotonic()
-    ranked = [a for a in unpartitioned if {k.to_user_string() for k in a.keys} & {"pool_catalogue", "pool_rankings"}]
-    result = materialize(ranked, resources=resources, raise_on_error=False)
-    summary.timing("pool_rankings", time.monotonic() - t)
-    rest = [a for a in unpartitioned if a not in ranked]
-    result2 = materialize(rest, resources=resources, raise_on_error=False)
+    results.append(materialize([a for a in unpartitioned if a not in ranked], resources=resources,
+                               raise_on_error=False))
     summary.timing("analytics", time.monotonic() - t)
-    summary.timings["analytics_ok"] = float(result.success and result2.success)
-    if not (result.success and result2.success):
+    ok = all(r.success for r in results)
+    summary.timings["analytics_ok"] = float(ok)
+    if not ok:
         with log.open("a") as f:
-            for r in (result, result2):
+            for r in results:
                 for e in r.all_events:
                     if e.is_failure:
                         f.write(f"{e.event_type_value}: {e.message}\n")
@@ -75,7 +126,7 @@ def materialise_and_report(urls: Any, cfg: Any, summary: Any, run_dir: Path,
         {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
     if rows and rows[0][0]:
         cf, net, wasted, hours, orch = (float(x or 0) for x in rows[0])
-        summary.money = {"net_pct": 100 * net / cf if cf else None,
+        summary.money |= {"net_pct": 100 * net / cf if cf else None,
                          "wasted_pct": 100 * wasted / hours if hours else None,
                          "orchestrator_pct": 100 * orch / net if net > 0 else None,
                          "counterfactual_eur": cf, "net_eur": net}

@@ -53,10 +53,20 @@ class _Urls:
     clickhouse: str
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process, from /proc (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 @dataclass
 class _Procs:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     logs: Path = Path(".")
+    cpu_s: dict[str, float] = field(default_factory=dict)  # what stopped processes used, by name prefix
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("ab")
@@ -69,6 +79,8 @@ class _Procs:
         proc = self.procs.pop(name, None)
         if proc is None or proc.poll() is not None:
             return
+        key = name.split("-", 1)[0]
+        self.cpu_s[key] = self.cpu_s.get(key, 0.0) + _cpu_seconds(proc.pid)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout)
@@ -108,8 +120,9 @@ def _wait_http(url: str, timeout: float) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def _post(url: str) -> Any:
-    req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+def _post(url: str, body: Any = None) -> Any:
+    data = json.dumps(body if body is not None else {}).encode()
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read() or b"null")
 
@@ -132,16 +145,24 @@ async def _every(seconds: float, until: Callable[[], bool], fn: Callable[[], Awa
         await asyncio.sleep(seconds)
 
 
+def _slurm_job_state(job: str, conf: str | None) -> str:
+    """Where the job runs now and how often it was requeued (``scontrol show job``)."""
+    out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, timeout=10,
+                         env={**os.environ, "SLURM_CONF": conf or ""}).stdout
+    fields = dict(item.split("=", 1) for item in out.split() if "=" in item)
+    return f"{fields.get('JobState', '?')} on {fields.get('NodeList', '?')}, restarts {fields.get('Restarts', '?')}"
+
+
 def _slurm_testbed() -> tuple[str | None, list[str]]:
     conf = os.environ.get("SLURM_CONF") or "/tmp/sco-testbed/slurm/slurm.conf"
     if not Path(conf).exists() or shutil.which("sinfo") is None:
         return None, []
     try:
-        out = subprocess.run(["sinfo", "-h", "-p", "reclaimable", "-o", "%N"], capture_output=True, text=True,
+        out = subprocess.run(["sinfo", "-h", "-N", "-p", "reclaimable", "-o", "%N"], capture_output=True, text=True,
                              timeout=5, env={**os.environ, "SLURM_CONF": conf}).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None, []
-    nodes = [n for n in ("node1", "node2", "node3") if n in out]
+    nodes = [n for n in ("node1", "node2", "node3") if n in out.split()]
     return (conf, nodes) if nodes else (None, [])
 
 
@@ -196,6 +217,7 @@ async def run_demo(cfg: DemoConfig) -> int:
         published = publish(result.workloads, bundles, load_private_key(keys / "signing.key.pem"), datetime.now(UTC),
                             load_private_key(keys / "governance.key.pem"))
         partitions = [b.partition for b in published]
+        summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
 
         display.set_phase("starting the simulated region, the ingest and the outbox relay")
         sim_port = _free_port()
@@ -208,6 +230,9 @@ async def run_demo(cfg: DemoConfig) -> int:
         procs.start("ingest", _sco("ingest", "--nats", urls.nats, "--clickhouse", urls.clickhouse))
         procs.start("outbox", _sco("outbox", "relay", "--postgres", urls.postgres, "--nats", urls.nats,
                                    "--clickhouse", urls.clickhouse))
+        # the region's streaming exclusion watcher; waves closer than 5 s are one wave (compressed from 60 s)
+        procs.start("exclusions", _sco("controller", "watch-exclusions", "--region", "r1", "--nats", urls.nats,
+                                       "--postgres", urls.postgres, "--wave-gap-s", "5"))
         await asyncio.to_thread(_wait_http, f"{sim_url}/healthz", 30)
         provider = SimulatedProvider(sim_url, region="r1")
 
@@ -267,6 +292,61 @@ async def run_demo(cfg: DemoConfig) -> int:
             await asyncio.to_thread(provider.reclaim, victims, drill=True)
             summary.drilled = list(victims)
 
+        async def reclaim_slurm_node() -> None:
+            """A real job under a contract on the real Slurm test bed, run through the requeue helper; then an
+            ordinary reclaim of the instance whose real agent holds the node the job landed on."""
+            assert fleet is not None
+            real = {a.slurm_node: a for a in fleet.agents.values() if a.slurm_node}
+            if not real or slurm_conf is None:
+                return
+            ref = next((ref for ref, w in json.loads((bundles / "r1" / "slurm-hpc" / "agent-bundle.json")
+                                                     .read_text())["workloads"].items()
+                        if w["scheduler"] == "slurm" and w["requeue"] and w["checkpoint_mode"] != "none"), None)
+            if ref is None:
+                return
+            env = {**os.environ, "SLURM_CONF": slurm_conf, "SCO_DRAIN_SIGNAL": "SIGUSR1", "SCO_DRAIN_BUDGET_S": "60"}
+            out = await asyncio.to_thread(subprocess.run, [
+                "sbatch", "--parsable", "-p", "reclaimable", "--requeue", "--signal=B:USR1@60", "--open-mode=append",
+                f"--comment=contract={ref}", f"--output={run_dir}/slurm-%j.out", "--wrap",
+                f"exec {sys.executable} -m sco.checkpoint.slurm_batch -- sleep 900"],
+                capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                summary.slurm_after = f"sbatch failed: {out.stderr.strip()[:120]}"
+                return
+            job = out.stdout.strip().split(";")[0]
+            node = ""
+            for _ in range(40):
+                state = await asyncio.to_thread(_slurm_job_state, job, slurm_conf)
+                node = state.split(" on ", 1)[1].split(",")[0] if state.startswith("RUNNING on ") else ""
+                if node:
+                    break
+                await asyncio.sleep(0.25)
+            if node not in real:
+                summary.slurm_after = f"job {job} did not start on a node with a real agent ({state})"
+                return
+            await asyncio.sleep(5)  # a job runs a while before its node is reclaimed (its handler is installed)
+            summary.slurm_reclaimed = (node, job, real[node].instance)
+            summary.mark("slurm-reclaim")
+            await asyncio.to_thread(_post, f"{sim_url}/v1/reclaim", {"instances": [real[node].instance],
+                                                                       "drill": False})
+
+        async def bad_pool() -> None:
+            """Three reclaim waves on one pool, 8 s apart: the exclusion watcher must exclude it."""
+            instances = await asyncio.to_thread(provider.list_instances)
+            by_pool: dict[str, list[str]] = {}
+            for i in instances:
+                if i.owner is not None and i.status.value == "active" and i.pool_id:
+                    by_pool.setdefault(i.pool_id, []).append(i.instance_id)
+            pool, ids = max(by_pool.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            summary.bad_pool = pool
+            for wave in range(3):
+                if wave:
+                    await asyncio.sleep(8)
+                await tick()
+                await asyncio.to_thread(_post, f"{sim_url}/v1/reclaim",
+                                        {"instances": ids[wave:wave + 1], "drill": False})
+            summary.mark("third-wave")
+
         async def hall() -> None:
             summary.mark("hall-reclaim")
             await asyncio.to_thread(_post, f"{sim_url}/v1/halls/h2/reclaim")
@@ -281,7 +361,10 @@ async def run_demo(cfg: DemoConfig) -> int:
             summary.mark("outage-end")
             start_controllers("0.05")  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
 
-        steps = [(0.35 * cfg.live_s, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
+        steps = [(0.15 * cfg.live_s, "a real Slurm job, then a reclaim of its node: the real agent drains it and "
+                 "Slurm requeues the job", reclaim_slurm_node),
+                 (0.25 * cfg.live_s, "a misbehaving pool: three reclaim waves in 16 s", bad_pool),
+                 (0.35 * cfg.live_s, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
                  (0.45 * cfg.live_s, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),
                  (0.65 * cfg.live_s, "control-plane outage: both controllers stopped, reclaims go on", outage_start),
                  (0.85 * cfg.live_s, "control plane back: read-only cycles, then replacements", outage_end)]
@@ -295,17 +378,23 @@ async def run_demo(cfg: DemoConfig) -> int:
             await asyncio.sleep(1.0)
 
         display.set_phase("stopping the fleet and letting the events land")
+        if summary.slurm_reclaimed:
+            summary.slurm_after = await asyncio.to_thread(_slurm_job_state, summary.slurm_reclaimed[1], slurm_conf)
         await fleet.close()
         for partition in partitions:
             procs.stop(f"controller-{partition.split('/', 1)[1]}")
         await asyncio.sleep(3)
-        procs.stop("simregion")
         summary.live_s = cfg.live_s
 
+        for name in list(procs.procs):
+            if name != "simregion":
+                procs.stop(name)  # ingest, relay and watcher: counted in the orchestrator's footprint
+        own = os.times()
+        summary.orchestrator_cpu_s = {**procs.cpu_s, "demo process (agents, display)": own.user + own.system}
         display.set_phase("analytics: ingest, Dagster assets and dbt models")
         from .analytics import materialise_and_report
 
-        await asyncio.to_thread(materialise_and_report, urls, cfg, summary, run_dir, display.set_phase)
+        await asyncio.to_thread(materialise_and_report, urls, sim_url, cfg, summary, run_dir, display.set_phase)
     finally:
         if fleet is not None:
             with contextlib.suppress(Exception):

@@ -41,10 +41,20 @@ class Summary:
     drilled: list[str] = field(default_factory=list)
     live_s: float = 0.0
     reports: list[str] = field(default_factory=list)
+    bad_pool: str = ""
+    slurm_reclaimed: tuple[str, str, str] | None = None                  # (node, job, instance)
+    slurm_after: str = ""
+    orchestrator_cpu_s: dict[str, float] = field(default_factory=dict)
+    acting_since: dict[str, datetime] = field(default_factory=dict)  # partition -> first acting pass
+    workload_partition: dict[str, str] = field(default_factory=dict)
 
     def on_event(self, data: bytes) -> None:
+        from datetime import UTC
+
         with contextlib.suppress(ValueError):
-            self.events.append(json.loads(data))
+            event = json.loads(data)
+            event["_received"] = datetime.now(UTC).isoformat()
+            self.events.append(event)
 
     def mark(self, name: str) -> None:
         from datetime import UTC
@@ -74,17 +84,28 @@ class Summary:
         notices = {e["instance"]: _t(e["time"]) for e in self._by("notice") if e.get("instance")}
         out = []
         for e in self._by("replaced"):
-            for inst in str((e.get("attributes") or {}).get("replaces") or "").split(","):
+            for inst in str((e.get("attributes") or {}).get("replaced") or "").split(","):
                 if inst in notices:
-                    out.append((_t(e["time"]) - notices[inst]).total_seconds())
+                    out.append(max(0.0, (_t(e["time"]) - notices[inst]).total_seconds()))
         return out
 
     def first_launch_s(self) -> list[float]:
+        """Per workload: its partition's first acting controller pass → its first launch."""
         first: dict[str, datetime] = {}
         for e in self._by("launched"):
             w = e.get("workload") or ""
             first[w] = min(first.get(w, _t(e["time"])), _t(e["time"]))
-        return [(t - self.started).total_seconds() for t in first.values()]
+        out = []
+        for w, t in first.items():
+            since = self.acting_since.get(self.workload_partition.get(w, ""))
+            if since is not None:
+                out.append(max(0.0, (t - since).total_seconds()))
+        return out
+
+    def exclusion_s(self) -> list[float]:
+        third = self.marks.get("third-wave")
+        return [(_t(e["_received"]) - third).total_seconds() for e in self._by("excluded")
+                if third and e.get("pool") == self.bad_pool]
 
     def drains(self, since: str | None = None, until: str | None = None) -> tuple[int, int, list[float]]:
         lo = self.marks.get(since) if since else None
@@ -115,25 +136,39 @@ class Summary:
         fl = self.first_launch_s()
         rows.append(["Placement decision", "≤ 10 s p99",
                      f"p50 {_pct(fl, .5):.1f} s, p99 {_pct(fl, .99):.1f} s (n={len(fl)})" if fl else "none",
-                     "claims written → first launch per workload, incl. 2 s controller passes"])
+                     "first acting controller pass → first launch, per workload (token budget included)"])
         if "pool_rankings" in self.timings:
             rows.append(["Ranking refresh", "≤ 5 min", f"{self.timings['pool_rankings']:.1f} s",
                          "Dagster pool_rankings materialisation over the history"])
-        ex = self._by("excluded")
-        rows.append(["Exclusion", "≤ 60 s", f"{len(ex)} pool(s) excluded" +
-                     (f", {_pct([float((e.get('attributes') or {}).get('latency_s') or 0) for e in ex], .99):.1f} s"
-                      " after the third wave (p99)" if ex and any((e.get('attributes') or {}).get('latency_s')
-                                                                  is not None for e in ex) else ""),
-                     "exclusion events with their evidence"])
+        ex = self.exclusion_s()
+        rows.append(["Exclusion", "≤ 60 s", f"{self.bad_pool} excluded {ex[0]:.1f} s after its third wave"
+                     if ex else f"{len(self._by('excluded'))} pool(s) excluded", "excluded event received − third "
+                     "reclaim call (watcher on JetStream)"])
         rep = self.replacement_s()
         rows.append(["Replacement", "≤ 180 s cold", f"p50 {_pct(rep, .5):.1f} s, p99 {_pct(rep, .99):.1f} s "
-                     f"(n={len(rep)})" if rep else "none replaced", "notice → replacement launch (events)"])
+                     f"(n={len(rep)})" if rep else "none replaced", "notice → replacement launched (in parallel with the drain; "
+                     "the simulated region boots instantly, so this is the request path)"])
         floor = self._by("floor-restored")
         hall = self.marks.get("hall-reclaim")
         floor_s = [(_t(e["time"]) - hall).total_seconds() for e in floor if hall and _t(e["time"]) >= hall]
         rows.append(["Guaranteed floor", "rebuilt ≤ 15 min after a hall loss",
                      f"restored {len(floor_s)}× , last {max(floor_s):.0f} s after the hall reclaim" if floor_s
                      else "no floor lost", "floor-restored events after the h2 reclaim"])
+        if self.drilled:
+            from controllers.drills import judge
+
+            verdict = judge(self.drilled, self.events)
+            rows.append(["Drill (ADR-33)", "every drained node within budget",
+                         f"{verdict.count('met')} of {len(self.drilled)} met the budget: "
+                         f"{'PASS' if verdict.passed else 'FAIL'}", "drill-flagged drained/overrun events"])
+        if self.slurm_reclaimed:
+            node, job, inst = self.slurm_reclaimed
+            mine = [e for e in self.events if e.get("instance") == inst and e.get("kind") in ("drained", "overrun")]
+            how = (mine[0].get("attributes") or {}) if mine else {}
+            rows.append(["Drain on the real Slurm test bed", "job signalled and requeued",
+                         f"{node} drained ({how.get('path', '?')}, {how.get('units', '?')} job) in "
+                         f"{float(how.get('drain_ms') or 0) / 1000:.1f} s; job {job}: {self.slurm_after}",
+                         "real sco-agent process + scontrol; scontrol show job"])
         d, o, secs = self.drains()
         rows.append(["Drain overruns", "≤ 0.5 % of reclamations",
                      f"{o} of {d + o} ({100 * o / (d + o):.1f} %)" if d + o else "no drains",
@@ -147,7 +182,9 @@ class Summary:
                      f"{len(sf)} shortfall event(s)", "controller events"])
         for key, target, how in (("wasted_pct", "≤ 3 % of reclaimable hours", "fct_savings_ledger"),
                                  ("net_pct", "≥ 55 % blended", "fct_savings_ledger: rate-card saving"),
-                                 ("orchestrator_pct", "≤ 2 % of realised saving", "fct_savings_ledger")):
+                                 ("orchestrator_pct", "≤ 2 % of realised saving",
+                                  "fct_savings_ledger; footprint = measured CPU-s of controllers, ingest, relay, "
+                                  "watcher, agents and analytics at €0.04/vCPU-h")):
             label = {"wasted_pct": "Wasted work", "net_pct": "Net saving", "orchestrator_pct": "Orchestrator cost"}
             value = self.money.get(key)
             rows.append([label[key], target, "not computed" if value is None else f"{value:.1f} %", how])
