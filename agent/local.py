@@ -76,33 +76,56 @@ def _signum(name: str) -> int:
 
 
 class SlurmProcessActuator:
+    """Signals the jobs of this node directly. A job belongs to a plan when its ``SCO_CONTRACT`` names the
+    plan's contract or its id is one of the plan's units; when the scheduler never listed the units, the
+    jobs nobody claims go to the first plan (the longest budget). ``finish`` only touches the jobs of the
+    plans it is given, so one workload's deadline never cuts another's short."""
+
     name = "slurm-process-signal"
 
     def __init__(self, node_name: str) -> None:
         self.node = node_name
         self.signalled: list[tuple[str, int, str]] = []  # (job, pid, signal)
         self.terminated: list[int] = []
+        self.jobs_by_ref: dict[str, set[str]] = {}
 
-    def _plan_for(self, proc: JobProcess, plans: list[LocalPlan]) -> LocalPlan:
-        for plan in plans:
-            if proc.contract == plan.contract.ref or any(u.unit_id == proc.job_id for u in plan.units):
-                return plan
-        return plans[0]
+    @staticmethod
+    def _assign(procs: list[JobProcess], plans: list[LocalPlan]) -> list[tuple[JobProcess, LocalPlan]]:
+        known = {u.unit_id for p in plans for u in p.units}
+        out = []
+        for proc in procs:
+            plan = next((p for p in plans if proc.contract == p.contract.ref
+                         or any(u.unit_id == proc.job_id for u in p.units)), None)
+            if plan is None:
+                if known or proc.contract:
+                    continue  # a job of another workload (by the scheduler's list or its own SCO_CONTRACT)
+                plan = plans[0]
+            out.append((proc, plan))
+        return out
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
-        for proc in job_processes(self.node):
+        if not plans:
+            return
+        for proc, plan in self._assign(job_processes(self.node), plans):
+            self.jobs_by_ref.setdefault(plan.contract.ref, set()).add(proc.job_id)
             if not proc.batch:
                 continue
-            sig = self._plan_for(proc, plans).contract.drain_signal
             try:
-                os.kill(proc.pid, _signum(sig))
-                self.signalled.append((proc.job_id, proc.pid, sig))
+                os.kill(proc.pid, _signum(plan.contract.drain_signal))
+                self.signalled.append((proc.job_id, proc.pid, plan.contract.drain_signal))
             except ProcessLookupError:
                 continue
 
     def finish(self, plans: list[LocalPlan]) -> None:
-        """SIGTERM every process of the jobs on this node; SIGKILL those already sent SIGTERM."""
-        for proc in job_processes(self.node):
+        """SIGTERM every process of these plans' jobs; SIGKILL those already sent SIGTERM."""
+        jobs = set().union(*(self.jobs_by_ref.get(p.contract.ref, set()) for p in plans),
+                           *({u.unit_id for u in p.units} for p in plans))
+        procs = job_processes(self.node)
+        if not jobs and plans:
+            jobs = {proc.job_id for proc, _ in self._assign(procs, plans)}
+        for proc in procs:
+            if proc.job_id not in jobs:
+                continue
             sig = signal.SIGKILL if proc.pid in self.terminated else signal.SIGTERM
             try:
                 os.kill(proc.pid, sig)
@@ -111,6 +134,7 @@ class SlurmProcessActuator:
                 continue
 
     def remaining(self) -> int | None:
+        """Jobs still running on this node (all workloads)."""
         return len({p.job_id for p in job_processes(self.node)})
 
 
