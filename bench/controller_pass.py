@@ -52,7 +52,8 @@ def main() -> None:
             clock.advance(timedelta(seconds=5))
         instances = len(region.list_instances())
         for label, seconds, r in timings:
-            print(f"{label:18s} {seconds * 1000:8.0f} ms  launched={r.launched} held={r.held} generation={r.generation}")
+            print(f"{label:18s} {seconds * 1000:8.0f} ms  launched={r.launched} held={r.held} "
+                  f"generation={r.generation}")
         print(f"{WORKLOADS} workloads, {instances} instances, "
               f"{len(ctl.previous.plans) if ctl.previous else 0} plans in force")
     finally:

@@ -14,7 +14,7 @@ from contracts.pools import Pool, PurchaseModel
 __all__ = ["BUSINESS_UNITS", "HALLS", "PoolSpec", "build_pools"]
 
 HALLS = ("h1", "h2", "h3")
-BUSINESS_UNITS = ("analytics", "research", "media")
+BUSINESS_UNITS = ("analytics", "research", "engineering", "commerce", "platform")  # the example repository's
 _SIZES = {"small": 4, "medium": 8, "large": 16, "xlarge": 32, "2xlarge": 64}
 _ALL = tuple(_SIZES)
 # aggregate suffix -> SKU family -> sizes; the two aggregates of a hall hold different hardware generations

@@ -63,26 +63,30 @@ def test_the_final_checkpoint_rule_uses_the_measured_store_throughput_setting() 
 # FEAS003 -------------------------------------------------------------------------------------------
 
 def test_a_requeue_unit_within_the_wasted_work_budget_compiles() -> None:
-    compiled, findings = compile_doc(base("T3", max_unit_length_min=60))
+    compiled, findings = compile_doc(base("T3", max_unit_length_min=60), cat=calm_pools())
     assert compiled is not None and "FEAS003" not in codes(findings)
 
 
+def calm_pools(rate_pct_h: str = "2") -> PoolCatalogue:
+    return PoolCatalogue(pools=tuple(
+        Pool(pool_id=f"p{i}", region="r1", hall=f"h{i % 3}", aggregate="a", sku_family="f", size="s", vcpu=8,
+             memory_gib=32, purchase_model=PurchaseModel.RECLAIMABLE, rate_eur_h=Decimal("0.1"),
+             guaranteed_rate_eur_h=Decimal("0.32"), interruption_rate_pct_h=Decimal(rate_pct_h))
+        for i in range(10)))
+
+
 def test_a_requeue_unit_above_the_wasted_work_budget_is_refused_with_the_longest_allowed_length() -> None:
-    # T3 lets a contract shorten the unit only, so use a bespoke contract to ask for 4 hours.
+    # T3 lets a contract shorten the unit only, so use a bespoke contract to ask for 4 hours. The pools'
+    # observed 2 %/h is below the assumed 4 %/h, so the rule plans with 4 %/h.
     doc = base("bespoke", nearest_tier="T3", max_unit_length_min=240)
-    compiled, findings = compile_doc(doc)
+    compiled, findings = compile_doc(doc, cat=calm_pools())
     f = only(findings, "FEAS003")
     assert compiled is None and f.value == 240
     assert "90 min" in f.fix  # 3 % × 2 / 4 %/h = 1.5 h
 
 
 def test_the_requeue_rule_plans_with_the_eligible_pools_observed_rate_when_it_is_higher() -> None:
-    pools = tuple(
-        Pool(pool_id=f"p{i}", region="r1", hall=f"h{i % 3}", aggregate="a", sku_family="f", size="s", vcpu=8,
-             memory_gib=32, purchase_model=PurchaseModel.RECLAIMABLE, rate_eur_h=Decimal("0.1"),
-             guaranteed_rate_eur_h=Decimal("0.32"), interruption_rate_pct_h=Decimal("8"))
-        for i in range(10))
-    compiled, findings = compile_doc(base("T3", max_unit_length_min=60), cat=PoolCatalogue(pools=pools))
+    compiled, findings = compile_doc(base("T3", max_unit_length_min=60), cat=calm_pools("8"))
     f = only(findings, "FEAS003")  # 8 %/h × 1 h ÷ 2 = 4 % > 3 %
     assert compiled is None and "45 min" in f.fix
 

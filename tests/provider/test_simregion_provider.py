@@ -14,6 +14,7 @@ from contracts.pools import PurchaseModel
 from contracts.provider import InstanceStatus, LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import CapacityUnavailable, InvalidRequest, NotFound, QuotaExceeded, Throttled
 from controllers.simregion.region import SimulatedRegion
+from controllers.simregion.topology import BUSINESS_UNITS
 
 from .conftest import make_region
 
@@ -34,10 +35,10 @@ def test_the_region_has_about_140_reclaimable_pools_plus_committed_and_guarantee
     assert 135 <= len(by_model[PurchaseModel.RECLAIMABLE]) <= 150
     assert {p.hall for p in pools} == {"h1", "h2", "h3"}
     assert len({p.aggregate for p in pools}) == 6
-    assert {p.business_unit for p in by_model[PurchaseModel.COMMITTED]} == {"analytics", "research", "media"}
+    assert {p.business_unit for p in by_model[PurchaseModel.COMMITTED]} == set(BUSINESS_UNITS)
     assert by_model[PurchaseModel.GUARANTEED]
-    assert {r.business_unit for r in region.reservations()} == {"analytics", "research", "media"}
-    assert all(r.business_unit == "media" for r in region.reservations("media"))
+    assert {r.business_unit for r in region.reservations()} == set(BUSINESS_UNITS)
+    assert all(r.business_unit == "commerce" for r in region.reservations("commerce"))
     assert len(make_region(pools=40)[0].catalogue().pools) == 40 + 45 + 15
     typed: Provider = region
     assert isinstance(typed, Provider)
@@ -197,7 +198,7 @@ def test_the_openstack_adapter_takes_rate_card_reservations_and_reclaim_from_the
     adapter = OpenStackProvider(None, region="r1", image="sco-tiny", feeds=FeedClient(url), mutating_hook=calls.append)
     card = adapter.rate_card()
     assert card.rate(pool).guaranteed_rate_eur_h > card.rate(pool).rate_eur_h
-    assert {r.business_unit for r in adapter.reservations()} == {"analytics", "research", "media"}
+    assert {r.business_unit for r in adapter.reservations()} == set(BUSINESS_UNITS)
     assert len(adapter.forward_capacity(timedelta(minutes=30))) == 141
     receipt = adapter.reclaim((inst.instance_id,))
     assert receipt.instances == (inst.instance_id,) and receipt.drill and calls == ["reclaim"]
