@@ -43,6 +43,9 @@ class RegionEngine:
                 self.aggregates.setdefault(s.pool.aggregate, []).append(i)
         self.agg_of = {i: s.pool.aggregate for i, s in enumerate(self.specs)}
         self.burst_until: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
+        # when a booked burst's demand lands: the forward calendar sees it from booking, the rate card (which
+        # follows current utilisation) only from here (ADR-08: a pool is cheap before its tenants arrive)
+        self.burst_start: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
         self.hall_down_until: dict[str, float] = dict.fromkeys(HALLS, -1.0)
         self.now = 0.0
         self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
@@ -144,14 +147,17 @@ class RegionEngine:
         self._daily_at = (t, value)
         return value
 
+    def _bursting(self, agg: str, t: float) -> bool:
+        return self.burst_start[agg] <= t < self.burst_until[agg]
+
     def intensity(self, agg: str, t: float) -> float:
-        burst = self.config.burst_factor if t < self.burst_until[agg] else 1.0
+        burst = self.config.burst_factor if self._bursting(agg, t) else 1.0
         return self.aggregate_weight[agg] * self.daily(t) * burst / self._burst_norm
 
     def guaranteed_utilisation(self, agg: str, t: float) -> float:
         a = self.config.daily_amplitude
         u = 0.55 + (0.3 * (self.daily(t) - 1.0) / a if a > 0 else 0.0)
-        return min(0.98, u + (0.2 if t < self.burst_until[agg] else 0.0))
+        return min(0.98, u + (0.2 if self._bursting(agg, t) else 0.0))
 
     def capacity(self, i: int, t: float) -> int:
         """Instances pool ``i`` can hold now: reclaimable slots shrink as guaranteed demand grows."""
@@ -191,6 +197,7 @@ class RegionEngine:
         dt = c.rate_card_s
         for agg, pools in self.aggregates.items():
             if rng.random() < c.bursts_per_aggregate_day * dt / 86400.0:
+                self.burst_start[agg] = t + HORIZON_S
                 self.burst_until[agg] = t + HORIZON_S + rng.expovariate(1.0 / c.burst_mean_s)
             hall = self.specs[pools[0]].pool.hall
             n = sum(len(self.live[i]) for i in pools)

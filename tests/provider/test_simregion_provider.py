@@ -39,7 +39,7 @@ def test_the_region_has_about_140_reclaimable_pools_plus_committed_and_guarantee
     assert by_model[PurchaseModel.GUARANTEED]
     assert {r.business_unit for r in region.reservations()} == set(BUSINESS_UNITS)
     assert all(r.business_unit == "commerce" for r in region.reservations("commerce"))
-    assert len(make_region(pools=40)[0].catalogue().pools) == 40 + 45 + 15
+    assert len(make_region(pools=40)[0].catalogue().pools) == 40 + 3 * 5 * len(BUSINESS_UNITS) + 15
     typed: Provider = region
     assert isinstance(typed, Provider)
 
@@ -232,7 +232,7 @@ def test_sco_sim_region_serve_answers_http_and_stops_on_sigterm() -> None:
                 time.sleep(0.2)
         assert health["region"] == "r1"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/catalogue", timeout=5) as resp:
-            assert len(json.loads(resp.read())) == 20 + 45 + 15
+            assert len(json.loads(resp.read())) == 20 + 3 * 5 * len(BUSINESS_UNITS) + 15
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
