@@ -5,7 +5,7 @@ deploy/agent/ lets that token taint/cordon and evict on its own node only.
 Calls: ``GET``/``PATCH`` (merge patch) ``/api/v1/nodes/<node>``; ``GET /api/v1/pods?fieldSelector=
 spec.nodeName=<node>``; ``POST /api/v1/namespaces/<ns>/pods/<pod>/eviction`` (policy/v1 Eviction with
 ``deleteOptions.gracePeriodSeconds`` = the drain budget; 429 = a PodDisruptionBudget refuses for now).
-Pods name their contract with the labels ``sco.io/workload`` and ``sco.io/contract-version``.
+Pods name their contract with the labels ``sco.io/contract`` and ``sco.io/contract-version`` (contracts.admission).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from contracts.admission import CONTRACT_LABEL, CONTRACT_VERSION_LABEL
+
 from .adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
 from .httpwire import request
 from .model import AgentError, Contract, Unit
@@ -25,8 +27,8 @@ __all__ = ["NOT_READY_TAINT", "READY_LABEL", "RECLAIM_TAINT", "KubeAdapter", "Ku
 RECLAIM_TAINT = "sco.io/reclaim"
 NOT_READY_TAINT = "sco.io/no-contract"
 READY_LABEL = "sco.io/agent-ready"
-WORKLOAD_LABEL = "sco.io/workload"
-VERSION_LABEL = "sco.io/contract-version"
+WORKLOAD_LABEL = CONTRACT_LABEL  # one vocabulary with admission and the controller (contracts.admission)
+VERSION_LABEL = CONTRACT_VERSION_LABEL
 
 
 class KubeError(AgentError):

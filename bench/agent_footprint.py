@@ -124,7 +124,7 @@ def main() -> None:
             dist.serve_bundle("/d/", raw, sig)
             kube.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
             kube.put_object("Pod", {"metadata": {"name": "w", "namespace": "t", "labels": {
-                "sco.io/workload": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
+                "sco.io/contract": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
                 "status": {"phase": "Running"}})
             ud = userdata_document(node, raw, sig, [nats_srv.url], meta.url + "/meta", dist.url + "/d/")
             (tmp / "ud.json").write_text(json.dumps(ud))

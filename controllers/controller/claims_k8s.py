@@ -1,5 +1,5 @@
 """Kubernetes claim source through the real ``kubernetes`` client: pods that carry the contract labels
-(``sco.io/workload``, ``sco.io/contract-version``) and tolerate the reclaimable taint, pending or running;
+(``sco.io/contract``, ``sco.io/contract-version``) and tolerate the reclaimable taint, pending or running;
 nodes carrying the reclaimable taint with no such pod are reported idle. Pods that tolerate the taint but
 name no contract are listed too, so that they are refused with an event rather than silently placed."""
 
@@ -8,14 +8,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contracts.admission import CONTRACT_LABEL, CONTRACT_VERSION_LABEL
+from contracts.admission import RECLAIMABLE_TAINT as ADMISSION_TAINT
+
 from .claims import WorkItem
 
 __all__ = ["RECLAIMABLE_TAINT", "VERSION_LABEL", "WORKLOAD_LABEL", "KubernetesSource", "pod_item",
            "quantity_cpu", "quantity_gib"]
 
-RECLAIMABLE_TAINT = "sco.io/reclaimable"
-WORKLOAD_LABEL = "sco.io/workload"
-VERSION_LABEL = "sco.io/contract-version"
+# one vocabulary with admission (ADR-04) and the agent: contracts.admission
+RECLAIMABLE_TAINT = ADMISSION_TAINT
+WORKLOAD_LABEL = CONTRACT_LABEL
+VERSION_LABEL = CONTRACT_VERSION_LABEL
 _QTY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "k": 10**3, "M": 10**6, "G": 10**9,
         "T": 10**12, "": 1}

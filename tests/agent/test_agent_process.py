@@ -44,7 +44,7 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
     with KubeApiDouble() as kube:
         kube.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
         kube.put_object("Pod", {"metadata": {"name": "w1", "namespace": "t", "labels": {
-            "sco.io/workload": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
+            "sco.io/contract": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
             "status": {"phase": "Running"}})
         env = {**os.environ, "SCO_AGENT_KUBE_API": kube.url, "SCO_AGENT_KUBE_TOKEN_FILE": str(token),
                "SCO_AGENT_LOCAL_DRAIN_COMMAND": "true", "SCO_AGENT_SPOOL_FSYNC": "0"}

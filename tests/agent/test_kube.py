@@ -34,7 +34,7 @@ def kube() -> Iterator[KubeApiDouble]:
 def pod(name: str, node: str, workload: str | None = "web", app: str = "web", ready: bool = True) -> dict[str, Any]:
     labels = {"app": app}
     if workload:
-        labels.update({"sco.io/workload": workload, "sco.io/contract-version": "1"})
+        labels.update({"sco.io/contract": workload, "sco.io/contract-version": "1"})
     return {"metadata": {"name": name, "namespace": "team", "labels": labels},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}

@@ -36,7 +36,7 @@ def pod(name: str, labels: dict[str, str], phase: str = "Pending", node: str = "
 def test_contracted_pods_become_claims_uncontracted_ones_are_refused_and_idle_nodes_are_reported(
         kube: KubeApiDouble) -> None:
     etl = contract("etl", vcpu=4, mem=16)
-    labels = {"sco.io/workload": "etl", "sco.io/contract-version": "1"}
+    labels = {"sco.io/contract": "etl", "sco.io/contract-version": "1"}
     for n in range(3):
         kube.put_object("Pod", pod(f"p{n}", labels))
     kube.put_object("Pod", pod("run", labels, phase="Running", node="busy"))

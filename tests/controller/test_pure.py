@@ -212,7 +212,7 @@ def test_squeue_and_sinfo_json_are_parsed() -> None:
 
 
 def test_pods_that_tolerate_the_reclaimable_taint_are_work_items() -> None:
-    pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns", "labels": {"sco.io/workload": "etl",
+    pod: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns", "labels": {"sco.io/contract": "etl",
                                                                    "sco.io/contract-version": "2"}},
            "spec": {"tolerations": [{"key": "sco.io/reclaimable", "operator": "Exists"}],
                     "containers": [{"resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]},
