@@ -141,6 +141,8 @@ class PoolHistory:
         self.forward_now: dict[str, tuple[float, float]] = {}
         self._cards = deque(trace.rate_cards)
         self._forward = deque(trace.forward)
+        self._free = deque(trace.free)
+        self.free_now: dict[str, int] | None = None
 
     def _advance_feeds(self, now: datetime) -> None:
         """The rate card and the forward-capacity calendar in force at ``now``."""
@@ -148,14 +150,20 @@ class PoolHistory:
             self.rates.update(self._cards.popleft()[1])
         while self._forward and self._forward[0][0] <= now:
             self.forward_now = self._forward.popleft()[1]
+        while self._free and self._free[0][0] <= now:
+            self.free_now = self._free.popleft()[1]
 
-    def record(self, r: Reclaim) -> None:
+    def record(self, r: Reclaim, ours: bool = True) -> None:
+        """A wave: it always feeds the observed rate; it counts towards exclusion only when it hit our
+        instances (``ours``), the only waves the exclusion watcher sees on our lifecycle stream."""
         cap = self.trace.capacity.get(r.pool_id, 0)
         self.held.append((r.time + r.hold, r.pool_id, math.ceil(cap * r.share)))
         if r.drill:
             return  # drills are excluded from scoring (ADR-33)
         self.waves[r.pool_id].append((r.time, r.share))
         self.window_sum[r.pool_id] += r.share
+        if not ours:
+            return
         recent = self.recent[r.pool_id]
         recent.append(r.time)
         while recent and r.time - recent[0] > self.config.exclusion_window:
@@ -181,6 +189,8 @@ class PoolHistory:
                 self.window_sum[p.pool_id] -= waves.popleft()[1]
             observed_pct_h = 100.0 * max(0.0, self.window_sum[p.pool_id]) / window_h
             free = max(0, cap - taken[p.pool_id])
+            if self.free_now is not None and p.pool_id in self.free_now:
+                free = min(cap, self.free_now[p.pool_id])  # the region's own figure, when the trace has it
             share_now = free / cap if cap else 0.0
             forward_share, forward_pct_h = self.forward_now.get(p.pool_id, (share_now, observed_pct_h))
             rate = self.rates[p.pool_id]
@@ -247,9 +257,10 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
         step_end = now + config.step
         while pending and pending[0].time < step_end:
             r = pending.popleft()
-            pools.record(r)
             if r.drill:
+                pools.record(r, ours=False)
                 continue
+            hit = False
             for name, h in held.items():
                 n = h.reclaimable.get(r.pool_id, 0)
                 if not n:
@@ -268,6 +279,8 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
                                                 + (lost - no_notice) * _loss_hours(c, True, interval)))
                 h.reclaimable[r.pool_id] = n - lost
                 lost_last_step.add(name)
+                hit = True
+            pools.record(r, ours=hit)  # the watcher sees a wave only when it took our instances
         for name, h in held.items():
             _accrue(outcome[name], h, by_name[name], pool_by_id, pools.rates, want[name], now, step_s, config, current)
         now = step_end

@@ -33,6 +33,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
     live_at: dict[tuple[float, int], int] = {}
     cards: list[tuple[datetime, dict[str, Decimal]]] = []
     forward: list[tuple[datetime, dict[str, tuple[float, float]]]] = []
+    frees: list[tuple[datetime, dict[str, int]]] = []
 
     def on_event(ev: SimEvent) -> None:
         if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.TERMINATED):
@@ -49,7 +50,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
         wave[2] = 1 if ev.cause.startswith("hall-reclaim") else wave[2]
 
     def on_rate_card(t: float, rows: list[tuple[int, float, int, int]]) -> None:
-        card, ahead = {}, {}
+        card, ahead, free = {}, {}, {}
         later = t + forward_horizon.total_seconds()
         for row in rows:
             i, u = row[0], row[1]
@@ -58,10 +59,12 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
             card[pool.pool_id] = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(
                 Decimal("0.0001"))
             if pool.purchase_model is PurchaseModel.RECLAIMABLE:
+                free[pool.pool_id] = int(row[2])  # what other tenants leave free now
                 share = engine.capacity(i, later) / spec.slots if spec.slots else 0.0
                 ahead[pool.pool_id] = (share, config.reclaim_rate_pct_h * engine.intensity(pool.aggregate, later))
         cards.append((engine.at(t), card))
         forward.append((engine.at(t), ahead))
+        frees.append((engine.at(t), free))
 
     engine.on_event.append(on_event)
     engine.on_rate_card.append(on_rate_card)
@@ -81,4 +84,5 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
                  capacity=capacity, reclaims=tuple(reclaims), seed=config.seed,
                  description=f"simulated region {config.region}, seed {config.seed}, {days:g} days "
                              f"after {warmup_days:g} days of warm-up",
-                 warmup=timedelta(days=warmup_days), rate_cards=tuple(cards), forward=tuple(forward))
+                 warmup=timedelta(days=warmup_days), rate_cards=tuple(cards), forward=tuple(forward),
+                 free=tuple(frees))

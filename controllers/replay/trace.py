@@ -39,6 +39,9 @@ class Trace:
     rate_cards: tuple[tuple[datetime, dict[str, Decimal]], ...] = ()  # (time, pool -> rate), sorted by time
     # forward-capacity calendar (Blazar, ADR-22/ADR-07): (time, pool -> (free share ahead, expected reclaim %/h))
     forward: tuple[tuple[datetime, dict[str, tuple[float, float]]], ...] = ()
+    # instances each reclaimable pool has free for the orchestrator, every 5 min (the region's rate-card rows);
+    # without it the replay models capacity as ``capacity`` minus what recent waves hold
+    free: tuple[tuple[datetime, dict[str, int]], ...] = ()
 
     def __post_init__(self) -> None:
         times = [r.time for r in self.reclaims]
