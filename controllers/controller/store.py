@@ -260,3 +260,23 @@ def note_event(n: Note, *, region: str, partition: str, now: datetime, contract_
     return Event(kind=n.kind, time=now, region=region, partition=partition, pool=n.pool, instance=n.instance,
                  workload=n.workload, contract_version=contract_versions.get(n.workload or ""), cause=n.cause,
                  drill=drill, source="controller", attributes=dict(n.attributes))
+
+
+def publish_contracts_in_force(conn: Any, payload: dict[str, Any]) -> int:
+    """Write the verified controller bundle's contracts as the contracts in force (what this controller
+    enforces; the analytics, reports and breach checks read them). Idempotent; one row per workload."""
+    rows = 0
+    with conn.transaction():
+        for entry in payload.get("workloads", {}).values():
+            conn.execute(
+                "INSERT INTO contracts_in_force (workload, contract_version, tier, region, partition, spec, "
+                "bundle_digest, effective_at) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, now()) "
+                "ON CONFLICT (workload) DO UPDATE SET contract_version = excluded.contract_version, "
+                "tier = excluded.tier, region = excluded.region, partition = excluded.partition, "
+                "spec = excluded.spec, bundle_digest = excluded.bundle_digest, effective_at = now() "
+                "WHERE contracts_in_force.bundle_digest IS DISTINCT FROM excluded.bundle_digest",
+                (entry["workload"], f"{entry['workload']}@{entry['version']}", entry.get("tier"),
+                 str(entry.get("partition", "")).split("/", 1)[0], entry.get("partition"), json.dumps(entry),
+                 payload.get("source_digest")))
+            rows += 1
+    return rows

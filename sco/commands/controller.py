@@ -30,17 +30,23 @@ def _provider(args: argparse.Namespace) -> Any:
     return SimulatedProvider(args.sim_url, region=args.region)
 
 
-def _contracts(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
+def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
     from contracts.bundle_verify import BundleError, verify_bundle
-    from contracts.schema import Contract
 
     try:
-        verified = verify_bundle(bundle, pubkey, governance_key)
+        payload: dict[str, Any] = verify_bundle(bundle, pubkey, governance_key).payload
     except (BundleError, OSError) as exc:
         raise CliError(f"controller bundle {bundle} refused: {exc}; recompile with `sco contracts compile`") from None
+    return payload
+
+
+def _contracts(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
+    from contracts.schema import Contract
+
+    payload = _verified(bundle, pubkey, governance_key)
     fields = set(Contract.model_fields)
     return {ref: Contract.model_validate({k: v for k, v in entry.items() if k in fields})
-            for ref, entry in verified.payload.get("workloads", {}).items()}
+            for ref, entry in payload.get("workloads", {}).items()}
 
 
 class _FileSource:
@@ -94,6 +100,9 @@ def _run(args: argparse.Namespace) -> int:
     provider = BudgetedProvider(_provider(args), bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
+    from controllers.controller.store import publish_contracts_in_force
+
+    publish_contracts_in_force(conn, _verified(args.bundle, args.pubkey, args.governance_key))
     source: Any
     if args.claims_file:
         source = _FileSource(args.claims_file)

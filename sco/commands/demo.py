@@ -1,9 +1,10 @@
-"""``sco demo``: for now, the contract compiler over the example repository (issue 10 grows it into the
-whole system running)."""
+"""``sco demo`` (``make demo``): the whole system on embedded defaults (``sco.demo.runner``, docs/demo.md).
+``--contracts-only`` prints the compiler report for the example repository and signs its bundles, in a second."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import tempfile
@@ -25,8 +26,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "contracts"
 
 
 def register(sub: Any) -> None:
-    demo = sub.add_parser("demo", help="run the demo on embedded defaults")
+    demo = sub.add_parser("demo", help="run the whole system on embedded defaults (a few minutes)")
     demo.add_argument("--contracts", type=Path, default=EXAMPLES, help="contract repository")
+    demo.add_argument("--contracts-only", action="store_true", help="only compile, report and sign the contracts")
+    demo.add_argument("--live", type=float, default=150.0, help="seconds of the live timeline (default 150)")
+    demo.add_argument("--home", type=Path, default=Path(os.environ.get("SCO_DEMO_HOME", ".sco/demo")),
+                      help="where the demo keeps its stack, keys and run logs (default .sco/demo)")
+    demo.add_argument("--reports", type=Path, default=Path("demo-reports"), help="where the reports go")
+    demo.add_argument("--no-slurm", action="store_true", help="do not use the Slurm test bed even when it is up")
     demo.set_defaults(handler=_demo)
 
 
@@ -39,6 +46,14 @@ def _demo(args: argparse.Namespace) -> int:
     print(render_report(result, shown))
     if result.errors:
         return 1
+    if not args.contracts_only:
+        if args.live < 30:
+            raise CliError(f"--live must be at least 30 seconds for the timeline to fit, got {args.live:g}")
+        from sco.demo.runner import DemoConfig, run_demo
+
+        print()
+        return asyncio.run(run_demo(DemoConfig(home=args.home, contracts=args.contracts, reports=args.reports,
+                                               live_s=args.live, slurm=not args.no_slurm)))
     with tempfile.TemporaryDirectory(prefix="sco-demo-") as tmp:
         keys = Path(tmp) / "keys"
         init_keys(keys)
