@@ -146,8 +146,9 @@ class Summary:
                      "reclaim call (watcher on JetStream)"])
         rep = self.replacement_s()
         rows.append(["Replacement", "≤ 180 s cold", f"p50 {_pct(rep, .5):.1f} s, p99 {_pct(rep, .99):.1f} s "
-                     f"(n={len(rep)})" if rep else "none replaced", "notice → replacement launched (in parallel with the drain; "
-                     "the simulated region boots instantly, so this is the request path)"])
+                     f"(n={len(rep)})" if rep else "none replaced",
+                     "notice → replacement launched (in parallel with the drain; the simulated region boots "
+                     "instantly, so this is the request path)"])
         floor = self._by("floor-restored")
         hall = self.marks.get("hall-reclaim")
         floor_s = [(_t(e["time"]) - hall).total_seconds() for e in floor if hall and _t(e["time"]) >= hall]
