@@ -10,8 +10,8 @@ from .helpers import REPO
 
 
 def test_the_demo_prints_the_compiler_report_and_verified_bundles_for_the_examples() -> None:
-    result = subprocess.run([sys.executable, "-m", "sco", "demo", "--contracts-only"], capture_output=True, text=True, cwd=REPO,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-m", "sco", "demo", "--contracts-only"], capture_output=True,
+                            text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("SCO contract compiler report — deploy/contracts")

@@ -39,7 +39,7 @@ def test_one_percent_of_the_partition_is_chosen_spread_over_pools_and_only_from_
 
 def test_a_drill_never_takes_less_than_one_instance_nor_more_than_five_percent() -> None:
     assert len(choose_victims(fleet()[:10], "r1/slurm-hpc", 0.01, seed=1)) == 1
-    with pytest.raises(DrillError, match="at most 0.05"):
+    with pytest.raises(DrillError, match=r"at most 0\.05"):
         choose_victims(fleet(), "r1/slurm-hpc", 0.2, seed=1)
     with pytest.raises(DrillError, match="no active instances"):
         choose_victims(fleet(), "r9/nowhere", 0.01, seed=1)
