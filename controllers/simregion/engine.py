@@ -63,7 +63,8 @@ class RegionEngine:
         self._victims = random.Random(f"{seed}:victims")
         self._notice = random.Random(f"{seed}:notice")
         self._refill = random.Random(f"{seed}:refill")
-        self._ids = random.Random(f"{seed}:ids")
+        # ids depend on the start too: two runs of one seed (a history and a live region) never share an id
+        self._ids = random.Random(f"{seed}:ids:{start.isoformat()}")
         self.on_event: list[Callable[[SimEvent], None]] = []
         self.on_notice: list[Callable[[Inst], None]] = []
         self.on_advisory: list[Callable[[Inst, float, float], None]] = []  # instance, issued, expected

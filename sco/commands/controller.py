@@ -133,12 +133,21 @@ def _run(args: argparse.Namespace) -> int:
             if args.passes and count >= args.passes:
                 stop.set()
 
+        import signal as signals
+
+        loop = asyncio.get_running_loop()
+        for sig in (signals.SIGTERM, signals.SIGINT):  # an orderly stop hands the lease over at once
+            loop.add_signal_handler(sig, stop.set)
         nc = await sco_nats.connect(args.nats, name=f"sco-controller-{holder}") if args.nats else None
         try:
             await run(ctl, nc, interval_s=args.interval, stop=stop, on_pass=on_pass)
         finally:
             if nc is not None:
                 await nc.close()
+            from controllers.controller.lease import release
+
+            release(conn, args.region, args.partition, holder)
+            print(f"stopped; released the lease of {args.partition}", flush=True)
 
     asyncio.run(main())
     return 0

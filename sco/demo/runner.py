@@ -298,10 +298,13 @@ async def run_demo(cfg: DemoConfig) -> int:
         steps: list[tuple[float, str, Callable[[], Awaitable[None]]]] = []
 
         async def drill() -> None:
-            from controllers.drills import choose_victims
+            from controllers.drills import DrillError, choose_victims
 
             instances = await asyncio.to_thread(provider.list_instances, {"partition": partitions[0]})
-            victims = choose_victims(instances, partitions[0], 0.05, seed=cfg.seed)
+            try:
+                victims = choose_victims(instances, partitions[0], 0.05, seed=cfg.seed)
+            except DrillError:
+                return
             await asyncio.to_thread(provider.reclaim, victims, drill=True)
             summary.drilled = list(victims)
 
@@ -350,6 +353,8 @@ async def run_demo(cfg: DemoConfig) -> int:
             for i in instances:
                 if i.owner is not None and i.status.value == "active" and i.pool_id:
                     by_pool.setdefault(i.pool_id, []).append(i.instance_id)
+            if not by_pool:
+                return  # nothing placed to reclaim; the summary says no pool was excluded
             pool, ids = max(by_pool.items(), key=lambda kv: (len(kv[1]), kv[0]))
             summary.bad_pool = pool
             for wave in range(3):
@@ -381,7 +386,19 @@ async def run_demo(cfg: DemoConfig) -> int:
                  (0.45 * cfg.live_s, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),
                  (0.65 * cfg.live_s, "control-plane outage: both controllers stopped, reclaims go on", outage_start),
                  (0.85 * cfg.live_s, "control plane back: read-only cycles, then replacements", outage_end)]
-        display.set_phase("placing and running through ordinary reclaims")
+        # the timeline starts once placement has settled: the fleet has stopped growing for 6 s (at most 120 s)
+        settled_at, size = time.monotonic(), -1
+        while time.monotonic() - live_started < 120:
+            await tick()
+            assert fleet is not None
+            if len(fleet.agents) != size or size == 0:
+                settled_at, size = time.monotonic(), len(fleet.agents)
+            elif time.monotonic() - settled_at >= 6:
+                break
+            await asyncio.sleep(1.0)
+        summary.placed_in_s = time.monotonic() - live_started
+        live_started = time.monotonic()
+        display.set_phase("running through ordinary reclaims")
         while elapsed() < cfg.live_s:
             await tick()
             while steps and elapsed() >= steps[0][0]:

@@ -42,6 +42,7 @@ class Summary:
     live_s: float = 0.0
     reports: list[str] = field(default_factory=list)
     bad_pool: str = ""
+    placed_in_s: float = 0.0
     slurm_reclaimed: tuple[str, str, str] | None = None                  # (node, job, instance)
     slurm_after: str = ""
     orchestrator_cpu_s: dict[str, float] = field(default_factory=dict)
@@ -196,7 +197,8 @@ class Summary:
         counts: dict[str, int] = defaultdict(int)
         for e in self.events:
             counts[str(e.get("kind"))] += 1
-        head = (f"SCO demo: {self.live_s:.0f} s live, {len(self.events)} events, peak fleet {self.fleet_peak} nodes "
+        head = (f"SCO demo: placement settled in {self.placed_in_s:.0f} s, then {self.live_s:.0f} s of timeline, "
+                f"{len(self.events)} events, peak fleet {self.fleet_peak} nodes "
                 f"({self.real_agents} real sco-agent process(es) on the Slurm test bed, the rest in-process agents "
                 f"on simulated nodes); drill on {len(self.drilled)} node(s)")
         extra = "" if not secs else f"; median drain {statistics.median(secs):.1f} s"

@@ -142,3 +142,19 @@ def test_dropping_the_database_then_sco_controller_rebuild_restores_ownership_fr
     again = subprocess.run([sys.executable, "-m", "sco", "controller", "rebuild", "--sim-url", region_url,
                             "--postgres", url], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert again.returncode != 0 and "already holds" in again.stderr
+
+
+def test_an_orderly_stop_hands_the_lease_over_at_once(tmp_path: Path, region_url: str, pg_migrated_url: str) -> None:
+    bundle = _bundle(tmp_path)
+    (tmp_path / "claims.json").write_text("[]")
+    first = _controller(tmp_path, region_url, pg_migrated_url, bundle, "first.log")
+    deadline = time.monotonic() + 60
+    while "pass 1:" not in (tmp_path / "first.log").read_text():
+        assert first.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+        time.sleep(0.05)
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 0
+    assert "released the lease" in (tmp_path / "first.log").read_text()
+    with psycopg.connect(pg_migrated_url) as conn:
+        row = conn.execute("SELECT lease_until < now() FROM partition_leases").fetchone()
+    assert row == (True,)  # a standby takes the partition on its next pass, not after the 15 s expiry
