@@ -99,6 +99,10 @@ class Fleet:
         if slurm_node:
             env = {**os.environ, "SCO_AGENT_SPOOL_FSYNC": "false", "SLURM_CONF": self.slurm_conf or "",
                    "SCO_AGENT_SLURM_CONF": self.slurm_conf or ""}
+            # a test-bed node reused for a new instance stands in for a freshly booted node: resume it (the
+            # previous instance's agent left it drained, as it should)
+            await asyncio.to_thread(subprocess.run, ["scontrol", "update", f"nodename={slurm_node}", "state=resume"],
+                                    capture_output=True, env=env, timeout=10)
             node.process = subprocess.Popen(
                 [sys.executable, "-m", "agent.cli", "run", "--userdata", str(state / "user-data.json"),
                  "--public-key", str(self.public_key), "--state-dir", str(state), "--metrics-port", "0"],

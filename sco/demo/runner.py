@@ -32,6 +32,7 @@ from .display import Display
 __all__ = ["DemoConfig", "run_demo"]
 
 REPO = Path(__file__).resolve().parents[2]
+DEMO_JOB = "sco-demo"  # the demo's Slurm jobs, cancelled at the start and the end of every run
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,11 @@ async def _every(seconds: float, until: Callable[[], bool], fn: Callable[[], Awa
         await asyncio.sleep(seconds)
 
 
+def _cancel_demo_jobs(conf: str) -> None:
+    subprocess.run(["scancel", "--name", DEMO_JOB], capture_output=True, timeout=10,
+                   env={**os.environ, "SLURM_CONF": conf})
+
+
 def _slurm_job_state(job: str, conf: str | None) -> str:
     """Where the job runs now and how often it was requeued (``scontrol show job``)."""
     out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, timeout=10,
@@ -273,6 +279,8 @@ async def run_demo(cfg: DemoConfig) -> int:
         display.set_phase("controllers placing the claims")
         start_controllers("1.0")  # a cold start: nothing to catch up on (see docs/demo.md)
         slurm_conf, slurm_nodes = _slurm_testbed() if cfg.slurm else (None, [])
+        if slurm_conf:
+            await asyncio.to_thread(_cancel_demo_jobs, slurm_conf)
         fleet = Fleet(provider, bundles, keys / "signing.pub.pem", urls.nats, sim_url, run_dir / "nodes",
                       slurm_nodes=slurm_nodes, slurm_conf=slurm_conf, seed=cfg.seed)
         summary.real_agents_possible = len(slurm_nodes)
@@ -322,7 +330,8 @@ async def run_demo(cfg: DemoConfig) -> int:
                 return
             env = {**os.environ, "SLURM_CONF": slurm_conf, "SCO_DRAIN_SIGNAL": "SIGUSR1", "SCO_DRAIN_BUDGET_S": "60"}
             out = await asyncio.to_thread(subprocess.run, [
-                "sbatch", "--parsable", "-p", "reclaimable", "--requeue", "--signal=B:USR1@60", "--open-mode=append",
+                "sbatch", "--parsable", "-p", "reclaimable", "--job-name", DEMO_JOB, "--requeue", "--signal=B:USR1@60",
+                "--open-mode=append",
                 f"--comment=contract={ref}", f"--output={run_dir}/slurm-%j.out", "--wrap",
                 f"exec {sys.executable} -m sco.checkpoint.slurm_batch -- sleep 900"],
                 capture_output=True, text=True, env=env)
@@ -411,6 +420,8 @@ async def run_demo(cfg: DemoConfig) -> int:
         if summary.slurm_reclaimed:
             summary.slurm_after = await asyncio.to_thread(_slurm_job_state, summary.slurm_reclaimed[1], slurm_conf)
         await fleet.close()
+        if slurm_conf:
+            await asyncio.to_thread(_cancel_demo_jobs, slurm_conf)
         for partition in partitions:
             procs.stop(f"controller-{partition.split('/', 1)[1]}")
         await asyncio.sleep(3)

@@ -193,7 +193,11 @@ class Summary:
                 # the ledger reads wasted work from loss events' wasted_s; nothing emits it yet (issue 10 note)
                 rows.append([label[key], target, "not measured: no loss event carried wasted_s", how])
                 continue
-            rows.append([label[key], target, "not computed" if value is None else f"{value:.1f} %", how])
+            shown = "not computed" if value is None else f"{value:.1f} %"
+            if key == "orchestrator_pct" and value is not None and self.money.get("net_eur"):
+                shown = (f"{value:.2f} % (€{self.money.get('orchestrator_eur', 0):.4f} of "
+                         f"€{self.money['net_eur']:.2f} net)")
+            rows.append([label[key], target, shown, how])
         counts: dict[str, int] = defaultdict(int)
         for e in self.events:
             counts[str(e.get("kind"))] += 1
