@@ -323,15 +323,18 @@ async def run_demo(cfg: DemoConfig) -> int:
             real = {a.slurm_node: a for a in fleet.agents.values() if a.slurm_node}
             if not real or slurm_conf is None:
                 return
-            ref = next((ref for ref, w in json.loads((bundles / "r1" / "slurm-hpc" / "agent-bundle.json")
-                                                     .read_text())["workloads"].items()
-                        if w["scheduler"] == "slurm" and w["requeue"] and w["checkpoint_mode"] != "none"), None)
-            if ref is None:
+            entries = json.loads((bundles / "r1" / "slurm-hpc" / "agent-bundle.json").read_text())["workloads"]
+            ref, entry = next(((r, w) for r, w in entries.items()
+                               if w["scheduler"] == "slurm" and w["requeue"] and w["checkpoint_mode"] != "none"),
+                              (None, None))
+            if ref is None or entry is None:
                 return
-            env = {**os.environ, "SLURM_CONF": slurm_conf, "SCO_DRAIN_SIGNAL": "SIGUSR1", "SCO_DRAIN_BUDGET_S": "60"}
+            sig = str(entry["drain_signal"])  # the job listens for its contract's drain signal
+            env = {**os.environ, "SLURM_CONF": slurm_conf, "SCO_DRAIN_SIGNAL": sig,
+                   "SCO_DRAIN_BUDGET_S": str(entry["drain_budget_s"])}
             out = await asyncio.to_thread(subprocess.run, [
-                "sbatch", "--parsable", "-p", "reclaimable", "--job-name", DEMO_JOB, "--requeue", "--signal=B:USR1@60",
-                "--open-mode=append",
+                "sbatch", "--parsable", "-p", "reclaimable", "--job-name", DEMO_JOB, "--requeue",
+                f"--signal=B:{sig.removeprefix('SIG')}@60", "--open-mode=append",
                 f"--comment=contract={ref}", f"--output={run_dir}/slurm-%j.out", "--wrap",
                 f"exec {sys.executable} -m sco.checkpoint.slurm_batch -- sleep 900"],
                 capture_output=True, text=True, env=env)
