@@ -215,6 +215,10 @@ async def run_demo(cfg: DemoConfig) -> int:
                 await asyncio.to_thread(manager.down, stack_home)
             shutil.rmtree(stack_home, ignore_errors=True)
         os.environ["SCO_HOME"] = str(stack_home)
+        for var in ("SCO_POSTGRES_URL", "SCO_NATS_URL", "SCO_CLICKHOUSE_URL"):
+            # the demo runs on embedded defaults: stores given by URL (production's way) would carry one
+            # run's fleet state into the next
+            os.environ.pop(var, None)
         await asyncio.to_thread(manager.up, stack_home, fast=True)
         found = load_urls(stack_home)
         if not (found.postgres and found.nats and found.clickhouse):

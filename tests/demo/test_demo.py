@@ -1,9 +1,11 @@
-"""`sco demo` end to end, twice on the same home (running it twice works): every process comes up, the
-timeline runs, the summary has a measured figure for each quality row the demo exercises, drains continue
-while both controllers are down, and the reports are written."""
+"""`sco demo` end to end, twice on the same home (running it twice works) and with store URLs in the
+environment that it must ignore: every process comes up, the timeline runs, the summary has a measured figure
+for each quality row the demo exercises, drains continue while both controllers are down, and the reports are
+written."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -19,8 +21,11 @@ ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Excl
 
 
 def run_demo(home: Path, reports: Path) -> subprocess.CompletedProcess[str]:
+    # store URLs that lead nowhere: the demo runs on its own embedded stack and must ignore them
+    env = {**os.environ, "SCO_POSTGRES_URL": "postgresql://postgres@127.0.0.1:9/none",
+           "SCO_CLICKHOUSE_URL": "http://127.0.0.1:9", "SCO_NATS_URL": "nats://127.0.0.1:9"}
     return subprocess.run([sys.executable, "-m", "sco", "demo", "--live", "45", "--home", str(home),
-                           "--reports", str(reports)], capture_output=True, text=True, timeout=600)
+                           "--reports", str(reports)], capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_the_demo_runs_twice_and_its_summary_measures_every_row(tmp_path: Path) -> None:
