@@ -112,14 +112,6 @@ def _sco(*args: str) -> list[str]:
     return [sys.executable, "-m", "sco", *args]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_http(url: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -189,6 +181,7 @@ async def run_demo(cfg: DemoConfig) -> int:
     from controllers.providers import SimulatedProvider
     from sco.commands.keys import init_keys
     from sco.stack import bootstrap, manager
+    from sco.stack.services import free_port
     from sco.stores import nats as nats_store
     from sco.stores.config import load_urls
 
@@ -240,7 +233,7 @@ async def run_demo(cfg: DemoConfig) -> int:
         summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
 
         display.set_phase("starting the simulated region, the ingest and the outbox relay")
-        sim_port = _free_port()
+        sim_port = free_port()
         sim_url = f"http://127.0.0.1:{sim_port}"
         procs.start("simregion", _sco("sim", "region", "serve", "--port", str(sim_port), "--nats", urls.nats,
                                       "--seed", str(cfg.seed),
