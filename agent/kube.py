@@ -6,6 +6,7 @@ Calls: ``GET``/``PATCH`` (merge patch) ``/api/v1/nodes/<node>``; ``GET /api/v1/p
 spec.nodeName=<node>``; ``POST /api/v1/namespaces/<ns>/pods/<pod>/eviction`` (policy/v1 Eviction with
 ``deleteOptions.gracePeriodSeconds`` = the drain budget; 429 = a PodDisruptionBudget refuses for now).
 Pods name their contract with the labels ``sco.io/contract`` and ``sco.io/contract-version`` (contracts.admission).
+A pod's ``status.startTime`` (RFC 3339 UTC) becomes ``Unit.attributes["started_at"]``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from contracts.admission import CONTRACT_LABEL, CONTRACT_VERSION_LABEL
 
 from .adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
 from .httpwire import request
-from .model import AgentError, Contract, Unit
+from .model import STARTED_AT, AgentError, Contract, Unit, format_time, time_or_none
 
 __all__ = ["NOT_READY_TAINT", "READY_LABEL", "RECLAIM_TAINT", "KubeAdapter", "KubeError"]
 
@@ -107,14 +108,19 @@ class KubeAdapter:
                 continue
             if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
                 continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            status = pod.get("status") or {}
+            if status.get("phase") in ("Succeeded", "Failed"):
                 continue
             labels = meta.get("labels") or {}
             ref = None
             if labels.get(WORKLOAD_LABEL):
                 ref = f"{labels[WORKLOAD_LABEL]}@{labels.get(VERSION_LABEL, '')}"
+            attrs: dict[str, str] = {}
+            start = time_or_none(status.get("startTime"))
+            if start is not None:  # a pod not yet started by the kubelet has no startTime
+                attrs[STARTED_AT] = format_time(start)
             units.append(Unit(f"{meta.get('namespace', 'default')}/{meta.get('name')}", ref,
-                              namespace=meta.get("namespace", "default")))
+                              namespace=meta.get("namespace", "default"), attributes=attrs))
         return units
 
     def evict(self, unit: Unit, contract: Contract) -> str:

@@ -5,10 +5,13 @@ Plain dataclasses (no pydantic): the agent must stay small."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["AgentError", "Contract", "NodeIdentity", "Unit"]
+__all__ = ["STARTED_AT", "AgentError", "Contract", "NodeIdentity", "Unit", "format_time", "parse_time", "time_or_none"]
+
+# Unit.attributes key: when the unit started running, ISO-8601 UTC with a trailing Z (``format_time``)
+STARTED_AT = "started_at"
 
 
 class AgentError(Exception):
@@ -73,13 +76,37 @@ class Contract:
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of work on this node: a Slurm job or a Kubernetes pod."""
+    """One piece of work on this node: a Slurm job or a Kubernetes pod.
+
+    ``attributes`` are what the adapter read with the unit: ``state`` (Slurm) and ``started_at`` (``STARTED_AT``)
+    — when the unit started running, ISO-8601 UTC with a trailing ``Z`` (``2026-01-01T00:00:00Z``; Slurm's
+    ``StartTime``, the pod's ``status.startTime``). Absent when the scheduler did not say; such a unit counts
+    no lost work (agent/waste.py)."""
 
     unit_id: str
     contract_ref: str | None
     requeueable: bool = True
     namespace: str | None = None
     attributes: dict[str, str] = field(default_factory=dict)
+
+    def started_at(self) -> datetime | None:
+        """The unit's start (``STARTED_AT``), or None when absent or not a time with a timezone."""
+        return time_or_none(self.attributes.get(STARTED_AT))
+
+
+def time_or_none(value: object) -> datetime | None:
+    """``parse_time`` for values a scheduler may leave empty or malformed: None instead of an error."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return parse_time(value)
+    except (AgentError, ValueError):
+        return None
+
+
+def format_time(value: datetime) -> str:
+    """ISO-8601 UTC to the second with a trailing ``Z``: the form of ``Unit.attributes["started_at"]``."""
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def parse_time(value: str) -> datetime:

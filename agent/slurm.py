@@ -1,5 +1,7 @@
 """Drain through Slurm (ADR-14): ``scontrol`` / ``squeue`` / ``scancel`` (22.05 has no REST call for drain
-or requeue; notes/slurm-on-one-host.md). Jobs carry their contract as ``--comment=contract=<workload>@<v>``."""
+or requeue; notes/slurm-on-one-host.md). Jobs carry their contract as ``--comment=contract=<workload>@<v>``.
+The clients run with ``SLURM_TIME_FORMAT=%s``, so the job's ``StartTime`` in the one ``squeue`` listing is epoch
+seconds (no local-time ambiguity); it becomes ``Unit.attributes["started_at"]``."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import asyncio
 import contextlib
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .adapters import EVICT_DONE, EVICT_GONE
-from .model import AgentError, Contract, Unit
+from .model import STARTED_AT, AgentError, Contract, Unit, format_time
 
 __all__ = ["NOT_READY_REASON", "SlurmAdapter", "SlurmError"]
 
@@ -34,6 +37,15 @@ def _gone_or_raise(exc: SlurmError) -> str:
     raise exc
 
 
+def start_from_epoch(value: str) -> str | None:
+    """squeue's ``%S`` under ``SLURM_TIME_FORMAT=%s`` → ISO-8601 UTC; None for N/A, Unknown, 0 or garbage."""
+    try:
+        seconds = int(value.strip())
+        return format_time(datetime.fromtimestamp(seconds, UTC)) if seconds > 0 else None
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def contract_from_comment(comment: str) -> str | None:
     for part in comment.replace(";", ",").split(","):
         key, _, value = part.strip().partition("=")
@@ -49,6 +61,7 @@ class SlurmAdapter:
                  timeout_s: float = 10.0) -> None:
         self.node = node_name
         self.env = dict(os.environ)
+        self.env["SLURM_TIME_FORMAT"] = "%s"  # times as epoch seconds (strftime), whatever the local zone
         if slurm_conf:
             self.env["SLURM_CONF"] = slurm_conf
         self.bin = bin_dir
@@ -103,16 +116,22 @@ class SlurmAdapter:
         return self._parse_units(await self._arun(*self._units_argv()))
 
     def _units_argv(self) -> tuple[str, ...]:
-        return ("squeue", "-h", "-w", self.node, "-t", ACTIVE_STATES, "-o", "%i|%T|%k")
+        return ("squeue", "-h", "-w", self.node, "-t", ACTIVE_STATES, "-o", "%i|%T|%S|%k")
 
     @staticmethod
     def _parse_units(out: str) -> list[Unit]:
+        """``job|state|start|comment`` lines; the comment comes last (it may itself contain ``|``)."""
         units = []
         for line in out.splitlines():
             job_id, _, rest = line.partition("|")
-            state, _, comment = rest.partition("|")
+            state, _, rest = rest.partition("|")
+            start, _, comment = rest.partition("|")
             if job_id.strip():
-                units.append(Unit(job_id.strip(), contract_from_comment(comment), attributes={"state": state}))
+                attrs = {"state": state}
+                started = start_from_epoch(start)
+                if started is not None:
+                    attrs[STARTED_AT] = started
+                units.append(Unit(job_id.strip(), contract_from_comment(comment), attributes=attrs))
         return units
 
     def evict(self, unit: Unit, contract: Contract) -> str:

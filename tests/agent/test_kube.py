@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from agent.kube import NOT_READY_TAINT, READY_LABEL, RECLAIM_TAINT, KubeAdapter
 from agent.local import RecordingActuator
+from agent.model import STARTED_AT
 from agent.notices import parse_notice
 from agent.runtime import Agent
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
@@ -91,6 +93,19 @@ def test_a_notice_taints_and_cordons_the_node_and_evicts_its_contracted_pods(tmp
     assert not actuator.calls and agent.reports[0].path == "scheduler"
     drained = [e for e in spooled(agent) if e["kind"] == "drained"]
     assert drained and drained[0]["attributes"]["remaining"] == 0 and drained[0]["workload"] == "web"
+
+
+def test_a_pods_start_time_reaches_its_unit_and_a_pod_not_yet_started_has_none(kube: KubeApiDouble) -> None:
+    running = pod("web-1", "kn1")
+    running["status"]["startTime"] = "2026-11-29T10:15:00Z"
+    waiting = pod("web-2", "kn1")
+    waiting["status"] = {"phase": "Pending"}
+    kube.put_object("Pod", running)
+    kube.put_object("Pod", waiting)
+    units = {u.unit_id: u for u in KubeAdapter(kube.url, "kn1", token="t").units()}
+    assert units["team/web-1"].attributes[STARTED_AT] == "2026-11-29T10:15:00Z"
+    assert units["team/web-1"].started_at() == datetime(2026, 11, 29, 10, 15, tzinfo=UTC)
+    assert STARTED_AT not in units["team/web-2"].attributes and units["team/web-2"].started_at() is None
 
 
 def test_an_eviction_refused_by_a_pod_disruption_budget_is_retried_on_429_until_it_is_allowed(
