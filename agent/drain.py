@@ -9,7 +9,9 @@ scheduler with grace = budget, retrying refusals (PDB 429) until the budget is n
 units to leave; finish what is left (Slurm requeue); verify; record an overrun if units remain at the
 deadline. Any scheduler call that has not answered within ``scheduler_timeout`` (800 ms) switches the rest
 of the drain to the local actuator. Then the node's leases are released and its tokens revoked.
-Every step is an event (``emit``); nothing here waits for the network beyond the scheduler call.
+Every step is an event (``emit``); nothing here waits for the network beyond the scheduler call. The
+``drained``/``overrun`` events carry the work lost (``wasted_s``, agent/waste.py), from the units' start times
+relative to the notice's receipt on the injected clock.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from contracts.subjects import EventKind
 
 from .adapters import EVICT_BLOCKED, EVICT_GONE, Credentials, LocalActuator, LocalPlan, SchedulerAdapter
+from .first_actions import FirstActions, first_actions_pending, yield_to_first_actions
 from .model import Contract, Unit
+from .waste import drain_waste
 
 __all__ = ["DrainEngine", "DrainReport", "first_actions_pending", "order_workloads", "yield_to_first_actions"]
 
@@ -37,41 +40,6 @@ FINISH_MARGIN_S = 1.0  # finish (requeue) this long before the deadline
 POLL_S = 0.25
 RETRY_S = 1.0  # eviction retry after a 429 (or the server's Retry-After)
 DEFAULT_BUDGET_S = 30
-
-
-class _FirstActions:
-    """Drains in this process whose first action is still pending. Everything else a drain does (and the
-    event shipping) waits while any is pending: the taint/cordon bounds the 2 s target, the rest has the
-    drain budget. One ``asyncio.Event`` per event loop, set when nothing is pending."""
-
-    pending = 0
-    _idle: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event]] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def _event(cls) -> asyncio.Event:
-        loop = asyncio.get_running_loop()
-        event = cls._idle.get(loop)
-        if event is None:
-            event = cls._idle[loop] = asyncio.Event()
-            if cls.pending == 0:
-                event.set()
-        return event
-
-    @classmethod
-    def begin(cls) -> None:
-        cls.pending += 1
-        cls._event().clear()
-
-    @classmethod
-    def end(cls) -> None:
-        cls.pending = max(0, cls.pending - 1)
-        if cls.pending == 0:
-            cls._event().set()
-
-    @classmethod
-    async def yield_to_pending(cls) -> None:
-        if cls.pending > 0:
-            await cls._event().wait()
 
 
 class _Deferred(Exception):
@@ -92,16 +60,9 @@ class DrainReport:
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     revoked: list[str] = field(default_factory=list)
     leases_released: int = 0
+    notice_at: datetime | None = None  # the notice's receipt on the engine's wall clock
+    node_units: int = 0  # units listed on the node at the notice (all workloads): the wasted_s divisor
     done: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def first_actions_pending() -> int:
-    return _FirstActions.pending
-
-
-async def yield_to_first_actions() -> None:
-    """Return once no drain in this process is waiting for its first action."""
-    await _FirstActions.yield_to_pending()
 
 
 def order_workloads(contracts: list[Contract]) -> list[Contract]:
@@ -167,7 +128,7 @@ class DrainEngine:
     async def _drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
                      drill: bool, terminate_in_s: float | None, selected: set[str] | None,
                      announce: Callable[[], None] | None) -> DrainReport:
-        report = DrainReport(notice_id)
+        report = DrainReport(notice_id, notice_at=self.now() - timedelta(seconds=self.monotonic() - received))
         ev = dict(cause=cause, drill=drill)
         base = {"notice_id": notice_id}
         reason = f"sco reclaim notice {notice_id}"
@@ -190,26 +151,26 @@ class DrainEngine:
                             announce: Callable[[], None] | None, ev: dict[str, Any], base: dict[str, Any],
                             reason: str) -> DrainReport:
         report.advisory = selected is not None
-        _FirstActions.begin()
+        FirstActions.begin()
         try:
             await self._call(self.scheduler.mark_unschedulable, reason)
             self.unschedulable = True
             report.first_action_s = self.monotonic() - received
-            _FirstActions.end()
+            FirstActions.end()
             if self.on_first_action:
                 self.on_first_action(report.first_action_s)
-            await _FirstActions.yield_to_pending()
+            await FirstActions.yield_to_pending()
             if announce is not None:
                 announce()
             self.emit(EventKind.DRAIN_STARTED, **ev, attributes={**base, "step": "unschedulable",
                       "first_action_ms": round(report.first_action_s * 1000)})
         except SchedulerSlow as exc:
-            _FirstActions.end()
+            FirstActions.end()
             if announce is not None:
                 announce()
             await self._go_local(report, received, contracts, [], str(exc), ev, base, terminate_in_s)
         except BaseException:
-            _FirstActions.end()
+            FirstActions.end()
             raise
         units: list[Unit] = []
         if not self.local:
@@ -217,6 +178,7 @@ class DrainEngine:
                 units = await self._call(self.scheduler.units)
             except SchedulerSlow as exc:
                 await self._go_local(report, received, contracts, [], str(exc), ev, base, terminate_in_s)
+        report.node_units = len(units)
         by_ref = {c.ref: c for c in contracts}
         groups: dict[str, tuple[Contract, list[Unit]]] = {}
         fallback = fallback_contract(contracts)
@@ -341,7 +303,7 @@ class DrainEngine:
             await self._go_local(report, received, contracts, units, str(exc), ev, base, terminate_in_s,
                                  only=contract)
             remaining = await self._verify(contract, units, deadline)
-        await self._record(report, info, contract, remaining, received, deadline, ev, wl, base)
+        await self._record(report, info, contract, remaining, received, units, ev, wl, base)
 
     async def _verify(self, contract: Contract, units: list[Unit], deadline: float) -> int | None:
         """Wait until the units are gone or the deadline; return how many remain (None: cannot tell)."""
@@ -365,13 +327,14 @@ class DrainEngine:
             await asyncio.sleep(POLL_S)
 
     async def _record(self, report: DrainReport, info: dict[str, Any], contract: Contract, remaining: int | None,
-                      received: float, deadline: float, ev: dict[str, Any], wl: dict[str, Any],
+                      received: float, units: list[Unit], ev: dict[str, Any], wl: dict[str, Any],
                       base: dict[str, Any]) -> None:
         seconds = self.monotonic() - received
-        info.update(seconds=seconds, remaining=remaining, path=report.path)
+        waste = drain_waste(contract, units, report.node_units, report.notice_at or self.now(), remaining)
+        info.update(seconds=seconds, remaining=remaining, path=report.path, wasted_s=waste.wasted_s)
         attrs = {**base, "step": "verify", "units": info["units"], "remaining": remaining,
                  "drain_ms": round(seconds * 1000), "budget_s": contract.drain_budget_s, "path": report.path,
-                 "verified": remaining is not None}
+                 "verified": remaining is not None, **waste.attributes()}
         if remaining:
             info["overrun"] = True
             self.emit(EventKind.OVERRUN, **ev, **wl, attributes=attrs)
@@ -388,7 +351,7 @@ class DrainEngine:
             info: dict[str, Any] = {"units": None, "budget_s": contract.drain_budget_s, "retries": 0}
             report.workloads[contract.ref] = info
             remaining = await self._verify(contract, [], deadline)
-            await self._record(report, info, contract, remaining, received, deadline, ev,
+            await self._record(report, info, contract, remaining, received, [], ev,
                                dict(workload=contract.workload, contract_version=contract.version), base)
 
     async def _release(self, report: DrainReport, ev: dict[str, Any], base: dict[str, Any]) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.drain import DrainEngine, DrainReport, order_workloads
 from agent.local import RecordingActuator
-from agent.model import Contract, Unit
+from agent.model import STARTED_AT, Contract, Unit, format_time
 from contracts.subjects import EventKind
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import workload_entry
@@ -21,14 +22,14 @@ def contract(name: str, budget: int, **kw: Any) -> Contract:
 
 
 def run_drain(sched: FakeScheduler, contracts: list[Contract], actuator: RecordingActuator | None = None,
-              terminate_in: float | None = None,
-              selected: set[str] | None = None) -> tuple[DrainReport, list[tuple[Any, dict[str, Any]]], float]:
+              terminate_in: float | None = None, selected: set[str] | None = None,
+              now: Callable[[], datetime] = lambda: datetime.now(UTC),
+              ) -> tuple[DrainReport, list[tuple[Any, dict[str, Any]]], float]:
     events: list[tuple[Any, dict[str, Any]]] = []
     actuator = actuator or RecordingActuator()
 
     async def go() -> tuple[DrainReport, float]:
-        engine = DrainEngine(sched, actuator, None, lambda kind, **kw: events.append((kind, kw)),
-                             lambda: datetime.now(UTC))
+        engine = DrainEngine(sched, actuator, None, lambda kind, **kw: events.append((kind, kw)), now)
         received = time.monotonic()
         report = await engine.drain("n-1", received, contracts, "reclaim", False, terminate_in, selected)
         return report, received
@@ -161,3 +162,40 @@ def test_an_advisory_drain_never_takes_the_local_path_and_never_releases_the_nod
     assert done.path == "scheduler" and list(done.workloads) == ["ml@1"] and Creds.calls == 0
     assert [a for w, _, a in fast.calls if w == "evict"] == ["j1"]
     assert all(kind != EventKind.CREDENTIALS_REVOKED for kind, _ in events)
+
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # the engine's injected wall clock: the notice is received "now"
+
+
+def started(unit_id: str, ref: str, ran_s: int | None) -> Unit:
+    attrs = {} if ran_s is None else {STARTED_AT: format_time(NOW - timedelta(seconds=ran_s))}
+    return Unit(unit_id, ref, attributes=attrs)
+
+
+def checkpointing(name: str, budget: int, **fields: Any) -> Contract:
+    return Contract.from_entry(f"{name}@1", {**workload_entry(name, budget=budget), **fields})
+
+
+def test_drained_events_carry_the_instances_lost_work_from_the_units_start_times_on_the_injected_clock() -> None:
+    frames = checkpointing("frames", 3, checkpoint_mode="framework", framework="slurm-requeue",
+                           checkpoint_interval_min=None, max_unit_length_min=45)
+    train = checkpointing("train", 3, checkpoint_mode="final-on-notice+periodic", checkpoint_interval_min=30)
+    sched = FakeScheduler(units_on_node=[started("j1", "frames@1", 600), started("j2", "frames@1", 4000),
+                                         started("j3", "train@1", 5000), started("j4", "frames@1", None)])
+    _, events, _ = run_drain(sched, [frames, train], now=lambda: NOW)
+    drained = {kw["workload"]: kw["attributes"] for kind, kw in events if kind == EventKind.DRAINED}
+    # requeue: 600 s + the 45 min cap (2700 s) over the node's 4 units; j4 has no start and counts nothing
+    assert drained["frames"]["wasted_s"] == 825 and drained["frames"]["wasted_units"] == 2
+    assert drained["frames"]["wasted_units_no_start"] == 1
+    # a final checkpoint on notice, drained within budget: nothing lost
+    assert drained["train"]["wasted_s"] == 0 and drained["train"]["wasted_units"] == 1
+
+
+def test_an_overrun_event_carries_the_work_since_the_last_periodic_checkpoint() -> None:
+    train = checkpointing("train", 2, checkpoint_mode="final-on-notice+periodic", checkpoint_interval_min=30)
+    sched = FakeScheduler(units_on_node=[started("j1", "train@1", 2000)], leave_on_evict=False,
+                          leave_on_finish=False)
+    report, events, _ = run_drain(sched, [train], now=lambda: NOW)
+    overrun = [kw["attributes"] for kind, kw in events if kind == EventKind.OVERRUN]
+    assert overrun and overrun[0]["wasted_s"] == 200 and overrun[0]["wasted_units"] == 1  # 2000 mod 1800
+    assert report.workloads["train@1"]["wasted_s"] == 200

@@ -17,7 +17,8 @@ from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identi
 from tests.conftest import REPO, free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",
-         "contracts.admission"}  # the shared Kubernetes label names (standard library only)
+         "contracts.admission",  # the shared Kubernetes label names (standard library only)
+         "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)
 
 
 def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contracts_modules() -> None:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,10 @@ def submit_on_node1(tmp_path: Path) -> tuple[str, Path]:
 def test_a_notice_for_node1_drains_it_signals_the_job_requeues_it_elsewhere_and_events_reach_jetstream(
         testbed: Path) -> None:
     job_id, marks = submit_on_node1(testbed)
+    listed = {u.unit_id: u for u in SlurmAdapter("node1", SLURM_CONF).units()}  # the job's StartTime reaches it
+    start = listed[job_id].started_at()
+    assert start is not None and abs((datetime.now(UTC) - start).total_seconds()) < 60
+    assert listed[job_id].contract_ref == "etl@1" and listed[job_id].attributes["state"] == "RUNNING"
     nats_srv = NatsServer(testbed / "nats")
     nats_srv.start()
     keys = new_keys()
@@ -154,6 +159,8 @@ def test_a_notice_for_node1_drains_it_signals_the_job_requeues_it_elsewhere_and_
     drained = next(e for e in events if e["kind"] == "drained")
     assert drained["workload"] == "etl" and drained["attributes"]["remaining"] == 0
     assert drained["attributes"]["node"] == "node1"
+    # the job ran a few seconds since its StartTime; the test contract checkpoints every 30 min, no final write
+    assert drained["attributes"]["wasted_units"] == 1 and 0 <= drained["attributes"]["wasted_s"] < 120
 
 
 def test_with_slurmctld_not_answering_the_jobs_processes_on_node1_are_signalled_directly_after_800_ms(

@@ -1,0 +1,54 @@
+"""The first-action gate (ADR-14): drains in this process whose first action (taint/cordon, Slurm drain) is
+still pending. Everything else a drain does, and the event shipping, waits while any is pending."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import ClassVar
+
+__all__ = ["FirstActions", "first_actions_pending", "yield_to_first_actions"]
+
+
+class FirstActions:
+    """Drains in this process whose first action is still pending. Everything else a drain does (and the
+    event shipping) waits while any is pending: the taint/cordon bounds the 2 s target, the rest has the
+    drain budget. One ``asyncio.Event`` per event loop, set when nothing is pending."""
+
+    pending = 0
+    _idle: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event]] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def _event(cls) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        event = cls._idle.get(loop)
+        if event is None:
+            event = cls._idle[loop] = asyncio.Event()
+            if cls.pending == 0:
+                event.set()
+        return event
+
+    @classmethod
+    def begin(cls) -> None:
+        cls.pending += 1
+        cls._event().clear()
+
+    @classmethod
+    def end(cls) -> None:
+        cls.pending = max(0, cls.pending - 1)
+        if cls.pending == 0:
+            cls._event().set()
+
+    @classmethod
+    async def yield_to_pending(cls) -> None:
+        if cls.pending > 0:
+            await cls._event().wait()
+
+
+def first_actions_pending() -> int:
+    return FirstActions.pending
+
+
+async def yield_to_first_actions() -> None:
+    """Return once no drain in this process is waiting for its first action."""
+    await FirstActions.yield_to_pending()
