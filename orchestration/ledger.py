@@ -41,8 +41,14 @@ def _dec(value: object, default: Decimal = ZERO) -> Decimal:
         return default
 
 
-def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 90) -> HourInputs:
+def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 90,
+              until: datetime | None = None) -> HourInputs:
+    """One hour's inputs. ``until`` ends a still-open hour early (the demo attributes its own, unfinished
+    hour): instance spans, losses and rate cards stop there instead of at the end of the hour, so instances
+    still running are not charged for time that has not happened. None (the hourly asset): the whole hour."""
     h0, h1 = hour, hour + timedelta(hours=1)
+    if until is not None:
+        h1 = max(h0, min(h1, until))
     p = {"r": region, "h0": h0, "h1": h1, "lb": h1 - timedelta(days=lookback_days)}
     pools = {c.pool: c for c in load_catalogue(ch, region)}
     rates = {str(r[0]): (Decimal(r[1]), Decimal(r[2])) for r in ch.rows(
