@@ -1,7 +1,8 @@
 """The demo's analytics step: drain the ingest into ClickHouse, attribute the demo's hours with the ledger
 functions the hourly ``savings_attribution`` asset runs (its partitions are whole hours; the demo's hour is
 still open), materialise the other Dagster assets and the dbt finance models, write the reports and read the
-money rows of the summary from ``fct_savings_ledger``."""
+money rows of the summary from ``fct_savings_ledger`` (wasted work from ``savings_ledger``, which also holds the
+reclaimable hours it is measured against)."""
 
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     ch.insert("orchestrator_usage", [(hour.replace(tzinfo=None), "r1", Decimal(str(round(cpu_s / 3600 * 0.04, 6))))],
               ("hour", "region", "cost_eur"))
     t = time.monotonic()
-    while hour <= datetime.now(UTC):
-        inputs = ledger.read_hour(ch, "r1", hour)
+    now = datetime.now(UTC)  # the demo's last hour is still open: attribute it up to now, not to its end
+    while hour <= now:
+        inputs = ledger.read_hour(ch, "r1", hour, until=now)
         ledger.write_hour(ch, "r1", inputs, ledger.attribute_hour(inputs))
         hour += timedelta(hours=1)
     summary.timing("attribution", time.monotonic() - t)
@@ -121,15 +123,24 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
 
     phase("analytics: reading the ledger")
     rows = ch.rows(
-        "SELECT sum(counterfactual_eur), sum(net_saving_eur), sum(wasted_hours), sum(instance_hours), "
-        "sum(orchestrator_eur) FROM fct_savings_ledger WHERE hour >= {start:DateTime('UTC')}",
+        "SELECT sum(counterfactual_eur), sum(net_saving_eur), sum(orchestrator_eur) FROM fct_savings_ledger "
+        "WHERE hour >= {start:DateTime('UTC')}",
         {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
     if rows and rows[0][0]:
-        cf, net, wasted, hours, orch = (float(x or 0) for x in rows[0])
+        cf, net, orch = (float(x or 0) for x in rows[0])
         summary.money |= {"net_pct": 100 * net / cf if cf else None,
-                         "wasted_pct": 100 * wasted / hours if hours else None,
                          "orchestrator_pct": 100 * orch / net if net > 0 else None,
                          "counterfactual_eur": cf, "net_eur": net}
+    # wasted work against the *reclaimable* instance hours (the one-pager's denominator), as the ledger
+    # computed them (fct_savings_ledger carries the wasted hours but not the reclaimable hours)
+    waste = ch.rows(
+        "SELECT sum(wasted_hours), sum(reclaimable_hours) FROM savings_ledger FINAL "
+        "WHERE hour >= {start:DateTime('UTC')}",
+        {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
+    if waste and waste[0][1]:
+        wasted_h, reclaimable_h = (float(x or 0) for x in waste[0])
+        summary.money |= {"wasted_pct": 100 * wasted_h / reclaimable_h if reclaimable_h else None,
+                          "wasted_hours": wasted_h, "reclaimable_hours": reclaimable_h}
 
     cfg.reports.mkdir(parents=True, exist_ok=True)
     phase("writing the fleet and showback reports")

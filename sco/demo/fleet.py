@@ -21,7 +21,7 @@ from typing import Any
 
 from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import NodeIdentity
-from agent.runtime import Agent
+from agent.runtime import Agent, SystemClock
 from contracts.provider import InstanceStatus
 
 from .simnode import SimLocalActuator, SimScheduler
@@ -112,10 +112,13 @@ class Fleet:
             userdata = parse_userdata(data, str(state / "user-data.json"))
             cfg = AgentConfig(userdata=state / "user-data.json", public_key=self.public_key, state_dir=state,
                               metrics_port=0, spool_fsync=False, refresh_s=3600.0)
+            clock = SystemClock()  # one clock for the node: its units' start times and its agent's notice receipt
             sched = SimScheduler(userdata.node.node_name, ref, seed=self.seed,
-                                 slow_s=1.0 if self.slow_scheduler else 0.0)
+                                 slow_s=1.0 if self.slow_scheduler else 0.0, now=clock.now,
+                                 booted_at=inst.launched_at)
             node.scheduler = sched
-            node.agent = Agent(cfg, userdata, self.public_key.read_bytes(), sched, SimLocalActuator(sched))
+            node.agent = Agent(cfg, userdata, self.public_key.read_bytes(), sched, SimLocalActuator(sched),
+                               clock=clock)
             await node.agent.start()
         self.agents[inst.instance_id] = node
         if self.on_change:

@@ -3,6 +3,11 @@ behind them. It implements the agent's own ``SchedulerAdapter`` protocol, so the
 mark unschedulable, evict each unit with its contract's budget, verify, overrun. An evicted unit stops after
 its checkpoint time (seconds, bounded by the budget); ``outage`` makes every call slower than the 800 ms the
 engine waits, so the agent takes the local path, as it would with a scheduler that does not answer.
+
+Each unit has a start time (``Unit.attributes["started_at"]``): a random moment between the instance's launch
+(``booted_at``) and the simulated node's creation on the injected clock ``now`` (the node agent's clock in the
+demo), never later — so the work a drain loses differs from unit to unit and from node to node. Without a
+launch time the units start when the node is created.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
-from agent.model import Contract, Unit
+from agent.model import STARTED_AT, Contract, Unit, format_time
 
 __all__ = ["SimLocalActuator", "SimScheduler"]
 
@@ -25,6 +32,8 @@ class SimScheduler:
     units_on_node: int = 2
     seed: int = 0
     slow_s: float = 0.0  # > 0.8 s: the scheduler "does not answer" and the agent drains locally
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the node's wall clock (the agent's, in the demo)
+    booted_at: datetime | None = None  # the instance's launch (the provider's launched_at)
     name: str = "simulated"
     unschedulable: bool = False
     ready: bool = True
@@ -34,7 +43,13 @@ class SimScheduler:
 
     def __post_init__(self) -> None:
         self._rng = random.Random(f"{self.seed}:{self.node_name}")
-        self._units = [Unit(f"{self.node_name}-u{i}", self.contract_ref) for i in range(self.units_on_node)]
+        up = self.now()
+        booted = self.booted_at
+        if booted is not None and booted.tzinfo is None:
+            booted = booted.replace(tzinfo=UTC)  # the provider speaks UTC
+        running_s = max(0.0, (up - booted).total_seconds()) if booted else 0.0
+        self._units = [Unit(f"{self.node_name}-u{i}", self.contract_ref, attributes={STARTED_AT: format_time(
+            up - timedelta(seconds=running_s * self._rng.random()))}) for i in range(self.units_on_node)]
 
     def _answer(self) -> None:
         if self.slow_s:

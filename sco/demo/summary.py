@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from contracts.cost_attributes import ATTR_WASTED_NO_START, ATTR_WASTED_S
 from sco.commands.report import render_table
 
 __all__ = ["Summary"]
@@ -128,6 +129,22 @@ class Summary:
                 seconds.append(float(ms) / 1000)
         return drained, overran, seconds
 
+    def wasted_row(self) -> list[str]:
+        """Wasted work: the ledger's wasted hours (from ``wasted_s`` on the agents' drained/overrun events) over
+        its reclaimable instance hours; with how many drain events fed it and the units they could not time."""
+        carriers = [e for e in self._by("drained") + self._by("overrun")
+                    if not e.get("drill") and ATTR_WASTED_S in (e.get("attributes") or {})]
+        lost_s = sum(int((e.get("attributes") or {}).get(ATTR_WASTED_S) or 0) for e in carriers)
+        no_start = sum(int((e.get("attributes") or {}).get(ATTR_WASTED_NO_START) or 0) for e in carriers)
+        pct = self.money.get("wasted_pct")
+        shown = "not computed" if pct is None else (
+            f"{pct:.1f} % ({self.money.get('wasted_hours', 0):.3f} h of "
+            f"{self.money.get('reclaimable_hours', 0):.2f} reclaimable h)")
+        how = (f"ledger: wasted_s on {len(carriers)} drained/overrun events ({lost_s} instance-s; "
+               f"{no_start} unit(s) without a start time), from unit start times and the declared checkpoint "
+               "cadence (ADR-20) ÷ reclaimable instance hours (savings_ledger)")
+        return ["Wasted work", "≤ 3 % of reclaimable hours", shown, how]
+
     def render(self) -> str:
         rows: list[list[str]] = []
         n2d = self.notice_to_drain_ms()
@@ -182,17 +199,13 @@ class Summary:
         rows.append(["Fallback / shortfall", "within the 24 h cap / ≤ 0.1 %",
                      f"{len(fb)} fallback start(s), {len(self._by('approval-requested'))} approval request(s), "
                      f"{len(sf)} shortfall event(s)", "controller events"])
-        for key, target, how in (("wasted_pct", "≤ 3 % of reclaimable hours", "fct_savings_ledger"),
-                                 ("net_pct", "≥ 55 % blended", "fct_savings_ledger: rate-card saving"),
+        rows.append(self.wasted_row())
+        for key, target, how in (("net_pct", "≥ 55 % blended", "fct_savings_ledger: rate-card saving"),
                                  ("orchestrator_pct", "≤ 2 % of realised saving",
                                   "fct_savings_ledger; footprint = measured CPU-s of controllers, ingest, relay, "
                                   "watcher, agents and analytics at €0.04/vCPU-h")):
-            label = {"wasted_pct": "Wasted work", "net_pct": "Net saving", "orchestrator_pct": "Orchestrator cost"}
+            label = {"net_pct": "Net saving", "orchestrator_pct": "Orchestrator cost"}
             value = self.money.get(key)
-            if key == "wasted_pct" and not any("wasted_s" in (e.get("attributes") or {}) for e in self.events):
-                # the ledger reads wasted work from loss events' wasted_s; nothing emits it yet (issue 10 note)
-                rows.append([label[key], target, "not measured: no loss event carried wasted_s", how])
-                continue
             shown = "not computed" if value is None else f"{value:.1f} %"
             if key == "orchestrator_pct" and value is not None and self.money.get("net_eur"):
                 shown = (f"{value:.2f} % (€{self.money.get('orchestrator_eur', 0):.4f} of "

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
         "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
-        "Fallback / shortfall", "Net saving", "Orchestrator cost")  # "Wasted work" is listed but not yet fed
+        "Fallback / shortfall", "Wasted work", "Net saving", "Orchestrator cost")
 
 
 def run_demo(home: Path, reports: Path) -> subprocess.CompletedProcess[str]:
@@ -35,6 +35,7 @@ def test_the_demo_runs_twice_and_its_summary_measures_every_row(tmp_path: Path) 
         assert result.returncode == 0, f"run {attempt}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     out = result.stdout
     table = out[out.index("quality "):]
+    print(table)  # the measured figures, for -s / -rP
     for row in ROWS:
         line = next((ln for ln in table.splitlines() if ln.startswith(row)), None)
         assert line is not None, f"summary row {row!r} missing"
@@ -44,6 +45,11 @@ def test_the_demo_runs_twice_and_its_summary_measures_every_row(tmp_path: Path) 
     outage = re.search(r"(\d+) drained, (\d+) overran while both controllers were down", table)
     assert outage and int(outage.group(1)) > 0 and int(outage.group(2)) == 0
     assert "excluded" in next(ln for ln in table.splitlines() if ln.startswith("Exclusion"))
+    # wasted work measured: a figure from the ledger, fed by wasted_s on the agents' drain events
+    wasted = next(ln for ln in table.splitlines() if ln.startswith("Wasted work"))
+    figure = re.search(r"(\d+\.\d) % \((\d+\.\d+) h of (\d+\.\d+) reclaimable h\).*wasted_s on (\d+) drained", wasted)
+    assert figure and "not measured" not in wasted, wasted
+    assert float(figure.group(3)) > 0 and int(figure.group(4)) > 0, wasted
     fleet = reports / "fleet-r1.html"
     assert fleet.exists() and "<svg" in fleet.read_text()
     assert len(list(reports.glob("showback-*.html"))) == 3
