@@ -26,6 +26,7 @@ class StrategySummary:
     cost: Decimal
     net_saving: Decimal
     depth_premium: Decimal
+    worst_step_loss_pct: float  # the largest share of one workload's claim lost in one step, any workload
 
     @property
     def interruption_rate_pct_h(self) -> float:
@@ -59,4 +60,5 @@ def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> St
         cost=sum((x.cost for x in o), Decimal(0)),
         net_saving=sum((x.net_saving for x in o), Decimal(0)),
         depth_premium=sum((x.depth_premium for x in o), Decimal(0)).quantize(Decimal("0.01")),
+        worst_step_loss_pct=max((100.0 * x.worst_step_loss_units / x.units for x in o if x.units), default=0.0),
     )

@@ -63,6 +63,7 @@ class WorkloadOutcome:
     fallback_s: int = 0
     shortfall_s: int = 0
     interruptions: int = 0                # instances lost to reclaims
+    worst_step_loss_units: int = 0        # most reclaimable units lost in one step (what the caps bound)
     no_notice_losses: int = 0
     fallback_starts: int = 0
     reclaimable_cost: Decimal = Decimal(0)
@@ -254,6 +255,7 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
             h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
             h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
         lost_last_step = set()
+        lost_units: dict[str, int] = defaultdict(int)
         step_end = now + config.step
         while pending and pending[0].time < step_end:
             r = pending.popleft()
@@ -278,9 +280,13 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
                 o.wasted_s += round(3600 * k * (no_notice * _loss_hours(c, False, interval)
                                                 + (lost - no_notice) * _loss_hours(c, True, interval)))
                 h.reclaimable[r.pool_id] = n - lost
+                lost_units[name] += lost * k
                 lost_last_step.add(name)
                 hit = True
             pools.record(r, ours=hit)  # the watcher sees a wave only when it took our instances
+        for name, units_lost in lost_units.items():
+            o = outcome[name]
+            o.worst_step_loss_units = max(o.worst_step_loss_units, min(units_lost, want[name]))
         for name, h in held.items():
             _accrue(outcome[name], h, by_name[name], pool_by_id, pools.rates, want[name], now, step_s, config, current)
         now = step_end

@@ -1,4 +1,5 @@
-"""Record a replay trace from the simulated region run in virtual time (a month in seconds).
+"""Record a replay trace from the simulated region run in virtual time (a month in seconds), with guaranteed
+requests that take free room before they reclaim (``RegionConfig.room_first``, ADR-05).
 
 Every reclaim of the region's own reclaimer becomes a wave: per pool and instant, the share of the pool's
 live reclaimable instances that got a notice (or none). Hall-wide reclaims hold their hall's capacity for the
@@ -28,7 +29,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
                       forward_horizon: timedelta = timedelta(minutes=30)) -> Trace:
     """Run the region from ``start - warmup`` to ``start + days`` and return its reclaim trace."""
     begin = start - timedelta(days=warmup_days)
-    engine = RegionEngine(config, begin)
+    engine = RegionEngine(config.model_copy(update={"room_first": True}), begin)
     waves: dict[tuple[float, int], list[int]] = defaultdict(lambda: [0, 0, 0])  # (victims, no-notice, hall)
     live_at: dict[tuple[float, int], int] = {}
     cards: list[tuple[datetime, dict[str, Decimal]]] = []

@@ -35,6 +35,12 @@ class RegionConfig(BaseModel):
     burst_mean_s: float = Field(5400.0, gt=0, description="mean burst duration, seconds")
     aggregate_spread: float = Field(0.5, ge=0,
                                     description="log-normal sigma of per-aggregate demand (some aggregates busier)")
+    room_first: bool = Field(False, description="guaranteed requests land in free room first and reclaim only "
+                             "what does not fit (ADR-05), holding their room for guaranteed_hold_s; the replay's "
+                             "traces use it. Off: every request reclaims (a live region at compressed rates, "
+                             "which never reaches the steady state where room is full)")
+    guaranteed_hold_s: float = Field(3600.0, gt=0, description="room_first: mean time a landed guaranteed "
+                                     "request holds the room it took, seconds")
     hall_reclaims_per_30d: float = Field(1.0, ge=0, description="hall-wide reclaims (power/cooling) per 30 days")
     hall_outage_s: float = Field(7200.0, ge=0, description="how long a reclaimed hall lends nothing")
     strategy: Strategy = Field("oldest", description="reclaimer victim selection (as CERN's reaper)")

@@ -1,6 +1,14 @@
 """The simulated region's discrete-event engine: guaranteed-tenant demand per aggregate (daily cycle, bursts,
 hall-wide reclaims), the reclaimer, notices, advisories, refills by other tenants and the rate card.
 
+With ``room_first`` (the replay's traces), guaranteed requests are booked ``HORIZON_S`` ahead (the forward
+calendar sees them), land in the room that reclaimable work leaves free in their aggregate, and reclaim only
+what does not fit (ADR-05: the reclaimer selects victims when a guaranteed request cannot be placed); they
+hold their room for ``guaranteed_hold_s``. So a deep aggregate absorbs demand and a full one is reclaimed —
+the effect ADR-08's depth-first placement exploits. The demand rate is calibrated on the fly to keep the
+configured reclaim rate, which takes simulated hours; a live region at compressed rates runs without it
+(every request reclaims).
+
 Time is float seconds since the region's start; ``run_until`` processes every scheduled event up to a time,
 so the same engine runs live (driven by the wall clock) and in replay (a month in seconds). Every random
 choice comes from RNGs derived from the seed, so a seed gives the same history.
@@ -47,6 +55,17 @@ class RegionEngine:
         # follows current utilisation) only from here (ADR-08: a pool is cheap before its tenants arrive)
         self.burst_start: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
         self.hall_down_until: dict[str, float] = dict.fromkeys(HALLS, -1.0)
+        # guaranteed requests booked on each aggregate: (lands, leaves, vCPU). A request lands in the room
+        # reclaimable work leaves free and reclaims only what does not fit (ADR-05: the reclaimer selects
+        # victims when a guaranteed request cannot be placed); it then holds its room until it leaves.
+        self.booked: dict[str, list[tuple[float, float, int]]] = {a: [] for a in self.aggregates}
+        self._shapes = {a: [(self.specs[i].slots, self.specs[i].pool.vcpu) for i in pools]
+                        for a, pools in self.aggregates.items()}
+        self.slot_vcpu = {a: sum(self.specs[i].slots * self.specs[i].pool.vcpu for i in pools) or 1
+                          for a, pools in self.aggregates.items()}
+        self.live_vcpu: dict[str, int] = dict.fromkeys(self.aggregates, 0)  # reclaimable, not doomed
+        self.held_now: dict[str, int] = dict.fromkeys(self.aggregates, 0)
+        self._held_at: tuple[tuple[str, float], int] = (("", math.nan), 0)
         self.now = 0.0
         self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
         self._daily_at = (math.nan, 1.0)
@@ -63,6 +82,7 @@ class RegionEngine:
         self._victims = random.Random(f"{seed}:victims")
         self._notice = random.Random(f"{seed}:notice")
         self._refill = random.Random(f"{seed}:refill")
+        self._hold = random.Random(f"{seed}:hold")
         # ids depend on the start too: two runs of one seed (a history and a live region) never share an id
         self._ids = random.Random(f"{seed}:ids:{start.isoformat()}")
         self.on_event: list[Callable[[SimEvent], None]] = []
@@ -83,6 +103,7 @@ class RegionEngine:
         mean = sum(raw[a] * slots[a] for a in raw) / max(sum(slots.values()), 1)
         self.aggregate_weight = {a: raw[a] / mean for a in raw}  # weighted mean 1: the region rate holds
         self._demands, self._victim_total = 0, 0  # observed victims per demand calibrates the demand rate
+        self._advised_total = 0  # observed advised victims calibrate how often a request is advised
         if config.background:
             self._populate()
         self._push(0.0, "tick", None)
@@ -129,6 +150,8 @@ class RegionEngine:
         self.by_id[inst.id] = inst
         if self._reclaimable(inst.pool):
             self._reclaimable_live += 1
+            if not inst.doomed:
+                self.live_vcpu[self.agg_of[inst.pool]] += inst.vcpu
 
     def remove(self, inst: Inst) -> None:
         self._area()
@@ -137,6 +160,8 @@ class RegionEngine:
         del self.by_id[inst.id]
         if self._reclaimable(inst.pool):
             self._reclaimable_live -= 1
+            if not inst.doomed:
+                self.live_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
 
     # --- demand model ----------------------------------------------------------------------------------
     def daily(self, t: float) -> float:
@@ -160,15 +185,38 @@ class RegionEngine:
         u = 0.55 + (0.3 * (self.daily(t) - 1.0) / a if a > 0 else 0.0)
         return min(0.98, u + (0.2 if self._bursting(agg, t) else 0.0))
 
+    def held_vcpu(self, agg: str, t: float) -> int:
+        """vCPU of the aggregate's reclaimable room that booked guaranteed requests hold at ``t`` (the
+        forward calendar knows a request from its booking, ``HORIZON_S`` before it lands)."""
+        if t == self.now:
+            return self.held_now[agg]  # kept by the land/leave events
+        if self._held_at[0] != (agg, t):  # the forward calendar asks for one time, pool after pool
+            self._held_at = ((agg, t), sum(v for lands, leaves, v in self.booked[agg] if lands <= t < leaves))
+        return self._held_at[1]
+
+    def _factor(self, agg: str, t: float) -> float:
+        """Share of its slots a reclaimable pool of the aggregate can hold at ``t`` (hall outages aside)."""
+        factor = 1.0 - 0.5 * max(self.guaranteed_utilisation(agg, t) - 0.55, 0.0)
+        return factor * max(0.0, 1.0 - self.held_vcpu(agg, t) / self.slot_vcpu[agg])
+
     def capacity(self, i: int, t: float) -> int:
-        """Instances pool ``i`` can hold now: reclaimable slots shrink as guaranteed demand grows."""
+        """Instances pool ``i`` can hold at ``t``: reclaimable slots shrink as guaranteed demand grows and as
+        landed guaranteed requests take room."""
         spec = self.specs[i]
         if spec.pool.purchase_model is not PurchaseModel.RECLAIMABLE:
             return spec.slots
         if t < self.hall_down_until[spec.pool.hall]:
             return 0
-        factor = 1.0 - 0.5 * max(self.guaranteed_utilisation(spec.pool.aggregate, t) - 0.55, 0.0)
-        return int(spec.slots * factor)
+        return int(spec.slots * self._factor(spec.pool.aggregate, t))
+
+    def overflow_vcpu(self, agg: str, t: float) -> int:
+        """vCPU of reclaimable work in the aggregate beyond what its room holds at ``t`` (0: it all fits)."""
+        pools = self.aggregates[agg]
+        if t < self.hall_down_until[self.specs[pools[0]].pool.hall]:
+            return self.live_vcpu[agg]
+        factor = self._factor(agg, t)
+        room = sum(int(slots * factor) * vcpu for slots, vcpu in self._shapes[agg])
+        return max(0, self.live_vcpu[agg] - room)
 
     def free(self, i: int) -> int:
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
@@ -197,6 +245,7 @@ class RegionEngine:
         self._rate_card()
         dt = c.rate_card_s
         for agg, pools in self.aggregates.items():
+            self.booked[agg] = [b for b in self.booked[agg] if b[1] > t]
             if rng.random() < c.bursts_per_aggregate_day * dt / 86400.0:
                 self.burst_start[agg] = t + HORIZON_S
                 self.burst_until[agg] = t + HORIZON_S + rng.expovariate(1.0 / c.burst_mean_s)
@@ -211,8 +260,15 @@ class RegionEngine:
                 when = t + HORIZON_S + rng.uniform(0.0, dt)
                 mean_vcpu = sum(self.specs[i].pool.vcpu * len(self.live[i]) for i in pools) / n
                 need = c.victims_per_reclaim * mean_vcpu * rng.lognormvariate(-0.125, 0.5)
-                demand = {"agg": agg, "need": max(int(need), 1), "victims": None, "when": when}
-                if rng.random() < self._advisory_p:
+                vcpu = max(int(need), 1)
+                demand = {"agg": agg, "need": vcpu, "victims": None, "when": when}
+                if c.room_first:
+                    leaves = when + self._hold.expovariate(1.0 / c.guaranteed_hold_s)
+                    self.booked[agg].append((when, leaves, vcpu))
+                    self._held_at = (("", math.nan), 0)
+                    self._push(when, "land", (agg, vcpu))
+                    self._push(leaves, "leave", (agg, vcpu))
+                if rng.random() < self._advise_p():
                     lead = min(max(c.advisory_median_s * math.exp(c.advisory_sigma * rng.gauss(0, 1)), 30.0),
                                HORIZON_S)
                     self._push(when - lead, "advise", demand)
@@ -222,13 +278,35 @@ class RegionEngine:
             self._push(t + HORIZON_S, "hall", HALLS[rng.randrange(len(HALLS))])
         self._push(t + dt, "tick", None)
 
+    def _op_land(self, arg: tuple[str, int]) -> None:
+        self.held_now[arg[0]] += arg[1]
+
+    def _op_leave(self, arg: tuple[str, int]) -> None:
+        self.held_now[arg[0]] -= arg[1]
+
+    def _short(self, agg: str, need: int, t: float) -> int:
+        """vCPU a request must reclaim: what does not fit in free room (``room_first``), else all of it."""
+        return min(need, self.overflow_vcpu(agg, t)) if self.config.room_first else need
+
+    def _advise_p(self) -> float:
+        """Chance a request gets an advisory. A forecast names victims only for what will not fit, and some
+        are spared when the request lands, so the chance is steered by the running shortfall of advised
+        victims against the configured share (one more sure advisory per 50 victims behind)."""
+        if not self.config.room_first:
+            return self._advisory_p  # every request reclaims: the configured chance gives the share
+        behind = self._advisory_p * self._victim_total - self._advised_total
+        return min(1.0, max(0.0, self._advisory_p + behind / 50.0))
+
     def _candidates(self, agg: str) -> list[Inst]:
         live = self.live
         return [inst for i in self.aggregates[agg] for inst in live[i].values() if not (inst.doomed or inst.reserved)]
 
     def _op_advise(self, demand: dict[str, Any]) -> None:
-        victims = select_victims(self.config.strategy, self._candidates(demand["agg"]), demand["need"],
-                                 self._victims)
+        # what will not fit when the request lands, as the calendar sees it now
+        short = self._short(demand["agg"], demand["need"], demand["when"])
+        if short <= 0:
+            return
+        victims = select_victims(self.config.strategy, self._candidates(demand["agg"]), short, self._victims)
         demand["victims"] = victims
         expected = self.at(demand["when"]).isoformat()
         for inst in victims:
@@ -240,19 +318,43 @@ class RegionEngine:
                                 "forecast-guaranteed-demand",
                                 attributes={"aggregate": demand["agg"], "expected_at": expected}))
 
-    def _op_reclaim(self, demand: dict[str, Any]) -> None:
+    def request_room(self, agg: str, vcpu: int, hold_s: float) -> list[Inst]:
+        """A guaranteed request for ``vcpu`` landing on aggregate ``agg`` now, holding its room for ``hold_s``:
+        it takes free room first and reclaims only what does not fit. Returns the instances it reclaimed."""
+        if not self.config.room_first:
+            raise ValueError("request_room needs room_first=True (guaranteed requests that take free room)")
+        if agg not in self.aggregates:
+            raise ValueError(f"aggregate {agg!r} is not a reclaimable aggregate of this region; "
+                             f"use one of {sorted(self.aggregates)}")
+        self.booked[agg].append((self.now, self.now + hold_s, vcpu))
+        self._held_at = (("", math.nan), 0)
+        self._op_land((agg, vcpu))
+        self._push(self.now + hold_s, "leave", (agg, vcpu))
+        return self._op_reclaim({"agg": agg, "need": vcpu, "victims": None, "when": self.now})
+
+    def _op_reclaim(self, demand: dict[str, Any]) -> list[Inst]:
         agg = demand["agg"]
         chosen = [v for v in (demand["victims"] or []) if isinstance(v, Inst) and not v.doomed
                   and v.id in self.by_id]
-        freed = sum(v.vcpu for v in chosen)
-        if freed < demand["need"]:
+        short = self._short(agg, demand["need"], self.now)  # the request has landed
+        taken, freed = [], 0
+        for v in chosen:  # advised victims first, as many as the request still needs
+            if freed < short:
+                taken.append(v)
+                freed += v.vcpu
+            else:  # the forecast overshot (others left in the meantime): a false-positive advisory
+                v.reserved, v.advisory_at = False, None
+        chosen = taken
+        if freed < short:
             rest = self._candidates(agg)  # advised victims are reserved, so never among the candidates again
-            chosen += [v for v in select_victims(self.config.strategy, rest, demand["need"] - freed, self._victims)
+            chosen += [v for v in select_victims(self.config.strategy, rest, short - freed, self._victims)
                        if isinstance(v, Inst)]
         self._demands += 1
         self._victim_total += len(chosen)
+        self._advised_total += sum(1 for v in chosen if v.advisory_at is not None)
         for inst in chosen:
             self.doom(inst, "reclaimed", drill=False)
+        return chosen
 
     def _op_hall(self, hall: str) -> None:
         self.hall_reclaim(hall)
@@ -270,6 +372,8 @@ class RegionEngine:
     def doom(self, inst: Inst, cause: str, *, drill: bool, notice: bool | None = None) -> None:
         """Notice now and deletion after the notice window (or, for the no-notice share, deletion now)."""
         c = self.config
+        if not inst.doomed and inst.id in self.by_id and self._reclaimable(inst.pool):
+            self.live_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
         inst.doomed, inst.cause, inst.drill = True, cause, drill
         if notice is None:
             notice = self._notice.random() >= c.no_notice_share
@@ -328,13 +432,11 @@ class RegionEngine:
         t = self.now
         for agg, pools in self.aggregates.items():
             u_g = self.guaranteed_utilisation(agg, t)
-            slots = sum(self.specs[i].slots for i in pools) or 1
-            used = sum(len(self.live[i]) for i in pools)
-            u = min(1.0, 0.7 * u_g + 0.3 * used / slots)
+            used = sum(inst.vcpu for i in pools for inst in self.live[i].values()) + self.held_vcpu(agg, t)
+            u = min(1.0, 0.7 * u_g + 0.3 * min(1.0, used / self.slot_vcpu[agg]))
             down = t < self.hall_down_until[self.specs[pools[0]].pool.hall]
-            factor = 0.0 if down else 1.0 - 0.5 * max(u_g - 0.55, 0.0)
             for i in pools:
-                cap = int(self.specs[i].slots * factor)
+                cap = 0 if down else self.capacity(i, t)
                 rows.append((i, u, max(cap - len(self.live[i]), 0), cap))
         for fn in self.on_rate_card:
             fn(t, rows)

@@ -233,7 +233,7 @@ class SimulatedRegion:
             missing = OwnerTags.missing(inst.tags)
             if missing:
                 raise NotOwned(instance_id, missing, inst.tags)
-            inst.cause, inst.doomed = "terminated-by-owner", True
+            inst.cause = "terminated-by-owner"  # deleted now: never doomed, so its room is counted back
             self.engine._op_delete(instance_id)
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:

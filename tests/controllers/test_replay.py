@@ -7,6 +7,8 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
+
 from controllers.planning import Strategy
 from controllers.replay import PoolHistory, Reclaim, ReplayConfig, Trace, replay
 
@@ -121,3 +123,37 @@ def test_the_replay_is_deterministic_for_a_seed() -> None:
     a = replay(trace, [c], units=40)["frames"]
     b = replay(trace, [c], units=40)["frames"]
     assert (a.interruptions, a.wasted_unit_hours, a.net_saving) == (b.interruptions, b.wasted_unit_hours, b.net_saving)
+
+
+def test_the_caps_bound_the_share_of_a_claim_one_reclaim_can_take_and_a_single_pool_does_not() -> None:
+    # twenty pools in ten aggregates; the cheapest one is wholly reclaimed at noon
+    pools = tuple(pool(f"p{i:02d}", hall=f"h{i % 3 + 1}", agg=f"a{i % 10}", rate="0.05" if i == 0 else "0.10")
+                  for i in range(20))
+    wave = Reclaim(START + timedelta(hours=12), "p00", share=1.0)
+    trace = Trace(START, START + timedelta(days=1), pools, {p.pool_id: 100 for p in pools}, (wave,))
+    c = contract("T5", name="ci")
+    capped = replay(trace, [c], units=40, config=ReplayConfig(strategy=Strategy.PRICE_FIRST))["ci"]
+    single = replay(trace, [c], units=40, config=ReplayConfig(strategy=Strategy.SINGLE_CHEAPEST))["ci"]
+    assert 0 < capped.worst_step_loss_units <= 6  # 15 % of 40
+    assert single.worst_step_loss_units == 40
+
+
+@pytest.mark.slow
+def test_on_a_recorded_region_trace_depth_first_is_interrupted_less_and_wastes_less_than_price_first() -> None:
+    # The simulated region, where guaranteed requests fill free room before they reclaim: three days after two
+    # of warm-up, the fourteen example workloads. (`sco simulate --strategy compare` runs the 30-day version.)
+    from pathlib import Path
+
+    from contracts.compiler import check_repo
+    from controllers.replay import summarise
+    from controllers.replay.from_region import trace_from_region
+    from controllers.simregion.config import RegionConfig
+
+    contracts = [w.contract for w in check_repo(Path(__file__).resolve().parents[2] / "deploy" / "contracts").workloads]
+    trace = trace_from_region(RegionConfig(seed=3), datetime(2026, 10, 1, tzinfo=UTC), days=3, warmup_days=2)
+    ours, cheap = (summarise(s, replay(trace, contracts, 40, ReplayConfig(strategy=s)))
+                   for s in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST))
+    assert ours.interruptions < cheap.interruptions
+    assert ours.interruption_rate_pct_h < cheap.interruption_rate_pct_h
+    assert ours.wasted_pct < cheap.wasted_pct
+    assert ours.depth_premium > 0 and cheap.depth_premium == 0
