@@ -28,8 +28,9 @@ from contracts.pools import PurchaseModel
 from contracts.subjects import EventKind
 
 from .config import RegionConfig
+from .demand import GuaranteedDemand, poisson
 from .reclaimer import select_victims
-from .records import Inst, SimEvent, Stats
+from .records import Inst, SimEvent, Stats, owner_of
 from .topology import HALLS, PoolSpec, build_pools
 
 __all__ = ["Inst", "RegionEngine", "SimEvent", "Stats"]
@@ -50,25 +51,15 @@ class RegionEngine:
             if s.pool.purchase_model is PurchaseModel.RECLAIMABLE:
                 self.aggregates.setdefault(s.pool.aggregate, []).append(i)
         self.agg_of = {i: s.pool.aggregate for i, s in enumerate(self.specs)}
-        self.burst_until: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
-        # when a booked burst's demand lands: the forward calendar sees it from booking, the rate card (which
-        # follows current utilisation) only from here (ADR-08: a pool is cheap before its tenants arrive)
-        self.burst_start: dict[str, float] = dict.fromkeys(self.aggregates, -1.0)
         self.hall_down_until: dict[str, float] = dict.fromkeys(HALLS, -1.0)
-        # guaranteed requests booked on each aggregate: (lands, leaves, vCPU). A request lands in the room
-        # reclaimable work leaves free and reclaims only what does not fit (ADR-05: the reclaimer selects
-        # victims when a guaranteed request cannot be placed); it then holds its room until it leaves.
-        self.booked: dict[str, list[tuple[float, float, int]]] = {a: [] for a in self.aggregates}
+        self.demand = GuaranteedDemand(config, start, {a: sum(self.specs[i].slots for i in pools)
+                                                       for a, pools in self.aggregates.items()})
         self._shapes = {a: [(self.specs[i].slots, self.specs[i].pool.vcpu) for i in pools]
                         for a, pools in self.aggregates.items()}
         self.slot_vcpu = {a: sum(self.specs[i].slots * self.specs[i].pool.vcpu for i in pools) or 1
                           for a, pools in self.aggregates.items()}
         self.live_vcpu: dict[str, int] = dict.fromkeys(self.aggregates, 0)  # reclaimable, not doomed
-        self.held_now: dict[str, int] = dict.fromkeys(self.aggregates, 0)
-        self._held_at: tuple[tuple[str, float], int] = (("", math.nan), 0)
         self.now = 0.0
-        self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
-        self._daily_at = (math.nan, 1.0)
         self.stats = Stats()
         self.pool_reclaims = [0] * len(self.specs)
         self.pool_seconds = [0.0] * len(self.specs)  # instance-seconds per pool
@@ -91,17 +82,10 @@ class RegionEngine:
         self.on_rate_card: list[Callable[[float, list[tuple[int, float, int, int]]], None]] = []
         halls = len(HALLS)
         hall_pct = config.hall_reclaims_per_30d / (30 * 24) * 100.0 / halls
-        burst_p = config.bursts_per_aggregate_day * config.burst_mean_s / 86400.0
-        self._burst_norm = 1.0 + (config.burst_factor - 1.0) * min(burst_p, 1.0)
         self._pct = max(config.reclaim_rate_pct_h - hall_pct, 0.0)
         # hall-wide reclaims come without an advisory: the others carry a little more to keep the share
         hall_share = hall_pct / config.reclaim_rate_pct_h if config.reclaim_rate_pct_h else 0.0
         self._advisory_p = min(1.0, config.advisory_share / max(1.0 - hall_share, 1e-9))
-        spread = random.Random(f"{seed}:aggregates")
-        raw = {a: math.exp(config.aggregate_spread * spread.gauss(0, 1)) for a in sorted(self.aggregates)}
-        slots = {a: sum(self.specs[i].slots for i in pools) for a, pools in self.aggregates.items()}
-        mean = sum(raw[a] * slots[a] for a in raw) / max(sum(slots.values()), 1)
-        self.aggregate_weight = {a: raw[a] / mean for a in raw}  # weighted mean 1: the region rate holds
         self._demands, self._victim_total = 0, 0  # observed victims per demand calibrates the demand rate
         self._advised_total = 0  # observed advised victims calibrate how often a request is advised
         if config.background:
@@ -163,40 +147,15 @@ class RegionEngine:
             if not inst.doomed:
                 self.live_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
 
-    # --- demand model ----------------------------------------------------------------------------------
-    def daily(self, t: float) -> float:
-        """Guaranteed demand's daily cycle (mean 1): peaks mid-afternoon UTC."""
-        if self._daily_at[0] == t:
-            return self._daily_at[1]
-        hour = (self._start_hour + t / 3600.0) % 24.0
-        value = 1.0 + self.config.daily_amplitude * math.sin(2 * math.pi * (hour - 9.0) / 24.0)
-        self._daily_at = (t, value)
-        return value
-
-    def _bursting(self, agg: str, t: float) -> bool:
-        return self.burst_start[agg] <= t < self.burst_until[agg]
-
     def intensity(self, agg: str, t: float) -> float:
-        burst = self.config.burst_factor if self._bursting(agg, t) else 1.0
-        return self.aggregate_weight[agg] * self.daily(t) * burst / self._burst_norm
-
-    def guaranteed_utilisation(self, agg: str, t: float) -> float:
-        a = self.config.daily_amplitude
-        u = 0.55 + (0.3 * (self.daily(t) - 1.0) / a if a > 0 else 0.0)
-        return min(0.98, u + (0.2 if self._bursting(agg, t) else 0.0))
+        return self.demand.intensity(agg, t)
 
     def held_vcpu(self, agg: str, t: float) -> int:
-        """vCPU of the aggregate's reclaimable room that booked guaranteed requests hold at ``t`` (the
-        forward calendar knows a request from its booking, ``HORIZON_S`` before it lands)."""
-        if t == self.now:
-            return self.held_now[agg]  # kept by the land/leave events
-        if self._held_at[0] != (agg, t):  # the forward calendar asks for one time, pool after pool
-            self._held_at = ((agg, t), sum(v for lands, leaves, v in self.booked[agg] if lands <= t < leaves))
-        return self._held_at[1]
+        return self.demand.held(agg, t, self.now)
 
     def _factor(self, agg: str, t: float) -> float:
         """Share of its slots a reclaimable pool of the aggregate can hold at ``t`` (hall outages aside)."""
-        factor = 1.0 - 0.5 * max(self.guaranteed_utilisation(agg, t) - 0.55, 0.0)
+        factor = 1.0 - 0.5 * max(self.demand.utilisation(agg, t) - 0.55, 0.0)
         return factor * max(0.0, 1.0 - self.held_vcpu(agg, t) / self.slot_vcpu[agg])
 
     def capacity(self, i: int, t: float) -> int:
@@ -244,11 +203,11 @@ class RegionEngine:
         c, t, rng = self.config, self.now, self._demand
         self._rate_card()
         dt = c.rate_card_s
+        self.demand.prune(t)
         for agg, pools in self.aggregates.items():
-            self.booked[agg] = [b for b in self.booked[agg] if b[1] > t]
             if rng.random() < c.bursts_per_aggregate_day * dt / 86400.0:
-                self.burst_start[agg] = t + HORIZON_S
-                self.burst_until[agg] = t + HORIZON_S + rng.expovariate(1.0 / c.burst_mean_s)
+                self.demand.burst_start[agg] = t + HORIZON_S
+                self.demand.burst_until[agg] = t + HORIZON_S + rng.expovariate(1.0 / c.burst_mean_s)
             hall = self.specs[pools[0]].pool.hall
             n = sum(len(self.live[i]) for i in pools)
             if n == 0 or t + HORIZON_S < self.hall_down_until[hall]:
@@ -256,7 +215,7 @@ class RegionEngine:
             prior = 20.0
             per_demand = (self._victim_total + prior * c.victims_per_reclaim) / (self._demands + prior)
             expected = self._pct / 100.0 * dt / 3600.0 * n * self.intensity(agg, t + HORIZON_S) / per_demand
-            for _ in range(_poisson(rng, expected)):
+            for _ in range(poisson(rng, expected)):
                 when = t + HORIZON_S + rng.uniform(0.0, dt)
                 mean_vcpu = sum(self.specs[i].pool.vcpu * len(self.live[i]) for i in pools) / n
                 need = c.victims_per_reclaim * mean_vcpu * rng.lognormvariate(-0.125, 0.5)
@@ -264,8 +223,7 @@ class RegionEngine:
                 demand = {"agg": agg, "need": vcpu, "victims": None, "when": when}
                 if c.room_first:
                     leaves = when + self._hold.expovariate(1.0 / c.guaranteed_hold_s)
-                    self.booked[agg].append((when, leaves, vcpu))
-                    self._held_at = (("", math.nan), 0)
+                    self.demand.book(agg, when, leaves, vcpu)
                     self._push(when, "land", (agg, vcpu))
                     self._push(leaves, "leave", (agg, vcpu))
                 if rng.random() < self._advise_p():
@@ -279,10 +237,10 @@ class RegionEngine:
         self._push(t + dt, "tick", None)
 
     def _op_land(self, arg: tuple[str, int]) -> None:
-        self.held_now[arg[0]] += arg[1]
+        self.demand.held_now[arg[0]] += arg[1]
 
     def _op_leave(self, arg: tuple[str, int]) -> None:
-        self.held_now[arg[0]] -= arg[1]
+        self.demand.held_now[arg[0]] -= arg[1]
 
     def _short(self, agg: str, need: int, t: float) -> int:
         """vCPU a request must reclaim: what does not fit in free room (``room_first``), else all of it."""
@@ -326,8 +284,7 @@ class RegionEngine:
         if agg not in self.aggregates:
             raise ValueError(f"aggregate {agg!r} is not a reclaimable aggregate of this region; "
                              f"use one of {sorted(self.aggregates)}")
-        self.booked[agg].append((self.now, self.now + hold_s, vcpu))
-        self._held_at = (("", math.nan), 0)
+        self.demand.book(agg, self.now, self.now + hold_s, vcpu)
         self._op_land((agg, vcpu))
         self._push(self.now + hold_s, "leave", (agg, vcpu))
         return self._op_reclaim({"agg": agg, "need": vcpu, "victims": None, "when": self.now})
@@ -386,7 +343,7 @@ class RegionEngine:
                 self.stats.advisory_leads.append(self.now - inst.advisory_at)
             if not notice:
                 self.stats.no_notice += 1
-        owner = _owner(inst)
+        owner = owner_of(inst)
         if not notice:
             inst.terminate_at = self.now
             self._op_delete(inst.id)
@@ -409,7 +366,7 @@ class RegionEngine:
             "reclaimed-no-notice"
         if inst.cause == "hall-reclaim" and inst.notice_at is None:
             cause = "hall-reclaim-no-notice"
-        self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *_owner(inst),
+        self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *owner_of(inst),
                             attributes={"notice_ms": None if inst.notice_at is None
                                         else round((self.now - inst.notice_at) * 1000), "owned": inst.owned}))
         if not inst.owned and self.config.background and self._reclaimable(inst.pool):
@@ -431,7 +388,7 @@ class RegionEngine:
         rows: list[tuple[int, float, int, int]] = []
         t = self.now
         for agg, pools in self.aggregates.items():
-            u_g = self.guaranteed_utilisation(agg, t)
+            u_g = self.demand.utilisation(agg, t)
             used = sum(inst.vcpu for i in pools for inst in self.live[i].values()) + self.held_vcpu(agg, t)
             u = min(1.0, 0.7 * u_g + 0.3 * min(1.0, used / self.slot_vcpu[agg]))
             down = t < self.hall_down_until[self.specs[pools[0]].pool.hall]
@@ -441,24 +398,3 @@ class RegionEngine:
         for fn in self.on_rate_card:
             fn(t, rows)
 
-
-def _owner(inst: Inst) -> tuple[str, str]:
-    from contracts.provider import OwnerTags
-
-    if not inst.tags:
-        return "", ""
-    found = OwnerTags.parse(inst.tags)
-    return found.get("workload", ""), found.get("partition", "")
-
-
-def _poisson(rng: random.Random, lam: float) -> int:
-    if lam <= 0:
-        return 0
-    if lam > 30:
-        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
-    limit, k, p = math.exp(-lam), 0, 1.0
-    while True:
-        p *= rng.random()
-        if p <= limit:
-            return k
-        k += 1

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from contracts.subjects import EventKind
 
-__all__ = ["Inst", "SimEvent", "Stats"]
+__all__ = ["Inst", "SimEvent", "Stats", "owner_of"]
 
 
 @dataclass(slots=True, eq=False)  # identity: two instances are never "equal"
@@ -55,3 +55,13 @@ class Stats:
     @property
     def reclaim_rate_pct_h(self) -> float:
         return 100.0 * self.reclaimed / (self.instance_seconds / 3600.0) if self.instance_seconds else 0.0
+
+
+def owner_of(inst: Inst) -> tuple[str, str]:
+    """(workload, partition) from an instance's owner tags; empty for other tenants' instances."""
+    from contracts.provider import OwnerTags
+
+    if not inst.tags:
+        return "", ""
+    found = OwnerTags.parse(inst.tags)
+    return found.get("workload", ""), found.get("partition", "")

@@ -70,7 +70,7 @@ def test_when_the_request_leaves_its_room_is_lent_again() -> None:
 
 def test_the_forward_calendar_sees_a_booked_request_before_it_lands() -> None:
     engine, agg, pools = quiet_region()
-    engine.booked[agg].append((1800.0, 5400.0, engine.slot_vcpu[agg] // 2))
+    engine.demand.book(agg, 1800.0, 5400.0, engine.slot_vcpu[agg] // 2)
     i = pools[0]
     assert engine.capacity(i, 1799.0) > engine.capacity(i, 1800.0) > 0
     assert engine.capacity(i, 5400.0) == engine.capacity(i, 0.0)
