@@ -89,8 +89,9 @@ def _simulate(args: argparse.Namespace) -> int:
              f"€{s.depth_premium:,.0f}", f"{s.worst_step_loss_pct:.0f}%"] for s in summaries]
     print(render_table(["strategy", "interruptions", "%/h", "wasted", "fallbacks", "shortfall", "cost",
                         "net saving", "net %", "depth premium", "worst 5-min loss"], rows))
-    print("worst 5-min loss: the largest share of one workload's claim lost to reclaims in one 5-minute step "
-          "(the pool and group caps bound it; a single pool does not)")
+    print("worst 5-min loss: the largest share of any one workload's claim lost in one 5-minute step; the caps hold "
+          "an ordinary wave to 15 % a pool and 30 % a group, a hall-wide reclaim takes both of a hall's "
+          "aggregates, a single pool can lose it all")
     return 0
 
 

@@ -149,8 +149,15 @@ async def _every(seconds: float, until: Callable[[], bool], fn: Callable[[], Awa
 
 
 def _cancel_demo_jobs(conf: str) -> None:
-    subprocess.run(["scancel", "--name", DEMO_JOB], capture_output=True, timeout=10,
-                   env={**os.environ, "SLURM_CONF": conf})
+    """Cancel the demo's jobs until none is left: a job mid-requeue survives the first scancel."""
+    env = {**os.environ, "SLURM_CONF": conf}
+    for _ in range(5):
+        subprocess.run(["scancel", "--name", DEMO_JOB], capture_output=True, timeout=10, env=env)
+        left = subprocess.run(["squeue", "-h", "-n", DEMO_JOB, "-t", "PD,R,CG,RQ,RH,S", "-o", "%i"],
+                              capture_output=True, text=True, timeout=10, env=env).stdout.split()
+        if not left:
+            return
+        time.sleep(1.0)
 
 
 def _slurm_job_state(job: str, conf: str | None) -> str:
