@@ -21,10 +21,16 @@ with warnings.catch_warnings():  # third-party modules that warn about their own
     import great_expectations  # noqa: F401  (imports the deprecated sre_constants)
     import sqlglotrs  # noqa: F401  (dagster-dbt's SQL parser accelerator)
 
+from . import worked_example as ex
+
 HISTORY_DAYS = 90
 # The history ends today (as `sco sim history` does by default): rankings are kept 90 days by TTL, so a
-# history that ended months ago would have its rankings dropped on insert.
-HISTORY_START = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=HISTORY_DAYS)
+# history that ended months ago would have its rankings dropped on insert. But it ends no later than 25 days
+# after the worked example's day, so that day stays inside the recommendations' 30-day window on any day of
+# the month (the example's day is in the previous month, for the archive; late in a month, "today" would put
+# it 30+ days back).
+_TODAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+HISTORY_START = min(_TODAY, ex.DAY + timedelta(days=25)) - timedelta(days=HISTORY_DAYS)
 HISTORY_POOLS = int(os.environ.get("SCO_TEST_HISTORY_POOLS", "140"))
 
 
@@ -103,7 +109,6 @@ def load_history(stack: Stack) -> Any:
 def load_worked_example(stack: Stack) -> None:
     from orchestration.catalogue import write_catalogue
 
-    from . import worked_example as ex
 
     ch = stack.ch()
     write_catalogue(ch, ex.pools(), ex.DAY)
@@ -136,7 +141,6 @@ def materialised(stack: Stack) -> Stack:
     from orchestration.checks import ALL_CHECKS
     from orchestration.finance_models import finance_models
 
-    from . import worked_example as ex
 
     stack.history = load_history(stack)
     load_worked_example(stack)
