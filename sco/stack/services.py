@@ -176,12 +176,14 @@ def _as_pg_user() -> dict[str, object]:
 
 
 def _prepare_dir_for(path: Path) -> None:
-    """As root, hand ``path`` to the unprivileged user and make its ancestors searchable (o+x only)."""
+    """As root, hand ``path`` to the unprivileged user and make its ancestors searchable (o+x only) — and the
+    ancestors of PostgreSQL's own binaries, which live in the virtualenv (a checkout in a ``mktemp -d``
+    directory is mode 700, and the unprivileged user must reach ``initdb`` through it)."""
     if os.geteuid() != 0:
         return
     entry = pwd.getpwnam(_PG_USER)
     os.chown(path, entry.pw_uid, entry.pw_gid)
-    for parent in path.resolve().parents:
+    for parent in (*path.resolve().parents, *Path(_pg_bin("initdb")).resolve().parents):
         mode = parent.stat().st_mode
         if not mode & 0o001:
             parent.chmod(mode | 0o001)
