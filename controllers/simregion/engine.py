@@ -222,10 +222,7 @@ class RegionEngine:
                 vcpu = max(int(need), 1)
                 demand = {"agg": agg, "need": vcpu, "victims": None, "when": when}
                 if c.room_first:
-                    leaves = when + self._hold.expovariate(1.0 / c.guaranteed_hold_s)
-                    self.demand.book(agg, when, leaves, vcpu)
-                    self._push(when, "land", (agg, vcpu))
-                    self._push(leaves, "leave", (agg, vcpu))
+                    self._book(agg, when, when + self._hold.expovariate(1.0 / c.guaranteed_hold_s), vcpu)
                 if rng.random() < self._advise_p():
                     lead = min(max(c.advisory_median_s * math.exp(c.advisory_sigma * rng.gauss(0, 1)), 30.0),
                                HORIZON_S)
@@ -236,11 +233,18 @@ class RegionEngine:
             self._push(t + HORIZON_S, "hall", HALLS[rng.randrange(len(HALLS))])
         self._push(t + dt, "tick", None)
 
-    def _op_land(self, arg: tuple[str, int]) -> None:
-        self.demand.held_now[arg[0]] += arg[1]
+    def _book(self, agg: str, lands: float, leaves: float, vcpu: int) -> None:
+        """Book a guaranteed request and schedule its landing (now, if it lands now) and its leaving."""
+        self.demand.book(agg, lands, leaves, vcpu)
+        if lands > self.now:
+            self._push(lands, "held", (agg, vcpu))
+        else:
+            self._op_held((agg, vcpu))
+        self._push(leaves, "held", (agg, -vcpu))
 
-    def _op_leave(self, arg: tuple[str, int]) -> None:
-        self.demand.held_now[arg[0]] -= arg[1]
+    def _op_held(self, arg: tuple[str, int]) -> None:
+        """A booked request lands (+vCPU) or leaves (−vCPU): the room it holds now."""
+        self.demand.held_now[arg[0]] += arg[1]
 
     def _short(self, agg: str, need: int, t: float) -> int:
         """vCPU a request must reclaim: what does not fit in free room (``room_first``), else all of it."""
@@ -284,9 +288,7 @@ class RegionEngine:
         if agg not in self.aggregates:
             raise ValueError(f"aggregate {agg!r} is not a reclaimable aggregate of this region; "
                              f"use one of {sorted(self.aggregates)}")
-        self.demand.book(agg, self.now, self.now + hold_s, vcpu)
-        self._op_land((agg, vcpu))
-        self._push(self.now + hold_s, "leave", (agg, vcpu))
+        self._book(agg, self.now, self.now + hold_s, vcpu)
         return self._op_reclaim({"agg": agg, "need": vcpu, "victims": None, "when": self.now})
 
     def _op_reclaim(self, demand: dict[str, Any]) -> list[Inst]:
@@ -391,9 +393,8 @@ class RegionEngine:
             u_g = self.demand.utilisation(agg, t)
             used = sum(inst.vcpu for i in pools for inst in self.live[i].values()) + self.held_vcpu(agg, t)
             u = min(1.0, 0.7 * u_g + 0.3 * min(1.0, used / self.slot_vcpu[agg]))
-            down = t < self.hall_down_until[self.specs[pools[0]].pool.hall]
             for i in pools:
-                cap = 0 if down else self.capacity(i, t)
+                cap = self.capacity(i, t)  # 0 while the hall is down
                 rows.append((i, u, max(cap - len(self.live[i]), 0), cap))
         for fn in self.on_rate_card:
             fn(t, rows)
