@@ -47,7 +47,7 @@ def timed(fn: Callable[[], object], rounds: int = 3) -> float:
 def load_history(url: str, pools: int, days: int) -> None:
     from controllers.simregion.config import RegionConfig
     from controllers.simregion.history import write_history
-    from sco.stores.clickhouse import client
+    from stores.clickhouse import client
 
     c = client(url)
     try:

@@ -31,8 +31,8 @@ CONTRACT = Path(__file__).resolve().parents[1] / "deploy" / "contracts" / "workl
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from sco.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
-    from sco.checkpoint.torch_dcp import DcpState
+    from workload.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
+    from workload.checkpoint.torch_dcp import DcpState
 
     parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_pytorch")
     parser.add_argument("--width", type=int, default=1024)

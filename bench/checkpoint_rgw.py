@@ -39,7 +39,7 @@ def _gc(conf: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     from boto3.s3.transfer import TransferConfig
 
-    from sco.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
+    from workload.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
 
     parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_rgw")
     parser.add_argument("--size-gib", type=float, default=2.0)

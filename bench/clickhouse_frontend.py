@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sco.stack import services
-from sco.stores import clickhouse
+from stores import clickhouse
 
 SETUP = [
     "CREATE TABLE ev (event_id String, kind LowCardinality(String), time DateTime64(3, 'UTC'), "

@@ -21,9 +21,9 @@ from controllers.controller.loop import Controller, ControllerSettings
 from controllers.simregion.clock import VirtualClock
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
-from sco.stores import migrate
-from tests.controller.helpers import PARTITION, FakeSource, contract, contracts
-from tests.stack.fixtures import PostgresProcess
+from stores import migrate
+from tests.controllers.controller.helpers import PARTITION, FakeSource, contract, contracts
+from tests.stores.fixtures import PostgresProcess
 
 WORKLOADS = 220
 

@@ -20,8 +20,8 @@ from controllers.controller.rebuild import ownership, rebuild
 from controllers.simregion.clock import VirtualClock
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
-from sco.stores import migrate
-from tests.stack.fixtures import PostgresProcess
+from stores import migrate
+from tests.stores.fixtures import PostgresProcess
 
 N = 5000
 

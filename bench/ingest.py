@@ -22,9 +22,9 @@ from pathlib import Path
 
 from contracts.subjects import event_subject
 from sco.stack import services
-from sco.stores import clickhouse, migrate
-from sco.stores import nats as sco_nats
-from sco.stores.ingest import EVENT_COLUMNS, Ingest, split_batch
+from stores import clickhouse, migrate
+from stores import nats as sco_nats
+from stores.ingest import EVENT_COLUMNS, Ingest, split_batch
 
 
 def _payloads(n: int) -> list[tuple[str, bytes, str]]:

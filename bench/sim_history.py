@@ -28,8 +28,8 @@ def main() -> None:
     from controllers.simregion.config import RegionConfig
     from controllers.simregion.engine import RegionEngine
     from controllers.simregion.history import write_history
-    from sco.stores import clickhouse
-    from sco.stores.migrate import migrate_clickhouse
+    from stores import clickhouse
+    from stores.migrate import migrate_clickhouse
 
     config = RegionConfig(seed=args.seed, pools=args.pools)
     start = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 Schedules: rankings every 5 minutes, attribution hourly, groups/precision/breaches/recommendations and the
 finance models daily, the archive monthly. The sensor runs one pass of the ingest (issue 3's
-``sco.stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
+``stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ schedules = [
 
 
 def ingest_pending(nats_url: str | None = None, clickhouse_url: str | None = None) -> int | None:
-    """One pass of issue 3's ingest (``sco.stores.ingest.drain``); ``None`` when no NATS is configured."""
-    from sco.stores.config import StoreNotConfigured, resolve_url
-    from sco.stores.ingest import drain
+    """One pass of issue 3's ingest (``stores.ingest.drain``); ``None`` when no NATS is configured."""
+    from stores.config import StoreNotConfigured, resolve_url
+    from stores.ingest import drain
 
     try:
         url = resolve_url("nats", nats_url or None)

@@ -13,8 +13,8 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetKey
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
-from sco.stores.clickhouse import client_kwargs
-from sco.stores.config import resolve_url
+from stores.clickhouse import client_kwargs
+from stores.config import resolve_url
 
 __all__ = ["DBT_DIR", "dbt_env", "dbt_executable", "dbt_resource", "finance_models", "prepare_manifest"]
 

@@ -1,5 +1,5 @@
 # mypy: disable-error-code="type-arg, unused-ignore"
-"""Dagster resources on the shared store clients (``sco.stores``): ClickHouse through clickhouse-connect,
+"""Dagster resources on the shared store clients (``stores``): ClickHouse through clickhouse-connect,
 PostgreSQL through psycopg, and the analytics settings (region, archive directory, the data clock).
 
 A URL left empty resolves like every other SCO process: ``SCO_CLICKHOUSE_URL`` / ``SCO_POSTGRES_URL``, then
@@ -24,7 +24,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
     url: str = ""
 
     def client(self) -> Any:
-        from sco.stores.clickhouse import client
+        from stores.clickhouse import client
 
         return client(self.url or None)
 
@@ -53,7 +53,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
         return len(rows)
 
     def migrate(self) -> None:
-        from sco.stores.migrate import migrate_clickhouse
+        from stores.migrate import migrate_clickhouse
 
         c = self.client()
         try:
@@ -69,7 +69,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
-        from sco.stores.postgres import connect
+        from stores.postgres import connect
 
         conn = connect(self.url or None)
         try:
@@ -78,8 +78,8 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
             conn.close()
 
     def migrate(self) -> None:
-        from sco.stores.migrate import migrate_postgres
-        from sco.stores.postgres import connect
+        from stores.migrate import migrate_postgres
+        from stores.postgres import connect
 
         conn = connect(self.url or None, autocommit=True)
         try:

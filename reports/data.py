@@ -1,5 +1,5 @@
 """What the reports read: the dbt marts and the analytics tables in ClickHouse, the contracts and what is in
-force in PostgreSQL. Through ``sco.stores`` only."""
+force in PostgreSQL. Through ``stores`` only."""
 
 from __future__ import annotations
 

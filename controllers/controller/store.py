@@ -2,7 +2,7 @@
 
 A cache of convenience (ADR-11): instance rows, plans, cycles, breakers, approvals; the inputs written by
 others (rankings, correlation groups, exclusions in force). Events go through the outbox in the same
-transaction as the state they describe (``sco.stores.outbox.enqueue``).
+transaction as the state they describe (``stores.outbox.enqueue``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from contracts.events import Event
 from controllers.planning import WorkloadPlan
-from sco.stores.outbox import enqueue
+from stores.outbox import enqueue
 
 from .exclusion import Exclusion
 from .fallback import Approval

@@ -1,7 +1,7 @@
 """Write a pool history into ClickHouse: run the simulated region in virtual time for N days and insert its
 lifecycle events (``events``, the columns of ``contracts.events.Event.row()``), its rate cards with pool
 occupancy every five minutes (``rate_cards``) and its catalogue (``provider_pools``); tables from
-``sco/stores/migrations/clickhouse/0200_pool_history.sql``. Rows are built straight from the engine's records
+``stores/migrations/clickhouse/0200_pool_history.sql``. Rows are built straight from the engine's records
 (no pydantic per row) and inserted as Arrow tables one simulated day at a time, so 90 days × 140 pools fit
 in memory and in about a minute.
 """

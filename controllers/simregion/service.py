@@ -93,7 +93,7 @@ class RegionService:
 
     async def start(self) -> None:
         if self.nats_url:
-            from sco.stores.nats import connect, ensure_events_stream
+            from stores.nats import connect, ensure_events_stream
 
             self._nc = await connect(self.nats_url, name=f"simregion-{self.region.region}")
             self._js = self._nc.jetstream()

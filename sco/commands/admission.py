@@ -29,7 +29,7 @@ def register_sync_admission(cmds: Any) -> None:
 
 def _sync(args: argparse.Namespace) -> int:
     from contracts.bundle_verify import BundleError, verify_bundle
-    from sco.admission.sync import (
+    from controllers.admission.sync import (
         CONFIGMAP_NAME,
         CONFIGMAP_NAMESPACE,
         admission_entries,

@@ -82,9 +82,9 @@ def _run(args: argparse.Namespace) -> int:
     from controllers.controller.loop import Controller, ControllerSettings, PassReport
     from controllers.controller.replacement import run
     from controllers.simregion.clock import WallClock
-    from sco.stores import migrate
-    from sco.stores import nats as sco_nats
-    from sco.stores.config import resolve_url
+    from stores import migrate
+    from stores import nats as sco_nats
+    from stores.config import resolve_url
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
@@ -159,8 +159,8 @@ def _rebuild(args: argparse.Namespace) -> int:
     import psycopg
 
     from controllers.controller.rebuild import rebuild
-    from sco.stores import migrate
-    from sco.stores.config import resolve_url
+    from stores import migrate
+    from stores.config import resolve_url
 
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
@@ -190,9 +190,9 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
     from controllers.controller.exclusion_stream import ExclusionStream
     from controllers.controller.store import Store
     from controllers.simregion.clock import WallClock
-    from sco.stores import migrate
-    from sco.stores import nats as sco_nats
-    from sco.stores.config import resolve_url
+    from stores import migrate
+    from stores import nats as sco_nats
+    from stores.config import resolve_url
 
     if args.wave_gap_s <= 0:
         raise CliError(f"--wave-gap-s must be above 0, got {args.wave_gap_s}")
@@ -221,7 +221,7 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
 def _reset_breaker(args: argparse.Namespace) -> int:
     import psycopg
 
-    from sco.stores.config import resolve_url
+    from stores.config import resolve_url
 
     with psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True) as conn:
         row = conn.execute("UPDATE breakers SET state = 'closed', reason = %s, updated_at = now() WHERE region = %s "

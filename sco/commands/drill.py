@@ -51,7 +51,7 @@ async def _run(args: argparse.Namespace) -> int:
     from contracts.subjects import EVENT_SUBJECT_PREFIX
     from controllers.drills import DrillError, choose_victims, judge
     from controllers.providers import SimulatedProvider
-    from sco.stores import nats as nats_store
+    from stores import nats as nats_store
 
     region = args.partition.split("/", 1)[0]
     provider = SimulatedProvider(args.provider, region=region)

@@ -53,8 +53,8 @@ def _month(value: str) -> date:
 
 def _connect(args: argparse.Namespace) -> tuple[Any, Any]:
     from sco.cli import CliError
-    from sco.stores import clickhouse, postgres
-    from sco.stores.config import StoreNotConfigured
+    from stores import clickhouse, postgres
+    from stores.config import StoreNotConfigured
 
     try:
         ch = clickhouse.client(args.clickhouse)

@@ -112,7 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
     clock = WallClock() if args.speed == 1 else _ScaledClock(args.speed)
     nats_url = None
     if args.nats != "none":
-        from sco.stores.config import StoreNotConfigured, resolve_url
+        from stores.config import StoreNotConfigured, resolve_url
 
         try:
             nats_url = resolve_url("nats", args.nats)
@@ -186,9 +186,9 @@ def _history(args: argparse.Namespace) -> int:
 
     from controllers.simregion.history import write_history
     from sco.cli import CliError
-    from sco.stores import clickhouse
-    from sco.stores.config import StoreNotConfigured
-    from sco.stores.migrate import migrate_clickhouse
+    from stores import clickhouse
+    from stores.config import StoreNotConfigured
+    from stores.migrate import migrate_clickhouse
 
     if args.days < 1:
         raise CliError(f"--days {args.days}: give at least 1")

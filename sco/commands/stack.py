@@ -31,7 +31,7 @@ def _print_services(rows: list[Any], as_json: bool) -> None:
 def _up(args: argparse.Namespace) -> int:
     from sco.stack import manager
     from sco.stack.bootstrap import prepare
-    from sco.stores.config import load_urls
+    from stores.config import load_urls
 
     started = time.monotonic()
     rows = manager.up(_home(args), fast=args.fast)
@@ -48,7 +48,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _stack_file(args: argparse.Namespace) -> Path:
-    from sco.stores.config import stack_file
+    from stores.config import stack_file
 
     return stack_file(_home(args))
 
@@ -72,8 +72,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _db_migrate(args: argparse.Namespace) -> int:
-    from sco.stores import migrate, postgres
-    from sco.stores.config import StoreNotConfigured
+    from stores import migrate, postgres
+    from stores.config import StoreNotConfigured
 
     try:
         with postgres.connect(args.url, autocommit=True, home=_home(args)) as conn:
@@ -92,8 +92,8 @@ def _report(store: str, report: Any) -> int:
 
 
 def _ch_migrate(args: argparse.Namespace) -> int:
-    from sco.stores import clickhouse, migrate
-    from sco.stores.config import StoreNotConfigured
+    from stores import clickhouse, migrate
+    from stores.config import StoreNotConfigured
 
     try:
         client = clickhouse.client(args.url, home=_home(args))
@@ -103,7 +103,7 @@ def _ch_migrate(args: argparse.Namespace) -> int:
 
 
 def _ch_serve(args: argparse.Namespace) -> int:
-    from sco.clickhouse_http import serve
+    from sco.stack.clickhouse_http import serve
 
     if args.data is None and not args.memory:
         raise CliError("--data: give the chDB data directory (or --memory for a throw-away engine)")
@@ -113,7 +113,7 @@ def _ch_serve(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from sco.stores import ingest
+    from stores import ingest
 
     if args.batch < 1:
         raise CliError(f"--batch {args.batch}: must be at least 1")
@@ -125,7 +125,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _relay(args: argparse.Namespace) -> int:
-    from sco.stores import outbox
+    from stores import outbox
 
     argv = ["--batch", str(args.batch)] + (["--once"] if args.once else [])
     for flag in ("postgres", "nats", "clickhouse"):

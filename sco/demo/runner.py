@@ -189,8 +189,8 @@ async def run_demo(cfg: DemoConfig) -> int:
     from sco.commands.keys import init_keys
     from sco.stack import bootstrap, manager
     from sco.stack.services import free_port
-    from sco.stores import nats as nats_store
-    from sco.stores.config import load_urls
+    from stores import nats as nats_store
+    from stores.config import load_urls
 
     from .fleet import Fleet
     from .summary import Summary
@@ -340,7 +340,7 @@ async def run_demo(cfg: DemoConfig) -> int:
                 "sbatch", "--parsable", "-p", "reclaimable", "--job-name", DEMO_JOB, "--requeue",
                 f"--signal=B:{sig.removeprefix('SIG')}@60", "--open-mode=append",
                 f"--comment=contract={ref}", f"--output={run_dir}/slurm-%j.out", "--wrap",
-                f"exec {sys.executable} -m sco.checkpoint.slurm_batch -- sleep 900"],
+                f"exec {sys.executable} -m workload.checkpoint.slurm_batch -- sleep 900"],
                 capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 summary.slurm_after = f"sbatch failed: {out.stderr.strip()[:120]}"

@@ -6,9 +6,9 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sco.stores import clickhouse, migrate, postgres
-from sco.stores import nats as sco_nats
-from sco.stores.config import StoreUrls
+from stores import clickhouse, migrate, postgres
+from stores import nats as sco_nats
+from stores.config import StoreUrls
 
 __all__ = ["Prepared", "ensure_streams", "prepare"]
 

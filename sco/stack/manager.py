@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sco.stores.config import ENV_VARS, Store, sco_home, stack_file
+from stores.config import ENV_VARS, Store, sco_home, stack_file
 
 from . import services
 

@@ -153,7 +153,7 @@ def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0) -
 def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0) -> Running:
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    proc = _spawn([sys.executable, "-m", "sco.clickhouse_http", str(data_dir / "chdb"), str(port)],
+    proc = _spawn([sys.executable, "-m", "sco.stack.clickhouse_http", str(data_dir / "chdb"), str(port)],
                   data_dir / "clickhouse.log", cwd=str(Path(__file__).resolve().parents[2]))
     wait_port(port, timeout, proc, "sco clickhouse serve")
     return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))

@@ -20,7 +20,7 @@ from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import NodeIdentity
 from contracts.canonical import canonical_bytes
 from contracts.signing import KeyPair, generate_keypair, load_private_key, sign_blob
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 REGION = "r1"
 

@@ -26,8 +26,9 @@ from tests.agent.helpers import (
     stream_events,
     workload_entry,
 )
-from tests.conftest import REPO, free_port
 from tests.doubles.kube_api import KubeApiDouble
+from tests.support.paths import REPO
+from tests.support.ports import free_port
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")
 

@@ -16,7 +16,7 @@ from agent.notices import parse_notice
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import notice_doc
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def test_a_bundle_compiled_by_sco_boots_the_agent_and_drives_the_drain(tmp_path: Path) -> None:

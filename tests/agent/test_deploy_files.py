@@ -15,7 +15,7 @@ import yaml
 
 from agent.config import AgentConfig, parse_userdata, userdata_document
 from tests.agent.helpers import make_bundle, new_keys, node_identity, workload_entry
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 DEPLOY = REPO / "deploy" / "agent"
 

@@ -14,7 +14,8 @@ from agent.metrics import Metrics, serve_metrics
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
-from tests.conftest import REPO, free_port
+from tests.support.paths import REPO
+from tests.support.ports import free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",
          "contracts.admission",  # the shared Kubernetes label names (standard library only)

@@ -30,7 +30,7 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 NODE = node_identity()
 WORKLOADS = [workload_entry("etl", budget=2), workload_entry("sim", budget=3)]

@@ -23,7 +23,7 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
-from tests.provider.conftest import make_region
+from tests.controllers.simregion.conftest import make_region
 
 
 def run_against_region(tmp_path: Path, nats_url: str | None, metadata: bool) -> tuple[Agent, FakeScheduler]:

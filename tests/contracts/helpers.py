@@ -12,8 +12,8 @@ from contracts.compiler import CompiledWorkload, check_text
 from contracts.findings import Finding
 from contracts.pools import PoolCatalogue, load_catalogue
 from contracts.settings import CompilerSettings
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "deploy" / "contracts"
 
 

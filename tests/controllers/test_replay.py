@@ -11,6 +11,7 @@ import pytest
 
 from controllers.planning import Strategy
 from controllers.replay import PoolHistory, Reclaim, ReplayConfig, Trace, replay
+from tests.support.paths import REPO
 
 from .builders import contract, pool
 
@@ -142,14 +143,13 @@ def test_the_caps_bound_the_share_of_a_claim_one_reclaim_can_take_and_a_single_p
 def test_on_a_recorded_region_trace_depth_first_is_interrupted_less_and_wastes_less_than_price_first() -> None:
     # The simulated region, where guaranteed requests fill free room before they reclaim: three days after two
     # of warm-up, the fourteen example workloads. (`sco simulate --strategy compare` runs the 30-day version.)
-    from pathlib import Path
 
     from contracts.compiler import check_repo
     from controllers.replay import summarise
     from controllers.replay.from_region import trace_from_region
     from controllers.simregion.config import RegionConfig
 
-    contracts = [w.contract for w in check_repo(Path(__file__).resolve().parents[2] / "deploy" / "contracts").workloads]
+    contracts = [w.contract for w in check_repo(REPO / "deploy" / "contracts").workloads]
     trace = trace_from_region(RegionConfig(seed=3), datetime(2026, 10, 1, tzinfo=UTC), days=3, warmup_days=2)
     ours, cheap = (summarise(s, replay(trace, contracts, 40, ReplayConfig(strategy=s)))
                    for s in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST))

@@ -1,0 +1,18 @@
+"""The shared, typed data-access layer: PostgreSQL (psycopg 3 + pool), ClickHouse (clickhouse-connect),
+NATS/JetStream (nats-py), the migrations, the event ingest and the outbox relay.
+
+Controllers, orchestration and the CLI import these modules; they import only ``contracts`` of ours.
+Submodules import their drivers lazily, so ``import stores`` is cheap:
+
+- ``stores.config`` — URL resolution (``SCO_*_URL`` environment, then ``$SCO_HOME/stack.json``)
+- ``stores.postgres`` — ``pool(url=None)``, ``connect(url=None)``
+- ``stores.clickhouse`` — ``client(url=None)``
+- ``stores.nats`` — ``connect``, ``ensure_events_stream``, ``publish_event`` (``Nats-Msg-Id`` = event_id)
+- ``stores.migrate`` — ``migrate_postgres``, ``migrate_clickhouse``
+- ``stores.ingest`` — the JetStream → ClickHouse consumer (``drain`` for a Dagster sensor)
+- ``stores.outbox`` — ``enqueue`` inside a transaction, ``Relay``
+"""
+
+from .config import StoreNotConfigured, StoreUrls, load_urls, resolve_url, sco_home
+
+__all__ = ["StoreNotConfigured", "StoreUrls", "load_urls", "resolve_url", "sco_home"]

@@ -1,1 +1,0 @@
-from tests.stack.fixtures import nats_server, nats_url, pg_migrated_url, pg_url, postgres_server  # noqa: F401

@@ -1,0 +1,56 @@
+"""The front end's request parsing and error mapping, without a server."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from sco.stack.clickhouse_http.protocol import ClickHouseError, decompress, http_status, parse_request, split_insert
+
+
+def test_an_insert_with_a_format_splits_into_statement_format_and_rows() -> None:
+    assert split_insert(b"INSERT INTO db.t (a, `format`) FORMAT Native\n\x09\x00rows") == (
+        "INSERT INTO db.t (a, `format`)", "Native", b"\x09\x00rows")
+    assert split_insert(b"insert into t settings async_insert=0 format JSONEachRow {\"a\":1}") == (
+        "insert into t settings async_insert=0", "JSONEachRow", b'{"a":1}')
+    assert split_insert(b"INSERT INTO t VALUES (1)") is None
+    assert split_insert(b"SELECT 1 FORMAT Native") is None
+
+
+def test_url_query_and_body_rows_make_one_insert_and_other_parameters_become_settings() -> None:
+    request = parse_request({"query": "INSERT INTO t FORMAT TSV", "database": "d", "param_x": "1",
+                             "max_threads": "2", "session_id": "s", "wait_end_of_query": "1"},
+                            {"content-encoding": "gzip"}, gzip.compress(b"1\t2\n"))
+    assert (request.insert, request.data, request.database, request.session_id) == (
+        ("INSERT INTO t", "TSV"), b"1\t2\n", "d", "s")
+    assert request.params == {"x": "1"}
+    assert request.settings == {"max_threads": "2"}
+    assert request.default_format == "TabSeparated" and request.query_id
+
+
+def test_a_url_query_without_format_is_joined_with_the_body() -> None:
+    request = parse_request({"query": "SELECT * FROM t"}, {}, b"WHERE a = 1")
+    assert (request.query, request.insert) == (b"SELECT * FROM t\nWHERE a = 1", None)
+
+
+def test_an_empty_query_and_an_unknown_encoding_are_clickhouse_errors() -> None:
+    with pytest.raises(ClickHouseError, match="Empty query"):
+        parse_request({}, {}, b"  ")
+    with pytest.raises(ClickHouseError, match="Unknown Content-Encoding: snappy"):
+        decompress(b"x", "snappy")
+    with pytest.raises(ClickHouseError) as bad:
+        decompress(b"not gzip", "gzip")
+    assert (bad.value.code, bad.value.name) == (271, "CANNOT_DECOMPRESS")
+
+
+@pytest.mark.parametrize(("text", "code", "status"), [
+    ("Code: 60. DB::Exception: Table default.x does not exist. (UNKNOWN_TABLE) (version 26.9.2.1)", 60, 404),
+    ("Code: 62. DB::Exception: Syntax error: failed at position 1. (SYNTAX_ERROR)", 62, 400),
+    ("Code: 241. DB::Exception: Memory limit exceeded. (MEMORY_LIMIT_EXCEEDED)", 241, 500),
+    ("something without a code", 1001, 500),
+])
+def test_engine_errors_map_to_their_code_and_http_status(text: str, code: int, status: int) -> None:
+    error = ClickHouseError.from_engine(RuntimeError(text))
+    assert (error.code, http_status(error)) == (code, status)
+    assert str(error).startswith(f"Code: {code}.")
