@@ -33,8 +33,9 @@ class SchedulerAdapter(Protocol):
     def units(self) -> list[Unit]:
         """Contracted work still on this node (pods / jobs)."""
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
-        """Start the unit's eviction with grace = the contract's drain budget and signal its checkpoint.
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """Start the unit's eviction with grace period ``grace_s`` (whole seconds left of the contract's drain
+        budget, decided by the engine: ``drain_plan.eviction_grace_s``) and signal its checkpoint.
         Kubernetes: Eviction API (429 -> EVICT_BLOCKED). Slurm: the contract's signal to the batch step."""
 
     def finish(self, unit: Unit, contract: Contract) -> None:

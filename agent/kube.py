@@ -4,7 +4,7 @@ deploy/agent/ lets that token taint/cordon and evict on its own node only.
 
 Calls: ``GET``/``PATCH`` (merge patch) ``/api/v1/nodes/<node>``; ``GET /api/v1/pods?fieldSelector=
 spec.nodeName=<node>``; ``POST /api/v1/namespaces/<ns>/pods/<pod>/eviction`` (policy/v1 Eviction with
-``deleteOptions.gracePeriodSeconds`` = the drain budget; 429 = a PodDisruptionBudget refuses for now).
+``deleteOptions.gracePeriodSeconds`` = what is left of the drain budget; 429 = a PodDisruptionBudget refuses for now).
 Pods name their contract with the labels ``sco.io/contract`` and ``sco.io/contract-version`` (contracts.admission).
 A pod's ``status.startTime`` (RFC 3339 UTC) becomes ``Unit.attributes["started_at"]``.
 """
@@ -123,10 +123,11 @@ class KubeAdapter:
                               namespace=meta.get("namespace", "default"), attributes=attrs))
         return units
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """policy/v1 Eviction with ``deleteOptions.gracePeriodSeconds = grace_s``; 429 -> EVICT_BLOCKED."""
         ns, _, name = unit.unit_id.partition("/")
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns},
-                "deleteOptions": {"gracePeriodSeconds": int(contract.drain_budget_s)}}
+                "deleteOptions": {"gracePeriodSeconds": int(grace_s)}}
         status, doc = self._request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body)
         if status in (200, 201):
             return EVICT_DONE

@@ -134,15 +134,16 @@ class SlurmAdapter:
                 units.append(Unit(job_id.strip(), contract_from_comment(comment), attributes=attrs))
         return units
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
-        """Signal the batch step with the contract's signal (the workload's checkpoint trigger)."""
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """Signal the batch step with the contract's signal (the workload's checkpoint trigger). Slurm has no
+        grace period to set: the agent's own deadline (finish, verify) bounds the job; ``grace_s`` is unused."""
         try:
             self._run(*self._signal_argv(unit, contract))
         except SlurmError as exc:
             return _gone_or_raise(exc)
         return EVICT_DONE
 
-    async def aevict(self, unit: Unit, contract: Contract) -> str:
+    async def aevict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
         try:
             await self._arun(*self._signal_argv(unit, contract))
         except SlurmError as exc:

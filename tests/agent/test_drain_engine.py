@@ -8,7 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.drain import DrainEngine, DrainReport, order_workloads
+from agent.drain import DrainEngine, DrainReport
+from agent.drain_plan import order_workloads
 from agent.local import RecordingActuator
 from agent.model import STARTED_AT, Contract, Unit, format_time
 from contracts.subjects import EventKind
