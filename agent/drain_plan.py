@@ -115,14 +115,20 @@ def drain_deadline(received: float, budget_s: float, terminate_in_s: float | Non
 
 
 def eviction_grace_s(budget_s: int, deadline: float, now: float) -> int:
-    """The grace period of an eviction sent at ``now``: the whole seconds left before the deadline (at
-    least 1, at most the budget), so the kubelet's kill lands before the agent's deadline, not after it."""
+    """The grace period of an eviction sent at ``now``.
+
+    The whole seconds left before the deadline (at least 1, at most the budget), so the kubelet's kill lands before
+    the agent's deadline, not after it.
+    """
     return min(budget_s, max(1, int(deadline - now)))
 
 
 def local_step(stage: int, now: float, deadline: float) -> LocalStep:
-    """Local path: ``stage`` finishes already sent (0, 1 or 2). Finish at the finish margin, escalate at
-    the deadline, each once."""
+    """Local path: what to send now, given ``stage`` finishes already sent (0, 1 or 2).
+
+    Finish at the finish margin, escalate at
+    the deadline, each once.
+    """
     if stage == 0:
         return LocalStep.FINISH if now >= deadline - FINISH_MARGIN_S else LocalStep.WAIT
     if stage == 1:
@@ -189,8 +195,10 @@ class DrainPlan:
         return self.deadlines[contract.ref]
 
     def workloads(self, units: Iterable[Unit]) -> tuple[WorkloadPlan, ...]:
-        """Group the listed units by contract (unknown ones under the fallback), in start order. An
-        advisory drain keeps only its own workloads' units."""
+        """Group the listed units by contract (unknown ones under the fallback), in start order.
+
+        An advisory drain keeps only its own workloads' units.
+        """
         by_ref = {c.ref: c for c in self.contracts}
         groups: dict[str, tuple[Contract, list[Unit]]] = {}
         for unit in units:
@@ -207,9 +215,11 @@ class DrainPlan:
 
     def local_plans(self, units: Iterable[Unit], only: Contract | None,
                     started: frozenset[str] | set[str]) -> list[LocalPlan]:
-        """What the local actuator is to start: ``only`` (one workload's refused units) or every workload in
-        scope, less those already started locally, in start order, each with its deadline. With ``only``,
-        every given unit is that workload's; otherwise a unit goes to the contract it names."""
+        """What the local actuator is to start, each workload with its deadline, in start order.
+
+        ``only`` (one workload's refused units) or every workload in scope, less those already started locally.
+        With ``only``, every given unit is that workload's; otherwise a unit goes to the contract it names.
+        """
         targets = [only] if only is not None else list(self.contracts or (self.fallback,))
         listed = tuple(units)
         return [LocalPlan(c, self.deadline(c),

@@ -1,6 +1,7 @@
-"""Drain through the Kubernetes API with a handful of plain HTTPS calls (no client library: the agent stays
-under 40 MiB). Authenticates with the node-bound ServiceAccount token; the ValidatingAdmissionPolicy in
-deploy/agent/ lets that token taint/cordon and evict on its own node only.
+"""Drain through the Kubernetes API with a handful of plain HTTPS calls.
+
+No client library: the agent stays under 40 MiB. Authenticates with the node-bound ServiceAccount token; the
+ValidatingAdmissionPolicy in deploy/agent/ lets that token taint/cordon and evict on its own node only.
 
 Calls: ``GET``/``PATCH`` (merge patch) ``/api/v1/nodes/<node>``; ``GET /api/v1/pods?fieldSelector=
 spec.nodeName=<node>``; ``POST /api/v1/namespaces/<ns>/pods/<pod>/eviction`` (policy/v1 Eviction with
@@ -33,16 +34,22 @@ VERSION_LABEL = CONTRACT_VERSION_LABEL
 
 
 class KubeError(AgentError):
+    """A Kubernetes API call failed; ``status`` is the HTTP status (0: no answer)."""
+
     def __init__(self, message: str, status: int = 0) -> None:
+        """Keep the message and the HTTP status."""
         super().__init__(message)
         self.status = status
 
 
 class KubeAdapter:
+    """The ``SchedulerAdapter`` for Kubernetes: taint, cordon, list pods and evict on this node only."""
+
     name = "kubernetes"
 
     def __init__(self, api: str, node_name: str, token: str | None = None, ca_file: Path | None = None,
                  timeout_s: float = 10.0) -> None:
+        """Talk to ``api`` about ``node_name`` with the node-bound ``token``, trusting ``ca_file``."""
         self.api = api.rstrip("/")
         self.node = node_name
         self.token = token
@@ -53,6 +60,7 @@ class KubeAdapter:
 
     @classmethod
     def from_files(cls, api: str, node_name: str, token_file: Path, ca_file: Path | None) -> KubeAdapter:
+        """Read the token from ``token_file`` (an unreadable one is not fatal: the local path needs none)."""
         try:
             token = token_file.read_text().strip()
         except OSError:
@@ -99,6 +107,7 @@ class KubeAdapter:
         self._patch_node(taints, {"unschedulable": True}, {"annotations": {"sco.io/drain-reason": reason[:200]}})
 
     def units(self) -> list[Unit]:
+        """The pods on this node, less DaemonSet, mirror and finished pods."""
         selector = quote(f"spec.nodeName={self.node}")
         doc = self._ok("GET", f"/api/v1/pods?fieldSelector={selector}")
         units = []
@@ -138,6 +147,7 @@ class KubeAdapter:
         raise KubeError(f"eviction of {unit.unit_id} answered {status}: {doc.get('message', '')}", status)
 
     def finish(self, unit: Unit, contract: Contract) -> None:
+        """Nothing to do: the kubelet ends the pod at the end of the eviction's grace period."""
         return  # the kubelet ends the pod at the end of the eviction's grace period
 
     def set_ready(self, ready: bool, reason: str) -> None:
