@@ -1,6 +1,8 @@
-"""The SCO node agent: acts on a reclaim notice within 2 s from what the node already holds (ADR-09,
-ADR-13..17, ADR-31). Imports only the light ``contracts`` modules (stdlib + cryptography) and nats-py.
-Names are loaded lazily: ``sco-agent check`` does not load the runtime."""
+"""The SCO node agent: acts on a reclaim notice within 2 s from what the node already holds.
+
+ADR-09, ADR-13..17, ADR-31. Imports only the light ``contracts`` modules (stdlib + cryptography) and nats-py.
+Names are loaded lazily: ``sco-agent check`` does not load the runtime.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ _EXPORTS = {
     "Agent": "runtime", "SystemClock": "runtime",
     "AgentConfig": "config", "UserData": "config", "load_userdata": "config", "userdata_document": "config",
     "BundleStore": "bundle", "HeldBundle": "bundle",
-    "DrainEngine": "drain", "DrainReport": "drain", "order_workloads": "drain",
+    "DrainEngine": "drain", "DrainReport": "drain", "order_workloads": "drain_plan", "DrainPlan": "drain_plan",
+    "plan_drain": "drain_plan",
     "SchedulerAdapter": "adapters", "LocalActuator": "adapters", "LocalPlan": "adapters", "Credentials": "adapters",
     "SlurmAdapter": "slurm", "KubeAdapter": "kube",
     "SlurmProcessActuator": "local", "KubeletShutdownActuator": "local", "RecordingActuator": "local",

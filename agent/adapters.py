@@ -21,9 +21,12 @@ EVICT_BLOCKED = "blocked"  # refused for now (Kubernetes 429: a PodDisruptionBud
 
 
 class SchedulerAdapter(Protocol):
-    """Drain through the scheduler. Every call must answer within ``scheduler_timeout_s`` (800 ms) or the
+    """Drain through the scheduler.
+
+    Every call must answer within ``scheduler_timeout_s`` (800 ms) or the
     engine switches to the local path. An adapter may also offer an asyncio twin of any method, named with
-    an ``a`` prefix (``amark_unschedulable``...); the engine then awaits it instead of using a thread."""
+    an ``a`` prefix (``amark_unschedulable``...); the engine then awaits it instead of using a thread.
+    """
 
     name: str
 
@@ -33,9 +36,13 @@ class SchedulerAdapter(Protocol):
     def units(self) -> list[Unit]:
         """Contracted work still on this node (pods / jobs)."""
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
-        """Start the unit's eviction with grace = the contract's drain budget and signal its checkpoint.
-        Kubernetes: Eviction API (429 -> EVICT_BLOCKED). Slurm: the contract's signal to the batch step."""
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """Start the unit's eviction with grace period ``grace_s`` and signal its checkpoint.
+
+        ``grace_s`` is the whole seconds left of the contract's drain budget, decided by the engine
+        (``drain_plan.eviction_grace_s``). Kubernetes: Eviction API (429 -> EVICT_BLOCKED). Slurm: the contract's
+        signal to the batch step.
+        """
 
     def finish(self, unit: Unit, contract: Contract) -> None:
         """The budget is nearly spent and the unit is still here. Slurm: requeue if requeueable."""
@@ -46,6 +53,8 @@ class SchedulerAdapter(Protocol):
 
 @dataclass(frozen=True)
 class LocalPlan:
+    """One workload for the local actuator: its contract, its deadline and the units the scheduler listed."""
+
     contract: Contract
     deadline: float  # monotonic seconds
     units: tuple[Unit, ...] = ()  # empty when the scheduler never answered
@@ -67,6 +76,8 @@ class LocalActuator(Protocol):
 
 
 class Credentials(Protocol):
+    """What the node holds and gives up at the end of a hard notice's drain (ADR-31)."""
+
     def release_leases(self) -> int:
         """Release the work leases this node holds; return how many."""
 

@@ -27,6 +27,8 @@ SIG_NAME = BUNDLE_NAME + ".sig"
 
 @dataclass(frozen=True)
 class HeldBundle:
+    """A verified agent bundle for this node's partition, with the contracts it carries."""
+
     partition: str
     generation: int
     issued_at: datetime
@@ -39,13 +41,18 @@ class HeldBundle:
 
 @dataclass(frozen=True)
 class Offer:
+    """The answer to an offered bundle: ``outcome`` (accepted, unchanged, older, refused) and why."""
+
     outcome: str  # accepted | unchanged | older | refused
     reason: str = ""
     bundle: HeldBundle | None = None
 
 
 class BundleStore:
+    """The contract cache: verifies offered bundles, holds the newest, persists it under ``<state>/bundle``."""
+
     def __init__(self, state_dir: Path, public_key_pem: bytes, partition: str) -> None:
+        """Hold nothing yet; bundles must be signed by ``public_key_pem`` and name ``partition``."""
         self.directory = state_dir / "bundle"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.public_key_pem = public_key_pem
@@ -57,6 +64,11 @@ class BundleStore:
         self.last_refresh_ok: datetime | None = None
 
     def parse(self, raw: bytes, signature: bytes, origin: str) -> HeldBundle:
+        """Verify and read a bundle.
+
+        Raises:
+            AgentError: The signature, kind, partition, workloads or ``issued_at`` is not usable.
+        """
         try:
             verified = verify_bundle_bytes(raw, signature, self.public_key_pem)
         except BundleError as exc:
@@ -81,6 +93,7 @@ class BundleStore:
                           signature=signature.strip(), origin=origin)
 
     def offer(self, raw: bytes, signature: bytes, origin: str) -> Offer:
+        """Offer a bundle: hold and persist it when it verifies and is not older than the held one."""
         try:
             bundle = self.parse(raw, signature, origin)
         except AgentError as exc:
@@ -98,6 +111,7 @@ class BundleStore:
         return Offer("accepted", bundle=bundle)
 
     def load_disk(self) -> Offer | None:
+        """Offer the bundle persisted on disk; None when there is none."""
         raw_path, sig_path = self.directory / BUNDLE_NAME, self.directory / SIG_NAME
         if not raw_path.exists():
             return None
@@ -119,6 +133,7 @@ class BundleStore:
             os.replace(tmp, self.directory / name)
 
     def age_seconds(self, now: datetime) -> float:
+        """Seconds since the held bundle was issued (NaN without one); never enforced, only a metric."""
         if self.current is None:
             return float("nan")
         return max(0.0, (now - self.current.issued_at).total_seconds())

@@ -1,5 +1,8 @@
-"""``sco-agent``: the node agent's console script. Loads only the standard library, ``cryptography``,
-nats-py and the light ``contracts`` modules (no pydantic)."""
+"""``sco-agent``: the node agent's console script.
+
+Loads only the standard library, ``cryptography``,
+nats-py and the light ``contracts`` modules (no pydantic).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ __all__ = ["build_agent", "main"]
 
 
 def build_agent(cfg: AgentConfig) -> object:
+    """The agent for this node: its user-data, key, scheduler adapter, local actuator and credentials."""
     from .credentials import NodeCredentials
     from .runtime import Agent
 
@@ -116,6 +120,7 @@ def _cmd_userdata(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``sco-agent run`` or ``sco-agent check``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="sco-agent", description="SCO node agent (docs/agent.md)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (("run", "run the agent"), ("check", "verify the user-data bundle and exit")):

@@ -25,6 +25,8 @@ SCHEDULERS = ("slurm", "kubernetes")
 
 @dataclass(frozen=True)
 class UserData:
+    """What the launch wrote for this node: its identity, where to listen and the first bundle."""
+
     node: NodeIdentity
     nats_urls: tuple[str, ...]
     metadata_url: str | None
@@ -67,6 +69,11 @@ def parse_userdata(data: bytes, source: str = "<user-data>") -> UserData:
 
 
 def load_userdata(path: Path) -> UserData:
+    """Read and parse the user-data file.
+
+    Raises:
+        AgentError: The file cannot be read or is not usable user-data.
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -114,6 +121,7 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """The defaults, overridden by ``SCO_AGENT_<FIELD>`` variables of ``env``, then by ``overrides``."""
         env = dict(os.environ) if env is None else env
         cfg = cls()
         values: dict[str, Any] = {}

@@ -33,13 +33,17 @@ def _post(url: str, token: str | None = None, timeout: float = 2.0) -> bool:
 
 
 class NodeCredentials:
+    """The node's work leases and tokens, released and revoked at the end of a drain (best effort)."""
+
     def __init__(self, leases_dir: Path | None = None, token_files: tuple[Path, ...] = (),
                  revoke_url: str | None = None) -> None:
+        """Leases as JSON files in ``leases_dir``; tokens in ``token_files``; ``revoke_url`` revokes the first."""
         self.leases_dir = leases_dir
         self.token_files = token_files
         self.revoke_url = revoke_url
 
     def release_leases(self) -> int:
+        """Release every lease file (POST its ``release_url``, delete it); return how many."""
         if self.leases_dir is None or not self.leases_dir.is_dir():
             return 0
         released = 0
@@ -56,6 +60,7 @@ class NodeCredentials:
         return released
 
     def revoke_tokens(self) -> list[str]:
+        """Revoke the first token at ``revoke_url``, overwrite and remove every token file; return what went."""
         revoked: list[str] = []
         tokens = [p for p in self.token_files if p.exists()]
         if self.revoke_url and tokens:

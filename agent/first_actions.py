@@ -1,5 +1,8 @@
-"""The first-action gate (ADR-14): drains in this process whose first action (taint/cordon, Slurm drain) is
-still pending. Everything else a drain does, and the event shipping, waits while any is pending."""
+"""The first-action gate (ADR-14).
+
+Drains in this process whose first action (taint/cordon, Slurm drain) is still pending. Everything else a drain
+does, and the event shipping, waits while any is pending.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,12 @@ __all__ = ["FirstActions", "first_actions_pending", "yield_to_first_actions"]
 
 
 class FirstActions:
-    """Drains in this process whose first action is still pending. Everything else a drain does (and the
+    """Drains in this process whose first action is still pending.
+
+    Everything else a drain does (and the
     event shipping) waits while any is pending: the taint/cordon bounds the 2 s target, the rest has the
-    drain budget. One ``asyncio.Event`` per event loop, set when nothing is pending."""
+    drain budget. One ``asyncio.Event`` per event loop, set when nothing is pending.
+    """
 
     pending = 0
     _idle: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event]] = weakref.WeakKeyDictionary()
@@ -30,22 +36,26 @@ class FirstActions:
 
     @classmethod
     def begin(cls) -> None:
+        """A drain's first action is now pending."""
         cls.pending += 1
         cls._event().clear()
 
     @classmethod
     def end(cls) -> None:
+        """A pending first action is done (or gave up)."""
         cls.pending = max(0, cls.pending - 1)
         if cls.pending == 0:
             cls._event().set()
 
     @classmethod
     async def yield_to_pending(cls) -> None:
+        """Return once no first action is pending."""
         if cls.pending > 0:
             await cls._event().wait()
 
 
 def first_actions_pending() -> int:
+    """How many drains in this process still wait for their first action."""
     return FirstActions.pending
 
 

@@ -1,10 +1,11 @@
-"""Drain through the Kubernetes API with a handful of plain HTTPS calls (no client library: the agent stays
-under 40 MiB). Authenticates with the node-bound ServiceAccount token; the ValidatingAdmissionPolicy in
-deploy/agent/ lets that token taint/cordon and evict on its own node only.
+"""Drain through the Kubernetes API with a handful of plain HTTPS calls.
+
+No client library: the agent stays under 40 MiB. Authenticates with the node-bound ServiceAccount token; the
+ValidatingAdmissionPolicy in deploy/agent/ lets that token taint/cordon and evict on its own node only.
 
 Calls: ``GET``/``PATCH`` (merge patch) ``/api/v1/nodes/<node>``; ``GET /api/v1/pods?fieldSelector=
 spec.nodeName=<node>``; ``POST /api/v1/namespaces/<ns>/pods/<pod>/eviction`` (policy/v1 Eviction with
-``deleteOptions.gracePeriodSeconds`` = the drain budget; 429 = a PodDisruptionBudget refuses for now).
+``deleteOptions.gracePeriodSeconds`` = what is left of the drain budget; 429 = a PodDisruptionBudget refuses for now).
 Pods name their contract with the labels ``sco.io/contract`` and ``sco.io/contract-version`` (contracts.admission).
 A pod's ``status.startTime`` (RFC 3339 UTC) becomes ``Unit.attributes["started_at"]``.
 """
@@ -33,16 +34,22 @@ VERSION_LABEL = CONTRACT_VERSION_LABEL
 
 
 class KubeError(AgentError):
+    """A Kubernetes API call failed; ``status`` is the HTTP status (0: no answer)."""
+
     def __init__(self, message: str, status: int = 0) -> None:
+        """Keep the message and the HTTP status."""
         super().__init__(message)
         self.status = status
 
 
 class KubeAdapter:
+    """The ``SchedulerAdapter`` for Kubernetes: taint, cordon, list pods and evict on this node only."""
+
     name = "kubernetes"
 
     def __init__(self, api: str, node_name: str, token: str | None = None, ca_file: Path | None = None,
                  timeout_s: float = 10.0) -> None:
+        """Talk to ``api`` about ``node_name`` with the node-bound ``token``, trusting ``ca_file``."""
         self.api = api.rstrip("/")
         self.node = node_name
         self.token = token
@@ -53,6 +60,7 @@ class KubeAdapter:
 
     @classmethod
     def from_files(cls, api: str, node_name: str, token_file: Path, ca_file: Path | None) -> KubeAdapter:
+        """Read the token from ``token_file`` (an unreadable one is not fatal: the local path needs none)."""
         try:
             token = token_file.read_text().strip()
         except OSError:
@@ -99,6 +107,7 @@ class KubeAdapter:
         self._patch_node(taints, {"unschedulable": True}, {"annotations": {"sco.io/drain-reason": reason[:200]}})
 
     def units(self) -> list[Unit]:
+        """The pods on this node, less DaemonSet, mirror and finished pods."""
         selector = quote(f"spec.nodeName={self.node}")
         doc = self._ok("GET", f"/api/v1/pods?fieldSelector={selector}")
         units = []
@@ -123,10 +132,11 @@ class KubeAdapter:
                               namespace=meta.get("namespace", "default"), attributes=attrs))
         return units
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """policy/v1 Eviction with ``deleteOptions.gracePeriodSeconds = grace_s``; 429 -> EVICT_BLOCKED."""
         ns, _, name = unit.unit_id.partition("/")
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns},
-                "deleteOptions": {"gracePeriodSeconds": int(contract.drain_budget_s)}}
+                "deleteOptions": {"gracePeriodSeconds": int(grace_s)}}
         status, doc = self._request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body)
         if status in (200, 201):
             return EVICT_DONE
@@ -137,6 +147,7 @@ class KubeAdapter:
         raise KubeError(f"eviction of {unit.unit_id} answered {status}: {doc.get('message', '')}", status)
 
     def finish(self, unit: Unit, contract: Contract) -> None:
+        """Nothing to do: the kubelet ends the pod at the end of the eviction's grace period."""
         return  # the kubelet ends the pod at the end of the eviction's grace period
 
     def set_ready(self, ready: bool, reason: str) -> None:

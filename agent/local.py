@@ -57,6 +57,7 @@ class JobProcess:
 
 
 def job_processes(node_name: str, proc: Path = Path("/proc")) -> list[JobProcess]:
+    """The processes of Slurm jobs running on ``node_name``, from ``/proc/<pid>/environ``."""
     out = []
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -76,14 +77,18 @@ def _signum(name: str) -> int:
 
 
 class SlurmProcessActuator:
-    """Signals the jobs of this node directly. A job belongs to a plan when its ``SCO_CONTRACT`` names the
+    """Signals the jobs of this node directly.
+
+    A job belongs to a plan when its ``SCO_CONTRACT`` names the
     plan's contract or its id is one of the plan's units; when the scheduler never listed the units, the
     jobs nobody claims go to the first plan (the longest budget). ``finish`` only touches the jobs of the
-    plans it is given, so one workload's deadline never cuts another's short."""
+    plans it is given, so one workload's deadline never cuts another's short.
+    """
 
     name = "slurm-process-signal"
 
     def __init__(self, node_name: str) -> None:
+        """Signal the jobs of ``node_name``; record what was signalled and terminated."""
         self.node = node_name
         self.signalled: list[tuple[str, int, str]] = []  # (job, pid, signal)
         self.terminated: list[int] = []
@@ -104,6 +109,7 @@ class SlurmProcessActuator:
         return out
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
+        """Send each plan's contract signal to the batch shell of each of its jobs."""
         if not plans:
             return
         for proc, plan in self._assign(job_processes(self.node), plans):
@@ -144,12 +150,14 @@ class KubeletShutdownActuator:
     name = "kubelet-graceful-shutdown"
 
     def __init__(self, command: str = "systemctl poweroff", inhibit_s: int = 30) -> None:
+        """Start ``command`` behind a systemd delay inhibitor held ``inhibit_s`` seconds."""
         self.command = shlex.split(command)
         self.inhibit_s = inhibit_s
         self.started = False
         self.procs: list[subprocess.Popen[bytes]] = []  # kept: the inhibitor lives while the agent ships
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
+        """Hold the inhibitor and start the orderly shutdown, once."""
         if self.started:
             return
         self.started = True
@@ -162,9 +170,11 @@ class KubeletShutdownActuator:
         self.procs.append(subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def finish(self, plans: list[LocalPlan]) -> None:
+        """Nothing to do: the kubelet's graceful shutdown ends the pods."""
         return
 
     def remaining(self) -> int | None:
+        """None: this actuator cannot count pods."""
         return None
 
 
@@ -178,11 +188,14 @@ class RecordingActuator:
     started: threading.Event = field(default_factory=threading.Event)
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
+        """Record the start."""
         self.calls.append(("start", time.monotonic(), [p.contract.ref for p in plans], reason))
         self.started.set()
 
     def finish(self, plans: list[LocalPlan]) -> None:
+        """Record the finish."""
         self.calls.append(("finish", time.monotonic(), [p.contract.ref for p in plans], ""))
 
     def remaining(self) -> int | None:
+        """The configured ``units``."""
         return self.units

@@ -31,6 +31,8 @@ KINDS = ("notice", "advisory")
 
 @dataclass(frozen=True)
 class Notice:
+    """A reclaim notice or advisory for an instance, as received on one channel."""
+
     notice_id: str
     kind: str
     instance: str
@@ -45,6 +47,11 @@ class Notice:
 
 
 def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "notice") -> Notice:
+    """Parse a notice document (JSON bytes, text or a dict).
+
+    Raises:
+        AgentError: Not a JSON object, an unknown kind, a bad time, or no instance or id.
+    """
     if isinstance(doc, bytes | str):
         try:
             doc = json.loads(doc)
@@ -75,8 +82,10 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
 
 
 def parse_metadata(data: bytes, received: float) -> list[Notice]:
-    """The metadata endpoint's document: ``{"instance_id": ..., "notices": [<notice or advisory>, ...]}``
-    (each item may carry ``kind``; default "notice")."""
+    """Parse the metadata endpoint's document into notices.
+
+    ``{"instance_id": ..., "notices": [<notice or advisory>, ...]}`` (each item may carry ``kind``; default "notice").
+    """
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -98,11 +107,13 @@ class NoticeGate:
     """First wins: admits each (kind, notice id) once. Remembers the last ``capacity`` ids."""
 
     def __init__(self, capacity: int = 4096) -> None:
+        """Remember up to ``capacity`` (kind, notice id) pairs."""
         self._seen: set[tuple[str, str]] = set()
         self._order: deque[tuple[str, str]] = deque()
         self.capacity = capacity
 
     def admit(self, notice: Notice) -> bool:
+        """True the first time a (kind, notice id) is seen, False after."""
         key = (notice.kind, notice.notice_id)
         if key in self._seen:
             return False

@@ -38,16 +38,24 @@ NOTICE_FILE = "notice.json"
 
 
 class Clock(Protocol):
-    def now(self) -> datetime: ...
+    """The agent's clocks: wall time (UTC) and monotonic seconds; injected in tests."""
 
-    def monotonic(self) -> float: ...
+    def now(self) -> datetime:
+        """The wall-clock time, timezone-aware UTC."""
+
+    def monotonic(self) -> float:
+        """Monotonic seconds."""
 
 
 class SystemClock:
+    """The system's clocks."""
+
     def now(self) -> datetime:
+        """``datetime.now(UTC)``."""
         return datetime.now(UTC)
 
     def monotonic(self) -> float:
+        """``time.monotonic()``."""
         return time.monotonic()
 
 
@@ -75,11 +83,14 @@ def _describe(m: Metrics) -> None:
 
 
 class Agent:
+    """The node agent: holds the bundle, listens for notices, drains, spools and ships events."""
+
     def __init__(self, config: AgentConfig, userdata: UserData, public_key_pem: bytes,
                  scheduler: SchedulerAdapter, actuator: LocalActuator, credentials: Credentials | None = None,
                  clock: Clock | None = None, metrics: Metrics | None = None,
                  on_first_action: Callable[[float], None] | None = None,
                  writer: ThreadPoolExecutor | None = None) -> None:
+        """Wire the configuration, the node's user-data and key, the adapters, the clock and the metrics."""
         self.cfg = config
         self.userdata = userdata
         self.node = userdata.node
@@ -147,6 +158,7 @@ class Agent:
 
     # ---------- run ----------
     async def start(self, connect: bool = True) -> None:
+        """Boot, resume an interrupted drain, then start listening (NATS, metadata), refreshing and shipping."""
         await self.boot()
         self._resume_drain()
         if connect and self.userdata.nats_urls:
@@ -158,6 +170,7 @@ class Agent:
         self._tasks.append(asyncio.create_task(self._ship_loop(), name="ship"))
 
     async def stop(self) -> None:
+        """Stop every loop, close NATS and flush the spool writer."""
         self._closing = True
         for task in self._tasks:
             task.cancel()
@@ -241,6 +254,7 @@ class Agent:
         self.on_notice(notice)
 
     def on_notice(self, notice: Notice) -> None:
+        """Act on a notice: ignore another instance's or a duplicate, else record it and drain."""
         if notice.instance != self.node.instance:
             self.metrics.inc("sco_agent_notices_other_instance_total", channel=notice.channel)
             return
@@ -362,6 +376,7 @@ class Agent:
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
+        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``."""
         url = str(self.userdata.distributor_url)
         try:
             raw, sig = await asyncio.to_thread(fetch_bundle, url, 5.0)
@@ -401,8 +416,11 @@ class Agent:
             fut.add_done_callback(lambda _f: _wake_soon(loop, self._wake))
 
     async def _ship_loop(self) -> None:
-        """Ship spooled events in order. File reads and deletes run on the spool's writer thread, never on
-        the event loop, and shipping waits while a drain's first action is pending: the notice path first."""
+        """Ship spooled events in order.
+
+        File reads and deletes run on the spool's writer thread, never on
+        the event loop, and shipping waits while a drain's first action is pending: the notice path first.
+        """
         loop = asyncio.get_running_loop()
         backoff = 0.5
         while not self._closing:
@@ -466,9 +484,12 @@ def _wake_soon(loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
 
 
 def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | None:
-    """Seconds from the notice's receipt to deletion. ``terminate_at - issued_at`` when both are given
+    """Seconds from the notice's receipt to deletion.
+
+    ``terminate_at - issued_at`` when both are given
     (both on the provider's clock: no skew with ours); else ``terminate_at`` against our clock, ignored
-    when it is already past (a skewed clock must not cancel the drain budget)."""
+    when it is already past (a skewed clock must not cancel the drain budget).
+    """
     if notice.terminate_at is None:
         return None
     if notice.issued_at is not None:

@@ -1,7 +1,10 @@
-"""Drain through Slurm (ADR-14): ``scontrol`` / ``squeue`` / ``scancel`` (22.05 has no REST call for drain
-or requeue; notes/slurm-on-one-host.md). Jobs carry their contract as ``--comment=contract=<workload>@<v>``.
-The clients run with ``SLURM_TIME_FORMAT=%s``, so the job's ``StartTime`` in the one ``squeue`` listing is epoch
-seconds (no local-time ambiguity); it becomes ``Unit.attributes["started_at"]``."""
+"""Drain through Slurm (ADR-14): ``scontrol`` / ``squeue`` / ``scancel``.
+
+Slurm 22.05 has no REST call for drain or requeue (notes/slurm-on-one-host.md). Jobs carry their contract as
+``--comment=contract=<workload>@<v>``. The clients run with ``SLURM_TIME_FORMAT=%s``, so the job's ``StartTime`` in
+the one ``squeue`` listing is epoch seconds (no local-time ambiguity); it becomes
+``Unit.attributes["started_at"]``.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ ACTIVE_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
 
 
 class SlurmError(AgentError):
+    """A Slurm client call failed."""
+
     pass
 
 
@@ -38,7 +43,7 @@ def _gone_or_raise(exc: SlurmError) -> str:
 
 
 def start_from_epoch(value: str) -> str | None:
-    """squeue's ``%S`` under ``SLURM_TIME_FORMAT=%s`` → ISO-8601 UTC; None for N/A, Unknown, 0 or garbage."""
+    """Squeue's ``%S`` under ``SLURM_TIME_FORMAT=%s`` → ISO-8601 UTC; None for N/A, Unknown, 0 or garbage."""
     try:
         seconds = int(value.strip())
         return format_time(datetime.fromtimestamp(seconds, UTC)) if seconds > 0 else None
@@ -55,10 +60,13 @@ def contract_from_comment(comment: str) -> str | None:
 
 
 class SlurmAdapter:
+    """The ``SchedulerAdapter`` for Slurm, through ``scontrol``, ``squeue`` and ``scancel``."""
+
     name = "slurm"
 
     def __init__(self, node_name: str, slurm_conf: str | None = None, bin_dir: str = "",
                  timeout_s: float = 10.0) -> None:
+        """Run the clients for ``node_name`` (from ``bin_dir``, with ``slurm_conf``), each within ``timeout_s``."""
         self.node = node_name
         self.env = dict(os.environ)
         self.env["SLURM_TIME_FORMAT"] = "%s"  # times as epoch seconds (strftime), whatever the local zone
@@ -79,8 +87,11 @@ class SlurmAdapter:
         return proc.stdout
 
     async def _arun(self, *argv: str) -> str:
-        """The asyncio twin of ``_run``: no thread; when the engine's 800 ms deadline cancels the call, the
-        client process is killed instead of lingering in a thread."""
+        """The asyncio twin of ``_run``: no thread.
+
+        When the engine's 800 ms deadline cancels the call, the
+        client process is killed instead of lingering in a thread.
+        """
         cmd = [str(Path(self.bin) / argv[0]) if self.bin else argv[0], *argv[1:]]
         try:
             proc = await asyncio.create_subprocess_exec(*cmd, env=self.env, stdout=asyncio.subprocess.PIPE,
@@ -101,18 +112,22 @@ class SlurmAdapter:
         return out.decode(errors="replace")
 
     def mark_unschedulable(self, reason: str) -> None:
+        """``scontrol update nodename=X state=drain reason=...``."""
         self._run(*self._drain_argv(reason))
 
     async def amark_unschedulable(self, reason: str) -> None:
+        """The asyncio twin of ``mark_unschedulable``."""
         await self._arun(*self._drain_argv(reason))
 
     def _drain_argv(self, reason: str) -> tuple[str, ...]:
         return ("scontrol", "update", f"nodename={self.node}", "state=drain", f"reason={reason}")
 
     def units(self) -> list[Unit]:
+        """The active jobs on this node, with their contract and start time."""
         return self._parse_units(self._run(*self._units_argv()))
 
     async def aunits(self) -> list[Unit]:
+        """The asyncio twin of ``units``."""
         return self._parse_units(await self._arun(*self._units_argv()))
 
     def _units_argv(self) -> tuple[str, ...]:
@@ -134,15 +149,20 @@ class SlurmAdapter:
                 units.append(Unit(job_id.strip(), contract_from_comment(comment), attributes=attrs))
         return units
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
-        """Signal the batch step with the contract's signal (the workload's checkpoint trigger)."""
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """Signal the batch step with the contract's signal (the workload's checkpoint trigger).
+
+        Slurm has no
+        grace period to set: the agent's own deadline (finish, verify) bounds the job; ``grace_s`` is unused.
+        """
         try:
             self._run(*self._signal_argv(unit, contract))
         except SlurmError as exc:
             return _gone_or_raise(exc)
         return EVICT_DONE
 
-    async def aevict(self, unit: Unit, contract: Contract) -> str:
+    async def aevict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """The asyncio twin of ``evict``."""
         try:
             await self._arun(*self._signal_argv(unit, contract))
         except SlurmError as exc:
@@ -162,6 +182,7 @@ class SlurmAdapter:
                 _gone_or_raise(exc)
 
     async def afinish(self, unit: Unit, contract: Contract) -> None:
+        """The asyncio twin of ``finish``."""
         if contract.requeue and unit.requeueable:
             try:
                 await self._arun("scontrol", "requeue", unit.unit_id)
@@ -169,11 +190,13 @@ class SlurmAdapter:
                 _gone_or_raise(exc)
 
     def node_state(self) -> tuple[str, str]:
+        """The node's Slurm state and reason (``sinfo``)."""
         out = self._run("sinfo", "-h", "-N", "-n", self.node, "-o", "%T|%E").strip().splitlines()
         state, _, reason = (out[0] if out else "|").partition("|")
         return state, reason
 
     def set_ready(self, ready: bool, reason: str) -> None:
+        """Drain the node as not ready, or resume it when the drain reason is the agent's own not-ready one."""
         if not ready:
             self._run("scontrol", "update", f"nodename={self.node}", "state=drain",
                       f"reason={NOT_READY_REASON}: {reason}"[:250])

@@ -26,18 +26,28 @@ _SUFFIX = ".json"
 
 @dataclass(frozen=True)
 class SpoolEntry:
+    """One spooled event: its sequence number, file and size."""
+
     seq: int
     path: Path
     size: int
 
     def read(self) -> dict[str, Any]:
+        """The event."""
         loaded: dict[str, Any] = json.loads(self.path.read_bytes())
         return loaded
 
 
 class Spool:
+    """The bounded on-disk event spool (module docstring)."""
+
     def __init__(self, directory: Path, max_events: int = 10_000, max_bytes: int = 16 * 1024 * 1024,
                  fsync: bool = True) -> None:
+        """Open (or create) the spool in ``directory`` and reload the events left there.
+
+        Raises:
+            ValueError: A bound below 1 event or 1024 bytes.
+        """
         if max_events < 1 or max_bytes < 1024:
             raise ValueError(f"spool bound max_events={max_events}, max_bytes={max_bytes} is too small; "
                              "use at least 1 event and 1024 bytes.")
@@ -68,13 +78,16 @@ class Spool:
 
     @property
     def depth(self) -> int:
+        """Events spooled, not yet acknowledged."""
         return len(self._entries)
 
     @property
     def bytes(self) -> int:
+        """Bytes spooled."""
         return self._bytes
 
     def append(self, event: dict[str, Any]) -> SpoolEntry:
+        """Write an event durably, dropping the oldest ones first when the bound would be exceeded."""
         data = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
         with self._lock:
             dropped = 0
@@ -106,6 +119,7 @@ class Spool:
             return entry
 
     def head(self, limit: int = 256) -> list[SpoolEntry]:
+        """The oldest ``limit`` events, in order."""
         with self._lock:
             return [self._entries[i] for i in range(min(limit, len(self._entries)))]
 

@@ -61,19 +61,25 @@ def unit_lost_s(contract: Contract, elapsed_s: float, final_written: bool) -> fl
 
 @dataclass(frozen=True)
 class Waste:
+    """The work a workload's drain lost, and how many units counted."""
+
     wasted_s: int  # the instance's lost seconds (sum over units ÷ units on the node), rounded
     counted: int  # units with a start time
     no_start: int  # units without one (they count nothing)
 
     def attributes(self) -> dict[str, int]:
+        """The event attributes: ``wasted_s``, ``wasted_units``, ``wasted_units_no_start``."""
         return {ATTR_WASTED_S: self.wasted_s, ATTR_WASTED_UNITS: self.counted, ATTR_WASTED_NO_START: self.no_start}
 
 
 def drain_waste(contract: Contract, units: Sequence[Unit], node_units: int, notice_at: datetime,
                 remaining: int | None) -> Waste:
-    """The instance's work lost by one workload's drain. ``units``: the workload's units listed at the notice;
+    """The instance's work lost by one workload's drain.
+
+    ``units``: the workload's units listed at the notice;
     ``node_units``: every unit on the node then (the divisor, never below ``len(units)``); ``notice_at``: the
-    notice's receipt on the agent's clock; ``remaining``: units left after verification (None: cannot tell)."""
+    notice's receipt on the agent's clock; ``remaining``: units left after verification (None: cannot tell).
+    """
     final_written = remaining == 0
     lost, counted = 0.0, 0
     for unit in units:

@@ -100,10 +100,10 @@ class MemoryScheduler:
     async def aunits(self) -> list[Unit]:
         return self.units()
 
-    async def aevict(self, unit: Unit, contract: Contract) -> str:
-        return self.evict(unit, contract)
+    async def aevict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        return self.evict(unit, contract, grace_s)
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
         if unit not in self.present:
             return EVICT_GONE
         self.present.remove(unit)

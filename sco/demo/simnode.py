@@ -66,13 +66,13 @@ class SimScheduler:
             self._units = [u for u in self._units if self._stops.get(u.unit_id, now + 1) > now]
             return list(self._units)
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
         self._answer()
         with self._lock:
             if all(u.unit_id != unit.unit_id for u in self._units):
                 return EVICT_GONE
             # the workload checkpoints and stops within a fraction of its budget
-            stop_in = self._rng.uniform(0.5, max(0.6, contract.drain_budget_s / 20))
+            stop_in = self._rng.uniform(0.5, max(0.6, grace_s / 20))
             self._stops[unit.unit_id] = time.monotonic() + stop_in
         return EVICT_DONE
 

@@ -20,6 +20,7 @@ class FakeScheduler:
     leave_on_finish: bool = True
     calls: list[tuple[str, float, str]] = field(default_factory=list)
     ready_calls: list[tuple[bool, str]] = field(default_factory=list)
+    graces: list[tuple[str, int]] = field(default_factory=list)  # (unit, grace_s) per eviction
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _log(self, what: str, arg: str = "") -> None:
@@ -36,8 +37,9 @@ class FakeScheduler:
         with self.lock:
             return list(self.units_on_node)
 
-    def evict(self, unit: Unit, contract: Contract) -> str:
+    def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
         self._log("evict", unit.unit_id)
+        self.graces.append((unit.unit_id, grace_s))
         with self.lock:
             if unit not in self.units_on_node:
                 return EVICT_GONE

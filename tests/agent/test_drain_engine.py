@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.drain import DrainEngine, DrainReport, order_workloads
+from agent.drain import DrainEngine, DrainReport
 from agent.local import RecordingActuator
 from agent.model import STARTED_AT, Contract, Unit, format_time
 from contracts.subjects import EventKind
@@ -38,11 +38,6 @@ def run_drain(sched: FakeScheduler, contracts: list[Contract], actuator: Recordi
     return report, events, received
 
 
-def test_workloads_start_longest_budget_first_with_ties_broken_by_name() -> None:
-    ordered = order_workloads([contract("a", 10), contract("c", 90), contract("b", 90), contract("d", 30)])
-    assert [c.workload for c in ordered] == ["b", "c", "d", "a"]
-
-
 def test_a_drain_marks_the_node_first_then_evicts_each_workload_longest_budget_first_and_verifies() -> None:
     sched = FakeScheduler(units_on_node=[Unit("j1", "short@1"), Unit("j2", "long@1"), Unit("j3", "long@1")])
     report, events, _ = run_drain(sched, [contract("short", 2), contract("long", 5)])
@@ -63,6 +58,14 @@ def test_an_eviction_refused_with_429_is_retried_until_accepted_within_the_budge
     assert [a for w, _, a in sched.calls if w == "evict"] == ["p1", "p1", "p1"]
     assert report.workloads["web@1"]["retries"] == 2 and report.path == "scheduler"
     assert any(kind == EventKind.DRAINED for kind, _ in events)
+
+
+def test_each_eviction_is_sent_with_the_whole_seconds_left_of_the_budget_as_its_grace() -> None:
+    sched = FakeScheduler(units_on_node=[Unit("p1", "web@1")], blocked_times={"p1": 2})
+    run_drain(sched, [contract("web", 6)])
+    graces = [grace for _, grace in sched.graces]
+    assert len(graces) == 3 and graces[0] <= 5 and graces == sorted(graces, reverse=True)
+    assert graces[-1] <= graces[0] - 2  # two 1 s retries later: two seconds less
 
 
 def test_a_refusal_that_outlasts_the_budget_hands_those_units_to_the_local_actuator_and_records_an_overrun() -> None:
