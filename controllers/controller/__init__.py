@@ -1,7 +1,9 @@
 """The thin controller (issue 6): claims → plan (``controllers.planning``) → bounded reconcile against the
 provider's tagged instances, with the floor keeper, the fallback arbiter, the exclusion reflex, leases,
-budgets and breakers. Pure decision modules (``reconcile``, ``breaker``, ``exclusion``, ``fallback``,
-``floor_keeper``, ``claims``) are separate from the I/O (``store``, ``ledger``, ``lease``, ``loop``,
+budgets and breakers. A pass is observe (``observe``) → decide (``decide``, ``fallback_pass``, pure; the
+actions and memory in ``decision``) → apply (``apply``), driven by ``loop.Controller.step``. Pure decision
+modules (``decide``, ``fallback_pass``, ``reconcile``, ``breaker``, ``exclusion``, ``fallback``, ``floor_keeper``,
+``claims``) are separate from the I/O (``observe``, ``apply``, ``store``, ``ledger``, ``lease``, ``loop``,
 ``exclusion_stream``, ``rebuild``)."""
 
 from .breaker import Safety, SafetyConfig

@@ -14,7 +14,7 @@ from typing import Any
 
 from contracts.provider import Provider
 
-from .loop import observe
+from .observe import observe
 
 __all__ = ["RebuildReport", "ownership", "rebuild"]
 

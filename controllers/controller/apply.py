@@ -1,0 +1,222 @@
+"""Apply: execute a pass's decision against the provider, the ledger, the revocation hooks and the database,
+in the decided order, and record the pass (ADR-10, ADR-12, ADR-23).
+
+Idempotent, keyed by stable ids: a launch key or an instance id is acted on at most once a pass, and a pass
+repeated after a crash finds the launched instances in the listing (the diff does not ask again). Mutating
+provider calls go through the partition's token budget (``BudgetedProvider``): the first ``Throttled`` ends
+the pass's launches and terminations, the next pass picks up the rest. Fallback capacity is reserved in the
+ledger before its launch, consumed when the instances exist, released otherwise. Every decided note and every
+event of what was done goes out through the outbox; each pass writes its ``controller_cycles`` row.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from contracts.events import Event
+from contracts.provider import LaunchRequest, OwnerTags, Provider
+from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, ProviderError, QuotaExceeded, Throttled
+from contracts.schema import Contract
+
+from . import ledger
+from .approvals import alertmanager_payload
+from .decision import (
+    AskApproval,
+    Decision,
+    Desired,
+    OpenBreaker,
+    Place,
+    Publish,
+    RecordShortfall,
+    Revoke,
+    StartFallback,
+    WriteClaims,
+    WritePlans,
+)
+from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
+from .observe import observe
+from .revocation import Revoker, spiffe_id
+from .settings import PassReport
+from .store import Store, note_event
+
+__all__ = ["Actuator"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Run:
+    notes: list[Note] = field(default_factory=list)
+    launched: int = 0
+    terminated: int = 0
+    throttled: bool = False
+    done: set[str] = field(default_factory=set)     # launch keys and instance ids acted on this pass
+
+
+class Actuator:
+    """Executes decisions for one partition."""
+
+    def __init__(self, desired: Desired, provider: Provider, store: Store, conn: Any, revoker: Revoker, *,
+                 webhook: Callable[[dict[str, Any]], None] | None = None,
+                 agent_bundle: tuple[bytes, bytes] | None = None) -> None:
+        self.desired, self.s = desired, desired.settings
+        self.provider, self.store, self.conn, self.revoker = provider, store, conn, revoker
+        self.webhook, self.agent_bundle = webhook, agent_bundle
+
+    def apply(self, decision: Decision, now: datetime) -> PassReport:
+        run = _Run()
+        for action in decision.actions:
+            self._one(action, run, now)
+        if decision.gated is not None:
+            decision.memory.safety.done(decision.gated, run.launched, run.terminated, now)
+        self.store.emit([self._event(n, now) for n in run.notes])
+        self.store.cycle(self.s.holder, now, decision.read_only, run.launched, run.terminated, decision.held,
+                         decision.generation)
+        return PassReport(True, decision.read_only, decision.generation, run.launched, run.terminated, decision.held,
+                          run.throttled, tuple(n.kind for n in run.notes), decision.requeue_after)
+
+    def _one(self, action: object, run: _Run, now: datetime) -> None:
+        if isinstance(action, Publish):
+            run.notes.append(action.note)
+        elif isinstance(action, Revoke):
+            run.notes.append(self._revoke(action.instance_id, action.workload, action.pool, action.cause))
+        elif isinstance(action, WritePlans):
+            self.store.write_plans(action.plans, action.generation, action.replanned)
+        elif isinstance(action, WriteClaims):
+            self.store.write_claims(list(action.claims), list(action.refused))
+        elif isinstance(action, StartFallback):
+            self._fallback(action, run, now)
+        elif isinstance(action, AskApproval):
+            self._ask(action, now)
+        elif isinstance(action, RecordShortfall):
+            event = self._event(Note("shortfall", action.cause, action.workload, attributes={"units": action.units}),
+                                now)
+            self.store.expire_approval(action.workload, now, event)
+        elif isinstance(action, OpenBreaker):
+            self.store.breaker(True, action.reason, now)
+        elif isinstance(action, Place | Terminate):
+            self._act(action, run, now)
+        else:
+            raise TypeError(f"unknown action {action!r}")
+
+    def _act(self, action: Place | Terminate, run: _Run, now: datetime) -> None:
+        key = action.launch.launch_key if isinstance(action, Place) else action.instance.instance_id
+        if run.throttled or (key and key in run.done):
+            return
+        run.done.add(key)
+        try:
+            if isinstance(action, Place):
+                run.launched += len(self._launch(action.launch, now, list(action.replacing)))
+            else:
+                run.terminated += self._terminate(action, now)
+        except Throttled:
+            run.throttled = True
+
+    # --- the provider ---------------------------------------------------------------------------------
+    def _launch(self, a: Launch, now: datetime, replacing: list[str]) -> list[Observed]:
+        contract = self.desired.contract(a.workload)
+        request = LaunchRequest(
+            pool_id=a.key.pool, count=a.count,
+            owner=OwnerTags(workload=a.workload, pool=a.key.pool, partition=self.s.partition, generation=a.generation),
+            metadata={"sco_purpose": str(a.key.purpose), "sco_tier": a.tier, "sco_launch_key": a.launch_key,
+                      "sco_contract": contract.ref if contract else ""},
+            user_data=self._user_data(contract, a.key.pool))
+        try:
+            made = self.provider.launch(request)
+        except Throttled:
+            raise
+        except (CapacityUnavailable, QuotaExceeded, NotFound) as exc:
+            self.store.emit([self._event(Note("launch-failed", str(exc), a.workload, a.key.pool, attributes={
+                "count": a.count, "launch_key": a.launch_key}), now)])
+            return []
+        obs = observe(made)
+        cause = (f"replacement of {', '.join(replacing[:5])}" if replacing else f"plan generation {a.generation}")
+        events = [self._event(Note("placed", cause, a.workload, a.key.pool, attributes={
+            "count": len(made), "purpose": str(a.key.purpose), "launch_key": a.launch_key,
+            "instances": ",".join(o.instance_id for o in obs)[:1000]}), now)]
+        if replacing:
+            events.append(self._event(Note("replaced", cause, a.workload, a.key.pool, attributes={
+                "replaced": ",".join(replacing), "count": len(made)}), now))
+        self.store.launched(obs, events, now)
+        return obs
+
+    def _terminate(self, t: Terminate, now: datetime) -> int:
+        o = t.instance
+        try:
+            self.provider.terminate(o.instance_id)
+        except (NotFound, NotOwned) as exc:
+            self.store.emit([self._event(Note("contract-breach", f"termination refused: {exc}", o.workload, o.pool,
+                                              o.instance_id), now)])
+            return 0
+        self.store.terminated(o.instance_id, self._event(Note("terminated", t.reason, o.workload, o.pool, o.instance_id,
+                                                              attributes={"purpose": str(o.purpose)}), now))
+        self.store.emit([self._event(self._revoke(o.instance_id, o.workload, o.pool, f"terminated ({t.reason})"),
+                                     now)])
+        return 1
+
+    def _revoke(self, instance_id: str, workload: str | None, pool: str | None, cause: str) -> Note:
+        """Ban the node's SPIRE agent and revoke its OpenBao leases (best effort: expiry is the backstop)."""
+        sid = spiffe_id(self.s.trust_domain, self.s.region, instance_id)
+        ok = True
+        try:
+            self.revoker.ban_agent(sid)
+            self.revoker.revoke_leases(f"auth/sco/node/{instance_id}/")
+        except Exception as exc:
+            log.warning("revocation for %s failed: %s", instance_id, exc)
+            ok = False
+        return Note("credentials-revoked", cause, workload, pool, instance_id, attributes={"spiffe_id": sid, "ok": ok})
+
+    # --- fallback (ADR-23): reserve, launch, consume or release; ask; record shortfall ------------------
+    def _fallback(self, action: StartFallback, run: _Run, now: datetime) -> None:
+        fl = action.launch
+        try:
+            rid = ledger.reserve(self.conn, fl.workload, self.s.region, fl.amount_eur, action.cap_eur, now,
+                                 action.approver)
+        except ledger.CapExceeded as exc:
+            run.notes.append(Note("shortfall", str(exc), fl.workload))
+            return
+        a = Launch(SlotKey(fl.workload, fl.pool_id, Purpose.FALLBACK), fl.count, self.s.partition, action.generation,
+                   fl.tier, fl.cause, f"{self.s.partition}/{fl.workload}/{fl.pool_id}/fallback/{rid}")
+        try:
+            made = self._launch(a, now, [])
+        except (Throttled, ProviderError):
+            made = []
+        if made:
+            ledger.consume(self.conn, rid, fl.workload, self.s.region, [o.instance_id for o in made], fl.pool_id,
+                           fl.amount_eur, now)
+            run.notes.append(Note("fallback-started", fl.cause, fl.workload, fl.pool_id, attributes={
+                "instances": len(made), "reserved_eur": str(fl.amount_eur), "reservation": str(rid)}))
+        else:
+            ledger.release(self.conn, rid)
+
+    def _ask(self, action: AskApproval, now: datetime) -> None:
+        ar = action.request
+        ev = self._event(Note("approval-requested", ar.cause, ar.workload, attributes={
+            "approver": ar.approver, "units": ar.units, "options": json.dumps(ar.options)}), now)
+        self.store.request_approval(ar.workload, ar.approver, ar.options, now, ev)
+        if self.webhook is not None:
+            try:
+                self.webhook(alertmanager_payload(self.s, ar.workload, ar.approver, ar.options, ar.cause, now))
+            except Exception as exc:
+                log.warning("approval webhook failed: %s", exc)
+
+    # --- formatting -----------------------------------------------------------------------------------
+    def _event(self, n: Note, now: datetime) -> Event:
+        versions = {c.workload: str(c.version) for c in self.desired.contracts.values()}
+        return note_event(n, region=self.s.region, partition=self.s.partition, now=now, contract_versions=versions)
+
+    def _user_data(self, contract: Contract | None, pool: str) -> str | None:
+        if self.agent_bundle is None or contract is None:
+            return None
+        bundle, sig = self.agent_bundle
+        return json.dumps({"apiVersion": "sco/v1", "kind": "AgentUserData", "region": self.s.region,
+                           "partition": self.s.partition, "pool": pool, "instance": "{{ v1.instance_id }}",
+                           "node_name": "{{ v1.local_hostname }}", "scheduler": str(contract.scheduler),
+                           "nats_urls": list(self.s.nats_urls), "metadata_url": None, "distributor_url": None,
+                           "bundle": base64.b64encode(bundle).decode(), "bundle_sig": sig.decode().strip()})

@@ -1,0 +1,171 @@
+"""Decide, pure (ADR-10, ADR-12): from what a pass observed, what the partition should look like and what the
+leader remembers, the actions of this pass — nothing read, nothing written, the clock passed in.
+
+``begin`` starts a pass from its first look: a new lease tenure is a restart (read-only again), the breaker
+row is the truth, and when many running instances vanished from the listing without a notice the pass fails
+static (opens the breaker, acts on nothing). ``decide`` does the rest: the floor keeper, revocations of what
+is gone, refused work, the plan, the diff, the fallback arbiter, the safety gate (read-only cycles, recovery
+share tier 1 first, the termination breaker, three idle observations, tags = row) and the floor check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from contracts.pools import PurchaseModel
+from controllers.planning import PlanSet, PoolState, plan, pool_states
+
+from .breaker import Safety
+from .claims import Normalised, normalise
+from .decision import Action, Decision, Desired, Memory, OpenBreaker, Place, Publish, Revoke, WriteClaims, WritePlans
+from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
+from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
+from .observe import Glance, Market, Observation
+from .reconcile import desired_slots, diff
+
+__all__ = ["begin", "decide", "pool_states_for"]
+
+
+def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tuple[Memory, Decision | None]:
+    """The memory this pass starts from, and a decision to hold everything when the listing lost too much."""
+    s = desired.settings
+    mem = memory.copy()
+    if mem.tenure is not None and glance.tenure != mem.tenure:  # lost the lease and took it back: a new start
+        mem.safety = Safety(s.partition, s.safety)
+    mem.tenure = glance.tenure
+    if mem.previous is None:
+        mem.previous = PlanSet(generation=glance.base_generation or 0, made_at=now, plans={})
+    if glance.breaker_open:  # the breaker row is the truth: an operator closes it (reset-breaker)
+        mem.safety.tripped = True
+    elif mem.safety.tripped:
+        mem.safety.reset()
+    return mem, _mass_loss(glance, desired, mem)
+
+
+def _mass_loss(glance: Glance, desired: Desired, mem: Memory) -> Decision | None:
+    """Fail static (ADR-12): when many running instances vanish from the listing without a notice in one
+    pass — a provider listing glitch, lost tags, or an unannounced hall loss — do not relaunch them all, do
+    not revoke or terminate: open the breaker, raise the alarm and hold until the listing agrees again."""
+    s = desired.settings
+    listed = {o.instance_id for o in glance.instances}
+    running = [iid for iid, r in glance.rows.items() if r["state"] in ("running", "launching")]
+    vanished = [iid for iid in running if iid not in listed]
+    if len(vanished) < max(s.mass_loss_min, math.ceil(len(running) * s.mass_loss_share)):
+        mem.mass_alarm = False
+        return None
+    actions: list[Action] = []
+    if not mem.mass_alarm:
+        mem.mass_alarm = True
+        mem.safety.tripped = True
+        mem.safety.trip_reason = (f"{len(vanished)} of {len(running)} running instance(s) vanished from the "
+                                  "provider's listing without a notice; holding all actions")
+        actions.append(OpenBreaker(mem.safety.trip_reason))
+        actions.append(Publish(Note("breaker-tripped", mem.safety.trip_reason, attributes={
+            "partition": s.partition, "vanished": len(vanished), "running": len(running), "kind": "mass-loss"})))
+    generation = mem.previous.generation if mem.previous else 0
+    return Decision(tuple(actions), mem, True, generation, len(vanished))
+
+
+def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -> Decision:
+    """The actions of one pass, in the order ``apply`` executes them, and the memory after it."""
+    s = desired.settings
+    mem = memory.copy()
+    observed = seen.instances
+    actions: list[Action] = [Publish(n) for n in mem.floor.update(observed, now)]
+    actions += [Revoke(iid, workload or None, pool, "instance gone from the provider's listing")
+                for iid, workload, pool in seen.gone]
+    work = normalise(list(seen.items), desired.contracts)
+    for item, note in work.refusals:
+        if item.item_id not in mem.refused:
+            mem.refused.add(item.item_id)
+            actions.append(Publish(note))
+    states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
+        {pid: p.hall for pid, p in seen.market.pools.items()}))
+    planned = _plan(work, states, desired, mem, now)
+    actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
+    tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
+    fallback_live: dict[SlotKey, int] = defaultdict(int)
+    for o in observed:
+        if o.purpose is Purpose.FALLBACK and o.live:
+            fallback_live[o.key] += 1
+    slots = desired_slots(planned.plans, fallback_live)
+    d = diff(slots, observed, partition=s.partition, generation=planned.generation, tiers=tiers)
+    wanted = needs(planned, observed, states, seen.glance.notices, desired, mem, now,
+                   committed_eur=seen.committed_eur, approvals=seen.approvals)
+    fb = decide_fallback(wanted, observed, desired, mem, now, generation=planned.generation,
+                         launched_last_minute=seen.fallback_launched_last_minute, dry=mem.safety.read_only)
+    actions += fb.actions
+    agree = {o.instance_id: _agrees(r, o) for o in observed if (r := seen.rows.get(o.instance_id))}
+    idle = {iid: int(r["idle"]) for iid, r in seen.rows.items()}
+    fleet = max(sum(1 for o in observed if o.live), sum(slots.values()))
+    gated = mem.safety.gate(d.launches, [*d.surplus, *fb.returns], fleet_size=fleet, idle=idle, agree=agree, now=now)
+    actions += [Publish(n) for n in gated.notes]
+    if gated.notes and mem.safety.tripped:
+        actions.append(OpenBreaker(mem.safety.trip_reason))
+    if not gated.read_only:
+        actions += _acts(gated.launches, gated.terminations, observed)
+        actions += [Publish(n) for n in mem.floor.check(planned.plans, observed, now)]
+    deadlines = fallback_deadlines(wanted, desired) + [t + s.floor.hall_memory for t in mem.floor.lost.values()]
+    return Decision(tuple(actions), mem, gated.read_only, planned.generation,
+                    gated.held_launches + gated.held_terminations, gated, requeue_after(deadlines, now))
+
+
+def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]) -> list[PoolState]:
+    """The planner's view of each pool: what is free plus what we already hold there; a lost hall lends
+    nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force."""
+    ours: dict[str, int] = defaultdict(int)
+    for o in observed:
+        if o.live:
+            ours[o.pool] += 1
+    available = {}
+    for pid, p in market.pools.items():
+        if p.purchase_model is PurchaseModel.COMMITTED:
+            free = market.reserved.get(pid, 0)
+        elif p.purchase_model is PurchaseModel.GUARANTEED:
+            free = market.free.get(pid, market.quota_free)
+        else:
+            free = market.free.get(pid, 0)
+        available[pid] = 0 if pid in lost else free + ours[pid]
+    inputs = market.inputs
+    states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
+                         probation=inputs.probation)
+    return [replace(st, score=inputs.scores.get(st.pool_id, st.score), group=inputs.groups.get(st.pool_id, ""))
+            for st in states]
+
+
+def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime) -> PlanSet:
+    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now."""
+    prev = mem.previous or PlanSet(generation=0, made_at=now, plans={})
+    affected = mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states})
+    if affected:
+        prev = replace(prev, plans={w: p for w, p in prev.plans.items() if w not in affected})
+    planned = plan(work.claims, states, now, prev, desired.settings.planner)
+    mem.previous = planned
+    return planned
+
+
+def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaims:
+    sources = {i.contract_ref: i.source for i in seen.items if i.contract_ref}
+    return WriteClaims(
+        tuple((cl.workload, sources.get(cl.contract.ref, "scheduler"), cl.units,
+               "pending" if planned.plans[cl.workload].shortfall_units else "placed") for cl in work.claims),
+        tuple((item.item_id, item.source, item.contract_ref or "", n.cause) for item, n in work.refusals))
+
+
+def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed]) -> list[Action]:
+    notified: dict[SlotKey, list[str]] = defaultdict(list)
+    for o in observed:
+        if o.status == "notified":
+            notified[o.key].append(o.instance_id)
+    return [*(Place(a, tuple(notified.get(a.key, []))) for a in launches), *terminations]
+
+
+def _agrees(row: Mapping[str, Any], o: Observed) -> bool:
+    """Termination needs the provider tags and the database row to agree (ADR-11)."""
+    return (row["workload"] == o.workload and row["pool"] == o.pool and row["partition"] == o.partition
+            and int(row["generation"] or 0) == o.generation)

@@ -1,0 +1,131 @@
+"""The fallback arbiter's decision for one pass (ADR-23, ADR-24), pure: each workload's ``Need`` from the plan,
+the instances, the notices in the breach window and the ledger; ``fallback.arbitrate``; and the actions —
+launches within the spend cap (``apply`` reserves before it launches), approval requests beyond it, shortfall
+when the approver has not answered in 15 minutes, and returns (termination candidates for the safety gate).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from contracts.pools import PurchaseModel
+from contracts.schema import Contract
+from controllers.planning import PlanSet, PoolState, WorkloadPlan, units_per_instance
+
+from .decision import Action, AskApproval, Desired, Memory, RecordShortfall, StartFallback
+from .fallback import Approval, FallbackDecisions, GuaranteedOption, Need, arbitrate
+from .model import Observed, Purpose, Terminate
+
+__all__ = ["FallbackPass", "decide_fallback", "fallback_deadlines", "needs"]
+
+
+@dataclass(frozen=True)
+class FallbackPass:
+    actions: tuple[Action, ...]
+    returns: tuple[Terminate, ...]          # candidates: the safety gate and the idle rule decide
+    decisions: FallbackDecisions
+
+
+@dataclass(frozen=True)
+class _Ledger:
+    committed_eur: Mapping[str, Decimal]
+    approvals: Mapping[str, Approval]
+
+
+def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolState], notices: Mapping[str, int],
+          desired: Desired, memory: Memory, now: datetime, *, committed_eur: Mapping[str, Decimal],
+          approvals: Mapping[str, Approval]) -> list[Need]:
+    """One ``Need`` per planned workload with a contract; updates ``memory``'s health and shortfall clocks."""
+    by_workload: dict[str, list[Observed]] = defaultdict(list)
+    for o in observed:
+        by_workload[o.workload].append(o)
+    ledger = _Ledger(committed_eur, approvals)
+    out = []
+    for w, p in planned.plans.items():
+        contract = desired.contract(w)
+        if contract is not None:
+            out.append(_need(w, p, contract, by_workload.get(w, []), states, notices.get(w, 0), desired, memory,
+                             ledger, now))
+    return out
+
+
+def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed], states: Sequence[PoolState],
+          notices: int, desired: Desired, memory: Memory, ledger: _Ledger, now: datetime) -> Need:
+    window = desired.settings.breach_window
+    live = max(1, sum(1 for o in mine if o.live and o.purpose is not Purpose.FALLBACK))
+    rate = 100.0 * notices / live / (window.total_seconds() / 3600)
+    declared = float(contract.max_interruption_rate_pct_h)
+    breach = rate > declared
+    if rate < declared / 2:
+        memory.healthy_since.setdefault(w, now)
+    else:
+        memory.healthy_since.pop(w, None)
+    per = {st.pool_id: units_per_instance(st.pool, contract) for st in states}
+    notified_units = sum(per.get(o.pool, 1) for o in mine if o.status == "notified")
+    if p.shortfall_units > 0:
+        memory.short_since.setdefault(w, now)
+    else:
+        memory.short_since.pop(w, None)
+    fb_units = sum(per.get(o.pool, 1) for o in mine if o.live and o.purpose is Purpose.FALLBACK)
+    wanted = p.shortfall_units + (notified_units if breach else 0) - fb_units
+    options = tuple(GuaranteedOption(st.pool_id, st.pool.rate_eur_h, per[st.pool_id], st.available_instances)
+                    for st in states if st.pool.purchase_model is PurchaseModel.GUARANTEED and not st.excluded
+                    and per.get(st.pool_id, 0) > 0 and st.available_instances > 0)
+    return Need(
+        workload=w, tier=str(contract.base_tier), units_wanted=max(0, wanted), short_since=memory.short_since.get(w),
+        breach=breach, deadline_risk=bool(contract.deadline) and p.shortfall_units > 0,
+        spend_cap_eur=contract.spend_cap_24h_eur, committed_eur=ledger.committed_eur.get(w, Decimal(0)),
+        approver=contract.approver, options=options,
+        fallback_running=tuple((o.instance_id, o.launched_at or now) for o in mine
+                               if o.purpose is Purpose.FALLBACK and o.live),
+        healthy_since=memory.healthy_since.get(w), last_return_at=memory.last_return.get(w),
+        approval=ledger.approvals.get(w), policy=str(contract.fallback_policy))
+
+
+def decide_fallback(wanted: Sequence[Need], observed: Sequence[Observed], desired: Desired, memory: Memory,
+                    now: datetime, *, generation: int, launched_last_minute: int, dry: bool) -> FallbackPass:
+    """Arbitrate and turn the decisions into actions; ``dry`` (a read-only cycle) decides but does nothing."""
+    config = desired.settings.fallback
+    left = max(0, config.launches_per_minute - launched_last_minute)
+    decisions = arbitrate(wanted, now, launches_left=left, config=config)
+    if dry:
+        return FallbackPass((), (), decisions)
+    actions: list[Action] = []
+    for fl in decisions.launches:
+        contract = desired.contract(fl.workload)
+        assert contract is not None
+        actions.append(StartFallback(fl, contract.spend_cap_24h_eur, contract.approver, generation))
+    actions.extend(AskApproval(ar) for ar in decisions.approvals)
+    actions.extend(RecordShortfall(w, units, cause) for w, units, cause in decisions.shortfalls)
+    by_id = {o.instance_id: o for o in observed}
+    returns = []
+    for w, iid in decisions.returns:
+        returns.append(Terminate(by_id[iid], "return", by_id[iid].tier))
+        memory.last_return[w] = now
+    return FallbackPass(tuple(actions), tuple(returns), decisions)
+
+
+def fallback_deadlines(wanted: Sequence[Need], desired: Desired) -> list[datetime]:
+    """When a timed fallback rule next fires with nothing else changing: 5 min of shortfall, an approval's 15 min,
+    60 min of health before a return, an hour between returns."""
+    config = desired.settings.fallback
+    out: list[datetime] = []
+    for n in wanted:
+        if n.units_wanted > 0 and n.short_since is not None:
+            out.append(n.short_since + config.shortfall_after)
+        if n.approval is not None and n.approval.state == "pending":
+            out.append(n.approval.requested_at + config.approval_timeout)
+        if n.fallback_running and n.healthy_since is not None:
+            out.append(max(n.healthy_since + config.healthy_for,
+                           (n.last_return_at + config.return_every) if n.last_return_at else n.healthy_since))
+    return out
+
+
+def requeue_after(deadlines: Sequence[datetime], now: datetime) -> timedelta | None:
+    """The wait until the nearest future deadline, or None when no timed rule is pending."""
+    ahead = [d - now for d in deadlines if d > now]
+    return min(ahead) if ahead else None

@@ -1,0 +1,135 @@
+"""Observe: read the truth for one pass, decide nothing (ADR-10). The provider's instances by the partition's
+owner tag, the instance rows (adopting tagged instances that have none and refreshing the idle counters — the
+record of what was seen), the scheduler's work, the market (catalogue, rate card, reservations, quota) and the
+inputs in force (rankings, groups, exclusions), the approvals and the spend committed.
+
+A pass looks twice: a ``Glance`` (lease tenure, breaker row, listing, rows) is enough to decide to fail static on
+a mass loss; only when the pass goes on does ``look`` record the listing and read the rest.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from contracts.pools import Pool
+from contracts.provider import Instance, Provider
+
+from . import ledger
+from .claims import ClaimSource, WorkItem
+from .fallback import Approval
+from .model import Observed, Purpose
+from .store import InputsInForce, Store
+
+__all__ = ["Glance", "Market", "Observation", "Observer", "observe"]
+
+
+def observe(instances: Sequence[Instance]) -> list[Observed]:
+    """The instances that carry our owner tags, as the controller sees them."""
+    out = []
+    for i in instances:
+        owner = i.owner
+        if owner is None:
+            continue
+        out.append(Observed(i.instance_id, i.name, owner.workload, owner.pool, owner.partition, owner.generation,
+                            Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
+                            i.launched_at, i.metadata.get("sco_tier", "")))
+    return out
+
+
+@dataclass(frozen=True)
+class Glance:
+    """The first look of a pass: enough to start it (tenure, breaker) and to decide to hold (mass loss)."""
+
+    tenure: int | None                      # the lease's generation: a change is a restart
+    breaker_open: bool                      # the persisted termination breaker (an operator closes it)
+    base_generation: int | None             # the newest plan generation in the database, when asked for
+    instances: tuple[Observed, ...]
+    rows: Mapping[str, Mapping[str, Any]]   # instance rows before this pass records the listing
+    notices: Mapping[str, int] = field(default_factory=dict)   # per workload, in the breach window
+
+
+@dataclass(frozen=True)
+class Market:
+    """What the region offers this pass."""
+
+    pools: Mapping[str, Pool]               # the catalogue
+    free: Mapping[str, int]                 # rate card: free instances per pool
+    reserved: Mapping[str, int]             # committed reservations: free instances per pool
+    quota_free: int                         # guaranteed quota headroom (instances)
+    inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything a pass decides from."""
+
+    glance: Glance
+    rows: Mapping[str, Mapping[str, Any]]   # instance rows after recording the listing (idle counters fresh)
+    gone: tuple[tuple[str, str, str], ...]  # (instance, workload, pool) rows the listing no longer has
+    items: tuple[WorkItem, ...]             # the scheduler's pending and running work
+    market: Market
+    approvals: Mapping[str, Approval]
+    committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
+    fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
+
+    @property
+    def instances(self) -> tuple[Observed, ...]:
+        return self.glance.instances
+
+
+class Observer:
+    """The reads of a pass (and the recording of what was seen) for one partition."""
+
+    def __init__(self, provider: Provider, store: Store, conn: Any, source: ClaimSource) -> None:
+        self.provider, self.store, self.conn, self.source = provider, store, conn, source
+        self._catalogue: dict[str, Pool] | None = None
+        self.notices: dict[str, deque[datetime]] = defaultdict(deque)   # workload -> notice times (breach rate)
+
+    def record_notice(self, workload: str, at: datetime) -> None:
+        """Fed by the waker (another thread) from lifecycle events: the breach-rate signal."""
+        self.notices[workload].append(at)
+
+    def glance(self, tenure: int | None, now: datetime, *, breach_window: timedelta, want_generation: bool) -> Glance:
+        base = self.store.max_generation() if want_generation else None
+        breaker_open = self.store.breaker_open()
+        listed = observe(self.provider.list_instances({"partition": self.store.partition}))
+        return Glance(tenure, breaker_open, base, tuple(listed), self.store.rows(),
+                      self._notices_since(now - breach_window))
+
+    def _notices_since(self, cutoff: datetime) -> dict[str, int]:
+        """Forget notices older than the window (oldest first, as they came) and count the rest."""
+        out = {}
+        for workload, q in list(self.notices.items()):
+            while q and q[0] <= cutoff:
+                q.popleft()
+            out[workload] = len(q)
+        return out
+
+    def look(self, glance: Glance, now: datetime) -> Observation:
+        self.store.adopt(glance.instances, now)
+        gone = self.store.observe_states(glance.instances, self.source.idle_nodes())
+        rows = self.store.rows()
+        items = tuple(self.source.work())
+        market = self.market(now)
+        approvals = self.store.approvals()
+        with self.conn.transaction():
+            committed = ledger.committed_by_workload(self.conn, now)
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
+                                    "launched_at > %s", (self.store.region, now - timedelta(minutes=1))).fetchone()
+        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]))
+
+    def market(self, now: datetime) -> Market:
+        if self._catalogue is None:
+            self._catalogue = {p.pool_id: p for p in self.provider.catalogue().pools}
+        card = {e.pool_id: e.free_instances for e in self.provider.rate_card().entries}
+        reserved: dict[str, int] = {}
+        for r in self.provider.reservations():
+            reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
+        headroom = min(self.provider.quota_headroom().instances_free, 10_000)
+        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now))

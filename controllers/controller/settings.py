@@ -1,0 +1,44 @@
+"""One partition controller's settings and the report of one pass (plain frozen dataclasses, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from controllers.planning import PlannerConfig
+
+from .breaker import SafetyConfig
+from .fallback import FallbackConfig
+from .floor_keeper import FloorConfig
+
+__all__ = ["ControllerSettings", "PassReport"]
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    region: str
+    partition: str                       # "<region>/<cluster>"
+    holder: str = "controller"
+    lease_ttl: timedelta = timedelta(seconds=15)
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    fallback: FallbackConfig = field(default_factory=FallbackConfig)
+    floor: FloorConfig = field(default_factory=FloorConfig)
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    breach_window: timedelta = timedelta(hours=1)
+    mass_loss_share: float = 0.10        # running instances vanishing unannounced in one pass that mean "stop"
+    mass_loss_min: int = 5
+    trust_domain: str = "sco.internal"
+    nats_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PassReport:
+    leader: bool
+    read_only: bool = False
+    generation: int = 0
+    launched: int = 0
+    terminated: int = 0
+    held: int = 0
+    throttled: bool = False
+    events: tuple[str, ...] = ()
+    requeue_after: timedelta | None = None   # advisory: the soonest a timed rule can change the decision
