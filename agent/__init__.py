@@ -1,6 +1,8 @@
-"""The SCO node agent: acts on a reclaim notice within 2 s from what the node already holds (ADR-09,
-ADR-13..17, ADR-31). Imports only the light ``contracts`` modules (stdlib + cryptography) and nats-py.
-Names are loaded lazily: ``sco-agent check`` does not load the runtime."""
+"""The SCO node agent: acts on a reclaim notice within 2 s from what the node already holds.
+
+ADR-09, ADR-13..17, ADR-31. Imports only the light ``contracts`` modules (stdlib + cryptography) and nats-py.
+Names are loaded lazily: ``sco-agent check`` does not load the runtime.
+"""
 
 from __future__ import annotations
 

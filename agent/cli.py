@@ -1,5 +1,8 @@
-"""``sco-agent``: the node agent's console script. Loads only the standard library, ``cryptography``,
-nats-py and the light ``contracts`` modules (no pydantic)."""
+"""``sco-agent``: the node agent's console script.
+
+Loads only the standard library, ``cryptography``,
+nats-py and the light ``contracts`` modules (no pydantic).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The node's own view: who it is and the interruption-critical contract fields it holds (ADR-15).
 
-Plain dataclasses (no pydantic): the agent must stay small."""
+Plain dataclasses (no pydantic): the agent must stay small.
+"""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class Unit:
     ``attributes`` are what the adapter read with the unit: ``state`` (Slurm) and ``started_at`` (``STARTED_AT``)
     — when the unit started running, ISO-8601 UTC with a trailing ``Z`` (``2026-01-01T00:00:00Z``; Slurm's
     ``StartTime``, the pod's ``status.startTime``). Absent when the scheduler did not say; such a unit counts
-    no lost work (agent/waste.py)."""
+    no lost work (agent/waste.py).
+    """
 
     unit_id: str
     contract_ref: str | None

@@ -75,8 +75,11 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
 
 
 def parse_metadata(data: bytes, received: float) -> list[Notice]:
-    """The metadata endpoint's document: ``{"instance_id": ..., "notices": [<notice or advisory>, ...]}``
-    (each item may carry ``kind``; default "notice")."""
+    """Parse the metadata endpoint's document.
+
+    The document is ``{"instance_id": ..., "notices": [<notice or advisory>, ...]}`` (each item may carry
+    ``kind``; default "notice").
+    """
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -401,8 +401,11 @@ class Agent:
             fut.add_done_callback(lambda _f: _wake_soon(loop, self._wake))
 
     async def _ship_loop(self) -> None:
-        """Ship spooled events in order. File reads and deletes run on the spool's writer thread, never on
-        the event loop, and shipping waits while a drain's first action is pending: the notice path first."""
+        """Ship spooled events in order.
+
+        File reads and deletes run on the spool's writer thread, never on
+        the event loop, and shipping waits while a drain's first action is pending: the notice path first.
+        """
         loop = asyncio.get_running_loop()
         backoff = 0.5
         while not self._closing:
@@ -466,9 +469,12 @@ def _wake_soon(loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
 
 
 def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | None:
-    """Seconds from the notice's receipt to deletion. ``terminate_at - issued_at`` when both are given
+    """Seconds from the notice's receipt to deletion.
+
+    ``terminate_at - issued_at`` when both are given
     (both on the provider's clock: no skew with ours); else ``terminate_at`` against our clock, ignored
-    when it is already past (a skewed clock must not cancel the drain budget)."""
+    when it is already past (a skewed clock must not cancel the drain budget).
+    """
     if notice.terminate_at is None:
         return None
     if notice.issued_at is not None:

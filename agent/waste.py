@@ -71,9 +71,12 @@ class Waste:
 
 def drain_waste(contract: Contract, units: Sequence[Unit], node_units: int, notice_at: datetime,
                 remaining: int | None) -> Waste:
-    """The instance's work lost by one workload's drain. ``units``: the workload's units listed at the notice;
+    """The instance's work lost by one workload's drain.
+
+    ``units``: the workload's units listed at the notice;
     ``node_units``: every unit on the node then (the divisor, never below ``len(units)``); ``notice_at``: the
-    notice's receipt on the agent's clock; ``remaining``: units left after verification (None: cannot tell)."""
+    notice's receipt on the agent's clock; ``remaining``: units left after verification (None: cannot tell).
+    """
     final_written = remaining == 0
     lost, counted = 0.0, 0
     for unit in units:

@@ -163,8 +163,11 @@ def _write_signed(path: Path, payload: dict[str, Any], key: ec.EllipticCurvePriv
 def publish(workloads: list[CompiledWorkload], out: Path, key: ec.EllipticCurvePrivateKey,
             issued_at: datetime, governance_key: ec.EllipticCurvePrivateKey | None = None,
             previous_root: Path | None = None) -> list[PublishedBundle]:
-    """Write and sign both bundles for every partition. Checks governance for all partitions before
-    writing any, so a refused compile leaves the previously published bundles untouched."""
+    """Write and sign both bundles for every partition.
+
+    Checks governance for all partitions before
+    writing any, so a refused compile leaves the previously published bundles untouched.
+    """
     by_partition: dict[str, list[CompiledWorkload]] = {}
     for w in workloads:
         by_partition.setdefault(w.contract.partition, []).append(w)

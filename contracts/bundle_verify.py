@@ -1,7 +1,10 @@
-"""Verify a signed bundle. Standard library and ``cryptography`` only: the agent uses this at boot and on
+"""Verify a signed bundle.
+
+Standard library and ``cryptography`` only: the agent uses this at boot and on
 every refresh. A bundle is ``<name>.json`` (canonical JSON) with ``<name>.json.sig`` (base64 DER ECDSA
 P-256/SHA-256, the cosign ``sign-blob`` format) and, when governed fields changed, a second signature
-``<name>.json.governance.sig`` by the capacity-governance key (ADR-30)."""
+``<name>.json.governance.sig`` by the capacity-governance key (ADR-30).
+"""
 
 from __future__ import annotations
 

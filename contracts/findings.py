@@ -1,5 +1,8 @@
-"""Findings: what the compiler says about a contract. Every finding carries a stable code, where it is
-(file and line), the field and value it is about, the rule, and how to fix it."""
+"""Findings: what the compiler says about a contract.
+
+Every finding carries a stable code, where it is
+(file and line), the field and value it is about, the rule, and how to fix it.
+"""
 
 from __future__ import annotations
 

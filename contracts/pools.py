@@ -69,8 +69,10 @@ class PoolCatalogue(BaseModel):
     source: str = "<memory>"
 
     def reclaimable_for(self, contract: Contract, discount_threshold: Decimal) -> list[Pool]:
-        """Reclaimable discount pools in the contract's region that fit one of its units (ADR-08: a pool
-        priced at or above ``discount_threshold`` of the guaranteed rate is not a discount pool)."""
+        """Reclaimable discount pools in the contract's region that fit one of its units.
+
+        ADR-08: a pool priced at or above ``discount_threshold`` of the guaranteed rate is not a discount pool).
+        """
         return [
             p for p in self.pools
             if p.region == contract.region and p.purchase_model is PurchaseModel.RECLAIMABLE

@@ -1,6 +1,7 @@
-"""The written provider contract (ADR-05): what SCO needs from the capacity provider, as one ``Provider``
-protocol and frozen data types. The OpenStack adapter and the simulated region implement it; controllers,
-orchestration and the replay simulator consume it.
+"""The written provider contract (ADR-05): what SCO needs from the capacity provider.
+
+One ``Provider`` protocol and frozen data types. The OpenStack adapter and the simulated region implement it;
+controllers, orchestration and the replay simulator consume it.
 
 Five commitments: a hard notice ≥ 120 s before deletion (``notice_subject``, mirrored in instance metadata),
 an advisory when a pool is forecast to be reclaimed (``advisory_subject``), a rate card per pool every five

@@ -1,4 +1,6 @@
-"""Plain-SQL migrations for PostgreSQL and ClickHouse: every ``*.sql`` under ``migrations/<store>/`` in
+"""Plain-SQL migrations for PostgreSQL and ClickHouse.
+
+Every ``*.sql`` under ``migrations/<store>/`` in
 lexical order, each applied once and recorded in ``schema_migrations`` with its SHA-256.
 
 Numbering: ``0001``–``0199`` belong to the stack (this package); other parts add their own files from

@@ -1,5 +1,6 @@
-"""The transactional outbox (ADR-25): write events in the same PostgreSQL transaction as the state change,
-and relay committed rows to JetStream.
+"""The transactional outbox (ADR-25).
+
+Write events in the same PostgreSQL transaction as the state change, and relay committed rows to JetStream.
 
 The relay publishes each unsent row with ``Nats-Msg-Id`` = ``event_id`` and waits for the stream's
 acknowledgement, writes capacity actions (rows with an ``action``) to the ``audit_actions`` sink in

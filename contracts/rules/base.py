@@ -29,8 +29,11 @@ class RuleContext:
         return self.catalogue.committed_for(self.contract)
 
     def expected_rate_pct_h(self) -> Decimal:
-        """The reclaim rate to plan with: the eligible pools' mean observed rate when the catalogue has
-        one, never below the platform's assumed rate."""
+        """The reclaim rate to plan with (%/h).
+
+        The eligible pools' mean observed rate when the catalogue has one, never below the platform's
+        assumed rate.
+        """
         observed = [p.interruption_rate_pct_h for p in self.eligible if p.interruption_rate_pct_h > 0]
         mean = sum(observed, Decimal(0)) / len(observed) if observed else Decimal(0)
         return max(mean, self.settings.reclaim_rate_pct_h)

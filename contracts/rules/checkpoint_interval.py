@@ -1,7 +1,8 @@
 """FEAS006: the periodic checkpoint interval is a loss budget (ADR-20).
 
 The derived interval is the Young–Daly optimum for the unprotected-loss MTBF, capped at 60 min. A declared
-interval above it is flagged (a warning: it compiles, and fails only with --strict)."""
+interval above it is flagged (a warning: it compiles, and fails only with --strict).
+"""
 
 from __future__ import annotations
 

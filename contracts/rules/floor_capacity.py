@@ -1,5 +1,7 @@
-"""FEAS007: a guaranteed floor needs the business unit's committed capacity in at least three halls
-(ADR-22), so one hall's loss cannot take the floor with it."""
+"""FEAS007: a guaranteed floor needs the business unit's committed capacity in at least three halls.
+
+ADR-22: so one hall's loss cannot take the floor with it.
+"""
 
 from __future__ import annotations
 

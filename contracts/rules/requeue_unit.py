@@ -1,5 +1,7 @@
-"""FEAS003: a requeued unit loses on average half its length; rate × length ÷ 2 must stay within the
-wasted-work budget (ADR-20)."""
+"""FEAS003: a requeued unit's expected loss must stay within the wasted-work budget (ADR-20).
+
+A requeued unit loses on average half its length, so rate × length ÷ 2 is compared with the budget.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""The floor (ADR-22): a share of the claim on guaranteed capacity, from the business unit's committed
-reservations first and on-demand guaranteed capacity after, spread over at least three halls with no hall
-above 40 %. Units are placed one at a time in the hall with the fewest floor units that still has room,
-which is the spread that keeps the most of the floor through the loss of any one hall."""
+"""The floor (ADR-22): a share of the claim on guaranteed capacity.
+
+It comes from the business unit's committed reservations first and on-demand guaranteed capacity after, spread
+over at least three halls with no hall above 40 %. Units are placed one at a time in the hall with the fewest
+floor units that still has room, which is the spread that keeps the most of the floor through the loss of any
+one hall.
+"""
 
 from __future__ import annotations
 
