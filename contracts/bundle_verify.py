@@ -28,22 +28,45 @@ class BundleError(Exception):
 
 @dataclass(frozen=True)
 class VerifiedBundle:
+    """A bundle whose signature checked out.
+
+    Attributes:
+        payload: the decoded canonical JSON.
+        raw: the signed bytes as read.
+        governance_verified: True when a governance signature was present and valid.
+    """
+
     payload: dict[str, Any]
     raw: bytes
     governance_verified: bool
 
     @property
     def kind(self) -> str:
+        """The bundle's ``kind`` (``AgentBundle`` or ``ControllerBundle``), or ``""`` when absent."""
         return str(self.payload.get("kind", ""))
 
     @property
     def generation(self) -> int:
+        """The bundle's generation, 0 when absent; it only ever grows for a partition."""
         return int(self.payload.get("generation", 0))
 
 
 def verify_bundle_bytes(raw: bytes, signature: bytes, public_key_pem: bytes,
                         governance_signature: bytes | None = None,
                         governance_key_pem: bytes | None = None) -> VerifiedBundle:
+    """Verify a bundle's signature(s) and decode it.
+
+    Args:
+        raw: the bundle's bytes (canonical JSON).
+        signature: the base64 DER ECDSA signature of ``raw``.
+        public_key_pem: the publisher's P-256 public key.
+        governance_signature: the capacity-governance signature, when the bundle has one.
+        governance_key_pem: the governance public key to check it with.
+
+    Raises:
+        BundleError: a bad signature or key, a payload that is not canonical JSON of an object, or
+            governed changes without a valid governance signature.
+    """
     try:
         verify_blob(raw, signature, load_public_key(public_key_pem))
     except (SignatureError, KeyError_) as exc:

@@ -38,6 +38,17 @@ class RepoError(Exception):
 
 @dataclass(frozen=True)
 class CompiledWorkload:
+    """A contract that compiled, with what the compiler derived for it.
+
+    Attributes:
+        contract: the resolved contract.
+        file: the contract file it came from.
+        eligible_pools: reclaimable discount pools that fit one unit.
+        committed_halls: halls with the business unit's committed capacity that fits one unit.
+        expected_rate_pct_h: the reclaim rate planned with (%/h).
+        derived_interval_min: the Young–Daly checkpoint interval (minutes), when the contract checkpoints.
+    """
+
     contract: Contract
     file: str
     eligible_pools: int
@@ -47,24 +58,30 @@ class CompiledWorkload:
 
     @property
     def interval_min(self) -> int | None:
+        """The checkpoint interval in minutes: the contract's own, else the derived one, else None."""
         return self.contract.checkpoint_interval_min or self.derived_interval_min
 
 
 @dataclass
 class CompileResult:
+    """The outcome of compiling a contract repository: the workloads that compiled and every finding."""
+
     workloads: list[CompiledWorkload] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
 
     @property
     def errors(self) -> list[Finding]:
+        """The findings that refuse a contract."""
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     @property
     def warnings(self) -> list[Finding]:
+        """The findings that flag a contract for its owner (refusing it only with ``--strict``)."""
         return [f for f in self.findings if f.severity is Severity.WARNING]
 
     def refused(self) -> set[str]:
+        """The files with at least one error."""
         return {f.file for f in self.errors}
 
 
@@ -137,6 +154,11 @@ def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: Compile
 
 
 def load_settings(path: Path | None) -> CompilerSettings:
+    """Load the compiler settings from YAML; defaults when ``path`` is None or absent.
+
+    Raises:
+        RepoError: the file is not valid YAML or a setting is invalid (the message names the line).
+    """
     if path is None or not path.exists():
         return CompilerSettings()
     try:

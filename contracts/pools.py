@@ -20,16 +20,22 @@ __all__ = ["CatalogueError", "Pool", "PoolCatalogue", "PurchaseModel", "load_cat
 
 
 class CatalogueError(Exception):
+    """The pool catalogue cannot be read or a row is invalid."""
+
     pass
 
 
 class PurchaseModel(StrEnum):
+    """How capacity in a pool is bought: reclaimable (discounted), committed (reserved) or guaranteed."""
+
     RECLAIMABLE = "reclaimable"
     COMMITTED = "committed"
     GUARANTEED = "guaranteed"
 
 
 class Pool(BaseModel):
+    """One pool: a SKU family and size in one hall of a region, bought one way, with its rates (EUR/h)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pool_id: str
@@ -49,9 +55,11 @@ class Pool(BaseModel):
 
     @property
     def discount_ratio(self) -> Decimal:
+        """The pool's rate as a share of the guaranteed rate (1 when there is no guaranteed rate)."""
         return self.rate_eur_h / self.guaranteed_rate_eur_h if self.guaranteed_rate_eur_h else Decimal("1")
 
     def fits(self, contract: Contract) -> bool:
+        """Whether one unit of ``contract`` fits an instance of this pool and the pool is eligible for it."""
         r = contract.resources
         e = contract.eligible
         return (
@@ -63,6 +71,8 @@ class Pool(BaseModel):
 
 
 class PoolCatalogue(BaseModel):
+    """The pools of every region SCO places in, and where the list came from."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pools: tuple[Pool, ...]
@@ -80,6 +90,7 @@ class PoolCatalogue(BaseModel):
         ]
 
     def committed_for(self, contract: Contract) -> list[Pool]:
+        """The business unit's committed pools in the contract's region that fit one of its units (ADR-22)."""
         return [
             p for p in self.pools
             if p.region == contract.region and p.purchase_model is PurchaseModel.COMMITTED

@@ -39,11 +39,14 @@ class KeyError_(Exception):
 
 @dataclass(frozen=True)
 class KeyPair:
+    """A new ECDSA P-256 key pair, both halves PEM-encoded (private key unencrypted PKCS#8)."""
+
     private_pem: bytes
     public_pem: bytes
 
 
 def generate_keypair() -> KeyPair:
+    """Generate an ECDSA P-256 key pair."""
     key = ec.generate_private_key(ec.SECP256R1())
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -52,6 +55,7 @@ def generate_keypair() -> KeyPair:
 
 
 def public_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The PEM (SubjectPublicKeyInfo) public half of ``key``."""
     return key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -65,6 +69,11 @@ def _read(path: Path | str, what: str) -> bytes:
 
 
 def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
+    """Load an ECDSA P-256 private key from a PEM file path or PEM bytes.
+
+    Raises:
+        KeyError_: the file cannot be read, is not a PEM private key, or is not on the P-256 curve.
+    """
     data = source if isinstance(source, bytes) else _read(source, "private key")
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -77,6 +86,11 @@ def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
 
 
 def load_public_key(source: Path | str | bytes) -> ec.EllipticCurvePublicKey:
+    """Load an ECDSA P-256 public key from a PEM file path or PEM bytes.
+
+    Raises:
+        KeyError_: the file cannot be read, is not a PEM public key, or is not on the P-256 curve.
+    """
     data = source if isinstance(source, bytes) else _read(source, "public key")
     try:
         key = serialization.load_pem_public_key(data)

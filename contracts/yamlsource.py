@@ -16,6 +16,8 @@ __all__ = ["SourceError", "SourceMap", "load_yaml"]
 
 
 class SourceError(Exception):
+    """A YAML file cannot be parsed; carries the file and line for a finding."""
+
     def __init__(self, file: str, line: int, message: str) -> None:
         super().__init__(f"{file}:{line}: {message}")
         self.file, self.line, self.message = file, line, message
@@ -23,6 +25,8 @@ class SourceError(Exception):
 
 @dataclass(frozen=True)
 class SourceMap:
+    """Where each value of a YAML document is: dotted path to line number."""
+
     file: str
     lines: dict[str, int]
 
@@ -60,6 +64,14 @@ def _walk(node: yaml.Node, loader: yaml.SafeLoader, prefix: str, lines: dict[str
 
 
 def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
+    """Parse one YAML document and record the line of every value.
+
+    Returns:
+        ``(data, source_map)``.
+
+    Raises:
+        SourceError: the text is empty, is not valid YAML, or has a duplicate or non-string key.
+    """
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -28,6 +28,7 @@ def derived_interval_min(contract: Contract, settings: CompilerSettings) -> int 
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Warn when the contract's checkpoint interval exceeds what the loss budget allows (Young–Daly)."""
     c, s = ctx.contract, ctx.settings
     derived = derived_interval_min(c, s)
     if derived is None or c.checkpoint_interval_min is None or c.checkpoint_interval_min <= derived:

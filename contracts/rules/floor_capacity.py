@@ -12,6 +12,7 @@ CODE = "FEAS007"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a floor when committed capacity that fits a unit spans fewer halls than the minimum."""
     c, s = ctx.contract, ctx.settings
     if c.floor_pct == 0:
         return []

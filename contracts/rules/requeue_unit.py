@@ -17,6 +17,7 @@ CODE = "FEAS003"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a unit that restarts from scratch when its expected requeue waste exceeds the budget."""
     c, s = ctx.contract, ctx.settings
     restarts_from_scratch = c.checkpoint_mode is CheckpointMode.NONE or (
         c.checkpoint_mode is CheckpointMode.FRAMEWORK and c.framework is Framework.SLURM_REQUEUE)
