@@ -28,20 +28,25 @@ class StoreNotConfigured(RuntimeError):
 
 @dataclass(frozen=True)
 class StoreUrls:
+    """The URL of each store, or None where none is configured."""
+
     postgres: str | None = None
     nats: str | None = None
     clickhouse: str | None = None
 
     def get(self, store: Store) -> str | None:
+        """The URL of ``store``, or None."""
         value: str | None = getattr(self, store)
         return value
 
 
 def sco_home() -> Path:
+    """The SCO home directory: ``$SCO_HOME``, else ``.sco`` in the working directory."""
     return Path(os.environ.get("SCO_HOME") or ".sco")
 
 
 def stack_file(home: Path | None = None) -> Path:
+    """The stack file that ``sco up`` writes, under ``home`` (default: ``sco_home()``)."""
     return (home or sco_home()) / STACK_FILE
 
 
@@ -60,6 +65,11 @@ def load_urls(home: Path | None = None) -> StoreUrls:
 
 
 def resolve_url(store: Store, url: str | None = None, home: Path | None = None) -> str:
+    """The URL to use for ``store``: ``url`` when given, else the environment, else the stack file.
+
+    Raises:
+        StoreNotConfigured: none of them names one.
+    """
     if url:
         return url
     found = load_urls(home).get(store)

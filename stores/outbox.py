@@ -93,6 +93,11 @@ class Relay:
 
     async def run(self, stop: asyncio.Event | None = None, *, idle_exit: bool = False,
                   idle_sleep: float = 0.2) -> None:
+        """Relay until ``stop`` is set; retry after an error unless ``idle_exit``.
+
+        With ``idle_exit`` it returns once a step settles nothing and raises the first error;
+        ``idle_sleep``: seconds between empty polls.
+        """
         stop = stop or asyncio.Event()
         while not stop.is_set():
             try:
