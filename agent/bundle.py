@@ -27,6 +27,14 @@ SIG_NAME = BUNDLE_NAME + ".sig"
 
 @dataclass(frozen=True)
 class HeldBundle:
+    """A verified agent bundle for this node's partition, with the contracts it carries.
+
+    Attributes:
+        issued_at: when the bundle was compiled (UTC).
+        raw: the signed bytes, as persisted.
+        origin: where it came from (``user-data``, ``disk`` or ``distributor``).
+    """
+
     partition: str
     generation: int
     issued_at: datetime
@@ -39,12 +47,16 @@ class HeldBundle:
 
 @dataclass(frozen=True)
 class Offer:
+    """What became of an offered bundle: ``accepted``, ``unchanged``, ``older`` or ``refused`` (with why)."""
+
     outcome: str  # accepted | unchanged | older | refused
     reason: str = ""
     bundle: HeldBundle | None = None
 
 
 class BundleStore:
+    """The bundle the agent acts on: verifies offered bundles, keeps the newest, and persists it."""
+
     def __init__(self, state_dir: Path, public_key_pem: bytes, partition: str) -> None:
         self.directory = state_dir / "bundle"
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -57,6 +69,11 @@ class BundleStore:
         self.last_refresh_ok: datetime | None = None
 
     def parse(self, raw: bytes, signature: bytes, origin: str) -> HeldBundle:
+        """Verify a bundle and decode its contracts.
+
+        Raises:
+            AgentError: a bad signature, a bundle that is not an AgentBundle, or one for another partition.
+        """
         try:
             verified = verify_bundle_bytes(raw, signature, self.public_key_pem)
         except BundleError as exc:
@@ -81,6 +98,10 @@ class BundleStore:
                           signature=signature.strip(), origin=origin)
 
     def offer(self, raw: bytes, signature: bytes, origin: str) -> Offer:
+        """Offer a bundle: keep it when it verifies and is not older than the one held.
+
+        Never raises for a bad bundle: a refusal is counted and returned as ``Offer("refused", reason)``.
+        """
         try:
             bundle = self.parse(raw, signature, origin)
         except AgentError as exc:
@@ -98,6 +119,7 @@ class BundleStore:
         return Offer("accepted", bundle=bundle)
 
     def load_disk(self) -> Offer | None:
+        """Offer the bundle persisted by a previous run; None when there is none."""
         raw_path, sig_path = self.directory / BUNDLE_NAME, self.directory / SIG_NAME
         if not raw_path.exists():
             return None
@@ -119,6 +141,7 @@ class BundleStore:
             os.replace(tmp, self.directory / name)
 
     def age_seconds(self, now: datetime) -> float:
+        """Seconds since the held bundle was issued (NaN when none is held)."""
         if self.current is None:
             return float("nan")
         return max(0.0, (now - self.current.issued_at).total_seconds())

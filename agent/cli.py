@@ -24,6 +24,11 @@ __all__ = ["build_agent", "main"]
 
 
 def build_agent(cfg: AgentConfig) -> object:
+    """Build the agent from its configuration: user-data, public key, scheduler adapter and credentials.
+
+    Raises:
+        AgentError: the user-data or the public key cannot be read or is invalid.
+    """
     from .credentials import NodeCredentials
     from .runtime import Agent
 
@@ -119,6 +124,7 @@ def _cmd_userdata(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``sco-agent run`` or ``sco-agent check``; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="sco-agent", description="SCO node agent (docs/agent.md)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (("run", "run the agent"), ("check", "verify the user-data bundle and exit")):

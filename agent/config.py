@@ -25,6 +25,11 @@ SCHEDULERS = ("slurm", "kubernetes")
 
 @dataclass(frozen=True)
 class UserData:
+    """What cloud-init hands the agent.
+
+    The node's identity, NATS URLs, metadata and distributor URLs, and the initial signed bundle.
+    """
+
     node: NodeIdentity
     nats_urls: tuple[str, ...]
     metadata_url: str | None
@@ -67,6 +72,11 @@ def parse_userdata(data: bytes, source: str = "<user-data>") -> UserData:
 
 
 def load_userdata(path: Path) -> UserData:
+    """Read and parse the user-data JSON at ``path``.
+
+    Raises:
+        AgentError: the file cannot be read or is not valid user-data.
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -114,6 +124,10 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """The configuration from ``SCO_AGENT_<FIELD>`` variables (default: the process environment).
+
+        ``overrides`` win over the environment (e.g. command-line flags).
+        """
         env = dict(os.environ) if env is None else env
         cfg = cls()
         values: dict[str, Any] = {}

@@ -33,6 +33,8 @@ def _post(url: str, token: str | None = None, timeout: float = 2.0) -> bool:
 
 
 class NodeCredentials:
+    """The node's credentials to give up at the end of a drain (ADR-31): work leases and tokens."""
+
     def __init__(self, leases_dir: Path | None = None, token_files: tuple[Path, ...] = (),
                  revoke_url: str | None = None) -> None:
         self.leases_dir = leases_dir
@@ -40,6 +42,11 @@ class NodeCredentials:
         self.revoke_url = revoke_url
 
     def release_leases(self) -> int:
+        """Release every work lease in ``leases_dir`` (POST its ``release_url``, delete the file).
+
+        Returns:
+            How many lease files were removed.
+        """
         if self.leases_dir is None or not self.leases_dir.is_dir():
             return 0
         released = 0
@@ -56,6 +63,11 @@ class NodeCredentials:
         return released
 
     def revoke_tokens(self) -> list[str]:
+        """Revoke the node's own token (when ``revoke_url`` is set) and wipe and delete the token files.
+
+        Returns:
+            What was done, in order (``revoke-self`` and the paths removed).
+        """
         revoked: list[str] = []
         tokens = [p for p in self.token_files if p.exists()]
         if self.revoke_url and tokens:

@@ -34,23 +34,28 @@ class Metrics:
         self._hist: dict[str, dict[Labels, list[float]]] = {}
 
     def describe(self, name: str, kind: str, help_text: str) -> None:
+        """Register a metric's type (``counter``, ``gauge``, ``histogram``) and help text."""
         self._help[name] = (kind, help_text)
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        """Add ``amount`` to a counter series."""
         key = tuple(sorted(labels.items()))
         with self._lock:
             series = self._values.setdefault(name, {})
             series[key] = series.get(key, 0.0) + amount
 
     def set(self, name: str, value: float, **labels: str) -> None:
+        """Set a gauge series."""
         key = tuple(sorted(labels.items()))
         with self._lock:
             self._values.setdefault(name, {})[key] = value
 
     def gauge_fn(self, name: str, fn: Callable[[], float]) -> None:
+        """A gauge computed by ``fn`` at each scrape."""
         self._gauges_fn[name] = fn
 
     def observe(self, name: str, value: float, **labels: str) -> None:
+        """Record one histogram observation (seconds for the agent's histograms)."""
         key = tuple(sorted(labels.items()))
         with self._lock:
             h = self._hist.setdefault(name, {}).setdefault(key, [0.0] * (len(_BUCKETS) + 2))
@@ -61,6 +66,7 @@ class Metrics:
             h[-1] += value  # sum
 
     def value(self, name: str, **labels: str) -> float:
+        """A series' current value (a histogram's count); 0 when never set."""
         if name in self._gauges_fn:
             return self._gauges_fn[name]()
         key = tuple(sorted(labels.items()))
@@ -70,6 +76,7 @@ class Metrics:
             return self._values.get(name, {}).get(key, 0.0)
 
     def render(self) -> str:
+        """Every metric in the Prometheus text exposition format."""
         lines: list[str] = []
         names = sorted(set(self._help) | set(self._values) | set(self._gauges_fn) | set(self._hist))
         for name in names:

@@ -51,10 +51,16 @@ class Contract:
 
     @property
     def ref(self) -> str:
+        """``<workload>@<version>``."""
         return f"{self.workload}@{self.version}"
 
     @classmethod
     def from_entry(cls, ref: str, entry: dict[str, Any]) -> Contract:
+        """Read one workload's entry of an agent bundle (written by ``contracts.bundle.agent_entry``).
+
+        Raises:
+            AgentError: a required field is missing or not of its type.
+        """
         try:
             budget = int(entry["drain_budget_s"])
             interval = entry.get("checkpoint_interval_min")

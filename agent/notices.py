@@ -31,6 +31,15 @@ KINDS = ("notice", "advisory")
 
 @dataclass(frozen=True)
 class Notice:
+    """A reclaim notice or advisory as the agent received it.
+
+    Attributes:
+        channel: ``nats`` or ``metadata``: whichever delivered it first.
+        received: the agent's monotonic clock at receipt (seconds).
+        issued_at: the provider's issue time, when given.
+        terminate_at: the provider's deletion time, when given.
+    """
+
     notice_id: str
     kind: str
     instance: str
@@ -45,6 +54,17 @@ class Notice:
 
 
 def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "notice") -> Notice:
+    """Parse one notice or advisory from JSON (bytes, str, or an already-decoded dict).
+
+    Args:
+        doc: the document.
+        channel: ``nats`` or ``metadata``.
+        received: the agent's monotonic clock at receipt (seconds).
+        default_kind: the kind when the document carries none.
+
+    Raises:
+        AgentError: the document is not a JSON object or lacks a usable field.
+    """
     if isinstance(doc, bytes | str):
         try:
             doc = json.loads(doc)
@@ -106,6 +126,7 @@ class NoticeGate:
         self.capacity = capacity
 
     def admit(self, notice: Notice) -> bool:
+        """True the first time a (kind, notice id) is seen, False for its copies."""
         key = (notice.kind, notice.notice_id)
         if key in self._seen:
             return False

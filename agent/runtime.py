@@ -38,16 +38,24 @@ NOTICE_FILE = "notice.json"
 
 
 class Clock(Protocol):
-    def now(self) -> datetime: ...
+    """The agent's clock: wall time for events, monotonic time for deadlines."""
 
-    def monotonic(self) -> float: ...
+    def now(self) -> datetime:
+        """Wall-clock time (UTC)."""
+
+    def monotonic(self) -> float:
+        """Monotonic seconds."""
 
 
 class SystemClock:
+    """The real clock."""
+
     def now(self) -> datetime:
+        """Wall-clock time (UTC)."""
         return datetime.now(UTC)
 
     def monotonic(self) -> float:
+        """``time.monotonic()``."""
         return time.monotonic()
 
 
@@ -75,6 +83,12 @@ def _describe(m: Metrics) -> None:
 
 
 class Agent:
+    """The node agent.
+
+    Holds the bundle, listens for notices on NATS and instance metadata, drains the node's workloads,
+    and ships its events through the spool.
+    """
+
     def __init__(self, config: AgentConfig, userdata: UserData, public_key_pem: bytes,
                  scheduler: SchedulerAdapter, actuator: LocalActuator, credentials: Credentials | None = None,
                  clock: Clock | None = None, metrics: Metrics | None = None,
@@ -147,6 +161,11 @@ class Agent:
 
     # ---------- run ----------
     async def start(self, connect: bool = True) -> None:
+        """Boot (load the bundle, resume an interrupted drain) and start the background loops.
+
+        Args:
+            connect: connect to NATS when the user-data names servers (False in tests).
+        """
         await self.boot()
         self._resume_drain()
         if connect and self.userdata.nats_urls:
@@ -158,6 +177,7 @@ class Agent:
         self._tasks.append(asyncio.create_task(self._ship_loop(), name="ship"))
 
     async def stop(self) -> None:
+        """Cancel the background loops, close NATS and flush the spool writer (shut it down when it is ours)."""
         self._closing = True
         for task in self._tasks:
             task.cancel()
@@ -241,6 +261,7 @@ class Agent:
         self.on_notice(notice)
 
     def on_notice(self, notice: Notice) -> None:
+        """Act on a notice: ignore another instance's and duplicates, then drain the workloads it concerns."""
         if notice.instance != self.node.instance:
             self.metrics.inc("sco_agent_notices_other_instance_total", channel=notice.channel)
             return
@@ -362,6 +383,11 @@ class Agent:
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
+        """Fetch the distributor's bundle once and offer it.
+
+        Returns:
+            ``unreachable``, or the offer's outcome (``accepted``, ``unchanged``, ``older``, ``refused``).
+        """
         url = str(self.userdata.distributor_url)
         try:
             raw, sig = await asyncio.to_thread(fetch_bundle, url, 5.0)

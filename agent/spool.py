@@ -26,16 +26,24 @@ _SUFFIX = ".json"
 
 @dataclass(frozen=True)
 class SpoolEntry:
+    """One spooled event: its sequence number, file and size in bytes."""
+
     seq: int
     path: Path
     size: int
 
     def read(self) -> dict[str, Any]:
+        """The event as a dict."""
         loaded: dict[str, Any] = json.loads(self.path.read_bytes())
         return loaded
 
 
 class Spool:
+    """A bounded on-disk queue of events waiting to be shipped, one file per event, oldest first.
+
+    When full (``max_events`` or ``max_bytes``) the oldest events are dropped and counted. Thread-safe.
+    """
+
     def __init__(self, directory: Path, max_events: int = 10_000, max_bytes: int = 16 * 1024 * 1024,
                  fsync: bool = True) -> None:
         if max_events < 1 or max_bytes < 1024:
@@ -68,13 +76,16 @@ class Spool:
 
     @property
     def depth(self) -> int:
+        """Events waiting."""
         return len(self._entries)
 
     @property
     def bytes(self) -> int:
+        """Bytes waiting."""
         return self._bytes
 
     def append(self, event: dict[str, Any]) -> SpoolEntry:
+        """Write an event durably (fsync unless disabled), dropping the oldest to stay within the bounds."""
         data = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
         with self._lock:
             dropped = 0
@@ -106,6 +117,7 @@ class Spool:
             return entry
 
     def head(self, limit: int = 256) -> list[SpoolEntry]:
+        """The oldest ``limit`` events, in order."""
         with self._lock:
             return [self._entries[i] for i in range(min(limit, len(self._entries)))]
 

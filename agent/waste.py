@@ -61,11 +61,20 @@ def unit_lost_s(contract: Contract, elapsed_s: float, final_written: bool) -> fl
 
 @dataclass(frozen=True)
 class Waste:
+    """The work an instance lost in one drain, in the event attributes' units.
+
+    Attributes:
+        wasted_s: the instance's lost seconds (sum over units ÷ units on the node), rounded.
+        counted: units with a start time.
+        no_start: units without one (they count nothing).
+    """
+
     wasted_s: int  # the instance's lost seconds (sum over units ÷ units on the node), rounded
     counted: int  # units with a start time
     no_start: int  # units without one (they count nothing)
 
     def attributes(self) -> dict[str, int]:
+        """The waste as event attributes."""
         return {ATTR_WASTED_S: self.wasted_s, ATTR_WASTED_UNITS: self.counted, ATTR_WASTED_NO_START: self.no_start}
 
 
