@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from .bundle_verify import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
 from .canonical import canonical_bytes, digest
 from .compiler import CompiledWorkload
+from .errors import GovernanceError
 from .schema import API_VERSION, RestartSemantics
 
 __all__ = [
@@ -44,21 +45,6 @@ __all__ = [
 AGENT_BUNDLE = "agent-bundle.json"
 CONTROLLER_BUNDLE = "controller-bundle.json"
 GOVERNED_FIELDS = ("floor_pct", "spend_cap_24h_eur", "approver", "fallback_policy")
-
-
-class GovernanceError(Exception):
-    """A compile changed governed fields and no capacity-governance key signed it (ADR-30).
-
-    Attributes:
-        changes: one dict per changed field, with ``workload``, ``field``, ``from`` and ``to``.
-    """
-
-    def __init__(self, changes: list[dict[str, Any]]) -> None:
-        lines = "; ".join(f"{c['workload']}.{c['field']}: {c['from']} -> {c['to']}" for c in changes)
-        super().__init__(
-            f"{len(changes)} governed field change(s) need the capacity-governance signature (ADR-30): {lines}. "
-            "Re-run with --governance-key <governance private key>, signed by the governance group.")
-        self.changes = changes
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import CanonicalError, canonical_bytes
+from .errors import BundleError
 from .signing import KeyError_, SignatureError, load_public_key, verify_blob
 
 __all__ = ["BundleError", "VerifiedBundle", "verify_bundle", "verify_bundle_bytes"]
 
 SIG_SUFFIX = ".sig"
 GOVERNANCE_SIG_SUFFIX = ".governance.sig"
-
-
-class BundleError(Exception):
-    """A bundle that must not be used: unreadable, not canonical, or not signed by the expected key(s)."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .errors import RepoError
 from .findings import Finding, Severity
 from .pools import CatalogueError, PoolCatalogue, load_catalogue
 from .rules import RULES, RuleContext, derived_interval_min
@@ -30,10 +31,6 @@ __all__ = ["CompileResult", "CompiledWorkload", "RepoError", "check_repo", "chec
 
 CATALOGUE_FILE = "pools.csv"
 SETTINGS_FILE = "compiler.yaml"
-
-
-class RepoError(Exception):
-    """The repository itself cannot be read (missing directory, catalogue or settings)."""
 
 
 @dataclass(frozen=True)

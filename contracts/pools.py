@@ -14,15 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .errors import CatalogueError
 from .schema import Contract
 
 __all__ = ["CatalogueError", "Pool", "PoolCatalogue", "PurchaseModel", "load_catalogue"]
-
-
-class CatalogueError(Exception):
-    """The pool catalogue cannot be read or a row is invalid."""
-
-    pass
 
 
 class PurchaseModel(StrEnum):

@@ -16,6 +16,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from .errors import KeyError_, SignatureError
+
 __all__ = [
     "KeyError_",
     "KeyPair",
@@ -27,14 +29,6 @@ __all__ = [
     "sign_blob",
     "verify_blob",
 ]
-
-
-class SignatureError(Exception):
-    """The signature does not verify against the given key (tampered blob, wrong key or corrupt file)."""
-
-
-class KeyError_(Exception):
-    """A key file is missing, unreadable or not an ECDSA P-256 key."""
 
 
 @dataclass(frozen=True)

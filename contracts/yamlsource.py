@@ -12,15 +12,9 @@ from typing import Any
 
 import yaml
 
+from .errors import SourceError
+
 __all__ = ["SourceError", "SourceMap", "load_yaml"]
-
-
-class SourceError(Exception):
-    """A YAML file cannot be parsed; carries the file and line for a finding."""
-
-    def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
-        self.file, self.line, self.message = file, line, message
 
 
 @dataclass(frozen=True)
