@@ -14,13 +14,11 @@ import ssl
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from .errors import HttpError
+
 __all__ = ["HttpError", "request", "start_text_server"]
 
 MAX_BODY = 64 * 1024 * 1024
-
-
-class HttpError(OSError):
-    """The server could not be reached or did not speak HTTP."""
 
 
 def _read_until(sock: socket.socket, buf: bytearray, marker: bytes) -> int:

@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .errors import AgentError
+
 __all__ = ["STARTED_AT", "AgentError", "Contract", "NodeIdentity", "Unit", "format_time", "parse_time", "time_or_none"]
 
 # Unit.attributes key: when the unit started running, ISO-8601 UTC with a trailing Z (``format_time``)
 STARTED_AT = "started_at"
-
-
-class AgentError(Exception):
-    """An input the agent cannot use; the message names the value and the fix."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .errors import StoreNotConfigured
+
 __all__ = ["ENV_VARS", "STACK_FILE", "Store", "StoreNotConfigured", "StoreUrls", "load_urls", "resolve_url",
            "sco_home", "stack_file"]
 
@@ -20,10 +22,6 @@ Store = Literal["postgres", "nats", "clickhouse"]
 ENV_VARS: dict[Store, str] = {"postgres": "SCO_POSTGRES_URL", "nats": "SCO_NATS_URL",
                               "clickhouse": "SCO_CLICKHOUSE_URL"}
 STACK_FILE = "stack.json"
-
-
-class StoreNotConfigured(RuntimeError):
-    """No URL for a store: neither given, nor in the environment, nor written by ``sco up``."""
 
 
 @dataclass(frozen=True)
