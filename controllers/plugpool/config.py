@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..errors import ConfigError
 from .units import parse_duration, parse_quantity
 
 __all__ = [
@@ -24,10 +25,6 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the field, the value and the fix."""
 
 
 def _duration(value: Any) -> float:

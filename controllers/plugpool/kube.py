@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from ..errors import KubeError
+
 __all__ = ["Cluster", "KubeError", "KubernetesCluster", "Obj"]
 
 Obj = dict[str, Any]
-
-
-class KubeError(Exception):
-    def __init__(self, message: str, status: int = 0):
-        super().__init__(message)
-        self.status = status
 
 
 class Cluster(Protocol):

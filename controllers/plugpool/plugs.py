@@ -19,15 +19,12 @@ from urllib.parse import quote
 
 import urllib3
 
+from ..errors import PlugError
 from .config import Credentials, PlugConfig
 
 __all__ = ["EspHomePlugs", "PlugBoard", "PlugClient", "PlugError", "PlugReading"]
 
 log = logging.getLogger("plugpool.plugs")
-
-
-class PlugError(Exception):
-    """A plug did not answer, refused the credentials or answered something that is not a switch state."""
 
 
 class PlugClient(Protocol):
