@@ -64,7 +64,7 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
     try:
         raw = socket.create_connection((parts.hostname, port), timeout=timeout)
     except OSError as exc:
-        raise HttpError(f"{method} {url}: {exc}") from None
+        raise HttpError(f"{method} {url}: {exc}") from exc
     try:
         sock: socket.socket = raw
         if parts.scheme == "https":
@@ -108,7 +108,7 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
     except (OSError, ValueError) as exc:
         if isinstance(exc, HttpError):
             raise
-        raise HttpError(f"{method} {url}: {exc}") from None
+        raise HttpError(f"{method} {url}: {exc}") from exc
     finally:
         raw.close()
 

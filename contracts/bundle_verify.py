@@ -71,7 +71,7 @@ def verify_bundle_bytes(raw: bytes, signature: bytes, public_key_pem: bytes,
     try:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BundleError(f"the bundle is not JSON: {exc}") from None
+        raise BundleError(f"the bundle is not JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise BundleError("the bundle is not a JSON object")
     try:
@@ -101,17 +101,17 @@ def verify_bundle(path: Path, public_key: Path, governance_key: Path | None = No
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise BundleError(f"cannot read bundle {path}: {exc.strerror}") from None
+        raise BundleError(f"cannot read bundle {path}: {exc.strerror}") from exc
     sig_path = path.with_name(path.name + SIG_SUFFIX)
     try:
         signature = sig_path.read_bytes()
-    except OSError:
-        raise BundleError(f"no signature file {sig_path} next to the bundle") from None
+    except OSError as exc:
+        raise BundleError(f"no signature file {sig_path} next to the bundle") from exc
     gov_path = path.with_name(path.name + GOVERNANCE_SIG_SUFFIX)
     gov_sig = gov_path.read_bytes() if gov_path.exists() else None
     try:
         key_pem = public_key.read_bytes()
         gov_pem = governance_key.read_bytes() if governance_key is not None else None
     except OSError as exc:
-        raise BundleError(f"cannot read key {exc.filename}: {exc.strerror}") from None
+        raise BundleError(f"cannot read key {exc.filename}: {exc.strerror}") from exc
     return verify_bundle_bytes(raw, signature, key_pem, gov_sig, gov_pem)

@@ -166,7 +166,7 @@ def load_settings(path: Path | None) -> CompilerSettings:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise RepoError(f"{path}:{source.line_of(key)}: {key}: {err['msg']}") from None
+        raise RepoError(f"{path}:{source.line_of(key)}: {key}: {err['msg']}") from exc
 
 
 def contract_files(repo: Path) -> list[Path]:

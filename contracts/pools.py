@@ -101,7 +101,7 @@ def load_catalogue(path: Path) -> PoolCatalogue:
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
-        raise CatalogueError(f"cannot read pool catalogue {path}: {exc.strerror}") from None
+        raise CatalogueError(f"cannot read pool catalogue {path}: {exc.strerror}") from exc
     with handle:
         reader = csv.DictReader(handle)
         missing = [c for c in ("pool_id", "region", "hall", "aggregate", "sku_family", "size", "vcpu",
@@ -129,7 +129,7 @@ def load_catalogue(path: Path) -> PoolCatalogue:
                 column = ".".join(str(x) for x in detail["loc"])
                 raise CatalogueError(
                     f"{path}:{line}: column {column}={row.get(column)!r}: {detail['msg']}"
-                ) from None
+                ) from exc
             if pool.pool_id in seen:
                 raise CatalogueError(f"{path}:{line}: duplicate pool_id {pool.pool_id!r}")
             seen.add(pool.pool_id)

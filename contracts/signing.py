@@ -59,7 +59,7 @@ def _read(path: Path | str, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise KeyError_(f"cannot read {what} {path}: {exc.strerror}. Create one with `sco keys init`.") from None
+        raise KeyError_(f"cannot read {what} {path}: {exc.strerror}. Create one with `sco keys init`.") from exc
 
 
 def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
@@ -73,7 +73,7 @@ def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         where = "key" if isinstance(source, bytes) else str(source)
-        raise KeyError_(f"{where} is not a PEM private key: {exc}") from None
+        raise KeyError_(f"{where} is not a PEM private key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
         raise KeyError_("the private key is not ECDSA P-256 (secp256r1); create one with `sco keys init`.")
     return key
@@ -90,7 +90,7 @@ def load_public_key(source: Path | str | bytes) -> ec.EllipticCurvePublicKey:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         where = "key" if isinstance(source, bytes) else str(source)
-        raise KeyError_(f"{where} is not a PEM public key: {exc}") from None
+        raise KeyError_(f"{where} is not a PEM public key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
         raise KeyError_("the public key is not ECDSA P-256 (secp256r1).")
     return key

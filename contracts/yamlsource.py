@@ -77,9 +77,9 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         reason = exc.problem or exc.context or "malformed YAML"
-        raise SourceError(file, line, f"malformed YAML: {reason}") from None
+        raise SourceError(file, line, f"malformed YAML: {reason}") from exc
     except yaml.YAMLError as exc:
-        raise SourceError(file, 1, f"malformed YAML: {exc}") from None
+        raise SourceError(file, 1, f"malformed YAML: {exc}") from exc
     finally:
         loader.dispose()
     return data, SourceMap(file, lines)
@@ -89,5 +89,5 @@ def read_yaml(path: Path) -> tuple[Any, SourceMap]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(str(path), 0, f"cannot read: {exc}") from None
+        raise SourceError(str(path), 0, f"cannot read: {exc}") from exc
     return load_yaml(text, str(path))
