@@ -191,9 +191,9 @@ def load_config(path: Path) -> PlugPoolConfig:
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the configuration ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read the configuration ({exc.strerror})") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
     return parse_config(data, str(path))
 
 

@@ -51,7 +51,7 @@ class EspHomePlugs:
         try:
             resp = self._http.request(method, url, headers=self._headers)
         except urllib3.exceptions.HTTPError as exc:
-            raise PlugError(f"{method} {url}: {exc.__class__.__name__}: {exc}") from None
+            raise PlugError(f"{method} {url}: {exc.__class__.__name__}: {exc}") from exc
         if resp.status == 401:
             raise PlugError(f"{method} {url}: 401, the plug refused PLUGPOOL_PLUG_USERNAME/PASSWORD")
         if resp.status == 404:
