@@ -147,7 +147,7 @@ def fetch_bundle(base_url: str, timeout: float = 5.0) -> tuple[bytes, bytes]:
         try:
             status, body = request("GET", base + name, timeout=timeout)
         except OSError as exc:
-            raise AgentError(f"distributor {base + name} unreachable: {exc}") from None
+            raise AgentError(f"distributor {base + name} unreachable: {exc}") from exc
         if status != 200:
             raise AgentError(f"distributor {base + name} answered {status}")
         out.append(body)

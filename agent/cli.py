@@ -33,7 +33,7 @@ def build_agent(cfg: AgentConfig) -> object:
         key = cfg.public_key.read_bytes()
     except OSError as exc:
         raise AgentError(f"cannot read the bundle-signing public key {cfg.public_key}: {exc.strerror}; "
-                         "it is baked into the image (SCO_AGENT_PUBLIC_KEY).") from None
+                         "it is baked into the image (SCO_AGENT_PUBLIC_KEY).") from exc
     node = userdata.node
     if node.scheduler == "slurm":
         from .local import SlurmProcessActuator
@@ -99,7 +99,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         key = cfg.public_key.read_bytes()
     except OSError as exc:
-        raise AgentError(f"cannot read public key {cfg.public_key}: {exc.strerror}") from None
+        raise AgentError(f"cannot read public key {cfg.public_key}: {exc.strerror}") from exc
     store = BundleStore(cfg.state_dir, key, userdata.node.partition)
     held = store.parse(userdata.bundle, userdata.bundle_sig, "user-data")
     print(f"ok: {held.partition} generation {held.generation}, {len(held.contracts)} workload(s): "

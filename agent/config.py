@@ -47,7 +47,7 @@ def parse_userdata(data: bytes, source: str = "<user-data>") -> UserData:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AgentError(f"user-data {source} is not JSON: {exc}") from None
+        raise AgentError(f"user-data {source} is not JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("kind") != USERDATA_KIND:
         raise AgentError(f"user-data {source}: kind must be {USERDATA_KIND!r}.")
     scheduler = _field(doc, "scheduler", source)
@@ -78,7 +78,7 @@ def load_userdata(path: Path) -> UserData:
         data = path.read_bytes()
     except OSError as exc:
         raise AgentError(f"cannot read user-data {path}: {exc.strerror}; cloud-init writes it "
-                         "(deploy/agent/cloud-init.yaml).") from None
+                         "(deploy/agent/cloud-init.yaml).") from exc
     return parse_userdata(data, str(path))
 
 

@@ -1,6 +1,7 @@
 """The agent's lifecycle events: ``contracts.event_record`` dicts stamped with the node's identity.
 
-``tests/agent/test_events_model.py`` validates every kind the agent emits with ``Event.model_validate``."""
+``tests/agent/test_events_model.py`` validates every kind the agent emits with ``Event.model_validate``.
+"""
 
 from __future__ import annotations
 

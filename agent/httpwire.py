@@ -14,13 +14,11 @@ import ssl
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from .errors import HttpError
+
 __all__ = ["HttpError", "request", "start_text_server"]
 
 MAX_BODY = 64 * 1024 * 1024
-
-
-class HttpError(OSError):
-    """The server could not be reached or did not speak HTTP."""
 
 
 def _read_until(sock: socket.socket, buf: bytearray, marker: bytes) -> int:
@@ -66,7 +64,7 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
     try:
         raw = socket.create_connection((parts.hostname, port), timeout=timeout)
     except OSError as exc:
-        raise HttpError(f"{method} {url}: {exc}") from None
+        raise HttpError(f"{method} {url}: {exc}") from exc
     try:
         sock: socket.socket = raw
         if parts.scheme == "https":
@@ -110,7 +108,7 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
     except (OSError, ValueError) as exc:
         if isinstance(exc, HttpError):
             raise
-        raise HttpError(f"{method} {url}: {exc}") from None
+        raise HttpError(f"{method} {url}: {exc}") from exc
     finally:
         raw.close()
 

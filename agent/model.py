@@ -1,6 +1,7 @@
 """The node's own view: who it is and the interruption-critical contract fields it holds (ADR-15).
 
-Plain dataclasses (no pydantic): the agent must stay small."""
+Plain dataclasses (no pydantic): the agent must stay small.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .errors import AgentError
+
 __all__ = ["STARTED_AT", "AgentError", "Contract", "NodeIdentity", "Unit", "format_time", "parse_time", "time_or_none"]
 
 # Unit.attributes key: when the unit started running, ISO-8601 UTC with a trailing Z (``format_time``)
 STARTED_AT = "started_at"
-
-
-class AgentError(Exception):
-    """An input the agent cannot use; the message names the value and the fix."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +49,16 @@ class Contract:
 
     @property
     def ref(self) -> str:
+        """``<workload>@<version>``."""
         return f"{self.workload}@{self.version}"
 
     @classmethod
     def from_entry(cls, ref: str, entry: dict[str, Any]) -> Contract:
+        """Read one workload's entry of an agent bundle (written by ``contracts.bundle.agent_entry``).
+
+        Raises:
+            AgentError: a required field is missing or not of its type.
+        """
         try:
             budget = int(entry["drain_budget_s"])
             interval = entry.get("checkpoint_interval_min")
@@ -81,7 +86,8 @@ class Unit:
     ``attributes`` are what the adapter read with the unit: ``state`` (Slurm) and ``started_at`` (``STARTED_AT``)
     — when the unit started running, ISO-8601 UTC with a trailing ``Z`` (``2026-01-01T00:00:00Z``; Slurm's
     ``StartTime``, the pod's ``status.startTime``). Absent when the scheduler did not say; such a unit counts
-    no lost work (agent/waste.py)."""
+    no lost work (agent/waste.py).
+    """
 
     unit_id: str
     contract_ref: str | None

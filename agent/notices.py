@@ -56,7 +56,7 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
         try:
             doc = json.loads(doc)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise AgentError(f"{channel} notice is not JSON: {exc}") from None
+            raise AgentError(f"{channel} notice is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise AgentError(f"{channel} notice is not a JSON object")
     instance = doc.get("instance_id") or doc.get("instance")
@@ -69,7 +69,7 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
         if kind == "advisory":
             terminate = None  # an advisory's expected_at is a forecast, not a deadline
     except ValueError as exc:
-        raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from None
+        raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from exc
     notice_id = doc.get("notice_id") or doc.get("id")
     if not notice_id and instance and issued is not None:  # same on both channels, whatever the time format
         notice_id = f"{kind}:{instance}:{issued.astimezone(UTC).isoformat()}"
@@ -89,7 +89,7 @@ def parse_metadata(data: bytes, received: float) -> list[Notice]:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AgentError(f"metadata document is not JSON: {exc}") from None
+        raise AgentError(f"metadata document is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise AgentError("metadata document is not a JSON object")
     items = doc.get("notices")

@@ -503,7 +503,7 @@ def _get(url: str, timeout: float) -> bytes:
     try:
         status, body = request("GET", url, timeout=timeout)
     except OSError as exc:
-        raise AgentError(f"GET {url}: {exc}") from None
+        raise AgentError(f"GET {url}: {exc}") from exc
     if status != 200:
         raise AgentError(f"GET {url} answered {status}")
     return body

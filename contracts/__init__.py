@@ -1,5 +1,7 @@
-"""The shared vocabulary: the interruption contract, tiers, compiler and feasibility rules, signed
-bundles, the pool catalogue, the lifecycle event model and NATS subjects.
+"""The shared vocabulary of SCO.
+
+The interruption contract, tiers, compiler and feasibility rules, signed bundles, the pool catalogue,
+the lifecycle event model and NATS subjects.
 
 Imports nothing else of ours. Names are loaded lazily so that the agent, which needs only
 ``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical`` and ``contracts.subjects``,

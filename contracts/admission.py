@@ -28,4 +28,5 @@ def configmap_key(workload: str, version: int | str) -> str:
 
 
 def slurm_comment(workload: str, version: int | str) -> str:
+    """The Slurm job comment that ties a job to its contract: ``contract=<workload>@<version>``."""
     return f"contract={workload}@{version}"

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from .bundle_verify import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
 from .canonical import canonical_bytes, digest
 from .compiler import CompiledWorkload
+from .errors import GovernanceError
 from .schema import API_VERSION, RestartSemantics
 
 __all__ = [
@@ -46,17 +47,19 @@ CONTROLLER_BUNDLE = "controller-bundle.json"
 GOVERNED_FIELDS = ("floor_pct", "spend_cap_24h_eur", "approver", "fallback_policy")
 
 
-class GovernanceError(Exception):
-    def __init__(self, changes: list[dict[str, Any]]) -> None:
-        lines = "; ".join(f"{c['workload']}.{c['field']}: {c['from']} -> {c['to']}" for c in changes)
-        super().__init__(
-            f"{len(changes)} governed field change(s) need the capacity-governance signature (ADR-30): {lines}. "
-            "Re-run with --governance-key <governance private key>, signed by the governance group.")
-        self.changes = changes
-
-
 @dataclass(frozen=True)
 class PublishedBundle:
+    """What ``publish`` wrote for one partition.
+
+    Attributes:
+        partition: ``<region>/<cluster>``.
+        directory: where the two bundles and their signatures are.
+        generation: the bundles' generation (unchanged when the source digest did not change).
+        workloads: how many workloads the bundles carry.
+        governed_changes: how many governed fields changed since the previous generation.
+        unchanged: True when the source was identical and nothing new was written.
+    """
+
     partition: str
     directory: Path
     generation: int
@@ -66,11 +69,13 @@ class PublishedBundle:
 
 
 def partition_dir(out: Path, partition: str) -> Path:
+    """The directory of one partition's bundles: ``<out>/<region>/<cluster>``."""
     region, cluster = partition.split("/", 1)
     return out / region / cluster
 
 
 def agent_entry(w: CompiledWorkload) -> dict[str, Any]:
+    """The subset of a compiled contract the node agent acts on (its bundle entry)."""
     c = w.contract
     return {
         "workload": c.workload,
@@ -125,6 +130,18 @@ def _read_previous(directory: Path) -> dict[str, Any] | None:
 
 def build_payloads(partition: str, workloads: Iterable[CompiledWorkload], issued_at: datetime,
                    previous: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the agent and controller bundle payloads of one partition.
+
+    Args:
+        partition: ``<region>/<cluster>``.
+        workloads: the partition's compiled workloads.
+        issued_at: the issue time stamped into both payloads (UTC).
+        previous: the partition's previous controller payload, or None for the first publish.
+
+    Returns:
+        ``(agent_payload, controller_payload)``. The generation is kept when the source digest matches
+        ``previous``, else incremented.
+    """
     ws = sorted(workloads, key=lambda w: w.contract.workload)
     agent_workloads = {w.contract.ref: agent_entry(w) for w in ws}
     controller_workloads = {w.contract.ref: controller_entry(w) for w in ws}
@@ -163,8 +180,11 @@ def _write_signed(path: Path, payload: dict[str, Any], key: ec.EllipticCurvePriv
 def publish(workloads: list[CompiledWorkload], out: Path, key: ec.EllipticCurvePrivateKey,
             issued_at: datetime, governance_key: ec.EllipticCurvePrivateKey | None = None,
             previous_root: Path | None = None) -> list[PublishedBundle]:
-    """Write and sign both bundles for every partition. Checks governance for all partitions before
-    writing any, so a refused compile leaves the previously published bundles untouched."""
+    """Write and sign both bundles for every partition.
+
+    Checks governance for all partitions before
+    writing any, so a refused compile leaves the previously published bundles untouched.
+    """
     by_partition: dict[str, list[CompiledWorkload]] = {}
     for w in workloads:
         by_partition.setdefault(w.contract.partition, []).append(w)

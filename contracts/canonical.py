@@ -15,11 +15,9 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from .errors import CanonicalError
+
 __all__ = ["CanonicalError", "canonical_bytes", "digest"]
-
-
-class CanonicalError(ValueError):
-    """A value that has no canonical form (a float, a set, an object)."""
 
 
 def _normalise(value: Any, path: str) -> Any:

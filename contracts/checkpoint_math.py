@@ -23,6 +23,7 @@ def young_daly_hours(checkpoint_cost_s: float, mtbf_hours: float) -> float:
 
 
 def final_write_seconds(size_gib: Decimal, throughput_mib_s: Decimal, overhead_s: int) -> float:
+    """Seconds to write a final checkpoint of ``size_gib`` GiB at ``throughput_mib_s`` MiB/s, plus ``overhead_s``."""
     return float(size_gib) * 1024.0 / float(throughput_mib_s) + overhead_s
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .errors import RepoError
 from .findings import Finding, Severity
 from .pools import CatalogueError, PoolCatalogue, load_catalogue
 from .rules import RULES, RuleContext, derived_interval_min
@@ -32,12 +33,19 @@ CATALOGUE_FILE = "pools.csv"
 SETTINGS_FILE = "compiler.yaml"
 
 
-class RepoError(Exception):
-    """The repository itself cannot be read (missing directory, catalogue or settings)."""
-
-
 @dataclass(frozen=True)
 class CompiledWorkload:
+    """A contract that compiled, with what the compiler derived for it.
+
+    Attributes:
+        contract: the resolved contract.
+        file: the contract file it came from.
+        eligible_pools: reclaimable discount pools that fit one unit.
+        committed_halls: halls with the business unit's committed capacity that fits one unit.
+        expected_rate_pct_h: the reclaim rate planned with (%/h).
+        derived_interval_min: the Young–Daly checkpoint interval (minutes), when the contract checkpoints.
+    """
+
     contract: Contract
     file: str
     eligible_pools: int
@@ -47,24 +55,30 @@ class CompiledWorkload:
 
     @property
     def interval_min(self) -> int | None:
+        """The checkpoint interval in minutes: the contract's own, else the derived one, else None."""
         return self.contract.checkpoint_interval_min or self.derived_interval_min
 
 
 @dataclass
 class CompileResult:
+    """The outcome of compiling a contract repository: the workloads that compiled and every finding."""
+
     workloads: list[CompiledWorkload] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
 
     @property
     def errors(self) -> list[Finding]:
+        """The findings that refuse a contract."""
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     @property
     def warnings(self) -> list[Finding]:
+        """The findings that flag a contract for its owner (refusing it only with ``--strict``)."""
         return [f for f in self.findings if f.severity is Severity.WARNING]
 
     def refused(self) -> set[str]:
+        """The files with at least one error."""
         return {f.file for f in self.errors}
 
 
@@ -137,6 +151,11 @@ def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: Compile
 
 
 def load_settings(path: Path | None) -> CompilerSettings:
+    """Load the compiler settings from YAML; defaults when ``path`` is None or absent.
+
+    Raises:
+        RepoError: the file is not valid YAML or a setting is invalid (the message names the line).
+    """
     if path is None or not path.exists():
         return CompilerSettings()
     try:
@@ -147,7 +166,7 @@ def load_settings(path: Path | None) -> CompilerSettings:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise RepoError(f"{path}:{source.line_of(key)}: {key}: {err['msg']}") from None
+        raise RepoError(f"{path}:{source.line_of(key)}: {key}: {err['msg']}") from exc
 
 
 def contract_files(repo: Path) -> list[Path]:

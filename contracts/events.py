@@ -38,6 +38,8 @@ __all__ = [
 
 
 class Event(BaseModel):
+    """One lifecycle event, as published on NATS and stored in ClickHouse (see ``contracts.subjects``)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
@@ -63,13 +65,16 @@ class Event(BaseModel):
 
     @property
     def subject(self) -> str:
+        """The NATS subject this event is published on."""
         return event_subject(self.region, self.kind)
 
     def to_json(self) -> bytes:
+        """The event as JSON bytes."""
         return self.model_dump_json().encode()
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Event:
+        """Parse an event from JSON (raises pydantic ``ValidationError`` when invalid)."""
         return cls.model_validate_json(data)
 
     def row(self) -> dict[str, Any]:

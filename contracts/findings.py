@@ -1,5 +1,8 @@
-"""Findings: what the compiler says about a contract. Every finding carries a stable code, where it is
-(file and line), the field and value it is about, the rule, and how to fix it."""
+"""Findings: what the compiler says about a contract.
+
+Every finding carries a stable code, where it is
+(file and line), the field and value it is about, the rule, and how to fix it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ __all__ = ["Finding", "Severity"]
 
 
 class Severity(StrEnum):
+    """How much a finding weighs: an error refuses the contract, a warning flags it, info only informs."""
+
     ERROR = "error"      # the contract is refused
     WARNING = "warning"  # flagged for the owner; compiles (fails only with --strict)
     INFO = "info"        # e.g. a bespoke contract marked for review
@@ -18,6 +23,8 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing the compiler says about a contract, with where it is and how to fix it."""
+
     code: str
     severity: Severity
     field: str
@@ -29,14 +36,17 @@ class Finding:
     workload: str | None = None
 
     def at(self, file: str, line: int) -> Finding:
+        """The same finding placed at ``file:line``."""
         return replace(self, file=file, line=line)
 
     def render(self) -> str:
+        """One line for a terminal: ``file:line: CODE severity: field=value: rule Fix: fix``."""
         where = f"{self.file}:{self.line}" if self.line else self.file
         value = "(absent)" if self.value is None else repr(self.value) if isinstance(self.value, str) else self.value
         return f"{where}: {self.code} {self.severity}: {self.field}={value}: {self.rule} Fix: {self.fix}"
 
     def as_dict(self) -> dict[str, Any]:
+        """The finding as a JSON-ready dict (the value as a string)."""
         return {
             "code": self.code,
             "severity": str(self.severity),

@@ -14,22 +14,23 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .errors import CatalogueError
 from .schema import Contract
 
 __all__ = ["CatalogueError", "Pool", "PoolCatalogue", "PurchaseModel", "load_catalogue"]
 
 
-class CatalogueError(Exception):
-    pass
-
-
 class PurchaseModel(StrEnum):
+    """How capacity in a pool is bought: reclaimable (discounted), committed (reserved) or guaranteed."""
+
     RECLAIMABLE = "reclaimable"
     COMMITTED = "committed"
     GUARANTEED = "guaranteed"
 
 
 class Pool(BaseModel):
+    """One pool: a SKU family and size in one hall of a region, bought one way, with its rates (EUR/h)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pool_id: str
@@ -49,9 +50,11 @@ class Pool(BaseModel):
 
     @property
     def discount_ratio(self) -> Decimal:
+        """The pool's rate as a share of the guaranteed rate (1 when there is no guaranteed rate)."""
         return self.rate_eur_h / self.guaranteed_rate_eur_h if self.guaranteed_rate_eur_h else Decimal("1")
 
     def fits(self, contract: Contract) -> bool:
+        """Whether one unit of ``contract`` fits an instance of this pool and the pool is eligible for it."""
         r = contract.resources
         e = contract.eligible
         return (
@@ -63,14 +66,18 @@ class Pool(BaseModel):
 
 
 class PoolCatalogue(BaseModel):
+    """The pools of every region SCO places in, and where the list came from."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pools: tuple[Pool, ...]
     source: str = "<memory>"
 
     def reclaimable_for(self, contract: Contract, discount_threshold: Decimal) -> list[Pool]:
-        """Reclaimable discount pools in the contract's region that fit one of its units (ADR-08: a pool
-        priced at or above ``discount_threshold`` of the guaranteed rate is not a discount pool)."""
+        """Reclaimable discount pools in the contract's region that fit one of its units.
+
+        ADR-08: a pool priced at or above ``discount_threshold`` of the guaranteed rate is not a discount pool).
+        """
         return [
             p for p in self.pools
             if p.region == contract.region and p.purchase_model is PurchaseModel.RECLAIMABLE
@@ -78,6 +85,7 @@ class PoolCatalogue(BaseModel):
         ]
 
     def committed_for(self, contract: Contract) -> list[Pool]:
+        """The business unit's committed pools in the contract's region that fit one of its units (ADR-22)."""
         return [
             p for p in self.pools
             if p.region == contract.region and p.purchase_model is PurchaseModel.COMMITTED
@@ -93,7 +101,7 @@ def load_catalogue(path: Path) -> PoolCatalogue:
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
-        raise CatalogueError(f"cannot read pool catalogue {path}: {exc.strerror}") from None
+        raise CatalogueError(f"cannot read pool catalogue {path}: {exc.strerror}") from exc
     with handle:
         reader = csv.DictReader(handle)
         missing = [c for c in ("pool_id", "region", "hall", "aggregate", "sku_family", "size", "vcpu",
@@ -121,7 +129,7 @@ def load_catalogue(path: Path) -> PoolCatalogue:
                 column = ".".join(str(x) for x in detail["loc"])
                 raise CatalogueError(
                     f"{path}:{line}: column {column}={row.get(column)!r}: {detail['msg']}"
-                ) from None
+                ) from exc
             if pool.pool_id in seen:
                 raise CatalogueError(f"{path}:{line}: duplicate pool_id {pool.pool_id!r}")
             seen.add(pool.pool_id)

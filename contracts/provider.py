@@ -1,6 +1,7 @@
-"""The written provider contract (ADR-05): what SCO needs from the capacity provider, as one ``Provider``
-protocol and frozen data types. The OpenStack adapter and the simulated region implement it; controllers,
-orchestration and the replay simulator consume it.
+"""The written provider contract (ADR-05): what SCO needs from the capacity provider.
+
+One ``Provider`` protocol and frozen data types. The OpenStack adapter and the simulated region implement it;
+controllers, orchestration and the replay simulator consume it.
 
 Five commitments: a hard notice ≥ 120 s before deletion (``notice_subject``, mirrored in instance metadata),
 an advisory when a pool is forecast to be reclaimed (``advisory_subject``), a rate card per pool every five
@@ -72,7 +73,8 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 class Clock(Protocol):
     """An injected clock: wall time live, virtual time in replay. Always UTC."""
 
-    def now(self) -> datetime: ...
+    def now(self) -> datetime:
+        """The current time (UTC, timezone-aware)."""
 
 
 class OwnerTags(BaseModel):
@@ -120,6 +122,7 @@ class OwnerTags(BaseModel):
 
     @staticmethod
     def missing(tags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """The owner tag names (with the ``sco:`` prefix) that ``tags`` lacks."""
         found = OwnerTags.parse(tags)
         return tuple(f"{TAG_PREFIX}{k}" for k in OWNER_TAG_KEYS if k not in found)
 
@@ -146,10 +149,13 @@ class LaunchRequest(BaseModel):
 
     @property
     def tags(self) -> tuple[str, ...]:
+        """The owner tags the launched instances carry."""
         return self.owner.to_tags()
 
 
 class InstanceStatus(StrEnum):
+    """An instance's life as the provider reports it."""
+
     BUILDING = "building"
     ACTIVE = "active"
     NOTIFIED = "notified"  # a reclaim notice is out; deletion follows at the deadline
@@ -158,6 +164,8 @@ class InstanceStatus(StrEnum):
 
 
 class Instance(BaseModel):
+    """One instance as the provider lists it; ``owner`` says whether it is ours."""
+
     model_config = _FROZEN
 
     instance_id: str
@@ -172,10 +180,13 @@ class Instance(BaseModel):
 
     @property
     def owner(self) -> OwnerTags | None:
+        """The SCO owner tags, or None when the instance is not ours."""
         return OwnerTags.from_tags(self.tags)
 
 
 class RateCardEntry(BaseModel):
+    """One pool's line on the rate card: its current and guaranteed rates (EUR/h) and free room."""
+
     model_config = _FROZEN
 
     pool_id: str
@@ -196,6 +207,11 @@ class RateCard(BaseModel):
     entries: tuple[RateCardEntry, ...]
 
     def rate(self, pool_id: str) -> RateCardEntry:
+        """The entry of ``pool_id``.
+
+        Raises:
+            NotFound: the card has no such pool.
+        """
         for entry in self.entries:
             if entry.pool_id == pool_id:
                 return entry
@@ -217,6 +233,7 @@ class Reservation(BaseModel):
 
     @property
     def free(self) -> int:
+        """Instances of the reservation not yet in use (never negative)."""
         return max(self.instances - self.in_use, 0)
 
 
@@ -233,6 +250,8 @@ class ForwardCapacity(BaseModel):
 
 
 class QuotaHeadroom(BaseModel):
+    """The project's quota: limits and use (a negative limit means unlimited)."""
+
     model_config = _FROZEN
 
     project: str
@@ -245,6 +264,7 @@ class QuotaHeadroom(BaseModel):
 
     @property
     def instances_free(self) -> int:
+        """Instances the quota still allows; a large number when the limit is unlimited."""
         return max(self.instances_limit - self.instances_used, 0) if self.instances_limit >= 0 else 1 << 30
 
 
@@ -291,19 +311,24 @@ class Provider(Protocol):
     """The provider contract. Every mutating call (launch, terminate, reclaim) may raise ``Throttled``."""
 
     @property
-    def region(self) -> str: ...
+    def region(self) -> str:
+        """The region this provider serves."""
 
     def catalogue(self) -> PoolCatalogue:
         """Pools (SKU family × size × hall × purchase model) with aggregate and hall for correlation."""
         ...
 
-    def rate_card(self) -> RateCard: ...
+    def rate_card(self) -> RateCard:
+        """The current rate card (one entry per pool, refreshed every five minutes)."""
 
-    def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]: ...
+    def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        """Committed capacity, of one business unit or of all when ``business_unit`` is None."""
 
-    def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]: ...
+    def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        """Expected free reclaimable capacity per pool over the next ``horizon``."""
 
-    def quota_headroom(self) -> QuotaHeadroom: ...
+    def quota_headroom(self) -> QuotaHeadroom:
+        """The project's quota headroom."""
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
         """All or nothing. Raises NotFound (pool), QuotaExceeded, CapacityUnavailable, Throttled."""

@@ -45,11 +45,15 @@ class _Frozen(BaseModel):
 
 
 class Scheduler(StrEnum):
+    """The scheduler that runs the workload."""
+
     KUBERNETES = "kubernetes"
     SLURM = "slurm"
 
 
 class TierName(StrEnum):
+    """The service tier (T1..T5, or bespoke for a contract reviewed by hand)."""
+
     T1 = "T1"
     T2 = "T2"
     T3 = "T3"
@@ -59,6 +63,8 @@ class TierName(StrEnum):
 
 
 class CheckpointMode(StrEnum):
+    """How the workload checkpoints: not at all, periodically, also on notice, or through its framework."""
+
     NONE = "none"
     PERIODIC = "periodic"
     FINAL_ON_NOTICE_AND_PERIODIC = "final-on-notice+periodic"
@@ -66,29 +72,39 @@ class CheckpointMode(StrEnum):
 
 
 class Framework(StrEnum):
+    """The framework that checkpoints or requeues the work when the mode is ``framework``."""
+
     SPARK = "spark"
     PYTORCH = "pytorch"
     SLURM_REQUEUE = "slurm-requeue"
 
 
 class RestartSemantics(StrEnum):
+    """What happens when a unit runs again: idempotent, output-commit (staged then published), or not restartable."""
+
     IDEMPOTENT = "idempotent"
     OUTPUT_COMMIT = "output-commit"
     NOT_RESTARTABLE = "not-restartable"
 
 
 class FallbackPolicy(StrEnum):
+    """When the controller may fall back to guaranteed capacity, always within the 24 h spend cap."""
+
     NONE = "none"
     AUTOMATIC_WITHIN_CAP = "automatic-within-cap"
     ON_BREACH_WITHIN_CAP = "on-breach-within-cap"
 
 
 class PlacementStrategy(StrEnum):
+    """How the planner orders pools: deepest forecast capacity first, or cheapest first."""
+
     DEPTH_FIRST = "depth-first"
     PRICE_FIRST = "price-first"
 
 
 class CheckpointSpec(_Frozen):
+    """The ``checkpoint`` block of a contract file (interval in minutes, final size in GiB)."""
+
     mode: CheckpointMode | None = None
     framework: Framework | None = None
     interval_min: Annotated[int, Field(ge=1, le=24 * 60)] | None = None
@@ -96,6 +112,8 @@ class CheckpointSpec(_Frozen):
 
 
 class FallbackSpec(_Frozen):
+    """The ``fallback`` block of a contract file (spend cap in EUR per 24 h, approver's e-mail)."""
+
     policy: FallbackPolicy | None = None
     spend_cap_24h_eur: Annotated[Decimal, Field(ge=0, le=10_000_000)] | None = None
     approver: str | None = None
@@ -109,12 +127,16 @@ class FallbackSpec(_Frozen):
 
 
 class Resources(_Frozen):
+    """One unit's resources: vCPUs, memory in GiB and GPUs."""
+
     vcpu: Annotated[int, Field(ge=1, le=512)]
     memory_gib: Annotated[int, Field(ge=1, le=8192)]
     gpu: Annotated[int, Field(ge=0, le=16)] = 0
 
 
 class Eligibility(_Frozen):
+    """Restrictions on pools (SKU families, sizes, halls); empty means any."""
+
     sku_families: tuple[str, ...] = ()
     sizes: tuple[str, ...] = ()
     halls: tuple[str, ...] = ()
@@ -199,6 +221,7 @@ class ContractSpec(_Frozen):
 
     @property
     def ref(self) -> str:
+        """``<workload>@<version>``."""
         return f"{self.workload}@{self.version}"
 
 
@@ -236,8 +259,10 @@ class Contract(_Frozen):
 
     @property
     def ref(self) -> str:
+        """``<workload>@<version>``."""
         return f"{self.workload}@{self.version}"
 
     @property
     def region(self) -> str:
+        """The region part of the partition (``<region>/<cluster>``)."""
         return self.partition.split("/", 1)[0]

@@ -14,6 +14,8 @@ __all__ = ["CompilerSettings"]
 
 
 class CompilerSettings(BaseModel):
+    """Platform settings the compiler checks contracts against (each field says its unit)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     notice_s: int = Field(120, description="hard notice before deletion, seconds (ADR-05)")

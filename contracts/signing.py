@@ -16,6 +16,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from .errors import KeyError_, SignatureError
+
 __all__ = [
     "KeyError_",
     "KeyPair",
@@ -29,21 +31,16 @@ __all__ = [
 ]
 
 
-class SignatureError(Exception):
-    """The signature does not verify against the given key (tampered blob, wrong key or corrupt file)."""
-
-
-class KeyError_(Exception):
-    """A key file is missing, unreadable or not an ECDSA P-256 key."""
-
-
 @dataclass(frozen=True)
 class KeyPair:
+    """A new ECDSA P-256 key pair, both halves PEM-encoded (private key unencrypted PKCS#8)."""
+
     private_pem: bytes
     public_pem: bytes
 
 
 def generate_keypair() -> KeyPair:
+    """Generate an ECDSA P-256 key pair."""
     key = ec.generate_private_key(ec.SECP256R1())
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -52,6 +49,7 @@ def generate_keypair() -> KeyPair:
 
 
 def public_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The PEM (SubjectPublicKeyInfo) public half of ``key``."""
     return key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -61,28 +59,38 @@ def _read(path: Path | str, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise KeyError_(f"cannot read {what} {path}: {exc.strerror}. Create one with `sco keys init`.") from None
+        raise KeyError_(f"cannot read {what} {path}: {exc.strerror}. Create one with `sco keys init`.") from exc
 
 
 def load_private_key(source: Path | str | bytes) -> ec.EllipticCurvePrivateKey:
+    """Load an ECDSA P-256 private key from a PEM file path or PEM bytes.
+
+    Raises:
+        KeyError_: the file cannot be read, is not a PEM private key, or is not on the P-256 curve.
+    """
     data = source if isinstance(source, bytes) else _read(source, "private key")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         where = "key" if isinstance(source, bytes) else str(source)
-        raise KeyError_(f"{where} is not a PEM private key: {exc}") from None
+        raise KeyError_(f"{where} is not a PEM private key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
         raise KeyError_("the private key is not ECDSA P-256 (secp256r1); create one with `sco keys init`.")
     return key
 
 
 def load_public_key(source: Path | str | bytes) -> ec.EllipticCurvePublicKey:
+    """Load an ECDSA P-256 public key from a PEM file path or PEM bytes.
+
+    Raises:
+        KeyError_: the file cannot be read, is not a PEM public key, or is not on the P-256 curve.
+    """
     data = source if isinstance(source, bytes) else _read(source, "public key")
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         where = "key" if isinstance(source, bytes) else str(source)
-        raise KeyError_(f"{where} is not a PEM public key: {exc}") from None
+        raise KeyError_(f"{where} is not a PEM public key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
         raise KeyError_("the public key is not ECDSA P-256 (secp256r1).")
     return key

@@ -17,6 +17,8 @@ __all__ = [
 
 
 class EventKind(StrEnum):
+    """The kinds of lifecycle event; each is published on ``event_subject(region, kind)``."""
+
     PLACED = "placed"
     LAUNCHED = "launched"
     LAUNCH_FAILED = "launch-failed"
@@ -69,8 +71,10 @@ def notice_subject(region: str, instance: str) -> str:
 
 
 def advisory_subject(region: str, instance: str) -> str:
+    """The subject of advisories for one instance: ``sco.advisory.<region>.<instance>``."""
     return f"sco.advisory.{_token(region)}.{_token(instance)}"
 
 
 def quarantine_subject(region: str, partition: str) -> str:
+    """The subject of quarantine orders for one partition: ``sco.quarantine.<region>.<region_cluster>``."""
     return f"sco.quarantine.{_token(region)}.{_token(partition.replace('/', '_'))}"

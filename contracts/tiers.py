@@ -31,10 +31,13 @@ Kind = Literal["fixed", "free", "lower", "raise", "choices"]
 
 @dataclass(frozen=True)
 class Override:
+    """What a contract may do to a tier-governed field: keep it fixed, set it freely, lower, raise, or choose."""
+
     kind: Kind
     choices: tuple[Any, ...] = ()
 
     def describe(self) -> str:
+        """The rule in words, for a finding's message."""
         return {
             "fixed": "may not be changed",
             "free": "may be set",
@@ -62,6 +65,8 @@ FIELDS = (
 
 @dataclass(frozen=True)
 class Tier:
+    """A service tier: its defaults, the override rule per field, the required fields and its placement."""
+
     name: TierName
     title: str
     defaults: dict[str, Any]

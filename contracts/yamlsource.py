@@ -12,17 +12,15 @@ from typing import Any
 
 import yaml
 
+from .errors import SourceError
+
 __all__ = ["SourceError", "SourceMap", "load_yaml"]
-
-
-class SourceError(Exception):
-    def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
-        self.file, self.line, self.message = file, line, message
 
 
 @dataclass(frozen=True)
 class SourceMap:
+    """Where each value of a YAML document is: dotted path to line number."""
+
     file: str
     lines: dict[str, int]
 
@@ -60,6 +58,14 @@ def _walk(node: yaml.Node, loader: yaml.SafeLoader, prefix: str, lines: dict[str
 
 
 def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
+    """Parse one YAML document and record the line of every value.
+
+    Returns:
+        ``(data, source_map)``.
+
+    Raises:
+        SourceError: the text is empty, is not valid YAML, or has a duplicate or non-string key.
+    """
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -71,9 +77,9 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         reason = exc.problem or exc.context or "malformed YAML"
-        raise SourceError(file, line, f"malformed YAML: {reason}") from None
+        raise SourceError(file, line, f"malformed YAML: {reason}") from exc
     except yaml.YAMLError as exc:
-        raise SourceError(file, 1, f"malformed YAML: {exc}") from None
+        raise SourceError(file, 1, f"malformed YAML: {exc}") from exc
     finally:
         loader.dispose()
     return data, SourceMap(file, lines)
@@ -83,5 +89,5 @@ def read_yaml(path: Path) -> tuple[Any, SourceMap]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(str(path), 0, f"cannot read: {exc}") from None
+        raise SourceError(str(path), 0, f"cannot read: {exc}") from exc
     return load_yaml(text, str(path))

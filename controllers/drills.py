@@ -20,13 +20,11 @@ from typing import Any
 from contracts.provider import Instance, InstanceStatus
 from contracts.subjects import EventKind
 
+from .errors import DrillError
+
 __all__ = ["DrillError", "DrillReport", "InstanceVerdict", "choose_victims", "judge"]
 
 MAX_FRACTION = 0.05  # a daily drill touches at most 5 % of a partition; a game day reclaims a hall instead
-
-
-class DrillError(ValueError):
-    pass
 
 
 def choose_victims(instances: Sequence[Instance], partition: str, fraction: float, seed: int) -> tuple[str, ...]:

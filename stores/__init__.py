@@ -1,5 +1,7 @@
-"""The shared, typed data-access layer: PostgreSQL (psycopg 3 + pool), ClickHouse (clickhouse-connect),
-NATS/JetStream (nats-py), the migrations, the event ingest and the outbox relay.
+"""The shared, typed data-access layer.
+
+PostgreSQL (psycopg 3 + pool), ClickHouse (clickhouse-connect), NATS/JetStream (nats-py), the
+migrations, the event ingest and the outbox relay.
 
 Controllers, orchestration and the CLI import these modules; they import only ``contracts`` of ours.
 Submodules import their drivers lazily, so ``import stores`` is cheap:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .errors import StoreNotConfigured
+
 __all__ = ["ENV_VARS", "STACK_FILE", "Store", "StoreNotConfigured", "StoreUrls", "load_urls", "resolve_url",
            "sco_home", "stack_file"]
 
@@ -22,26 +24,27 @@ ENV_VARS: dict[Store, str] = {"postgres": "SCO_POSTGRES_URL", "nats": "SCO_NATS_
 STACK_FILE = "stack.json"
 
 
-class StoreNotConfigured(RuntimeError):
-    """No URL for a store: neither given, nor in the environment, nor written by ``sco up``."""
-
-
 @dataclass(frozen=True)
 class StoreUrls:
+    """The URL of each store, or None where none is configured."""
+
     postgres: str | None = None
     nats: str | None = None
     clickhouse: str | None = None
 
     def get(self, store: Store) -> str | None:
+        """The URL of ``store``, or None."""
         value: str | None = getattr(self, store)
         return value
 
 
 def sco_home() -> Path:
+    """The SCO home directory: ``$SCO_HOME``, else ``.sco`` in the working directory."""
     return Path(os.environ.get("SCO_HOME") or ".sco")
 
 
 def stack_file(home: Path | None = None) -> Path:
+    """The stack file that ``sco up`` writes, under ``home`` (default: ``sco_home()``)."""
     return (home or sco_home()) / STACK_FILE
 
 
@@ -60,6 +63,11 @@ def load_urls(home: Path | None = None) -> StoreUrls:
 
 
 def resolve_url(store: Store, url: str | None = None, home: Path | None = None) -> str:
+    """The URL to use for ``store``: ``url`` when given, else the environment, else the stack file.
+
+    Raises:
+        StoreNotConfigured: none of them names one.
+    """
     if url:
         return url
     found = load_urls(home).get(store)

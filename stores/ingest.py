@@ -35,6 +35,8 @@ DEAD_COLUMNS = ("received_at", "subject", "stream_seq", "msg_id", "reason", "pay
 
 @dataclass
 class Batch:
+    """One fetch, split: ClickHouse rows with the messages behind them, and dead letters with reasons."""
+
     rows: list[list[Any]] = field(default_factory=list)
     good: list[Any] = field(default_factory=list)  # messages behind ``rows``, same order
     dead: list[tuple[Any, str]] = field(default_factory=list)  # (message, reason)
@@ -83,6 +85,7 @@ class Ingest:
         self.dead_lettered = 0
 
     async def start(self) -> None:
+        """Ensure the event and dead-letter streams and bind the durable pull consumer."""
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         await sco_nats.ensure_events_stream(self.js)
@@ -206,6 +209,11 @@ EVENT_SUBJECT = "sco.events.>"
 
 async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
               stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0) -> Ingest:
+    """Run the event ingest from JetStream into ClickHouse until ``stop`` (or until idle with ``idle_exit``).
+
+    Waits for ClickHouse when it is down at start. ``ack_wait_s``: seconds before an unacknowledged
+    batch is redelivered. Returns the ingest, whose counters say what it did.
+    """
     from clickhouse_connect.driver.exceptions import OperationalError
 
     from .clickhouse import client as ch_client

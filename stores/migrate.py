@@ -1,4 +1,6 @@
-"""Plain-SQL migrations for PostgreSQL and ClickHouse: every ``*.sql`` under ``migrations/<store>/`` in
+"""Plain-SQL migrations for PostgreSQL and ClickHouse.
+
+Every ``*.sql`` under ``migrations/<store>/`` in
 lexical order, each applied once and recorded in ``schema_migrations`` with its SHA-256.
 
 Numbering: ``0001``–``0199`` belong to the stack (this package); other parts add their own files from
@@ -22,22 +24,28 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 
 @dataclass(frozen=True)
 class Migration:
+    """One migration file: its name and SQL text."""
+
     name: str
     sql: str
 
     @property
     def checksum(self) -> str:
+        """The SHA-256 of the SQL text, recorded when applied."""
         return hashlib.sha256(self.sql.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class MigrationReport:
+    """What a migration run did: files applied, files already applied, and recorded files that changed since."""
+
     applied: tuple[str, ...]
     skipped: tuple[str, ...]
     changed: tuple[str, ...]  # applied before with a different text: edit a new file instead
 
 
 def pending(store: str, directory: Path | None = None) -> list[Migration]:
+    """Every migration of ``store`` (``postgres`` or ``clickhouse``), in lexical order."""
     folder = directory or MIGRATIONS / store
     return [Migration(p.name, p.read_text()) for p in sorted(folder.glob("*.sql"))]
 

@@ -59,6 +59,7 @@ async def ensure_events_stream(js: Any, *, duplicate_window_s: float = DUPLICATE
 
 
 async def ensure_deadletter_stream(js: Any, *, max_age_s: float = 30 * 24 * 3600) -> Any:
+    """Create or update the dead-letter stream (``sco.deadletter.>``), keeping messages ``max_age_s`` seconds."""
     from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
     return await _ensure(js, StreamConfig(

@@ -1,5 +1,6 @@
-"""The transactional outbox (ADR-25): write events in the same PostgreSQL transaction as the state change,
-and relay committed rows to JetStream.
+"""The transactional outbox (ADR-25).
+
+Write events in the same PostgreSQL transaction as the state change, and relay committed rows to JetStream.
 
 The relay publishes each unsent row with ``Nats-Msg-Id`` = ``event_id`` and waits for the stream's
 acknowledgement, writes capacity actions (rows with an ``action``) to the ``audit_actions`` sink in
@@ -92,6 +93,11 @@ class Relay:
 
     async def run(self, stop: asyncio.Event | None = None, *, idle_exit: bool = False,
                   idle_sleep: float = 0.2) -> None:
+        """Relay until ``stop`` is set; retry after an error unless ``idle_exit``.
+
+        With ``idle_exit`` it returns once a step settles nothing and raises the first error;
+        ``idle_sleep``: seconds between empty polls.
+        """
         stop = stop or asyncio.Event()
         while not stop.is_set():
             try:

@@ -9,6 +9,7 @@ CODE = "FEAS001"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Flag a drain budget above the notice's reach that lacks advisory drain (ADR-16)."""
     c, s = ctx.contract, ctx.settings
     if c.drain_budget_s <= s.advisory_threshold_s or c.advisory_drain:
         return []

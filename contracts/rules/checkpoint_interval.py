@@ -1,7 +1,8 @@
 """FEAS006: the periodic checkpoint interval is a loss budget (ADR-20).
 
 The derived interval is the Young–Daly optimum for the unprotected-loss MTBF, capped at 60 min. A declared
-interval above it is flagged (a warning: it compiles, and fails only with --strict)."""
+interval above it is flagged (a warning: it compiles, and fails only with --strict).
+"""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def derived_interval_min(contract: Contract, settings: CompilerSettings) -> int 
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Warn when the contract's checkpoint interval exceeds what the loss budget allows (Young–Daly)."""
     c, s = ctx.contract, ctx.settings
     derived = derived_interval_min(c, s)
     if derived is None or c.checkpoint_interval_min is None or c.checkpoint_interval_min <= derived:

@@ -9,6 +9,7 @@ CODE = "FEAS004"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a contract with fewer eligible reclaimable discount pools than the settings' minimum."""
     c, s = ctx.contract, ctx.settings
     eligible = ctx.eligible
     if len(eligible) >= s.min_pools:

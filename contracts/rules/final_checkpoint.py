@@ -13,6 +13,7 @@ CODE = "FEAS002"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a final checkpoint that cannot be written within the drain budget at the store's throughput."""
     c, s = ctx.contract, ctx.settings
     writes_final = c.checkpoint_mode is CheckpointMode.FINAL_ON_NOTICE_AND_PERIODIC or (
         c.checkpoint_mode is CheckpointMode.FRAMEWORK and c.final_checkpoint_gib > 0)

@@ -1,5 +1,7 @@
-"""FEAS007: a guaranteed floor needs the business unit's committed capacity in at least three halls
-(ADR-22), so one hall's loss cannot take the floor with it."""
+"""FEAS007: a guaranteed floor needs the business unit's committed capacity in at least three halls.
+
+ADR-22: so one hall's loss cannot take the floor with it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ CODE = "FEAS007"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a floor when committed capacity that fits a unit spans fewer halls than the minimum."""
     c, s = ctx.contract, ctx.settings
     if c.floor_pct == 0:
         return []

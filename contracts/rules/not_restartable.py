@@ -10,6 +10,7 @@ CODE = "FEAS005"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse not-restartable work: it is not admitted to reclaimable capacity."""
     c = ctx.contract
     if c.restart is not RestartSemantics.NOT_RESTARTABLE:
         return []

@@ -1,5 +1,7 @@
-"""FEAS003: a requeued unit loses on average half its length; rate × length ÷ 2 must stay within the
-wasted-work budget (ADR-20)."""
+"""FEAS003: a requeued unit's expected loss must stay within the wasted-work budget (ADR-20).
+
+A requeued unit loses on average half its length, so rate × length ÷ 2 is compared with the budget.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ CODE = "FEAS003"
 
 
 def check(ctx: RuleContext) -> list[Finding]:
+    """Refuse a unit that restarts from scratch when its expected requeue waste exceeds the budget."""
     c, s = ctx.contract, ctx.settings
     restarts_from_scratch = c.checkpoint_mode is CheckpointMode.NONE or (
         c.checkpoint_mode is CheckpointMode.FRAMEWORK and c.framework is Framework.SLURM_REQUEUE)

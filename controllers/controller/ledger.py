@@ -11,16 +11,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from ..errors import CapExceeded
+
 __all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve"]
 
 _WINDOW = timedelta(hours=24)
-
-
-class CapExceeded(Exception):
-    def __init__(self, workload: str, amount: Decimal, committed: Decimal, cap: Decimal) -> None:
-        self.workload, self.amount, self.committed, self.cap = workload, amount, committed, cap
-        super().__init__(f"workload {workload}: reserving {amount} EUR would exceed its 24 h spend cap of {cap} EUR "
-                         f"({committed} EUR already held or spent); ask the approver or accept the shortfall")
 
 
 def committed_24h(conn: Any, workload: str, now: datetime) -> Decimal:

@@ -1,7 +1,10 @@
-"""The floor (ADR-22): a share of the claim on guaranteed capacity, from the business unit's committed
-reservations first and on-demand guaranteed capacity after, spread over at least three halls with no hall
-above 40 %. Units are placed one at a time in the hall with the fewest floor units that still has room,
-which is the spread that keeps the most of the floor through the loss of any one hall."""
+"""The floor (ADR-22): a share of the claim on guaranteed capacity.
+
+It comes from the business unit's committed reservations first and on-demand guaranteed capacity after, spread
+over at least three halls with no hall above 40 %. Units are placed one at a time in the hall with the fewest
+floor units that still has room, which is the spread that keeps the most of the floor through the loss of any
+one hall.
+"""
 
 from __future__ import annotations
 
@@ -19,15 +22,19 @@ __all__ = ["FloorCandidate", "fill_floor"]
 
 @dataclass(frozen=True)
 class FloorCandidate:
+    """A guaranteed pool that could hold floor units: its state, units per instance and units left."""
+
     state: PoolState
     per_instance: int
     capacity_units: int
 
     @property
     def committed(self) -> bool:
+        """Whether the pool is the business unit's committed (reserved) capacity."""
         return self.state.pool.purchase_model is PurchaseModel.COMMITTED
 
     def preference(self) -> tuple[int, Decimal, str]:
+        """Sort key: committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
         return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
 
 

@@ -28,6 +28,8 @@ __all__ = [
 
 
 class Strategy(StrEnum):
+    """How the water-fill orders pools; SCO's own is depth-first, the others are baselines."""
+
     DEPTH_FIRST = "depth-first"              # ours: composite ranking (depth and interruption outweigh rate)
     PRICE_FIRST = "price-first"              # cheapest rate per unit first, same caps
     CAPACITY_OPTIMISED = "capacity-optimised"  # most available capacity first, same caps
@@ -35,6 +37,8 @@ class Strategy(StrEnum):
 
 
 class Purpose(StrEnum):
+    """Why units sit in a pool: the guaranteed floor or reclaimable capacity."""
+
     FLOOR = "floor"
     RECLAIMABLE = "reclaimable"
 
@@ -65,19 +69,23 @@ class PoolState:
 
     @property
     def pool_id(self) -> str:
+        """The pool's id."""
         return self.pool.pool_id
 
     @property
     def rate_eur_h(self) -> Decimal:
+        """The rate in force (EUR/h per instance): the rate card's, else the catalogue's."""
         return self.pool.rate_eur_h if self.rate_override is None else self.rate_override
 
     @property
     def discount_ratio(self) -> Decimal:
+        """The rate in force as a share of the guaranteed rate (1 when there is none)."""
         g = self.pool.guaranteed_rate_eur_h
         return self.rate_eur_h / g if g else Decimal(1)
 
     @property
     def group_id(self) -> str:
+        """The correlation group in force, else the pool's host aggregate."""
         return self.group or self.pool.aggregate
 
 
@@ -90,15 +98,25 @@ class Claim:
 
     @property
     def workload(self) -> str:
+        """The claiming workload's name."""
         return self.contract.workload
 
     @property
     def digest(self) -> str:
+        """``<workload>@<version>:<units>``: a plan is redone only when this changes."""
         return f"{self.contract.ref}:{self.units}"
 
 
 @dataclass(frozen=True)
 class Allocation:
+    """Units of one workload placed in one pool, for the floor or as reclaimable capacity.
+
+    Attributes:
+        units: workload units placed.
+        instances: instances needed to hold them.
+        rate_eur_h: the rate per instance the plan was made at (EUR/h).
+    """
+
     pool_id: str
     purpose: Purpose
     units: int
@@ -107,11 +125,14 @@ class Allocation:
 
     @property
     def cost_eur_h(self) -> Decimal:
+        """What the allocation costs per hour (EUR/h)."""
         return self.rate_eur_h * self.instances
 
 
 @dataclass(frozen=True)
 class WorkloadPlan:
+    """The plan of one workload: its allocations, what was wanted and what could not be placed."""
+
     workload: str
     claim_digest: str
     strategy: Strategy
@@ -124,6 +145,7 @@ class WorkloadPlan:
 
     @property
     def cost_eur_h(self) -> Decimal:
+        """What the whole plan costs per hour (EUR/h)."""
         return sum((a.cost_eur_h for a in self.allocations), Decimal(0))
 
     @property
@@ -133,15 +155,19 @@ class WorkloadPlan:
         return reclaimable - self.cheapest_cost_eur_h
 
     def units_in(self, purpose: Purpose) -> int:
+        """Units placed for ``purpose``."""
         return sum(a.units for a in self.allocations if a.purpose is purpose)
 
     @property
     def pools(self) -> frozenset[str]:
+        """The pools the plan uses."""
         return frozenset(a.pool_id for a in self.allocations)
 
 
 @dataclass(frozen=True)
 class PlanSet:
+    """Every workload's plan at one generation, and which workloads this generation replanned."""
+
     generation: int
     made_at: datetime
     plans: dict[str, WorkloadPlan] = field(default_factory=dict)
@@ -149,6 +175,7 @@ class PlanSet:
 
 
 def units_per_instance(pool: Pool, contract: Contract) -> int:
+    """How many units of ``contract`` one instance of ``pool`` holds (by vCPU, memory and GPU)."""
     r = contract.resources
     fits = min(pool.vcpu // r.vcpu, pool.memory_gib // r.memory_gib)
     if r.gpu:

@@ -29,12 +29,15 @@ _TIER_ORDER = {TierName.T1: 0, TierName.T4: 1, TierName.T2: 2, TierName.T3: 3, T
 
 @dataclass(frozen=True)
 class PlannerConfig:
+    """Planner settings: the caps, the discount threshold, and a strategy that overrides the contracts'."""
+
     caps: Caps = field(default_factory=Caps)
     discount_threshold: Decimal = Decimal("0.85")
     strategy: Strategy | None = None  # None: each contract's own (depth-first; T5 price-first)
 
 
 def priority(contract: Contract) -> tuple[int, int, str]:
+    """Planning order: base tier (T1, T4, T2, T3, T5, then any other), deadlines first, then workload name."""
     return (_TIER_ORDER.get(contract.base_tier, 5), 0 if contract.deadline else 1, contract.workload)
 
 

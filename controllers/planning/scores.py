@@ -17,8 +17,11 @@ __all__ = ["composite_score", "pool_states"]
 
 def composite_score(forward_share: float, interruption_pct_h: float, price_ratio: float,
                     worst_interruption_pct_h: float = 10.0) -> float:
-    """``forward_share``: forecast free capacity as a share of the pool (0..1); ``price_ratio``: rate ÷
-    guaranteed rate. Higher is better."""
+    """Score a pool in 0..1 from depth, calm and price; higher is better.
+
+    ``forward_share``: forecast free capacity as a share of the pool (0..1); ``price_ratio``: rate ÷
+    guaranteed rate; ``interruption_pct_h`` is capped at ``worst_interruption_pct_h`` (%/h).
+    """
     depth = min(1.0, max(0.0, forward_share))
     calm = 1.0 - min(1.0, max(0.0, interruption_pct_h / worst_interruption_pct_h))
     cheap = 1.0 - min(1.0, max(0.0, price_ratio))

@@ -23,16 +23,20 @@ __all__ = ["Candidate", "fill", "order"]
 
 @dataclass(frozen=True)
 class Candidate:
+    """A reclaimable pool that could take units of one workload."""
+
     state: PoolState
     per_instance: int       # units one instance holds
     capacity_units: int     # residual available instances × per_instance
 
     @property
     def rate_per_unit(self) -> Decimal:
+        """The pool's rate per workload unit (EUR/h)."""
         return self.state.rate_eur_h / self.per_instance
 
 
 def order(candidates: list[Candidate], strategy: Strategy) -> list[Candidate]:
+    """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id)."""
     if strategy is Strategy.DEPTH_FIRST:
         return sorted(candidates, key=lambda c: (-c.state.score, c.rate_per_unit, c.state.pool_id))
     if strategy is Strategy.CAPACITY_OPTIMISED:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..errors import ConfigError
 from .units import parse_duration, parse_quantity
 
 __all__ = [
@@ -24,10 +25,6 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the field, the value and the fix."""
 
 
 def _duration(value: Any) -> float:
@@ -194,9 +191,9 @@ def load_config(path: Path) -> PlugPoolConfig:
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the configuration ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read the configuration ({exc.strerror})") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
     return parse_config(data, str(path))
 
 

@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from ..errors import KubeError
+
 __all__ = ["Cluster", "KubeError", "KubernetesCluster", "Obj"]
 
 Obj = dict[str, Any]
-
-
-class KubeError(Exception):
-    def __init__(self, message: str, status: int = 0):
-        super().__init__(message)
-        self.status = status
 
 
 class Cluster(Protocol):
@@ -69,9 +65,9 @@ class KubernetesCluster:
                 return None
             if exists_ok and exc.status == 409:
                 return None
-            raise KubeError(f"{fn.__name__}{args}: HTTP {exc.status} {exc.reason}", exc.status) from None
+            raise KubeError(f"{fn.__name__}{args}: HTTP {exc.status} {exc.reason}", exc.status) from exc
         except Exception as exc:  # connection refused, timeout: urllib3 errors
-            raise KubeError(f"{fn.__name__}{args}: {exc.__class__.__name__}: {exc}") from None
+            raise KubeError(f"{fn.__name__}{args}: {exc.__class__.__name__}: {exc}") from exc
         return json.loads(resp.data) if resp.data else {}
 
     def list_nodes(self) -> list[Obj]:

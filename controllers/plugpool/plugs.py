@@ -19,15 +19,12 @@ from urllib.parse import quote
 
 import urllib3
 
+from ..errors import PlugError
 from .config import Credentials, PlugConfig
 
 __all__ = ["EspHomePlugs", "PlugBoard", "PlugClient", "PlugError", "PlugReading"]
 
 log = logging.getLogger("plugpool.plugs")
-
-
-class PlugError(Exception):
-    """A plug did not answer, refused the credentials or answered something that is not a switch state."""
 
 
 class PlugClient(Protocol):
@@ -54,7 +51,7 @@ class EspHomePlugs:
         try:
             resp = self._http.request(method, url, headers=self._headers)
         except urllib3.exceptions.HTTPError as exc:
-            raise PlugError(f"{method} {url}: {exc.__class__.__name__}: {exc}") from None
+            raise PlugError(f"{method} {url}: {exc.__class__.__name__}: {exc}") from exc
         if resp.status == 401:
             raise PlugError(f"{method} {url}: 401, the plug refused PLUGPOOL_PLUG_USERNAME/PASSWORD")
         if resp.status == 404:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ProviderError
 from .config import NodeConfig, NodeGroupConfig, PlugPoolConfig
 from .k8s_proto import node_bytes, resource_slice_bytes
 from .kube import Cluster, KubeError
@@ -27,14 +28,6 @@ __all__ = ["InstanceState", "PlugPool", "ProviderError"]
 
 log = logging.getLogger("plugpool")
 Obj = dict[str, Any]
-
-
-class ProviderError(Exception):
-    """A request cluster-autoscaler made that plugpool refuses or could not complete. ``code`` is a gRPC name."""
-
-    def __init__(self, message: str, code: str = "FAILED_PRECONDITION"):
-        super().__init__(message)
-        self.code = code
 
 
 class InstanceState(enum.Enum):

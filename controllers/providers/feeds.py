@@ -61,7 +61,7 @@ class FeedClient:
             raise_typed(parsed)
             raise  # unreachable: raise_typed always raises
         except urllib.error.URLError as exc:
-            raise errors.ProviderError(f"{method} {url}: {exc.reason}; is the provider feed running?") from None
+            raise errors.ProviderError(f"{method} {url}: {exc.reason}; is the provider feed running?") from exc
         return json.loads(raw) if raw else None
 
     def rate_card(self) -> RateCard:

@@ -244,7 +244,7 @@ class OpenStackProvider:
             resp = self._conn.compute.post("/servers", json={"server": body}, microversion="2.90", raise_exc=False)
             osexc.raise_from_response(resp)
         except osexc.HttpException as exc:
-            raise self._translate(exc, request, pool, flavor_id) from None
+            raise self._translate(exc, request, pool, flavor_id) from exc
         reservation = resp.json()["reservation_id"]
         servers = list(self._conn.compute.servers(details=True, reservation_id=reservation))
         return tuple(self._instance(s) for s in servers)

@@ -36,7 +36,7 @@ def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[s
     try:
         payload: dict[str, Any] = verify_bundle(bundle, pubkey, governance_key).payload
     except (BundleError, OSError) as exc:
-        raise CliError(f"controller bundle {bundle} refused: {exc}; recompile with `sco contracts compile`") from None
+        raise CliError(f"controller bundle {bundle} refused: {exc}; recompile with `sco contracts compile`") from exc
     return payload
 
 
@@ -63,7 +63,7 @@ class _FileSource:
         try:
             return [WorkItem(**item) for item in json.loads(self.path.read_text())]
         except (OSError, ValueError, TypeError) as exc:
-            raise RuntimeError(f"claims file {self.path}: {exc}") from None
+            raise RuntimeError(f"claims file {self.path}: {exc}") from exc
 
     def idle_nodes(self) -> set[str]:
         return set()

@@ -75,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise CliError(
             f"cannot configure the Kubernetes client ({exc}); run in the cluster or set KUBECONFIG"
-        ) from None
+        ) from exc
     pool = PlugPool(config, EspHomePlugs(credentials), cluster)
     pool.start()
     try:
@@ -83,7 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("plugpool").info("serving externalgrpc CloudProvider on %s (port %d)", config.listen, port)
     except (OSError, RuntimeError) as exc:
         pool.stop()
-        raise CliError(f"cannot listen on {config.listen} ({exc}); change listen in {args.config}") from None
+        raise CliError(f"cannot listen on {config.listen} ({exc}); change listen in {args.config}") from exc
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

@@ -82,7 +82,7 @@ def _showback(args: argparse.Namespace) -> int:
         data = showback_data(ch, pg, args.workload, month)
     except Exception as exc:
         if _missing_marts(exc):
-            raise CliError(_NO_MARTS) from None
+            raise CliError(_NO_MARTS) from exc
         raise
     finally:
         ch.close()
@@ -107,7 +107,7 @@ def _fleet(args: argparse.Namespace) -> int:
         data = fleet_data(ch, pg, args.region)
     except Exception as exc:
         if _missing_marts(exc):
-            raise CliError(_NO_MARTS) from None
+            raise CliError(_NO_MARTS) from exc
         raise
     finally:
         ch.close()

@@ -79,7 +79,7 @@ def _config(args: argparse.Namespace) -> Any:
         return RegionConfig.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise CliError(f"{'.'.join(str(x) for x in err['loc'])}={err.get('input')!r}: {err['msg']}") from None
+        raise CliError(f"{'.'.join(str(x) for x in err['loc'])}={err.get('input')!r}: {err['msg']}") from exc
 
 
 class _ScaledClock:

@@ -115,12 +115,12 @@ class S3Store:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             where = f"{op} s3://{kwargs.get('Bucket', '')}/{kwargs.get('Key', '')}"
             if code in ("InvalidArgument", "400") and "SSECustomerKey" in kwargs:
-                raise AccessDenied(f"{where}: the SSE-C key does not open this object (wrong workload key)") from None
+                raise AccessDenied(f"{where}: the SSE-C key does not open this object (wrong workload key)") from exc
             if code in ("AccessDenied", "403", "Forbidden"):
-                raise AccessDenied(f"{where}: access denied to this identity") from None
+                raise AccessDenied(f"{where}: access denied to this identity") from exc
             if code in ("NoSuchKey", "404", "NotFound", "NoSuchBucket", "NoSuchLifecycleConfiguration"):
-                raise NotFound(f"{where}: {code}") from None
-            raise StoreError(f"{where}: {code or exc}") from None
+                raise NotFound(f"{where}: {code}") from exc
+            raise StoreError(f"{where}: {code or exc}") from exc
 
     def ensure_bucket(self, bucket: str) -> None:
         from botocore.exceptions import ClientError
@@ -132,8 +132,8 @@ class S3Store:
             if code == "BucketAlreadyOwnedByYou":
                 return
             if code in ("AccessDenied", "BucketAlreadyExists"):
-                raise AccessDenied(f"create bucket {bucket}: {code} (owned by another identity)") from None
-            raise StoreError(f"create bucket {bucket}: {code}") from None
+                raise AccessDenied(f"create bucket {bucket}: {code} (owned by another identity)") from exc
+            raise StoreError(f"create bucket {bucket}: {code}") from exc
 
     def put_bucket_policy(self, bucket: str, policy: str) -> None:
         self._call("put_bucket_policy", Bucket=bucket, Policy=policy)

@@ -25,6 +25,7 @@ from contracts.event_record import encode_event, make_event_record
 from contracts.subjects import EventKind, quarantine_subject
 from workload.checkpoint.errors import NotFound
 from workload.checkpoint.store import Encryption, ObjectStore
+from workload.errors import Quarantined
 
 from .notify import EventPublisher, OwnerNotifier
 
@@ -32,10 +33,6 @@ __all__ = ["MARKER", "Attempt", "OutputCommitter", "Published", "Quarantined", "
 
 MARKER = "_SUCCESS"
 RECLAIM = "reclaim"
-
-
-class Quarantined(Exception):
-    """The unit needed four attempts that were all ended by a reclaim: it is not run a fifth time."""
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ class ChdbEngine:
             except ClickHouseError:
                 raise
             except Exception as exc:
-                raise ClickHouseError.from_engine(exc) from None
+                raise ClickHouseError.from_engine(exc) from exc
         body = bytes(result.bytes())
         summary = {"read_rows": str(result.rows_read()), "read_bytes": str(result.bytes_read()),
                    "written_rows": str(result.rows_written()), "written_bytes": str(result.bytes_written()),

@@ -19,6 +19,8 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
 
+from sco.errors import ClickHouseError
+
 __all__ = [
     "TRANSPORT_PARAMS",
     "ClickHouseError",
@@ -55,29 +57,8 @@ _STATUS_BY_NAME = {**dict.fromkeys(_BAD_REQUEST, 400), **dict.fromkeys(_NOT_FOUN
                    "QUERY_IS_TOO_LARGE": 413, "NOT_IMPLEMENTED": 501, "SOCKET_TIMEOUT": 503,
                    "CANNOT_OPEN_FILE": 503, "TIMEOUT_EXCEEDED": 500, "ACCESS_DENIED": 403,
                    "AUTHENTICATION_FAILED": 401, "HTTP_LENGTH_REQUIRED": 411}
-_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\b.*?\bFORMAT\s+([A-Za-z0-9_]+)(?:[ \t]*;)?[ \t]*(\r?\n|[ \t]|$)",
                      re.S | re.I)
-
-
-class ClickHouseError(Exception):
-    """An error in the shape ClickHouse reports it: ``Code: N. DB::Exception: …``."""
-
-    def __init__(self, code: int, message: str, name: str = "") -> None:
-        super().__init__(message)
-        self.code, self.name = code, name
-
-    @classmethod
-    def from_engine(cls, exc: BaseException) -> ClickHouseError:
-        text = str(exc).strip()
-        match = _ERROR.match(text)
-        if match:
-            return cls(int(match.group(1)), text, match.group(2) or "")
-        return cls(1001, f"Code: 1001. DB::Exception: {text}. (STD_EXCEPTION)", "STD_EXCEPTION")
-
-    @classmethod
-    def make(cls, code: int, name: str, message: str) -> ClickHouseError:
-        return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", name)
 
 
 def http_status(error: ClickHouseError) -> int:

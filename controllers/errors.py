@@ -1,0 +1,64 @@
+"""The errors the ``controllers`` package defines. Standard library only.
+
+    Exception
+    └── ControllersError            the base of every error ``controllers`` raises on purpose
+        ├── CapExceeded             a reservation past a workload's 24 h spend cap (controller ledger)
+        ├── DrillError              a drill that cannot run (also a ValueError)
+        └── plugpool (the cluster-autoscaler gRPC provider for smart-plug nodes):
+            ├── ConfigError         a plugpool configuration that cannot be used (also a ValueError)
+            ├── ProviderError       a cluster-autoscaler request refused; ``code`` is a gRPC status name
+            ├── KubeError           a Kubernetes API call failed; ``status`` is the HTTP status
+            └── PlugError           a smart plug did not answer or answered nonsense
+
+The capacity provider's own errors (``NotFound``, ``Throttled``, ...) are part of the written provider
+contract and live in ``contracts.errors``; plugpool's ``ProviderError`` is a different class (its requests
+come from cluster-autoscaler, not from a ``Provider``). The modules that raise these errors re-export them
+(``controllers.plugpool.pool.ProviderError``, ``controllers.controller.ledger.CapExceeded``, ...).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+__all__ = ["CapExceeded", "ConfigError", "ControllersError", "DrillError", "KubeError", "PlugError", "ProviderError"]
+
+
+class ControllersError(Exception):
+    """Base of every error the ``controllers`` package raises on purpose."""
+
+
+class DrillError(ControllersError, ValueError):
+    """A drill that cannot run: a fraction out of bounds, or a partition with nothing to drill."""
+
+
+class CapExceeded(ControllersError):
+    """A reservation would take a workload past its 24 h spend cap (EUR); carries the amounts."""
+
+    def __init__(self, workload: str, amount: Decimal, committed: Decimal, cap: Decimal) -> None:
+        self.workload, self.amount, self.committed, self.cap = workload, amount, committed, cap
+        super().__init__(f"workload {workload}: reserving {amount} EUR would exceed its 24 h spend cap of {cap} EUR "
+                         f"({committed} EUR already held or spent); ask the approver or accept the shortfall")
+
+
+class ConfigError(ControllersError, ValueError):
+    """The configuration cannot be used; the message names the field, the value and the fix."""
+
+
+class ProviderError(ControllersError):
+    """A request cluster-autoscaler made that plugpool refuses or could not complete. ``code`` is a gRPC name."""
+
+    def __init__(self, message: str, code: str = "FAILED_PRECONDITION"):
+        super().__init__(message)
+        self.code = code
+
+
+class KubeError(ControllersError):
+    """A Kubernetes API call of plugpool failed; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0):
+        super().__init__(message)
+        self.status = status
+
+
+class PlugError(ControllersError):
+    """A plug did not answer, refused the credentials or answered something that is not a switch state."""
