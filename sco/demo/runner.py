@@ -229,5 +229,5 @@ async def run_demo(cfg: DemoConfig) -> int:
         await _close(ctx)
     print()
     print(ctx.summary.render())
-    print(f"\nReports: {cfg.reports.resolve()}   run directory (logs, bundles): {run_dir}")
+    print(f"\nReports: {cfg.reports.resolve()}\nRun directory (logs, bundles): {run_dir}")
     return 0
