@@ -4,6 +4,7 @@ table (that column alone was ~210 characters wide). Every line fits ``width`` (1
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 
@@ -17,9 +18,16 @@ GAP = "  "
 _SHRINK = ((1, 22), (2, 40), (0, 24), (2, 16), (1, 12), (0, 12))
 
 
-def _wrap(text: str, width: int) -> list[str]:
-    # break_on_hyphens=False: pool names such as r1-h1-amd-g4-2xlarge-rc stay whole when they fit
-    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+_NUMBER_UNIT = re.compile(r"(\d) (s|ms|min|h|%)(?=[\s,;.)]|$)")
+
+
+def _wrap(text: str, width: int, indent: str = "", hanging: str = "") -> list[str]:
+    """Wrapped lines; a number stays on the line of its unit ("1.8 s"), and pool names such as
+    r1-h1-amd-g4-2xlarge-rc stay whole when they fit (no break on hyphens)."""
+    glued = _NUMBER_UNIT.sub("\\1\N{NO-BREAK SPACE}\\2", text)
+    lines = textwrap.wrap(glued, width, break_on_hyphens=False, initial_indent=indent,
+                          subsequent_indent=hanging) or [""]
+    return [line.replace("\N{NO-BREAK SPACE}", " ") for line in lines]
 
 
 def _widths(cells: Sequence[Sequence[str]], width: int) -> list[int]:
@@ -51,6 +59,5 @@ def render_summary(headline: str, rows: Sequence[Sequence[str]], width: int = WI
     """``rows`` are ``[quality, target, measured, how]``; the first line of each row starts with its quality."""
     notes = ["How each figure was measured:"]
     for row in rows:
-        notes.extend(textwrap.wrap(f"{row[0]}: {row[3]}", width, initial_indent="  ", subsequent_indent="      ",
-                                   break_on_hyphens=False))
+        notes.extend(_wrap(f"{row[0]}: {row[3]}", width, indent="  ", hanging="      "))
     return "\n".join([*_wrap(headline, width), "", *_table(rows, width), "", *notes])

@@ -4,6 +4,7 @@ once and how each figure was measured under the table; without a terminal each p
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -97,3 +98,9 @@ def test_without_a_terminal_each_phase_is_printed_once(capsys: pytest.CaptureFix
     for phase in PHASES:
         assert sum(phase.name in line for line in out) == 1, (phase.name, out)
     assert sum("a step of the timeline" in line for line in out) == len(PHASES)  # once per set, not per call
+
+
+def test_a_number_and_its_unit_stay_on_one_line() -> None:
+    lines = render_summary(HEADLINE, ROWS).splitlines()
+    assert not [line for line in lines if re.match(r"\s*(s|ms|%|h)(\s|$|,|;)", line)], lines
+    assert any(line.endswith("median drain 1.8 s") or line.startswith("1.8 s") for line in lines)
