@@ -2,14 +2,18 @@
 SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
-ALL_EXTRAS := agent,stack,analytics,controllers,dev,ml
+ALL_EXTRAS := agent,stack,analytics,controllers,demo,dev,ml
+# what `make demo` needs: the stack, the controllers and the simulated region, Dagster and dbt, the progress
+# panel; no PyTorch (ml) nor the test tools (dev), which only `make test` installs
+DEMO_EXTRAS := agent,stack,analytics,controllers,demo
 
 .PHONY: demo test lint typecheck unit bench proto venv clean
 
 venv:
 	@scripts/bootstrap-venv.sh $(ALL_EXTRAS)
 
-demo: venv
+demo:
+	@scripts/bootstrap-venv.sh $(DEMO_EXTRAS)
 	$(BIN)/sco demo
 
 test: venv

@@ -3,7 +3,9 @@ goal ≤ 5 millicores idle).
 
 Builds a virtualenv that holds only what ``pip install sco[agent]`` needs at run time — nats-py and
 cryptography (with cffi) from PyPI, pinned by requirements/constraints.txt — plus copies of ``agent/`` and
-the four light ``contracts`` modules (nothing else of ours: the run proves the agent needs nothing else).
+the stdlib-only ``contracts`` modules it imports, found by following its imports (nothing else of ours: the
+run proves the agent needs nothing else). Exits non-zero, with the agent's own error, when the agent does not
+import or does not connect there, or when any figure could not be measured: no "nan MiB" with exit status 0.
 Then runs ``sco-agent run`` there as a Kubernetes node agent against the API double, a real nats-server,
 a metadata endpoint polled every 5 s and a bundle distributor (refresh every 60 s), and measures:
 RSS after boot, idle CPU over ``--idle`` seconds (metadata polls, NATS pings, refreshes included), and peak
@@ -16,8 +18,10 @@ imported nats-py and cryptography.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -35,9 +39,13 @@ from contracts.signing import generate_keypair, load_private_key, sign_blob
 from contracts.subjects import notice_subject
 
 REPO = Path(__file__).resolve().parents[1]
-LIGHT = ("__init__.py", "bundle_verify.py", "signing.py", "canonical.py", "subjects.py")
 VENV = Path(os.environ.get("SCO_AGENT_BENCH_VENV", "/tmp/sco-agent-minimal-venv"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def minimal_env() -> dict[str, str]:
+    """The environment for the minimal venv's interpreter: no PYTHONPATH leading back into this checkout."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def pins() -> list[str]:
@@ -50,25 +58,67 @@ def pins() -> list[str]:
     return out
 
 
+def _contracts_imports(path: Path) -> set[str]:
+    """The ``contracts`` modules one file imports (``from contracts.x import``, ``from .x import`` inside it)."""
+    found: set[str] = set()
+    inside = path.parent.name == "contracts"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("contracts."):
+                found.add(node.module.split(".")[1])
+            elif inside and node.level == 1:
+                found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("contracts.")}
+    return found
+
+
+def light_contracts() -> list[str]:
+    """Every ``contracts`` module the agent reaches, following imports from ``agent/`` (file names)."""
+    todo = set().union(*(_contracts_imports(f) for f in (REPO / "agent").rglob("*.py")))
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo |= _contracts_imports(REPO / "contracts" / f"{name}.py") - seen
+    return ["__init__.py", *sorted(f"{n}.py" for n in seen)]
+
+
+def check_imports(py: Path) -> None:
+    """Every agent module imports in the minimal venv, or the benchmark stops here with the error."""
+    code = ("import importlib, pkgutil, agent\n"
+            "for m in pkgutil.walk_packages(agent.__path__, 'agent.'):\n"
+            "    importlib.import_module(m.name)\n")
+    done = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=VENV,
+                          env={"PATH": os.environ.get("PATH", "")})
+    if done.returncode != 0:
+        raise SystemExit(f"agent_footprint: the agent does not import in its minimal venv {VENV}:\n"
+                         f"{done.stderr.strip()[-2000:]}")
+
+
 def build_venv() -> Path:
     py = VENV / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins()], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins()], check=True,
+                       env=minimal_env())
     src = VENV / "sco-agent-src"
     shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(REPO / "agent", src / "agent", ignore=shutil.ignore_patterns("__pycache__"))
     (src / "contracts").mkdir(parents=True)
-    for name in LIGHT:
+    for name in light_contracts():
         shutil.copy(REPO / "contracts" / name, src / "contracts" / name)
     site = next((VENV / "lib").glob("python3*/site-packages"))
     (site / "sco-agent-src.pth").write_text(str(src) + "\n")
+    check_imports(py)
     return py
 
 
 def installed(py: Path) -> list[str]:
     out = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, env=minimal_env(), cwd=VENV).stdout
     return sorted(line for line in out.splitlines() if not line.lower().startswith(("pip==", "setuptools==")))
 
 
@@ -85,7 +135,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def baseline_rss(py: Path, code: str) -> float:
-    proc = subprocess.Popen([str(py), "-c", code + "\nimport time; time.sleep(30)"])
+    proc = subprocess.Popen([str(py), "-c", code + "\nimport time; time.sleep(30)"], env=minimal_env(), cwd=VENV)
     time.sleep(2.0)
     rss = status(proc.pid, "VmRSS")
     proc.kill()
@@ -136,7 +186,7 @@ def main() -> None:
             proc = subprocess.Popen([str(py), "-m", "agent.cli", "run", "--userdata", str(tmp / "ud.json"),
                                      "--public-key", str(tmp / "k.pub"), "--state-dir", str(tmp / "state"),
                                      "--metrics-port", str(port)], env=env, cwd=tmp,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                    stdout=subprocess.DEVNULL, stderr=(tmp / "agent.err").open("wb"))
             try:
                 metrics = f"http://127.0.0.1:{port}/metrics"
                 body, end = "", time.monotonic() + 20
@@ -146,6 +196,10 @@ def main() -> None:
                             body = resp.read().decode()
                     except OSError:
                         time.sleep(0.1)
+                if proc.poll() is not None or "\nsco_agent_nats_connected 1" not in body:
+                    err = (tmp / "agent.err").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"agent_footprint: sco-agent did not come up and connect to NATS within 20 s "
+                                     f"(exit status {proc.poll()}):\n{err}")
                 time.sleep(3.0)
                 rss_boot = status(proc.pid, "VmRSS")
                 cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
@@ -182,6 +236,8 @@ def main() -> None:
             meta.stop()
             dist.stop()
             nats_srv.stop()
+    figures = {"bare": bare, "libs": libs, "boot": rss_boot, "idle": rss_idle, "drain": rss_drain, "hwm": hwm}
+    unmeasured = [name for name, value in figures.items() if math.isnan(value)]
     millicores = idle_cpu / idle_wall * 1000
     print(f"minimal venv {VENV}: {', '.join(packages)}")
     print(f"baseline: bare interpreter RSS                    {bare:6.1f} MiB")
@@ -194,6 +250,8 @@ def main() -> None:
     shown = f"{millicores:.2f}" if idle_cpu else f"< {resolution:.2f} (no clock tick)"
     print(f"idle CPU over {idle_wall:.0f} s: {idle_cpu * 1000:.0f} ms CPU = {shown} millicores "
           f"({polls} metadata polls; resolution {resolution:.2f} m)   budget 20 m, goal <= 5 m")
+    if unmeasured or not drained:
+        raise SystemExit(f"agent_footprint: not measured: {', '.join(unmeasured) or '-'}; drained={drained}")
 
 
 if __name__ == "__main__":

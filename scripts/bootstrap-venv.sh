@@ -6,6 +6,7 @@ set -euo pipefail
 extras=${1:-dev}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+step() { printf 'bootstrap: [%4d s] %s\n' "$SECONDS" "$*"; }
 py=${PYTHON:-}
 if [ -z "$py" ]; then
   for cand in python3.11 python3.12 python3; do
@@ -14,6 +15,7 @@ if [ -z "$py" ]; then
 fi
 [ -n "$py" ] || { echo "bootstrap: no python3 found; install Python 3.11 (apt-get install python3)"; exit 2; }
 if [ ! -x .venv/bin/python ]; then
+  step "creating .venv with $py"
   if ! "$py" -m venv .venv >/dev/null 2>&1; then
     rm -rf .venv
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -26,11 +28,44 @@ if [ ! -x .venv/bin/python ]; then
     fi
   fi
 fi
-stamp=".venv/.installed-$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16)-${extras//,/_}"
-if [ ! -f "$stamp" ]; then
-  echo "bootstrap: installing sco[$extras] into .venv (pinned by requirements/constraints.txt)"
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade "pip>=24" 
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e ".[$extras]"
+# pip's own output goes to .venv/bootstrap-pip.log; here, a line every few seconds with what it is doing
+pip_progress() {
+  local line n=0 shown=-10
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >>"$log"
+    case $line in
+      Collecting*)
+        n=$((n + 1))
+        if [ $((SECONDS - shown)) -ge 3 ]; then shown=$SECONDS; step "resolving and downloading: $n package(s) so far (${line#Collecting })"; fi ;;
+      "Installing collected packages:"*)
+        step "installing $(tr -cd , <<<"$line" | wc -c | awk '{print $1 + 1}') package(s) (unpacking wheels: the longest step)" ;;
+      Successfully\ installed*) step "installed" ;;
+      ERROR*) printf '%s\n' "$line" >&2 ;;
+    esac
+  done
+}
+
+hash=$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16)
+# an install of these files with every extra asked for (or more) is enough: `make demo` after `make test`
+# installs nothing
+installed=false
+for done_stamp in .venv/.installed-"$hash"-*; do
+  [ -f "$done_stamp" ] || continue
+  have=",${done_stamp##*-${hash}-},"; have=${have//_/,}
+  missing=false
+  for want in ${extras//,/ }; do [[ $have == *",$want,"* ]] || missing=true; done
+  $missing || installed=true
+done
+if ! $installed; then
+  log=.venv/bootstrap-pip.log
+  : >"$log"
+  step "installing sco[$extras] into .venv (pinned by requirements/constraints.txt; pip's log: $log)"
+  failed() { tail -n 30 "$log" >&2; echo "bootstrap: pip failed (whole log: $log)" >&2; exit 1; }
+  .venv/bin/python -m pip install --disable-pip-version-check --upgrade "pip>=24" 2>&1 | pip_progress || failed
+  step "pip is up to date; resolving sco[$extras] (a fresh venv takes a few minutes)"
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -c requirements/constraints.txt \
+    -e ".[$extras]" 2>&1 | pip_progress || failed
   rm -f .venv/.installed-*
-  touch "$stamp"
+  touch ".venv/.installed-$hash-${extras//,/_}"
+  step "done"
 fi

@@ -3,7 +3,8 @@
 It subscribes to ``sco.events.>`` on NATS (every event any process publishes also reaches plain
 subscribers), counts events by kind, keeps the latest few lines, and redraws a small panel once a second:
 the phase, elapsed time, the fleet, and placements, notices, drains, replacements, fallbacks. Without a
-terminal (CI, a pipe) it prints one line per phase and a count line every 15 s instead.
+terminal (CI, a pipe) it prints each phase's line once, when the phase starts, and a count line (fleet and
+events, not the phase again) every 15 s instead.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Display:
     events: list[dict[str, Any]] = field(default_factory=list)
     tty: bool = field(default_factory=lambda: sys.stdout.isatty())
     _last_line: float = 0.0
+    _shown_phase: str = ""
     _live: Any = None
 
     def elapsed(self) -> float:
@@ -40,9 +42,13 @@ class Display:
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
-        if not self.tty:
+        if self.tty:
+            self.refresh()
+        elif phase != self._shown_phase:
+            # once, and the count line waits its 15 s: it used to follow at once, repeating the phase
+            self._shown_phase = phase
+            self._last_line = time.monotonic()
             print(f"[{self.elapsed():6.1f} s] {phase}", flush=True)
-        self.refresh()
 
     def on_event(self, data: bytes) -> None:
         try:
@@ -63,10 +69,11 @@ class Display:
             self.recent.append(f"{self.elapsed():6.1f} s  {kind:<18} {who:<24} {inst} {event.get('cause', '')}")
 
     def counts_line(self) -> str:
+        """The fleet and the events so far (the phase has its own line)."""
         parts = [f"{k} {self.counts[k]}" for k in SHOWN if self.counts[k]]
         fleet = ", ".join(f"{k} {v}" for k, v in self.fleet.items())
         happened = ", ".join(parts) or "no events yet"
-        return f"[{self.elapsed():6.1f} s] {self.phase} | fleet: {fleet or '-'} | {happened}"
+        return f"[{self.elapsed():6.1f} s]   fleet: {fleet or '-'} | {happened}"
 
     def _render(self) -> Any:
         from rich.panel import Panel

@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from contracts.cost_attributes import ATTR_WASTED_NO_START, ATTR_WASTED_S
-from sco.commands.report import render_table
+
+from .table import render_summary
 
 __all__ = ["Summary"]
 
@@ -146,6 +146,21 @@ class Summary:
         return ["Wasted work", "≤ 3 % of reclaimable hours", shown, how]
 
     def render(self) -> str:
+        return render_summary(self.headline(), self.rows())
+
+    def headline(self) -> str:
+        _, _, secs = self.drains()
+        head = (f"SCO demo: placement settled in {self.placed_in_s:.0f} s, then {self.live_s:.0f} s of timeline, "
+                f"{len(self.events)} events, peak fleet {self.fleet_peak} nodes "
+                f"({self.real_agents} real sco-agent process(es) on the Slurm test bed, the rest in-process agents "
+                f"on simulated nodes); drill on {len(self.drilled)} node(s)")
+        return head + ("" if not secs else f"; median drain {statistics.median(secs):.1f} s")
+
+    def rows(self) -> list[list[str]]:
+        """The quality rows: ``[quality, target, measured, how]``."""
+        return [*self._placement_rows(), *self._drain_rows(), self.wasted_row(), *self._money_rows()]
+
+    def _placement_rows(self) -> list[list[str]]:
         rows: list[list[str]] = []
         n2d = self.notice_to_drain_ms()
         rows.append(["Notice to drain signal", "≤ 2 s p99",
@@ -173,6 +188,10 @@ class Summary:
         rows.append(["Guaranteed floor", "rebuilt ≤ 15 min after a hall loss",
                      f"restored {len(floor_s)}× , last {max(floor_s):.0f} s after the hall reclaim" if floor_s
                      else "no floor lost", "floor-restored events after the h2 reclaim"])
+        return rows
+
+    def _drain_rows(self) -> list[list[str]]:
+        rows: list[list[str]] = []
         if self.drilled:
             from controllers.drills import judge
 
@@ -188,7 +207,7 @@ class Summary:
                          f"{node} drained ({how.get('path', '?')}, {how.get('units', '?')} job) in "
                          f"{float(how.get('drain_ms') or 0) / 1000:.1f} s; job {job}: {self.slurm_after}",
                          "real sco-agent process + scontrol; scontrol show job"])
-        d, o, secs = self.drains()
+        d, o, _ = self.drains()
         rows.append(["Drain overruns", "≤ 0.5 % of reclamations",
                      f"{o} of {d + o} ({100 * o / (d + o):.1f} %)" if d + o else "no drains",
                      "agents' verify step: drained vs overrun events"])
@@ -199,7 +218,10 @@ class Summary:
         rows.append(["Fallback / shortfall", "within the 24 h cap / ≤ 0.1 %",
                      f"{len(fb)} fallback start(s), {len(self._by('approval-requested'))} approval request(s), "
                      f"{len(sf)} shortfall event(s)", "controller events"])
-        rows.append(self.wasted_row())
+        return rows
+
+    def _money_rows(self) -> list[list[str]]:
+        rows: list[list[str]] = []
         for key, target, how in (("net_pct", "≥ 55 % blended", "fct_savings_ledger: rate-card saving"),
                                  ("orchestrator_pct", "≤ 2 % of realised saving",
                                   "fct_savings_ledger; footprint = measured CPU-s of controllers, ingest, relay, "
@@ -211,12 +233,4 @@ class Summary:
                 shown = (f"{value:.2f} % (€{self.money.get('orchestrator_eur', 0):.4f} of "
                          f"€{self.money['net_eur']:.2f} net)")
             rows.append([label[key], target, shown, how])
-        counts: dict[str, int] = defaultdict(int)
-        for e in self.events:
-            counts[str(e.get("kind"))] += 1
-        head = (f"SCO demo: placement settled in {self.placed_in_s:.0f} s, then {self.live_s:.0f} s of timeline, "
-                f"{len(self.events)} events, peak fleet {self.fleet_peak} nodes "
-                f"({self.real_agents} real sco-agent process(es) on the Slurm test bed, the rest in-process agents "
-                f"on simulated nodes); drill on {len(self.drilled)} node(s)")
-        extra = "" if not secs else f"; median drain {statistics.median(secs):.1f} s"
-        return head + extra + "\n\n" + render_table(["quality", "target", "measured", "how"], rows)
+        return rows

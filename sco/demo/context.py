@@ -1,0 +1,71 @@
+"""What the demo's phases share: its configuration and the run context each phase reads and fills in."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .display import Display
+from .procs import Procs
+
+if TYPE_CHECKING:
+    from .fleet import Fleet
+    from .summary import Summary
+
+__all__ = ["REPO", "DemoConfig", "RunContext", "Urls"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    home: Path = Path(".sco/demo")
+    contracts: Path = REPO / "deploy" / "contracts"
+    reports: Path = Path("demo-reports")
+    live_s: float = 240.0                 # the live part of the timeline
+    reclaim_rate_pct_h: float = 150.0     # compressed: ~4 %/h in production
+    units_per_workload: int = 6
+    seed: int = 1
+    slurm: bool = True                    # use the real Slurm test bed when it is up
+
+
+@dataclass(frozen=True)
+class Urls:
+    postgres: str
+    nats: str
+    clickhouse: str
+
+
+@dataclass
+class RunContext:
+    """One run: set up before the first phase, filled in by the phases in order (the stack's URLs, the signed
+    bundles, the simulated region, the fleet), torn down by ``close``."""
+
+    cfg: DemoConfig
+    home: Path
+    run_dir: Path
+    procs: Procs
+    display: Display
+    summary: Summary
+    urls: Urls = Urls("", "", "")
+    keys: Path = Path()
+    bundles: Path = Path()
+    partitions: list[str] = field(default_factory=list)
+    sim_url: str = ""
+    provider: Any = None
+    nc: Any = None
+    fleet: Fleet | None = None
+    slurm_conf: str | None = None
+    slurm_nodes: list[str] = field(default_factory=list)
+    live_started: float = 0.0
+
+    def elapsed(self) -> float:
+        """Seconds since the live timeline (or, before it, placement) started."""
+        return time.monotonic() - self.live_started
+
+    def the_fleet(self) -> Fleet:
+        if self.fleet is None:
+            raise RuntimeError("the fleet is not running yet")
+        return self.fleet

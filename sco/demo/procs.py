@@ -1,0 +1,93 @@
+"""The demo's child processes (each the ordinary ``sco`` command an operator runs) and the small HTTP calls it
+makes to them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Procs", "post", "sco_argv", "wait_http"]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process, from /proc (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+@dataclass
+class Procs:
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    logs: Path = Path(".")
+    cpu_s: dict[str, float] = field(default_factory=dict)  # what stopped processes used, by name prefix
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                                start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def stop(self, name: str, timeout: float = 10.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        key = name.split("-", 1)[0]
+        self.cpu_s[key] = self.cpu_s.get(key, 0.0) + _cpu_seconds(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def check(self) -> list[str]:
+        """Processes that died; a one-shot job (``history``) that finished cleanly is not a failure."""
+        return [f"{n} exited with {p.returncode} (log: {self.logs / (n + '.log')})"
+                for n, p in self.procs.items() if p.poll() is not None and not (n == "history" and p.returncode == 0)]
+
+    def wait(self, name: str, timeout: float) -> int | None:
+        proc = self.procs.get(name)
+        if proc is None:
+            return None
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+
+def sco_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sco", *args]
+
+
+def wait_http(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def post(url: str, body: Any = None) -> Any:
+    data = json.dumps(body if body is not None else {}).encode()
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read() or b"null")

@@ -1,0 +1,176 @@
+"""The live timeline's moving parts: the tick every second (fleet sync, display, dead-process check), the
+controllers, and the timed events (a real Slurm reclaim, a misbehaving pool, a drill, a hall-wide reclaim, a
+control-plane outage and its end), each at a fraction of ``--live``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from .context import RunContext
+from .procs import post, sco_argv
+from .slurm import DEMO_JOB, slurm_job_state
+
+__all__ = ["STEPS", "claims", "start_controllers", "tick"]
+
+
+def claims(bundle: Path, units: int) -> list[dict[str, Any]]:
+    """Pending work for every workload of a partition: ``units`` items of its declared unit size."""
+    payload = json.loads(bundle.read_text())
+    items = []
+    for ref, w in sorted(payload["workloads"].items()):
+        r = w["resources"]
+        for i in range(units):
+            items.append({"source": w["scheduler"], "item_id": f"{w['workload']}-{i}", "contract_ref": ref,
+                          "vcpu": r["vcpu"], "memory_gib": r["memory_gib"], "state": "pending"})
+    return items
+
+
+def start_controllers(ctx: RunContext, recovery_share: str) -> None:
+    for partition in ctx.partitions:
+        region, cluster = partition.split("/", 1)
+        bundle = ctx.bundles / region / cluster / "controller-bundle.json"
+        claims_file = ctx.run_dir / f"claims-{cluster}.json"
+        claims_file.write_text(json.dumps(claims(bundle, ctx.cfg.units_per_workload)))
+        ctx.procs.start(f"controller-{cluster}", sco_argv(
+            "controller", "run", "--partition", partition, "--bundle", str(bundle),
+            "--pubkey", str(ctx.keys / "signing.pub.pem"), "--governance-key", str(ctx.keys / "governance.pub.pem"),
+            "--sim-url", ctx.sim_url, "--postgres", ctx.urls.postgres, "--nats", ctx.urls.nats,
+            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions),
+            "--recovery-share", recovery_share))
+
+
+def stop_controllers(ctx: RunContext) -> None:
+    for partition in ctx.partitions:
+        ctx.procs.stop(f"controller-{partition.split('/', 1)[1]}")
+
+
+async def tick(ctx: RunContext) -> None:
+    fleet = ctx.the_fleet()
+    await fleet.sync()
+    kinds: dict[str, int] = {}
+    for a in fleet.agents.values():
+        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+    ctx.display.fleet = kinds
+    ctx.summary.fleet_peak = max(ctx.summary.fleet_peak, len(fleet.agents))
+    ctx.summary.real_agents = max(ctx.summary.real_agents, kinds.get("process", 0))
+    failed = ctx.procs.check()
+    if failed:
+        raise RuntimeError("; ".join(failed))
+    ctx.display.refresh()
+
+
+async def drill(ctx: RunContext) -> None:
+    from controllers.drills import DrillError, choose_victims
+
+    instances = await asyncio.to_thread(ctx.provider.list_instances, {"partition": ctx.partitions[0]})
+    try:
+        victims = choose_victims(instances, ctx.partitions[0], 0.05, seed=ctx.cfg.seed)
+    except DrillError:
+        return
+    await asyncio.to_thread(ctx.provider.reclaim, victims, drill=True)
+    ctx.summary.drilled = list(victims)
+
+
+async def _submit_slurm_job(ctx: RunContext, conf: str) -> str | None:
+    """A job under the first requeue contract with checkpoints of the Slurm partition; its id, or None."""
+    entries = json.loads((ctx.bundles / "r1" / "slurm-hpc" / "agent-bundle.json").read_text())["workloads"]
+    ref, entry = next(((r, w) for r, w in entries.items()
+                       if w["scheduler"] == "slurm" and w["requeue"] and w["checkpoint_mode"] != "none"),
+                      (None, None))
+    if ref is None or entry is None:
+        return None
+    sig = str(entry["drain_signal"])  # the job listens for its contract's drain signal
+    env = {**os.environ, "SLURM_CONF": conf, "SCO_DRAIN_SIGNAL": sig,
+           "SCO_DRAIN_BUDGET_S": str(entry["drain_budget_s"])}
+    out = await asyncio.to_thread(subprocess.run, [
+        "sbatch", "--parsable", "-p", "reclaimable", "--job-name", DEMO_JOB, "--requeue",
+        f"--signal=B:{sig.removeprefix('SIG')}@60", "--open-mode=append",
+        f"--comment=contract={ref}", f"--output={ctx.run_dir}/slurm-%j.out", "--wrap",
+        f"exec {sys.executable} -m workload.checkpoint.slurm_batch -- sleep 900"],
+        capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        ctx.summary.slurm_after = f"sbatch failed: {out.stderr.strip()[:120]}"
+        return None
+    return str(out.stdout.strip().split(";")[0])
+
+
+async def reclaim_slurm_node(ctx: RunContext) -> None:
+    """A real job under a contract on the real Slurm test bed, run through the requeue helper; then an
+    ordinary reclaim of the instance whose real agent holds the node the job landed on."""
+    real = {a.slurm_node: a for a in ctx.the_fleet().agents.values() if a.slurm_node}
+    conf = ctx.slurm_conf
+    if not real or conf is None:
+        return
+    job = await _submit_slurm_job(ctx, conf)
+    if job is None:
+        return
+    node = state = ""
+    for _ in range(40):
+        state = await asyncio.to_thread(slurm_job_state, job, conf)
+        node = state.split(" on ", 1)[1].split(",")[0] if state.startswith("RUNNING on ") else ""
+        if node:
+            break
+        await asyncio.sleep(0.25)
+    if node not in real:
+        ctx.summary.slurm_after = f"job {job} did not start on a node with a real agent ({state})"
+        return
+    await asyncio.sleep(5)  # a job runs a while before its node is reclaimed (its handler is installed)
+    ctx.summary.slurm_reclaimed = (node, job, real[node].instance)
+    ctx.summary.mark("slurm-reclaim")
+    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
+
+
+async def bad_pool(ctx: RunContext) -> None:
+    """Three reclaim waves on one pool, 8 s apart: the exclusion watcher must exclude it."""
+    instances = await asyncio.to_thread(ctx.provider.list_instances)
+    by_pool: dict[str, list[str]] = {}
+    for i in instances:
+        if i.owner is not None and i.status.value == "active" and i.pool_id:
+            by_pool.setdefault(i.pool_id, []).append(i.instance_id)
+    if not by_pool:
+        return  # nothing placed to reclaim; the summary says no pool was excluded
+    pool, ids = max(by_pool.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    ctx.summary.bad_pool = pool
+    for wave in range(3):
+        if wave:
+            await asyncio.sleep(8)
+        await tick(ctx)
+        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": ids[wave:wave + 1], "drill": False})
+    ctx.summary.mark("third-wave")
+
+
+async def hall(ctx: RunContext) -> None:
+    ctx.summary.mark("hall-reclaim")
+    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h2/reclaim")
+
+
+async def outage_start(ctx: RunContext) -> None:
+    ctx.summary.mark("outage-start")
+    stop_controllers(ctx)
+    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
+
+
+async def outage_end(ctx: RunContext) -> None:
+    ctx.summary.mark("outage-end")
+    start_controllers(ctx, "0.05")  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
+
+
+Step = tuple[float, str, Callable[[RunContext], Awaitable[None]]]
+
+# (fraction of --live, what the display shows, what happens)
+STEPS: tuple[Step, ...] = (
+    (0.15, "a real Slurm job, then a reclaim of its node: the real agent drains it and Slurm requeues the job",
+     reclaim_slurm_node),
+    (0.25, "a misbehaving pool: three reclaim waves in 16 s", bad_pool),
+    (0.35, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
+    (0.45, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),
+    (0.65, "control-plane outage: both controllers stopped, reclaims go on", outage_start),
+    (0.85, "control plane back: read-only cycles, then replacements", outage_end),
+)
