@@ -25,6 +25,7 @@ _EXPORTS = {
     "sign_blob": "signing", "verify_blob": "signing", "generate_keypair": "signing",
     "Event": "events", "EventKind": "subjects", "event_subject": "subjects", "notice_subject": "subjects",
     "advisory_subject": "subjects", "EVENTS_STREAM": "subjects",
+    "RECLAIM_KINDS": "subjects", "is_reclaim": "subjects",
     "AgentRecord": "agent_record", "AgentRecordError": "agent_record",
 }
 
