@@ -1,9 +1,10 @@
 """The shared vocabulary: the interruption contract, tiers, compiler and feasibility rules, signed
-bundles, the pool catalogue, the lifecycle event model and NATS subjects.
+bundles and the agent's record in them, the pool catalogue, the lifecycle event model, NATS subjects and
+what counts as a reclaim, and the composite pool score.
 
 Imports nothing else of ours. Names are loaded lazily so that the agent, which needs only
-``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical`` and ``contracts.subjects``,
-does not pay for pydantic.
+``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical``, ``contracts.agent_record`` and
+``contracts.subjects`` (among the standard-library-only modules), does not pay for pydantic.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ _EXPORTS = {
     "Event": "events", "EventKind": "subjects", "event_subject": "subjects", "notice_subject": "subjects",
     "advisory_subject": "subjects", "EVENTS_STREAM": "subjects",
     "RECLAIM_KINDS": "subjects", "is_reclaim": "subjects",
+    "composite_score": "scoring",
     "AgentRecord": "agent_record", "AgentRecordError": "agent_record",
 }
 
