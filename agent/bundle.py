@@ -17,7 +17,7 @@ from pathlib import Path
 from contracts.bundle_verify import BundleError, verify_bundle_bytes
 
 from .httpwire import request
-from .model import AgentError, Contract, parse_time
+from .model import AgentError, Contract, contract_from_entry, parse_time
 
 __all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
 
@@ -82,7 +82,7 @@ class BundleStore:
         workloads = payload.get("workloads")
         if not isinstance(workloads, dict):
             raise AgentError(f"bundle from {origin} refused: no workloads object.")
-        contracts = {ref: Contract.from_entry(ref, entry) for ref, entry in workloads.items()}
+        contracts = {ref: contract_from_entry(ref, entry) for ref, entry in workloads.items()}
         try:
             issued = parse_time(str(payload.get("issued_at", "")))
         except ValueError:

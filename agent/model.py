@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from contracts.agent_record import AgentRecord, AgentRecordError
+
 from .errors import AgentError
 
-__all__ = ["STARTED_AT", "AgentError", "Contract", "NodeIdentity", "Unit", "format_time", "parse_time", "time_or_none"]
+__all__ = ["STARTED_AT", "AgentError", "Contract", "NodeIdentity", "Unit", "contract_from_entry", "format_time",
+           "parse_time", "time_or_none"]
 
 # Unit.attributes key: when the unit started running, ISO-8601 UTC with a trailing Z (``format_time``)
 STARTED_AT = "started_at"
@@ -29,54 +32,16 @@ class NodeIdentity:
     scheduler: str = "slurm"
 
 
-@dataclass(frozen=True)
-class Contract:
-    """The fields of one workload's contract the notice path needs, and nothing else (ADR-15)."""
+# The fields of one workload's contract the notice path needs (ADR-15): the bundle record both sides share.
+Contract = AgentRecord
 
-    workload: str
-    version: str
-    tier: str
-    scheduler: str
-    drain_budget_s: int
-    drain_signal: str
-    advisory_drain: bool
-    checkpoint_mode: str
-    framework: str | None
-    checkpoint_interval_min: int | None
-    restart: str
-    requeue: bool
-    max_unit_length_min: int | None
 
-    @property
-    def ref(self) -> str:
-        """``<workload>@<version>``."""
-        return f"{self.workload}@{self.version}"
-
-    @classmethod
-    def from_entry(cls, ref: str, entry: dict[str, Any]) -> Contract:
-        """Read one workload's entry of an agent bundle (written by ``contracts.bundle.agent_entry``).
-
-        Raises:
-            AgentError: a required field is missing or not of its type.
-        """
-        try:
-            budget = int(entry["drain_budget_s"])
-            interval = entry.get("checkpoint_interval_min")
-            unit = entry.get("max_unit_length_min")
-            return cls(
-                workload=str(entry["workload"]), version=str(entry["version"]), tier=str(entry.get("tier", "")),
-                scheduler=str(entry.get("scheduler", "")), drain_budget_s=budget,
-                drain_signal=str(entry.get("drain_signal") or "SIGTERM"),
-                advisory_drain=bool(entry.get("advisory_drain", False)),
-                checkpoint_mode=str(entry.get("checkpoint_mode", "none")),
-                framework=None if entry.get("framework") is None else str(entry["framework"]),
-                checkpoint_interval_min=None if interval is None else int(interval),
-                restart=str(entry.get("restart", "")), requeue=bool(entry.get("requeue", False)),
-                max_unit_length_min=None if unit is None else int(unit),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AgentError(f"bundle workload {ref!r} lacks a usable field ({exc}); recompile the bundle "
-                             "with `sco contracts compile`.") from None
+def contract_from_entry(ref: str, entry: Any) -> Contract:
+    """The bundle entry ``ref`` as a :class:`Contract`; an unusable entry is an :class:`AgentError`."""
+    try:
+        return AgentRecord.from_entry(ref, entry)
+    except AgentRecordError as exc:
+        raise AgentError(f"{exc}; recompile the bundle with `sco contracts compile`.") from exc
 
 
 @dataclass(frozen=True)

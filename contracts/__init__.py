@@ -1,11 +1,12 @@
 """The shared vocabulary of SCO.
 
-The interruption contract, tiers, compiler and feasibility rules, signed bundles, the pool catalogue,
-the lifecycle event model and NATS subjects.
+The interruption contract, tiers, compiler and feasibility rules, signed bundles and the agent's record in
+them, the pool catalogue, the lifecycle event model, NATS subjects and what counts as a reclaim, and the
+composite pool score.
 
 Imports nothing else of ours. Names are loaded lazily so that the agent, which needs only
-``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical`` and ``contracts.subjects``,
-does not pay for pydantic.
+``contracts.bundle_verify``, ``contracts.signing``, ``contracts.canonical``, ``contracts.agent_record`` and
+``contracts.subjects`` (among the standard-library-only modules), does not pay for pydantic.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ _EXPORTS = {
     "sign_blob": "signing", "verify_blob": "signing", "generate_keypair": "signing",
     "Event": "events", "EventKind": "subjects", "event_subject": "subjects", "notice_subject": "subjects",
     "advisory_subject": "subjects", "EVENTS_STREAM": "subjects",
+    "RECLAIM_KINDS": "subjects", "is_reclaim": "subjects",
+    "composite_score": "scoring",
+    "AgentRecord": "agent_record", "AgentRecordError": "agent_record",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -24,6 +24,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from .agent_record import AgentRecord
 from .bundle_verify import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
 from .canonical import canonical_bytes, digest
 from .compiler import CompiledWorkload
@@ -37,6 +38,7 @@ __all__ = [
     "GovernanceError",
     "PublishedBundle",
     "agent_entry",
+    "agent_record",
     "build_payloads",
     "partition_dir",
     "publish",
@@ -74,24 +76,21 @@ def partition_dir(out: Path, partition: str) -> Path:
     return out / region / cluster
 
 
-def agent_entry(w: CompiledWorkload) -> dict[str, Any]:
-    """The subset of a compiled contract the node agent acts on (its bundle entry)."""
+def agent_record(w: CompiledWorkload) -> AgentRecord:
+    """The interruption-critical fields of one compiled workload, as the agent reads them (ADR-15)."""
     c = w.contract
-    return {
-        "workload": c.workload,
-        "version": c.version,
-        "tier": str(c.tier),
-        "scheduler": str(c.scheduler),
-        "drain_budget_s": c.drain_budget_s,
-        "drain_signal": c.drain_signal,
-        "advisory_drain": c.advisory_drain,
-        "checkpoint_mode": str(c.checkpoint_mode),
-        "framework": None if c.framework is None else str(c.framework),
-        "checkpoint_interval_min": w.interval_min,
-        "restart": str(c.restart),
-        "requeue": c.restart is not RestartSemantics.NOT_RESTARTABLE,
-        "max_unit_length_min": c.max_unit_length_min,
-    }
+    return AgentRecord(
+        workload=c.workload, version=str(c.version), tier=str(c.tier), scheduler=str(c.scheduler),
+        drain_budget_s=c.drain_budget_s, drain_signal=c.drain_signal, advisory_drain=c.advisory_drain,
+        checkpoint_mode=str(c.checkpoint_mode), framework=None if c.framework is None else str(c.framework),
+        checkpoint_interval_min=w.interval_min, restart=str(c.restart),
+        requeue=c.restart is not RestartSemantics.NOT_RESTARTABLE, max_unit_length_min=c.max_unit_length_min,
+    )
+
+
+def agent_entry(w: CompiledWorkload) -> dict[str, Any]:
+    """The agent's bundle entry for one compiled workload: :func:`agent_record` as a dict."""
+    return agent_record(w).to_entry()
 
 
 def controller_entry(w: CompiledWorkload) -> dict[str, Any]:

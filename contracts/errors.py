@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentRecordError",
     "BundleError",
     "CanonicalError",
     "CapacityUnavailable",
@@ -174,3 +175,7 @@ class NotOwned(ProviderError):
             f"{', '.join(missing_tags)} (has: {', '.join(tags) or 'none'}); only instances SCO launched and "
             "tagged may be terminated — ask the project's owner to remove it"
         )
+
+
+class AgentRecordError(ContractsError, ValueError):
+    """An agent-bundle entry that lacks a key, carries an unknown one, or holds a value of the wrong type."""

@@ -8,9 +8,11 @@ from enum import StrEnum
 __all__ = [
     "EVENTS_STREAM",
     "EVENT_SUBJECT_PREFIX",
+    "RECLAIM_KINDS",
     "EventKind",
     "advisory_subject",
     "event_subject",
+    "is_reclaim",
     "notice_subject",
     "quarantine_subject",
 ]
@@ -48,6 +50,20 @@ class EventKind(StrEnum):
     CREDENTIALS_REVOKED = "credentials-revoked"
     BUNDLE_REFUSED = "bundle-refused"
     CONTRACT_BREACH = "contract-breach"
+
+
+# What counts as a reclaim (ADR-07): the start of one, announced (``notice``) or not (``no-notice-loss``). The
+# ``terminated`` that follows either is the end of the same reclaim and never counts again. Drills never count.
+RECLAIM_KINDS = frozenset({EventKind.NOTICE, EventKind.NO_NOTICE_LOSS})
+
+
+def is_reclaim(kind: EventKind | str, drill: bool) -> bool:
+    """True when an event of ``kind`` starts a provider reclaim: a notice or a loss without one, not a drill.
+
+    The one definition the exclusion watcher (waves), the controller's interruption signal and the analytics'
+    interruption rate (``orchestration.rankings.RECLAIM_FILTER``) share.
+    """
+    return not drill and str(kind) in RECLAIM_KINDS
 
 
 EVENTS_STREAM = "SCO_EVENTS"

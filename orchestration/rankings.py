@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+from contracts.subjects import RECLAIM_KINDS
+
 from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
 from .store import ClickHouse, Postgres
@@ -13,8 +15,8 @@ from .store import ClickHouse, Postgres
 __all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "gather_inputs", "publish_in_force", "rank", "write_rankings"]
 
 SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
-# A reclaim: a notice, or a termination that came without one. Drills are excluded everywhere.
-RECLAIM_FILTER = ("(kind = 'notice' OR (kind = 'terminated' AND position(cause, 'no-notice') > 0)) "
+# A reclaim (contracts.subjects.is_reclaim): a notice, or a loss that came without one. Drills never count.
+RECLAIM_FILTER = (f"kind IN ({', '.join(repr(str(k)) for k in sorted(RECLAIM_KINDS))}) "
                   "AND NOT drill AND pool != ''")
 RANKING_COLUMNS = ("ranked_at", "generation", "region", "pool", "rank", "score", "interruption_rate_pct_h",
                    "discount", "depth", "excluded", "inputs")

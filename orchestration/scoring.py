@@ -2,9 +2,9 @@
 
 Inputs per pool: the rate card (rate and guaranteed rate), the 30-day interruption rate (reclaims per 100
 instance-hours, drills excluded), the mean time between interruptions, forward capacity (expected free share
-of the pool) and the project's quota headroom. Depth and calm outweigh price (0.4 / 0.4 / 0.2, the same
-weights the planner falls back on); quota headroom scales the whole score, because capacity the project
-cannot launch is not depth. Every score lies in [0, 1], higher is better.
+of the pool) and the project's quota headroom. The formula and its weights live in ``contracts.scoring``
+(the planner falls back on the same one): depth and calm outweigh price (0.4 / 0.4 / 0.2); quota headroom
+scales the whole score. Every score lies in [0, 1], higher is better.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
+from contracts.scoring import WEIGHTS, WORST_INTERRUPTION_PCT_H, composite_score, price_ratio
+
 __all__ = ["WEIGHTS", "WORST_INTERRUPTION_PCT_H", "PoolInputs", "RankedPool", "interruption_stats", "rank_pools",
            "score"]
 
-WEIGHTS = {"depth": 0.4, "calm": 0.4, "cheap": 0.2}
-WORST_INTERRUPTION_PCT_H = 10.0  # at or above this rate a pool earns nothing for calm
 
 
 @dataclass(frozen=True)
@@ -46,18 +46,11 @@ class RankedPool:
     inputs: PoolInputs
 
 
-def _clamp(x: float) -> float:
-    return min(1.0, max(0.0, x))
-
-
 def score(inputs: PoolInputs) -> float:
-    """Composite score in [0, 1]."""
-    depth = _clamp(inputs.forward_share)
-    calm = 1.0 - _clamp(inputs.interruption_rate_pct_h / WORST_INTERRUPTION_PCT_H)
-    ratio = inputs.rate_eur_h / inputs.guaranteed_rate_eur_h if inputs.guaranteed_rate_eur_h > 0 else 1.0
-    cheap = 1.0 - _clamp(ratio)
-    raw = WEIGHTS["depth"] * depth + WEIGHTS["calm"] * calm + WEIGHTS["cheap"] * cheap
-    return round(raw * _clamp(inputs.quota_headroom), 6)
+    """Composite score in [0, 1] (``contracts.scoring.composite_score``)."""
+    return composite_score(inputs.forward_share, inputs.interruption_rate_pct_h,
+                           price_ratio(inputs.rate_eur_h, inputs.guaranteed_rate_eur_h),
+                           quota_headroom=inputs.quota_headroom)
 
 
 def rank_pools(inputs: Iterable[PoolInputs]) -> list[RankedPool]:

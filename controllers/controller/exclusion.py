@@ -4,8 +4,9 @@ minutes); a two-hour cool-off that doubles on each repeat, then an hour of proba
 planner caps the pool at 5 % of any workload. The streaming consumer (``exclusion_stream``) feeds events in
 and writes each decision to PostgreSQL with its evidence; this module decides.
 
-A **wave** is a run of reclamation starts (notices, losses without notice) in one pool with gaps under
-``wave_gap``: one guaranteed request displacing four instances is one wave, not four.
+A **wave** is a run of reclamation starts (``contracts.subjects.is_reclaim``: notices and losses without
+notice, never drills) in one pool with gaps under ``wave_gap``: one guaranteed request displacing four
+instances is one wave, not four.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from contracts.subjects import is_reclaim
+
 __all__ = ["Exclusion", "ExclusionConfig", "ExclusionWatcher", "Signal", "pool_status"]
 
-WAVE_KINDS = frozenset({"notice", "no-notice-loss"})
 THRASH_KINDS = frozenset({"launch-failed"})
 
 
@@ -43,6 +45,7 @@ class Signal:
     event_id: str
     instance: str = ""
     age_s: float | None = None
+    drill: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class ExclusionWatcher:
         if not s.pool or s.event_id in self._seen:
             return None
         self._seen.add(s.event_id)
-        if s.kind in WAVE_KINDS:
+        if is_reclaim(s.kind, s.drill):
             waves = self._waves[s.pool]
             if waves and s.time - waves[-1].last < self.config.wave_gap:
                 waves[-1].last = max(waves[-1].last, s.time)

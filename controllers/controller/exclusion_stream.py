@@ -17,9 +17,16 @@ from contracts.subjects import EVENT_SUBJECT_PREFIX, EVENTS_STREAM
 from .exclusion import Exclusion, ExclusionConfig, ExclusionWatcher, Signal
 from .store import Store
 
-__all__ = ["ExclusionStream", "excluded_event"]
+__all__ = ["ExclusionStream", "excluded_event", "signal_of"]
 
 log = logging.getLogger(__name__)
+
+
+def signal_of(ev: Event) -> Signal:
+    """The fields of a lifecycle event the watcher reads (``age_s``: the instance's age when reclaimed)."""
+    age = ev.attributes.get("age_s")
+    return Signal(str(ev.kind), ev.pool or "", ev.time, str(ev.event_id), ev.instance or "",
+                  float(age) if isinstance(age, int | float) else None, drill=ev.drill)
 
 
 def excluded_event(ex: Exclusion, region: str) -> Event:
@@ -39,10 +46,7 @@ class ExclusionStream:
 
     def feed(self, ev: Event, now: datetime) -> Exclusion | None:
         self.seen += 1
-        age = ev.attributes.get("age_s")
-        sig = Signal(str(ev.kind), ev.pool or "", ev.time, str(ev.event_id), ev.instance or "",
-                     float(age) if isinstance(age, int | float) else None)
-        ex = self.watcher.observe(sig)
+        ex = self.watcher.observe(signal_of(ev))
         if ex is not None:
             self.store.write_exclusion(ex, excluded_event(ex, self.store.region))
             self.excluded.append((ex, now))

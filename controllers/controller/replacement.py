@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from contracts.events import Event
-from contracts.subjects import EVENT_SUBJECT_PREFIX
+from contracts.subjects import EVENT_SUBJECT_PREFIX, RECLAIM_KINDS, EventKind, is_reclaim
 
 from .loop import Controller, PassReport
 
 __all__ = ["WAKE_KINDS", "Waker", "run"]
 
 log = logging.getLogger(__name__)
-WAKE_KINDS = frozenset({"notice", "no-notice-loss", "lost", "terminated"})
+WAKE_KINDS = RECLAIM_KINDS | {EventKind.LOST, EventKind.TERMINATED}
 
 
 class Waker:
@@ -48,7 +48,7 @@ class Waker:
             return
         if str(ev.kind) not in WAKE_KINDS or (ev.partition and ev.partition != self.controller.s.partition):
             return
-        if str(ev.kind) in ("notice", "no-notice-loss") and ev.workload and not ev.drill:
+        if is_reclaim(ev.kind, ev.drill) and ev.workload:
             self.controller.record_notice(ev.workload, ev.time)
         self.woken += 1
         self.event.set()

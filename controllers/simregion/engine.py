@@ -30,7 +30,7 @@ from contracts.subjects import EventKind
 from .config import RegionConfig
 from .demand import GuaranteedDemand, poisson
 from .reclaimer import select_victims
-from .records import Inst, SimEvent, Stats, owner_of
+from .records import Inst, SimEvent, Stats, no_notice_cause, owner_of
 from .topology import HALLS, PoolSpec, build_pools
 
 __all__ = ["Inst", "RegionEngine", "SimEvent", "Stats"]
@@ -346,8 +346,10 @@ class RegionEngine:
             if not notice:
                 self.stats.no_notice += 1
         owner = owner_of(inst)
-        if not notice:
+        if not notice:  # the loss itself is the reclaim's start (contracts.subjects.is_reclaim); deleted at once
             inst.terminate_at = self.now
+            self._emit(SimEvent(EventKind.NO_NOTICE_LOSS, self.now, pool.pool_id, inst.id, no_notice_cause(cause),
+                                drill, *owner, attributes={"owned": inst.owned}))
             self._op_delete(inst.id)
             return
         inst.notice_at, inst.terminate_at = self.now, self.now + c.notice_s
@@ -364,10 +366,7 @@ class RegionEngine:
             return
         pool = self.specs[inst.pool].pool
         self.remove(inst)
-        cause = inst.cause if inst.notice_at is not None or not inst.cause.startswith("reclaim") else \
-            "reclaimed-no-notice"
-        if inst.cause == "hall-reclaim" and inst.notice_at is None:
-            cause = "hall-reclaim-no-notice"
+        cause = inst.cause if inst.notice_at is not None else no_notice_cause(inst.cause)
         self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *owner_of(inst),
                             attributes={"notice_ms": None if inst.notice_at is None
                                         else round((self.now - inst.notice_at) * 1000), "owned": inst.owned}))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from contracts.subjects import EventKind
 
-__all__ = ["Inst", "SimEvent", "Stats", "owner_of"]
+__all__ = ["Inst", "SimEvent", "Stats", "no_notice_cause", "owner_of"]
 
 
 @dataclass(slots=True, eq=False)  # identity: two instances are never "equal"
@@ -65,3 +65,11 @@ def owner_of(inst: Inst) -> tuple[str, str]:
         return "", ""
     found = OwnerTags.parse(inst.tags)
     return found.get("workload", ""), found.get("partition", "")
+
+
+def no_notice_cause(cause: str) -> str:
+    """The human-readable cause of a reclaim that came without notice (``reclaimed-no-notice``,
+    ``hall-reclaim-no-notice``); other causes are kept as they are."""
+    if cause.startswith("reclaim"):
+        return "reclaimed-no-notice"
+    return "hall-reclaim-no-notice" if cause == "hall-reclaim" else cause
