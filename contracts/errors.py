@@ -14,7 +14,8 @@ it and says what to do.
     │   ├── CanonicalError       a value with no canonical JSON form (also a ValueError)
     │   ├── SignatureError       a signature does not verify
     │   ├── KeyError_            a key file is missing, unreadable or not ECDSA P-256
-    │   └── BundleError          a bundle that must not be used
+    │   ├── BundleError          a bundle that must not be used
+    │   └── AgentRecordError     an agent-bundle entry with a missing, unknown or mistyped key (also a ValueError)
     └── ProviderError            every error a ``Provider`` raises on purpose
         ├── InvalidRequest       refused before doing anything
         ├── CapacityUnavailable  fewer free instances than asked for

@@ -97,5 +97,9 @@ def test_requeue_follows_the_restart_semantics() -> None:
 
 def test_the_record_module_imports_only_the_standard_library() -> None:
     source = Path(__file__).parents[2].joinpath("contracts", "agent_record.py").read_text()
-    imports = {line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))}
-    assert imports <= {"__future__", "collections", "dataclasses", "typing"}
+    imports = {line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))}
+    outside = {name.split(".")[0] for name in imports if not name.startswith(".")}
+    assert outside <= {"__future__", "collections", "dataclasses", "typing"}, outside
+    errors = Path(__file__).parents[2].joinpath("contracts", "errors.py").read_text()  # its one relative import
+    assert not [line for line in errors.splitlines() if line.startswith("from .") or line.startswith("import ")
+                if not line.startswith(("import typing", "from typing"))]
