@@ -169,7 +169,7 @@ def _slurm_job_state(job: str, conf: str | None) -> str:
 
 
 def _slurm_testbed() -> tuple[str | None, list[str]]:
-    conf = os.environ.get("SLURM_CONF") or "/tmp/sco-testbed/slurm/slurm.conf"
+    conf = os.environ.get("SLURM_CONF") or str(REPO / ".sco" / "testbed" / "slurm" / "slurm.conf")
     if not Path(conf).exists() or shutil.which("sinfo") is None:
         return None, []
     try:
