@@ -22,22 +22,22 @@ __all__ = [
     "OPENSTACK_STATE",
     "SLURM_CONF",
     "SLURM_DIR",
-    "SLURM_ENV",
+    "SLURM_STATE",
+    "bed_dir",
     "ceph_env",
     "slurm_env",
-    "testbed_dir",
 ]
 
 
-def testbed_dir(name: str, override: str) -> Path:
+def bed_dir(name: str, override: str) -> Path:
     """The directory of test bed ``name``: ``$override`` when set, else ``<checkout>/.sco/testbed/<name>``."""
     return Path(os.environ.get(override) or REPO / ".sco" / "testbed" / name)
 
 
-SLURM_DIR = testbed_dir("slurm", "SCO_SLURM_TESTBED_DIR")
-SLURM_ENV = SLURM_DIR / "env.json"
+SLURM_DIR = bed_dir("slurm", "SCO_SLURM_TESTBED_DIR")
+SLURM_STATE = SLURM_DIR / "env.json"
 SLURM_CONF = os.environ.get("SCO_SLURM_CONF") or str(SLURM_DIR / "slurm.conf")
-CEPH_DIR = testbed_dir("ceph", "SCO_CEPH_TESTBED_DIR")
+CEPH_DIR = bed_dir("ceph", "SCO_CEPH_TESTBED_DIR")
 CEPH_ENV = CEPH_DIR / "env.json"
 OPENSTACK_STATE = Path(os.environ.get("SCO_TESTBED_STATE") or "/var/lib/sco-testbed/openstack")
 OPENSTACK_CLOUDS = OPENSTACK_STATE / "clouds.yaml"
