@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 MiB = 1024 * 1024
-ENV = Path(os.environ.get("SCO_CEPH_TESTBED_DIR", "/tmp/sco-testbed/ceph")) / "env.json"
+TESTBED = os.environ.get("SCO_CEPH_TESTBED_DIR") or Path(__file__).resolve().parents[1] / ".sco" / "testbed" / "ceph"
+ENV = Path(TESTBED) / "env.json"
 CONTRACT = Path(__file__).resolve().parents[1] / "deploy" / "contracts" / "workloads" / "pytorch-llm-finetune.yaml"
 
 

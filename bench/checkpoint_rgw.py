@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 MiB = 1024 * 1024
-ENV = Path(os.environ.get("SCO_CEPH_TESTBED_DIR", "/tmp/sco-testbed/ceph")) / "env.json"
+TESTBED = os.environ.get("SCO_CEPH_TESTBED_DIR") or Path(__file__).resolve().parents[1] / ".sco" / "testbed" / "ceph"
+ENV = Path(TESTBED) / "env.json"
 
 
 def _gc(conf: str) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 __all__ = ["DEMO_JOB", "cancel_demo_jobs", "slurm_job_state", "slurm_testbed"]
 
 DEMO_JOB = "sco-demo"  # the demo's Slurm jobs, cancelled at the start and the end of every run
@@ -35,7 +37,7 @@ def slurm_job_state(job: str, conf: str | None) -> str:
 
 
 def slurm_testbed() -> tuple[str | None, list[str]]:
-    conf = os.environ.get("SLURM_CONF") or "/tmp/sco-testbed/slurm/slurm.conf"
+    conf = os.environ.get("SLURM_CONF") or str(REPO / ".sco" / "testbed" / "slurm" / "slurm.conf")
     if not Path(conf).exists() or shutil.which("sinfo") is None:
         return None, []
     try:

@@ -35,10 +35,11 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
+from tests.support.testbeds import SLURM_DIR
 
 pytestmark = pytest.mark.testbed
 
-TESTBED = Path(os.environ.get("SCO_SLURM_TESTBED_DIR", "/tmp/sco-testbed/slurm"))
+TESTBED = SLURM_DIR
 SLURM_CONF = str(TESTBED / "slurm.conf")
 NODE = node_identity(node="node1", instance="i-node1")
 JOB = """#!/bin/bash

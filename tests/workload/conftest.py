@@ -6,14 +6,12 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.testbeds import CEPH_ENV
 from workload.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
-
-CEPH_ENV = Path(os.environ.get("SCO_CEPH_TESTBED_DIR", "/tmp/sco-testbed/ceph")) / "env.json"
 
 
 @pytest.fixture(scope="session")

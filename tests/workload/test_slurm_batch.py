@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import REPO
+from tests.support.testbeds import SLURM_DIR
 
 pytestmark = pytest.mark.testbed
-SLURM_DIR = Path(os.environ.get("SCO_SLURM_TESTBED_DIR", "/tmp/sco-testbed/slurm"))
 
 WORKER = """
 import json, signal, sys, time

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from sco.cli import main
+from tests.support.testbeds import SLURM_DIR
 
 from .conftest import REPO, sync_args
 
 pytestmark = pytest.mark.testbed
-SLURM_DIR = Path(os.environ.get("SCO_SLURM_TESTBED_DIR", "/tmp/sco-testbed/slurm"))
 EXPECTED = "--comment=contract=<name>@<version>"
 
 

@@ -45,9 +45,10 @@ from controllers.simregion.service import RegionService
 from stores import nats as sco_nats
 from stores.outbox import Relay
 from tests.controllers.controller.helpers import PARTITION, contract, contracts
+from tests.support.testbeds import SLURM_CONF
 
 pytestmark = pytest.mark.testbed
-CONF = os.environ.get("SCO_SLURM_CONF", "/tmp/sco-testbed/slurm/slurm.conf")
+CONF = SLURM_CONF
 ENV = {**os.environ, "SLURM_CONF": CONF}
 
 

@@ -19,9 +19,10 @@ from controllers.controller.loop import Controller, ControllerSettings
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from tests.controllers.controller.helpers import PARTITION, StepClock, contract, contracts
+from tests.support.testbeds import SLURM_CONF
 
 pytestmark = pytest.mark.testbed
-CONF = os.environ.get("SCO_SLURM_CONF", "/tmp/sco-testbed/slurm/slurm.conf")
+CONF = SLURM_CONF
 
 
 def sbatch(*args: str) -> str:

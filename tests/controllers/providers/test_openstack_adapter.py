@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contracts.provider import InstanceStatus, LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import InvalidRequest, NotFound, NotOwned, QuotaExceeded
+from tests.support.testbeds import OPENSTACK_CLOUDS
 
 pytestmark = [
     pytest.mark.testbed,
@@ -21,7 +20,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning:openstack.*"),
 ]
 
-CLOUDS = Path(os.environ.get("SCO_TESTBED_STATE", "/var/lib/sco-testbed/openstack")) / "clouds.yaml"
+CLOUDS = OPENSTACK_CLOUDS
 
 
 @pytest.fixture(scope="module")

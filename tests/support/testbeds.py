@@ -1,0 +1,54 @@
+"""Where the system test beds are: the tests' one reader of their locations (deploy/testbed/*/up).
+
+The Slurm and Ceph beds live under this checkout's ``.sco/testbed/<name>/`` on free ports picked by their
+``up``, which records them in ``<dir>/env.json``; so two clones on one machine each test against their own
+bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and ``SCO_SLURM_CONF`` still point a test elsewhere.
+The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.support.paths import REPO
+
+__all__ = [
+    "CEPH_DIR",
+    "CEPH_ENV",
+    "OPENSTACK_CLOUDS",
+    "OPENSTACK_STATE",
+    "SLURM_CONF",
+    "SLURM_DIR",
+    "SLURM_STATE",
+    "bed_dir",
+    "ceph_env",
+    "slurm_env",
+]
+
+
+def bed_dir(name: str, override: str) -> Path:
+    """The directory of test bed ``name``: ``$override`` when set, else ``<checkout>/.sco/testbed/<name>``."""
+    return Path(os.environ.get(override) or REPO / ".sco" / "testbed" / name)
+
+
+SLURM_DIR = bed_dir("slurm", "SCO_SLURM_TESTBED_DIR")
+SLURM_STATE = SLURM_DIR / "env.json"
+SLURM_CONF = os.environ.get("SCO_SLURM_CONF") or str(SLURM_DIR / "slurm.conf")
+CEPH_DIR = bed_dir("ceph", "SCO_CEPH_TESTBED_DIR")
+CEPH_ENV = CEPH_DIR / "env.json"
+OPENSTACK_STATE = Path(os.environ.get("SCO_TESTBED_STATE") or "/var/lib/sco-testbed/openstack")
+OPENSTACK_CLOUDS = OPENSTACK_STATE / "clouds.yaml"
+
+
+def slurm_env() -> dict[str, str]:
+    """This process's environment with ``SLURM_CONF`` pointing at the Slurm test bed."""
+    return {**os.environ, "SLURM_CONF": SLURM_CONF}
+
+
+def ceph_env() -> dict[str, Any]:
+    """The Ceph bed's ``env.json`` (endpoint, conf, ports, S3 identities); ``FileNotFoundError`` when it is down."""
+    doc: dict[str, Any] = json.loads(CEPH_ENV.read_text())
+    return doc
