@@ -63,6 +63,25 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn``: the child gets SIGTERM when the demo dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``).
+    Bound here, in the parent: the child only makes the call between fork and exec."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the demo's own stop is the only one
+        return None
+    parent, term = os.getpid(), int(signal.SIGTERM)
+
+    def arm() -> None:
+        prctl(1, term)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the demo died before the call
+            os.kill(os.getpid(), term)
+
+    return arm
+
+
 @dataclass
 class _Procs:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -72,7 +91,7 @@ class _Procs:
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent())
         self.procs[name] = proc
         return proc
 
@@ -204,6 +223,7 @@ async def run_demo(cfg: DemoConfig) -> int:
     display.start()
     fleet: Fleet | None = None
     nc: Any = None
+    completed = False
     try:
         display.set_phase("starting a fresh embedded stack (PostgreSQL, NATS JetStream, ClickHouse)")
         t = time.monotonic()
@@ -446,6 +466,7 @@ async def run_demo(cfg: DemoConfig) -> int:
         from .analytics import materialise_and_report
 
         await asyncio.to_thread(materialise_and_report, urls, sim_url, cfg, summary, run_dir, display.set_phase)
+        completed = True
     finally:
         if fleet is not None:
             with contextlib.suppress(Exception):
@@ -454,6 +475,9 @@ async def run_demo(cfg: DemoConfig) -> int:
             with contextlib.suppress(Exception):
                 await nc.close()
         procs.stop_all()
+        if not completed:  # a failed or interrupted run stops its stack; a complete one leaves it up (docs/demo.md)
+            with contextlib.suppress(Exception):
+                manager.down(home / "stack")
         display.stop()
     print()
     print(summary.render())
