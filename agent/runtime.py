@@ -10,16 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from contracts.subjects import EventKind, advisory_subject, notice_subject
 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .bundle import BundleStore, fetch_bundle
-from .clock import Clock, SystemClock
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
@@ -35,6 +36,28 @@ from .spool import Spool
 __all__ = ["NOTICE_FILE", "Agent", "Clock", "SystemClock"]
 
 log = logging.getLogger("sco.agent")
+
+
+class Clock(Protocol):
+    """The agent's clocks: wall time (UTC) and monotonic seconds; injected in tests."""
+
+    def now(self) -> datetime:
+        """The wall-clock time, timezone-aware UTC."""
+
+    def monotonic(self) -> float:
+        """Monotonic seconds."""
+
+
+class SystemClock:
+    """The system's clocks."""
+
+    def now(self) -> datetime:
+        """``datetime.now(UTC)``."""
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
 
 
 class Agent:
