@@ -12,7 +12,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Agent": "runtime", "SystemClock": "runtime",
+    "Agent": "runtime", "Clock": "runtime", "SystemClock": "runtime", "EventShipper": "shipping",
     "AgentConfig": "config", "UserData": "config", "load_userdata": "config", "userdata_document": "config",
     "BundleStore": "bundle", "HeldBundle": "bundle",
     "DrainEngine": "drain", "DrainReport": "drain", "order_workloads": "drain_plan", "DrainPlan": "drain_plan",

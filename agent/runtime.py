@@ -9,32 +9,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from contracts.subjects import EventKind, advisory_subject, notice_subject
 
+from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .bundle import BundleStore, fetch_bundle
 from .config import AgentConfig, UserData
-from .drain import DrainEngine, DrainReport, yield_to_first_actions
-from .events import make_event, subject_of
+from .drain import DrainEngine, DrainReport
+from .events import make_event
 from .httpwire import request
 from .metrics import Metrics
-from .model import AgentError, parse_time
+from .model import AgentError
+from .notice_file import NOTICE_FILE, resumable, save_notice
+from .notice_file import notice_window as _notice_window
 from .notices import Notice, NoticeGate, parse_metadata, parse_notice
-from .spool import Spool, SpoolEntry
+from .shipping import EventShipper, wake_soon
+from .spool import Spool
 
 __all__ = ["NOTICE_FILE", "Agent", "Clock", "SystemClock"]
 
 log = logging.getLogger("sco.agent")
-NOTICE_FILE = "notice.json"
 
 
 class Clock(Protocol):
@@ -59,29 +60,6 @@ class SystemClock:
         return time.monotonic()
 
 
-def _describe(m: Metrics) -> None:
-    for name, kind, text in (
-        ("sco_agent_notices_total", "counter", "Notices and advisories admitted, by kind and first channel."),
-        ("sco_agent_notices_duplicate_total", "counter", "Copies ignored because another channel won."),
-        ("sco_agent_notices_other_instance_total", "counter", "Notices for another instance, ignored."),
-        ("sco_agent_first_action_seconds", "histogram", "Notice receipt to the first drain action."),
-        ("sco_agent_drain_seconds", "histogram", "Notice receipt to verified drain, per workload."),
-        ("sco_agent_overruns_total", "counter", "Workloads not drained within their drain budget."),
-        ("sco_agent_local_drains_total", "counter", "Drains that took the local path (scheduler > 800 ms)."),
-        ("sco_agent_bundle_age_seconds", "gauge", "Age of the held bundle (now - issued_at); never enforced."),
-        ("sco_agent_bundle_generation", "gauge", "Generation of the held bundle (0: none)."),
-        ("sco_agent_bundle_refused_total", "counter", "Bundles refused (signature, partition, format)."),
-        ("sco_agent_bundle_refresh_failures_total", "counter", "Distributor fetches that failed."),
-        ("sco_agent_ready", "gauge", "Valid contract bundle held (1) or not (0: node reported not ready)."),
-        ("sco_agent_spool_depth", "gauge", "Events spooled on disk, not yet acknowledged by JetStream."),
-        ("sco_agent_spool_bytes", "gauge", "Bytes in the spool."),
-        ("sco_agent_spool_dropped_total", "gauge", "Events deleted because the spool bound was reached."),
-        ("sco_agent_events_shipped_total", "counter", "Events acknowledged by JetStream."),
-        ("sco_agent_nats_connected", "gauge", "Notice subscriptions live on the NATS relay (1) or not (0)."),
-    ):
-        m.describe(name, kind, text)
-
-
 class Agent:
     """The node agent: holds the bundle, listens for notices, drains, spools and ships events."""
 
@@ -96,7 +74,7 @@ class Agent:
         self.node = userdata.node
         self.clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
-        _describe(self.metrics)
+        instruments.describe(self.metrics)
         self.scheduler = scheduler
         self.bundles = BundleStore(config.state_dir, public_key_pem, self.node.partition)
         self.spool = Spool(config.state_dir / "spool", config.spool_max_events, config.spool_max_bytes,
@@ -119,16 +97,10 @@ class Agent:
         self.draining = False
         self._current_notice: Notice | None = None
         self._closing = False
-        m = self.metrics
-        m.gauge_fn("sco_agent_bundle_age_seconds", lambda: self.bundles.age_seconds(self.clock.now()))
-        m.gauge_fn("sco_agent_bundle_generation",
-                   lambda: float(self.bundles.current.generation if self.bundles.current else 0))
-        m.gauge_fn("sco_agent_bundle_refused_total", lambda: float(self.bundles.refused))
-        m.gauge_fn("sco_agent_ready", lambda: 1.0 if self.bundles.current else 0.0)
-        m.gauge_fn("sco_agent_spool_depth", lambda: float(self.spool.depth))
-        m.gauge_fn("sco_agent_spool_bytes", lambda: float(self.spool.bytes))
-        m.gauge_fn("sco_agent_spool_dropped_total", lambda: float(self.spool.dropped))
-        m.gauge_fn("sco_agent_nats_connected", lambda: 1.0 if self.nc is not None and self.nc.is_connected else 0.0)
+        self.shipper = EventShipper(self.spool, self._writer, self.metrics, self._wake, lambda: self.nc,
+                                    lambda: self._closing)
+        instruments.watch(self.metrics, self.bundles, self.spool, self.clock.now,
+                          lambda: self.nc is not None and bool(self.nc.is_connected))
 
     # ---------- boot ----------
     async def boot(self) -> None:
@@ -167,7 +139,7 @@ class Agent:
             self._tasks.append(asyncio.create_task(self._metadata_loop(), name="metadata"))
         if self.userdata.distributor_url:
             self._tasks.append(asyncio.create_task(self._refresh_loop(), name="refresh"))
-        self._tasks.append(asyncio.create_task(self._ship_loop(), name="ship"))
+        self._tasks.append(asyncio.create_task(self.shipper.run(), name="ship"))
 
     async def stop(self) -> None:
         """Stop every loop, close NATS and flush the spool writer."""
@@ -299,36 +271,12 @@ class Agent:
     # ---------- drains survive a restart ----------
     def _save_notice(self, notice: Notice, done: bool) -> None:
         """``<state>/notice.json``: the hard notice being drained, so a restarted agent resumes the drain."""
-        age = self.clock.monotonic() - notice.received
-        doc = {"notice_id": notice.notice_id, "kind": notice.kind, "instance_id": notice.instance,
-               "region": notice.region, "pool_id": notice.pool, "cause": notice.cause, "drill": notice.drill,
-               "issued_at": notice.issued_at.isoformat() if notice.issued_at else None,
-               "terminate_at": notice.terminate_at.isoformat() if notice.terminate_at else None,
-               "received_at": (self.clock.now() - timedelta(seconds=age)).isoformat(), "done": done}
-        path = self.cfg.state_dir / NOTICE_FILE
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, path)
+        save_notice(self.cfg.state_dir / NOTICE_FILE, notice, self.clock.now(), self.clock.monotonic(), done)
 
     def _resume_drain(self) -> None:
-        path = self.cfg.state_dir / NOTICE_FILE
-        try:
-            doc = json.loads(path.read_text())
-            if doc.get("done"):
-                return
-            received_at = parse_time(str(doc["received_at"]))
-            age = (self.clock.now() - received_at).total_seconds()
-            notice = parse_notice(doc, "resume", self.clock.monotonic() - max(age, 0.0))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, KeyError, AgentError) as exc:
-            log.warning("cannot resume the drain recorded in %s: %s", path, exc)
-            return
-        window = _notice_window(notice, self.clock.now(), self.clock.monotonic()) or 120.0
-        if age > window:
-            return  # the deadline has passed: nothing left to drain for (the instance is going)
-        log.warning("resuming the drain for notice %s (%.1f s after it arrived)", notice.notice_id, age)
-        self.on_notice(notice)
+        notice = resumable(self.cfg.state_dir / NOTICE_FILE, self.clock.now, self.clock.monotonic)
+        if notice is not None:
+            self.on_notice(notice)
 
     def _notice_attrs(self, notice: Notice, **extra: Any) -> dict[str, Any]:
         attrs: dict[str, Any] = {"notice_id": notice.notice_id, "channel": notice.channel}
@@ -413,90 +361,11 @@ class Agent:
             return
         loop = self._loop
         if loop is not None:
-            fut.add_done_callback(lambda _f: _wake_soon(loop, self._wake))
-
-    async def _ship_loop(self) -> None:
-        """Ship spooled events in order.
-
-        File reads and deletes run on the spool's writer thread, never on
-        the event loop, and shipping waits while a drain's first action is pending: the notice path first.
-        """
-        loop = asyncio.get_running_loop()
-        backoff = 0.5
-        while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=30)
-            self._wake.clear()
-            await yield_to_first_actions()
-            nc = self.nc
-            if nc is None or not nc.is_connected:
-                continue
-            js = nc.jetstream()
-            try:
-                while True:
-                    batch = await loop.run_in_executor(self._writer, self._read_batch)
-                    if not batch:
-                        break
-                    done = []
-                    try:
-                        for entry, data, event_id, subject in batch:
-                            await js.publish(subject, data, timeout=2.0, headers={"Nats-Msg-Id": event_id})
-                            done.append(entry)
-                            self.metrics.inc("sco_agent_events_shipped_total")
-                    finally:
-                        await loop.run_in_executor(self._writer, self._ack_batch, done)
-                backoff = 0.5
-            except Exception as exc:  # NATS down, stream missing, timeout: keep the spool, retry
-                log.info("event shipping paused (%s); %d spooled", exc, self.spool.depth)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-                self._wake.set()
-
-    def _read_batch(self, limit: int = 64) -> list[tuple[SpoolEntry, bytes, str, str]]:
-        out = []
-        for entry in self.spool.head(limit):
-            try:
-                data = entry.path.read_bytes()
-                event = json.loads(data)
-            except (OSError, ValueError):
-                self.spool.ack(entry)  # dropped by the bound meanwhile, or unreadable: nothing to ship
-                continue
-            out.append((entry, data, str(event["event_id"]), subject_of(event)))
-        return out
-
-    def _ack_batch(self, entries: list[SpoolEntry]) -> None:
-        for entry in entries:
-            self.spool.ack(entry)
+            fut.add_done_callback(lambda _f: wake_soon(loop, self._wake))
 
     async def flush_events(self, timeout: float = 10.0) -> bool:
         """Wait until the spool is empty (tests, shutdown). Returns False on timeout."""
-        end = self.clock.monotonic() + timeout
-        await asyncio.get_running_loop().run_in_executor(self._writer, lambda: None)
-        while self.spool.depth and self.clock.monotonic() < end:
-            self._wake.set()
-            await asyncio.sleep(0.05)
-        return self.spool.depth == 0
-
-
-def _wake_soon(loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: the next process ships the spool
-        loop.call_soon_threadsafe(wake.set)
-
-
-def _notice_window(notice: Notice, now: datetime, monotonic: float) -> float | None:
-    """Seconds from the notice's receipt to deletion.
-
-    ``terminate_at - issued_at`` when both are given
-    (both on the provider's clock: no skew with ours); else ``terminate_at`` against our clock, ignored
-    when it is already past (a skewed clock must not cancel the drain budget).
-    """
-    if notice.terminate_at is None:
-        return None
-    if notice.issued_at is not None:
-        window = (notice.terminate_at - notice.issued_at).total_seconds()
-        return window if window > 0 else None
-    remaining = (notice.terminate_at - now).total_seconds() + (monotonic - notice.received)
-    return remaining if remaining > 0 else None
+        return await self.shipper.flush(self.clock.monotonic, timeout)
 
 
 def _get(url: str, timeout: float) -> bytes:

@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.paths import REPO
 
+pytest_plugins = ["tests.support.leftovers"]
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("SCO_TESTBED"):

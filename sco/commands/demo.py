@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import tempfile
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,17 @@ def register(sub: Any) -> None:
     demo.set_defaults(handler=_demo)
 
 
+async def _until_sigterm(run: Coroutine[Any, Any, int]) -> int:
+    """Run the demo; SIGTERM cancels it like Ctrl-C does, so it stops what it started before exiting."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await run
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 def _demo(args: argparse.Namespace) -> int:
     try:
         result = check_repo(args.contracts)
@@ -52,8 +65,12 @@ def _demo(args: argparse.Namespace) -> int:
         from sco.demo.runner import DemoConfig, run_demo
 
         print()
-        return asyncio.run(run_demo(DemoConfig(home=args.home, contracts=args.contracts, reports=args.reports,
-                                               live_s=args.live, slurm=not args.no_slurm)))
+        try:
+            return asyncio.run(_until_sigterm(run_demo(DemoConfig(
+                home=args.home, contracts=args.contracts, reports=args.reports, live_s=args.live,
+                slurm=not args.no_slurm))))
+        except asyncio.CancelledError:
+            return 128 + signal.SIGTERM
     with tempfile.TemporaryDirectory(prefix="sco-demo-") as tmp:
         keys = Path(tmp) / "keys"
         init_keys(keys)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,27 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn``: the child gets SIGTERM when the demo dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``).
+
+    Bound here, in the parent: the child only makes the call between fork and exec.
+    """
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the demo's own stop is the only one
+        return None
+    parent, term = os.getpid(), int(signal.SIGTERM)
+
+    def arm() -> None:
+        prctl(1, term)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the demo died before the call
+            os.kill(os.getpid(), term)
+
+    return arm
+
+
 @dataclass
 class Procs:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -35,7 +57,7 @@ class Procs:
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent())
         self.procs[name] = proc
         return proc
 

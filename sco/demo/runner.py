@@ -223,10 +223,17 @@ async def run_demo(cfg: DemoConfig) -> int:
     ctx = RunContext(cfg=cfg, home=home, run_dir=run_dir, procs=Procs(logs=run_dir), display=Display(),
                      summary=Summary(started=datetime.now(UTC)))
     ctx.display.start()
+    completed = False
     try:
         await drive(PHASES, ctx)
+        completed = True
     finally:
         await _close(ctx)
+        if not completed:  # a failed or interrupted run stops its stack; a complete one leaves it up (docs/demo.md)
+            from sco.stack import manager
+
+            with contextlib.suppress(Exception):
+                manager.down(home / "stack")
     print()
     print(ctx.summary.render())
     print(f"\nReports: {cfg.reports.resolve()}\nRun directory (logs, bundles): {run_dir}")

@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,23 +115,27 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
                 if store == "postgres" and record.get("managed"):
                     services.stop_postgres(home / store)  # a stale postmaster.pid from a crash
                 to_start.append(store)
-        # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate).
-        failure: BaseException | None = None
+        # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate). Each is recorded as
+        # soon as it listens, so `sco down` stops it even when this process is killed before the others are up.
+        failures: dict[Store, BaseException] = {}
         ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
-            futures = {store: pool.submit(_start, store, home, fast, port) for store, port in zip(
+            futures = {pool.submit(_start, store, home, fast, port): store for store, port in zip(
                 to_start, ports, strict=True)}
-        for store, future in futures.items():
-            if future.exception() is not None:
-                failure = failure or future.exception()
-                continue
-            running = future.result()
-            state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
-                                        "port": running.port, "data_dir": running.data_dir}
-            out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
-        _write(home, state)  # what did start is recorded, so `sco down` can stop it
-        if failure is not None:
-            raise failure
+            for future in as_completed(futures):
+                store = futures[future]
+                exc = future.exception()
+                if exc is not None:
+                    failures[store] = exc
+                    continue
+                running = future.result()
+                state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
+                                            "port": running.port, "data_dir": running.data_dir}
+                out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
+                _write(home, state)
+        _write(home, state)
+        if failures:
+            raise failures[min(failures, key=STORES.index)]
     return sorted(out, key=lambda s: STORES.index(s.name))
 
 
@@ -153,7 +157,8 @@ def down(home: Path | None = None) -> list[ServiceStatus]:
             if store == "postgres":
                 services.stop_postgres(home / store)
             if record.get("pid") and services.pid_alive(int(record["pid"])):
-                services.stop_pid(int(record["pid"]))
+                # each server leads its own process group; the postmaster stops its backends itself
+                services.stop_pid(int(record["pid"]), group=store != "postgres")
             out.append(ServiceStatus(store, record.get("url"), True, record.get("pid"), False, "stopped"))
             del state["services"][store]
         _write(home, state)

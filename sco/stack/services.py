@@ -89,16 +89,28 @@ def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = 
     raise TimeoutError(f"{what or 'server'} did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
 
 
-def stop_pid(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL after ``timeout``; reaps it when it is our child."""
+def _signal(pid: int, sig: int, group: bool) -> None:
+    """Signal ``pid``, or its whole process group when ``group`` and it leads one (our servers each run in a
+    session of their own, so whatever they started goes with them)."""
+    if group:
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, sig)
+                return
+    os.kill(pid, sig)
+
+
+def stop_pid(pid: int, timeout: float = 10.0, *, group: bool = True) -> None:
+    """SIGTERM, then SIGKILL after ``timeout`` (to its process group when it leads one and ``group``); reaps it
+    when it is our child."""
     try:
-        os.kill(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGTERM, group)
     except ProcessLookupError:
         return
     if pid in _CHILDREN:
         if not reap(pid, timeout):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                _signal(pid, signal.SIGKILL, group)
             reap(pid)
         return
     deadline = time.monotonic() + timeout
@@ -107,7 +119,7 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
             return
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL, group)
 
 
 def _spawn(argv: list[str], log: Path, **kwargs: object) -> subprocess.Popen[bytes]:
@@ -116,6 +128,15 @@ def _spawn(argv: list[str], log: Path, **kwargs: object) -> subprocess.Popen[byt
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
     _CHILDREN[proc.pid] = proc
     return proc
+
+
+def _listening(proc: subprocess.Popen[bytes], port: int, timeout: float, what: str) -> None:
+    """Wait until ``proc`` listens on ``port``; a server that does not come up is stopped, never left behind."""
+    try:
+        wait_port(port, timeout, proc, what)
+    except BaseException:
+        stop_pid(proc.pid, timeout=5.0)
+        raise
 
 
 def reap(pid: int, timeout: float | None = None) -> bool:
@@ -145,7 +166,7 @@ def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0) -
     port = port or free_port()
     proc = _spawn([nats_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(data_dir / "jetstream"),
                    "-n", f"sco-{port}"], data_dir / "nats.log")
-    wait_port(port, timeout, proc, "nats-server")
+    _listening(proc, port, timeout, "nats-server")
     return Running("nats", f"nats://127.0.0.1:{port}", proc.pid, port, str(data_dir))
 
 
@@ -155,7 +176,7 @@ def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 3
     port = port or free_port()
     proc = _spawn([sys.executable, "-m", "sco.stack.clickhouse_http", str(data_dir / "chdb"), str(port)],
                   data_dir / "clickhouse.log", cwd=str(Path(__file__).resolve().parents[2]))
-    wait_port(port, timeout, proc, "sco clickhouse serve")
+    _listening(proc, port, timeout, "sco clickhouse serve")
     return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))
 
 
@@ -212,16 +233,35 @@ def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.
     options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='' -c max_connections=200"
     if fast:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    _run_pg([_pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(pgdata / "postgres.log"), "-o", options, "-w",
-             "-t", str(int(timeout)), "start"], pgdata, as_user)
-    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
-    wait_port(port, timeout, None, "postgres")
+    try:
+        _run_pg([_pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(pgdata / "postgres.log"), "-o", options, "-w",
+                 "-t", str(int(timeout)), "start"], pgdata, as_user)
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+        wait_port(port, timeout, None, "postgres")
+    except BaseException:
+        stop_postgres(data_dir)  # pg_ctl may have started a postmaster that did not come up in time
+        raise
     return Running("postgres", f"postgresql://postgres@127.0.0.1:{port}/postgres", pid, port, str(data_dir))
 
 
 def stop_postgres(data_dir: Path, timeout: float = 30.0) -> None:
+    """``pg_ctl stop -m fast``; if the postmaster still runs (pg_ctl failed or timed out), SIGTERM to it and
+    SIGKILL after ``timeout``."""
     pgdata = data_dir / "pgdata"
-    if not (pgdata / "postmaster.pid").exists():
+    pidfile = pgdata / "postmaster.pid"
+    if not pidfile.exists():
         return
     subprocess.run([_pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "-t", str(int(timeout)), "stop"],
                    check=False, capture_output=True, cwd=str(pgdata), **_as_pg_user())  # type: ignore[call-overload]
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pid = int(pidfile.read_text().split()[0])
+        if pid_alive(pid) and _is_postmaster_of(pid, pgdata):  # not a reused pid from a stale postmaster.pid
+            stop_pid(pid, timeout, group=False)  # the postmaster takes its backends down itself
+
+
+def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return Path(os.fsdecode(argv[0])).name == "postgres" and os.fsencode(str(pgdata)) in argv

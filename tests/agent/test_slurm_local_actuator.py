@@ -3,11 +3,13 @@ parent named ``slurmstepd``) are found through /proc and signalled per workload.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from signal import SIGKILL
 
 import pytest
 
@@ -24,14 +26,18 @@ def jobs(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     procs = {}
     for job, contract, node in (("101", "a@1", "nodeX"), ("102", "b@1", "nodeX"), ("103", "a@1", "nodeY")):
         env = {**os.environ, "SLURM_JOB_ID": job, "SLURMD_NODENAME": node, "SCO_CONTRACT": contract}
-        procs[job] = subprocess.Popen([str(stepd), "-c", "sleep 30; :"], env=env)
-    deadline = time.monotonic() + 5
-    while len({p.job_id for p in job_processes("nodeX") if p.batch}) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield procs
-    for proc in procs.values():
-        proc.kill()
-        proc.wait()
+        # its own process group: the teardown kills the ``sleep`` child with its fake slurmstepd
+        procs[job] = subprocess.Popen([str(stepd), "-c", "sleep 30; :"], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while len({p.job_id for p in job_processes("nodeX") if p.batch}) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield procs
+    finally:
+        for proc in procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, SIGKILL)
+            proc.wait()
 
 
 def plan(name: str, signal: str) -> LocalPlan:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from sco.stack.manager import down
+
 pytestmark = pytest.mark.slow
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
@@ -30,9 +32,12 @@ def run_demo(home: Path, reports: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_demo_runs_twice_and_its_summary_measures_every_row(tmp_path: Path) -> None:
     home, reports = tmp_path / "home", tmp_path / "reports"
-    for attempt in (1, 2):
-        result = run_demo(home, reports)
-        assert result.returncode == 0, f"run {attempt}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    try:
+        for attempt in (1, 2):
+            result = run_demo(home, reports)
+            assert result.returncode == 0, f"run {attempt}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    finally:
+        down(home / "stack")  # a run that completes leaves its stack up for browsing (docs/demo.md)
     out = result.stdout
     table = out[out.index("quality "):]
     print(table)  # the measured figures, for -s / -rP

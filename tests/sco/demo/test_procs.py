@@ -1,0 +1,56 @@
+"""The demo's processes do not outlive it: a process it started gets SIGTERM when the demo dies, even by
+SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.paths import REPO
+
+DEMO = """
+import sys, time
+from pathlib import Path
+from sco.demo.runner import _Procs
+
+procs = _Procs(logs=Path(sys.argv[1]))
+print(procs.start("sleeper", ["sleep", "60"]).pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_process_the_demo_started_is_terminated_when_the_demo_is_killed(tmp_path: Path) -> None:
+    demo = subprocess.Popen([sys.executable, "-c", DEMO, str(tmp_path)], stdout=subprocess.PIPE, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = 0
+    try:
+        assert demo.stdout is not None
+        child = int(demo.stdout.readline())
+        assert _alive(child)
+        demo.kill()  # SIGKILL: no finally, no handler runs in the demo
+        demo.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        demo.kill()
+        demo.wait(10)
+        if demo.stdout is not None:
+            demo.stdout.close()
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)

@@ -1,0 +1,63 @@
+"""The embedded stack stops what it starts: a server that does not come up is not left running, and stopping a
+server stops every process in its group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sco.stack import services
+from tests.support.leftovers import MARKER_VAR, carrying
+
+
+@pytest.fixture
+def marker(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A marker of this test's own, in the environment its servers inherit."""
+    value = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER_VAR, value)
+    return value
+
+
+def _gone(marker: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while carrying(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not carrying(marker)
+
+
+def test_a_nats_server_that_does_not_listen_in_time_is_stopped_before_the_error(tmp_path: Path, marker: str) -> None:
+    with pytest.raises(TimeoutError, match="did not listen"):
+        services.start_nats(tmp_path / "nats", timeout=0)
+    assert _gone(marker), carrying(marker)
+
+
+def test_stopping_a_server_stops_the_processes_it_started(tmp_path: Path, marker: str) -> None:
+    proc = services._spawn(["sh", "-c", "sleep 60 & wait"], tmp_path / "sh.log")
+    try:
+        deadline = time.monotonic() + 10
+        while len(carrying(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert {left.cmdline for left in carrying(marker)} == {"sh -c sleep 60 & wait", "sleep 60"}
+        services.stop_pid(proc.pid, timeout=5)
+        assert _gone(marker), carrying(marker)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        services.reap(proc.pid, 5)
+
+
+def test_a_stray_pid_is_stopped_alone_when_it_leads_no_group(marker: str) -> None:
+    proc = subprocess.Popen(["sleep", "60"])  # in pytest's process group: only it may be signalled
+    try:
+        services.stop_pid(proc.pid, timeout=5)
+        assert proc.wait(5) == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait(5)

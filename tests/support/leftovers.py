@@ -1,0 +1,128 @@
+"""A pytest plugin: a test session leaves no process behind.
+
+At session start a unique marker goes into ``os.environ`` (``SCO_TEST_SESSION=<uuid>``); every process a test
+starts inherits it, down to the servers that the embedded stack detaches into their own sessions. At session end
+(after the session-scoped fixtures are torn down) ``/proc/*/environ`` is scanned for processes that still carry
+the marker, other than pytest itself and its ancestors. Any that remain are listed (pid, command line) and the
+session fails. Set ``SCO_TEST_LEFTOVERS=allow`` to only list them (for debugging a test's processes by hand).
+
+Registered from ``tests/conftest.py`` with ``pytest_plugins = ["tests.support.leftovers"]``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["ALLOW_VAR", "MARKER_VAR", "Leftover", "ancestors", "carrying", "scan"]
+
+MARKER_VAR = "SCO_TEST_SESSION"
+ALLOW_VAR = "SCO_TEST_LEFTOVERS"  # "allow": list the leftovers, do not fail the session
+GRACE_S = 3.0  # a process signalled just before the end may still be on its way out
+
+_PROC = Path("/proc")
+_FOUND: pytest.StashKey[list[Leftover]] = pytest.StashKey()
+
+
+@dataclass(frozen=True)
+class Leftover:
+    pid: int
+    cmdline: str
+
+
+def _pids(proc: Path) -> Iterator[int]:
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            yield int(entry.name)
+
+
+def _status(pid: int, proc: Path) -> dict[str, str]:
+    try:
+        text = (proc / str(pid) / "status").read_text()
+    except OSError:
+        return {}
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in text.splitlines())}
+
+
+def ancestors(pid: int, proc: Path = _PROC) -> set[int]:
+    """``pid`` and every process above it up to init."""
+    seen: set[int] = set()
+    while pid > 0 and pid not in seen:
+        seen.add(pid)
+        pid = int(_status(pid, proc).get("PPid", "0") or 0)
+    return seen
+
+
+def _cmdline(pid: int, proc: Path) -> str:
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part) or "?"
+
+
+def carrying(marker: str, *, exclude: AbstractSet[int] = frozenset(), proc: Path = _PROC) -> list[Leftover]:
+    """Live processes whose environment holds ``MARKER_VAR=marker`` (zombies and ``exclude`` left out)."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found: list[Leftover] = []
+    for pid in _pids(proc):
+        if pid in exclude:
+            continue
+        try:
+            environ = (proc / str(pid) / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if needle not in environ.split(b"\0"):
+            continue
+        if _status(pid, proc).get("State", "Z").startswith(("Z", "X")):
+            continue
+        found.append(Leftover(pid, _cmdline(pid, proc)))
+    return sorted(found, key=lambda left: left.pid)
+
+
+def scan(marker: str, grace_s: float | None = None, proc: Path = _PROC) -> list[Leftover]:
+    """The processes carrying ``marker`` still alive after ``grace_s`` (default ``GRACE_S``), this process and its
+    ancestors aside."""
+    exclude = ancestors(os.getpid(), proc)
+    deadline = time.monotonic() + (GRACE_S if grace_s is None else grace_s)
+    found = carrying(marker, exclude=exclude, proc=proc)
+    while found and time.monotonic() < deadline:
+        time.sleep(0.1)
+        found = carrying(marker, exclude=exclude, proc=proc)
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller set the marker and scans at its end
+    os.environ[MARKER_VAR] = uuid.uuid4().hex
+
+
+@pytest.hookimpl(trylast=True)  # after the runner has torn down the session-scoped fixtures
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    marker = os.environ.get(MARKER_VAR)
+    if not marker or hasattr(session.config, "workerinput"):
+        return
+    found = scan(marker)
+    session.config.stash[_FOUND] = found
+    if found and os.environ.get(ALLOW_VAR) != "allow":
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    found = config.stash.get(_FOUND, [])
+    if not found:
+        return
+    allowed = os.environ.get(ALLOW_VAR) == "allow"
+    terminalreporter.section("processes left behind", sep="=", red=not allowed, yellow=allowed)
+    for left in found:
+        terminalreporter.line(f"pid {left.pid}: {left.cmdline[:300]}")
+    verdict = f"listed only: {ALLOW_VAR}=allow" if allowed else f"the session fails; {ALLOW_VAR}=allow only lists them"
+    terminalreporter.line(f"{len(found)} process(es) started by this session still run ({verdict})")

@@ -1,0 +1,119 @@
+"""The leftover-process plugin finds what a test session left running, and fails the session for it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.leftovers import ALLOW_VAR, MARKER_VAR, ancestors, carrying, scan
+from tests.support.paths import REPO
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def marker() -> str:
+    return uuid.uuid4().hex
+
+
+@pytest.fixture
+def sleeper(marker: str) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "60"], env={**os.environ, MARKER_VAR: marker}, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+def test_a_child_carrying_the_marker_is_found_with_its_command_line(marker: str,
+                                                                   sleeper: subprocess.Popen[bytes]) -> None:
+    found = carrying(marker)
+    assert [(left.pid, left.cmdline) for left in found] == [(sleeper.pid, "sleep 60")]
+
+
+def test_a_process_with_another_sessions_marker_is_not_found(sleeper: subprocess.Popen[bytes]) -> None:
+    assert carrying(uuid.uuid4().hex) == []
+
+
+def test_once_killed_and_reaped_the_child_is_no_longer_found(marker: str, sleeper: subprocess.Popen[bytes]) -> None:
+    sleeper.kill()
+    sleeper.wait(5)
+    assert carrying(marker) == []
+
+
+def test_a_killed_child_not_yet_reaped_is_a_zombie_and_not_a_leftover(marker: str,
+                                                                      sleeper: subprocess.Popen[bytes]) -> None:
+    sleeper.kill()
+    os.waitid(os.P_PID, sleeper.pid, os.WEXITED | os.WNOWAIT)  # dead, still in the process table
+    assert carrying(marker) == []
+
+
+def test_the_ancestors_of_a_process_are_itself_its_parent_and_up_to_init() -> None:
+    mine = ancestors(os.getpid())
+    assert {os.getpid(), os.getppid()} <= mine
+    assert ancestors(os.getppid()) < mine
+
+
+def test_the_scan_leaves_out_the_scanning_process_and_lists_its_siblings(marker: str) -> None:
+    program = ("from tests.support.leftovers import scan\n"
+               "for left in scan(__import__('sys').argv[1], grace_s=0): print(left.pid, left.cmdline)")
+    done = subprocess.run(["sh", "-c", f'sleep 60 >/dev/null 2>&1 & exec "{sys.executable}" -c "$0" {marker}', program],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={**os.environ, MARKER_VAR: marker, "PYTHONPATH": str(REPO)})
+    lines = done.stdout.splitlines()
+    for line in lines:
+        _kill(int(line.split()[0]))
+    assert done.returncode == 0, done.stderr
+    assert [line.split(" ", 1)[1] for line in lines] == ["sleep 60"]
+
+
+def test_the_scan_waits_its_grace_for_a_process_on_its_way_out(marker: str) -> None:
+    proc = subprocess.Popen(["sleep", "0.3"], env={**os.environ, MARKER_VAR: marker})
+    try:
+        assert carrying(marker) != []
+        assert scan(marker, grace_s=10) == []  # sleep exits after 0.3 s; it is a zombie until reaped
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+LEAKY = textwrap.dedent("""
+    import subprocess
+
+    import tests.support.leftovers as leftovers
+
+    leftovers.GRACE_S = 0.2
+
+
+    def test_leaks_a_process():
+        subprocess.Popen(["sleep", "60"], start_new_session=True)
+""")
+
+
+@pytest.mark.parametrize(("allow", "code"), [("", 1), ("allow", 0)])
+def test_a_session_that_leaves_a_process_fails_unless_allowed(tmp_path: Path, allow: str, code: int) -> None:
+    (tmp_path / "test_leaky.py").write_text(LEAKY)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.support.leftovers", "-p", "no:cacheprovider",
+                           "-q", "test_leaky.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), ALLOW_VAR: allow})
+    pids = [int(pid) for pid in re.findall(r"^pid (\d+): sleep 60$", done.stdout, re.MULTILINE)]
+    for pid in pids:
+        _kill(pid)
+    assert len(pids) == 1, done.stdout
+    assert "1 passed" in done.stdout
+    assert done.returncode == code, done.stdout
