@@ -16,9 +16,9 @@ from tests.support.paths import REPO
 DEMO = """
 import sys, time
 from pathlib import Path
-from sco.demo.runner import _Procs
+from sco.demo.procs import Procs
 
-procs = _Procs(logs=Path(sys.argv[1]))
+procs = Procs(logs=Path(sys.argv[1]))
 print(procs.start("sleeper", ["sleep", "60"]).pid, flush=True)
 time.sleep(60)
 """
