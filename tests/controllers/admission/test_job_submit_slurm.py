@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from sco.cli import main
+from tests.support.paths import REPO
 
-from .conftest import REPO, sync_args
+from .helpers import sync_args
 
 pytestmark = pytest.mark.testbed
 SLURM_DIR = Path(os.environ.get("SCO_SLURM_TESTBED_DIR", "/tmp/sco-testbed/slurm"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import Rig, wait_for
+from tests.controllers.plugpool.helpers import Rig
+from tests.support.wait import wait_for
 
 CREATING = pb.InstanceStatus.instanceCreating
 

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import NS, Rig, wait_for
+from tests.controllers.plugpool.helpers import NS, Rig
+from tests.support.wait import wait_for
 
 RUNNING, CREATING = pb.InstanceStatus.instanceRunning, pb.InstanceStatus.instanceCreating
 POD = "plugpool-poweroff-worker-1"

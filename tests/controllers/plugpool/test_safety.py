@@ -12,7 +12,8 @@ import pytest
 from controllers.plugpool.config import ConfigError, parse_config
 from controllers.plugpool.plugs import PlugError
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import NS, Rig, config_dict, wait_for
+from tests.controllers.plugpool.helpers import NS, Rig, config_dict
+from tests.support.wait import wait_for
 
 POD = "plugpool-poweroff-worker-1"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import NS, Rig, wait_for
+from tests.controllers.plugpool.helpers import NS, Rig
+from tests.support.wait import wait_for
 
 DELETING, RUNNING = pb.InstanceStatus.instanceDeleting, pb.InstanceStatus.instanceRunning
 POD = "plugpool-poweroff-worker-1"

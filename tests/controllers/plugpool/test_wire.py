@@ -7,7 +7,7 @@ import pytest
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import k8s_core_v1_pb2 as core
-from tests.controllers.plugpool.conftest import Rig
+from tests.controllers.plugpool.helpers import Rig
 
 SERVICE = "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider"
 

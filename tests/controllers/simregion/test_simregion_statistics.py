@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from .conftest import START, make_region
+from .helpers import START, make_region
 
 WEEK = timedelta(days=7)
 

@@ -24,6 +24,7 @@ def _sco(home: Path, *args: str, env: dict[str, str] | None = None) -> subproces
     return subprocess.run([*SCO, *args], cwd=REPO, env=environ, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.services
 def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_twice_reuses(
         tmp_path: Path) -> None:
     home = tmp_path / "fresh" / ".sco"
@@ -62,6 +63,7 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
     assert _sco(home, "status").returncode == 1  # nothing running now
 
 
+@pytest.mark.services
 def test_a_store_given_by_url_is_used_as_is_and_never_started_or_stopped(tmp_path: Path) -> None:
     home = tmp_path / ".sco"
     nats = services.start_nats(tmp_path / "external-nats")
