@@ -6,7 +6,6 @@ import base64
 import json
 import shutil
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,14 +16,11 @@ from contracts.bundle_verify import BundleError, verify_bundle
 from contracts.canonical import CanonicalError, canonical_bytes
 from contracts.compiler import check_repo
 from contracts.signing import generate_keypair, load_private_key, load_public_key, sign_blob, verify_blob
+from tests.support.cli import Result, sco
 
 from .helpers import EXAMPLES, base, to_yaml, write_repo
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-
-def sco(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -157,7 +153,7 @@ def test_recompiling_an_unchanged_repository_keeps_the_published_bytes(published
 
 # governance (ADR-30) ------------------------------------------------------------------------------------
 
-def _compile(repo: Path, out: Path, keys: Path, governance: bool) -> subprocess.CompletedProcess[str]:
+def _compile(repo: Path, out: Path, keys: Path, governance: bool) -> Result:
     args = ["contracts", "compile", str(repo), "--out", str(out), "--key", str(keys / "signing.key.pem")]
     if governance:
         args += ["--governance-key", str(keys / "governance.key.pem")]
