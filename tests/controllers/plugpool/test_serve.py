@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -55,7 +54,7 @@ def test_sco_plugpool_serve_answers_cluster_autoscaler_and_stops_on_sigterm(
     )
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=20)
+            grpc.channel_ready_future(channel).result(timeout=60)
             ca = pb_grpc.CloudProviderStub(channel)
             assert [g.id for g in ca.NodeGroups(pb.NodeGroupsRequest(), timeout=5).nodeGroups] == ["workers"]
             ca.Refresh(pb.RefreshRequest(), timeout=5)
@@ -64,11 +63,10 @@ def test_sco_plugpool_serve_answers_cluster_autoscaler_and_stops_on_sigterm(
         assert kube.requests_matching("GET", "/api/v1/nodes$")
     finally:
         proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if proc.poll() is None:
+        try:  # the server stops in well under a second when idle; the limit only bounds a broken build
+            output = proc.communicate(timeout=60)[0]
+        except subprocess.TimeoutExpired:
             proc.kill()
-        output = proc.communicate()[0]
+            output = proc.communicate()[0] + "\n[still running 60 s after SIGTERM: killed]"
     assert proc.returncode == 0, output
     assert "serving externalgrpc CloudProvider on 127.0.0.1" in output and "switched on worker-1" in output
