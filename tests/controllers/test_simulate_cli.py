@@ -3,14 +3,9 @@ strategies side by side on the same trace."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-
-def sco(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, timeout=300)
+from tests.support.cli import sco
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--days", "0"], "--days must be between 0 and 400, got 0"),
