@@ -41,6 +41,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test without the ``services`` marker that starts a server in this process fails, naming the marker (so
+    ``make test-fast`` never waits on one)."""
+    if request.node.get_closest_marker("services") is not None:
+        return
+    from sco.stack import services
+
+    def refuse(*_: object, **__: object) -> None:
+        raise RuntimeError(f"{request.node.nodeid} starts a server: mark it @pytest.mark.services "
+                           "(or use the nats_server/postgres_server/clickhouse_server fixtures)")
+
+    for name in ("nats_binary", "start_nats", "start_postgres", "start_clickhouse"):
+        monkeypatch.setattr(services, name, refuse)
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
