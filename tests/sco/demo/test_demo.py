@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.services]  # its own embedded stack, in a child process
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
         "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
