@@ -23,20 +23,28 @@ from .helpers import EXAMPLES, base, to_yaml, write_repo
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def keys(tmp_path: Path) -> Path:
-    result = sco("keys", "init", "--dir", str(tmp_path / "keys"))
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One key pair for the module (the tests only read it)."""
+    root = tmp_path_factory.mktemp("bundle-keys")
+    result = sco("keys", "init", "--dir", str(root / "keys"))
     assert result.returncode == 0, result.stderr
-    return tmp_path / "keys"
+    return root / "keys"
 
 
-@pytest.fixture
-def published(tmp_path: Path, keys: Path) -> Path:
-    out = tmp_path / "bundles"
+@pytest.fixture(scope="module")
+def compiled_once(tmp_path_factory: pytest.TempPathFactory, keys: Path) -> Path:
+    out = tmp_path_factory.mktemp("bundles") / "bundles"
     result = sco("contracts", "compile", str(EXAMPLES), "--out", str(out), "--key", str(keys / "signing.key.pem"),
                  "--governance-key", str(keys / "governance.key.pem"))
     assert result.returncode == 0, result.stderr
     return out
+
+
+@pytest.fixture
+def published(tmp_path: Path, compiled_once: Path) -> Path:
+    """The example repository's bundles, compiled once per module; each test gets its own copy to tamper with."""
+    return Path(shutil.copytree(compiled_once, tmp_path / "bundles"))
 
 
 # canonicalisation -------------------------------------------------------------------------------------
