@@ -19,7 +19,8 @@ from tests.support.ports import free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",
          "contracts.admission",  # the shared Kubernetes label names (standard library only)
-         "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)
+         "contracts.cost_attributes",  # the ledger's event attribute names, wasted_s (standard library only)
+         "contracts.event_record"}  # the event record the agent and the output commit share (standard library only)
 
 
 def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contracts_modules() -> None:

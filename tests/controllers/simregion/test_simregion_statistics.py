@@ -13,6 +13,7 @@ from .helpers import START, make_region
 WEEK = timedelta(days=7)
 
 
+@pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
 @pytest.mark.parametrize(
     ("rate", "no_notice", "advisory", "median_s"),
     [(4.0, 0.02, 0.65, 360.0), (2.0, 0.10, 0.30, 600.0)],
