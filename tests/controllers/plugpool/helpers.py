@@ -1,7 +1,8 @@
 """Helpers for the plugpool tests (the fixtures are in conftest.py).
 
 plugpool under test: the real gRPC server and client, the real kubernetes client against the Kubernetes
-API double, the real ESPHome REST client against the ESPHome double. Timeouts are in fractions of a second."""
+API double, the real ESPHome REST client against the ESPHome double. Power-off timings are in fractions of a
+second; client and RPC timeouts are generous (they only bound a broken build)."""
 
 from __future__ import annotations
 
@@ -59,14 +60,14 @@ class Rig:
     extra: list[Callable[[], None]] = field(default_factory=list)
 
     def refresh(self) -> None:
-        self.ca.Refresh(pb.RefreshRequest(), timeout=5)
+        self.ca.Refresh(pb.RefreshRequest(), timeout=30)
 
     def instances(self) -> dict[str, int]:
-        res = self.ca.NodeGroupNodes(pb.NodeGroupNodesRequest(id="workers"), timeout=5)
+        res = self.ca.NodeGroupNodes(pb.NodeGroupNodesRequest(id="workers"), timeout=30)
         return {i.id.removeprefix(PREFIX): i.status.instanceState for i in res.instances}
 
     def target(self) -> int:
-        return int(self.ca.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="workers"), timeout=5).targetSize)
+        return int(self.ca.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="workers"), timeout=30).targetSize)
 
     def register(self, name: str, ready: bool = True, tainted: bool = False, provider_id: str | None = None) -> None:
         taints = [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"}] if tainted else []
@@ -100,7 +101,7 @@ class Rig:
 
     def delete_nodes(self, *names: str) -> None:
         nodes = [pb.ExternalGrpcNode(providerID=PREFIX + n, name=n) for n in names]
-        self.ca.NodeGroupDeleteNodes(pb.NodeGroupDeleteNodesRequest(id="workers", nodes=nodes), timeout=5)
+        self.ca.NodeGroupDeleteNodes(pb.NodeGroupDeleteNodesRequest(id="workers", nodes=nodes), timeout=30)
 
     def stop(self) -> None:
         self.server.stop(0).wait()
@@ -111,8 +112,10 @@ class Rig:
 
 def make_rig(kube: KubeApiDouble, plugs: EspHomeDouble, data: dict[str, Any], tick: float = 0.05) -> Rig:
     config = parse_config(data)
-    cluster = KubernetesCluster(kube.client_configuration(), timeout=2.0)
-    client = EspHomePlugs(Credentials(username="admin", password="secret"), timeout=0.3, connect_timeout=0.3)
+    # Client timeouts well above what a loaded machine needs to answer from the in-process doubles; the tests that
+    # want a timeout make a plug slower than that (``plugs.slow(name, 20.0)``).
+    cluster = KubernetesCluster(kube.client_configuration(), timeout=10.0)
+    client = EspHomePlugs(Credentials(username="admin", password="secret"), timeout=2.0, connect_timeout=2.0)
     pool = PlugPool(config, client, cluster, tick=tick)
     pool.start()
     server, port = start_server(pool, "127.0.0.1:0")

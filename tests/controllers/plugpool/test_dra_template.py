@@ -34,7 +34,7 @@ def _slice(node: str, product: str = "A100", uuid: str = "GPU-1") -> dict[str, A
 
 
 def _template_slices(rig: Rig) -> list[Any]:
-    res = rig.ca.NodeGroupTemplateNodeInfo(pb.NodeGroupTemplateNodeInfoRequest(id="workers"), timeout=5)
+    res = rig.ca.NodeGroupTemplateNodeInfo(pb.NodeGroupTemplateNodeInfoRequest(id="workers"), timeout=30)
     return [resource.ResourceSlice.FromString(raw) for raw in res.resourceSliceBytes]
 
 

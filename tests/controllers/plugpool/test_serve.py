@@ -56,9 +56,9 @@ def test_sco_plugpool_serve_answers_cluster_autoscaler_and_stops_on_sigterm(
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             grpc.channel_ready_future(channel).result(timeout=60)
             ca = pb_grpc.CloudProviderStub(channel)
-            assert [g.id for g in ca.NodeGroups(pb.NodeGroupsRequest(), timeout=5).nodeGroups] == ["workers"]
-            ca.Refresh(pb.RefreshRequest(), timeout=5)
-            ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=5)
+            assert [g.id for g in ca.NodeGroups(pb.NodeGroupsRequest(), timeout=30).nodeGroups] == ["workers"]
+            ca.Refresh(pb.RefreshRequest(), timeout=30)
+            ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=30)
         assert plugs.switches("worker-1") == ["turn_on"]
         assert kube.requests_matching("GET", "/api/v1/nodes$")
     finally:
