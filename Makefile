@@ -7,7 +7,7 @@ ALL_EXTRAS := agent,stack,analytics,controllers,demo,dev,ml
 # panel; no PyTorch (ml) nor the test tools (dev), which only `make test` installs
 DEMO_EXTRAS := agent,stack,analytics,controllers,demo
 
-.PHONY: demo test lint typecheck unit bench proto venv clean
+.PHONY: demo test test-fast lint typecheck unit bench proto venv clean
 
 venv:
 	@scripts/bootstrap-venv.sh $(ALL_EXTRAS)
@@ -22,6 +22,14 @@ test: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest
+
+# Lint, types, layers and every test that starts no PostgreSQL/NATS/ClickHouse, needs no test bed and is not slow
+# (markers in tests/conftest.py): about a minute on a 2-core machine.
+test-fast: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/pytest -q -m "not services and not testbed and not slow"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -1,9 +1,16 @@
 """Shared test configuration.
 
-Tests marked ``testbed`` need a system test bed brought up by ``deploy/testbed/<name>/up`` (Slurm,
-OpenStack, Ceph RGW). They are skipped when ``SCO_TESTBED`` is unset (a developer's quick run) and
-required when it is set: ``.ci/run`` exports ``SCO_TESTBED=required``, so in CI a missing test bed fails
-rather than skips.
+Markers (``make test-fast`` runs the tests that carry none of them):
+
+- ``services``: the test starts an embedded PostgreSQL, NATS or ClickHouse. Added here to every test that uses
+  one of the server fixtures (``SERVICE_FIXTURES``, directly or through another fixture); a test that starts a
+  server itself carries the marker by hand.
+- ``testbed``: needs a system test bed brought up by ``deploy/testbed/<name>/up`` (Slurm, OpenStack, Ceph RGW).
+  Skipped when ``SCO_TESTBED`` is unset (a developer's quick run) and required when it is set: ``.ci/run``
+  exports ``SCO_TESTBED=required``, so in CI a missing test bed fails rather than skips.
+- ``slow``: takes more than a few seconds even without a service.
+
+The one NATS, PostgreSQL and ClickHouse fixture each live in ``tests/support/`` and are registered below.
 """
 
 from __future__ import annotations
@@ -16,16 +23,38 @@ import pytest
 
 from tests.support.paths import REPO
 
-pytest_plugins = ["tests.support.leftovers"]
+pytest_plugins = ["tests.support.leftovers", "tests.support.nats", "tests.support.postgres", "tests.support.clickhouse"]
+
+# Fixtures that start a server; ``stack`` is tests/orchestration's PostgreSQL + ClickHouse pair.
+SERVICE_FIXTURES = frozenset({"nats_server", "postgres_server", "clickhouse_server", "stack"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
     if os.environ.get("SCO_TESTBED"):
         return
     skip = pytest.mark.skip(reason="system test bed: set SCO_TESTBED=1 after deploy/testbed/<name>/up")
     for item in items:
         if "testbed" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test without the ``services`` marker that starts a server in this process fails, naming the marker (so
+    ``make test-fast`` never waits on one)."""
+    if request.node.get_closest_marker("services") is not None:
+        return
+    from sco.stack import services
+
+    def refuse(*_: object, **__: object) -> None:
+        raise RuntimeError(f"{request.node.nodeid} starts a server: mark it @pytest.mark.services "
+                           "(or use the nats_server/postgres_server/clickhouse_server fixtures)")
+
+    for name in ("nats_binary", "start_nats", "start_postgres", "start_clickhouse"):
+        monkeypatch.setattr(services, name, refuse)
 
 
 @pytest.fixture

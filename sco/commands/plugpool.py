@@ -76,6 +76,11 @@ def _serve(args: argparse.Namespace) -> int:
         raise CliError(
             f"cannot configure the Kubernetes client ({exc}); run in the cluster or set KUBECONFIG"
         ) from exc
+    # The handlers go in before the server answers: a SIGTERM that comes right after the first RPC is a clean stop,
+    # not Python's default (die with -15).
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
     pool = PlugPool(config, EspHomePlugs(credentials), cluster)
     pool.start()
     try:
@@ -84,10 +89,10 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, RuntimeError) as exc:
         pool.stop()
         raise CliError(f"cannot listen on {config.listen} ({exc}); change listen in {args.config}") from exc
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
+    # Wake up twice a second: the kernel may hand SIGTERM to one of gRPC's threads, and Python runs the handler
+    # only when the main thread executes bytecode; a bare done.wait() could then sleep through it for good.
+    while not done.wait(0.5):
+        pass
     server.stop(5).wait()
     pool.stop()
     cluster.close()

@@ -1,20 +1,17 @@
+"""Fixtures for the agent tests: the shared NATS server with the events stream the agent publishes to."""
+
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.agent.helpers import NatsServer, ensure_stream
+from tests.agent.helpers import ensure_stream
+from tests.support.nats import NatsProcess
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
-    server = NatsServer(tmp_path / "nats")
-    server.start()
-    asyncio.run(ensure_stream(server.url))
-    try:
-        yield server
-    finally:
-        server.stop()
+def events_nats(nats_server: NatsProcess) -> NatsProcess:
+    """The one ``nats_server`` fixture, with the SCO_EVENTS stream in place."""
+    asyncio.run(ensure_stream(nats_server.url))
+    return nats_server

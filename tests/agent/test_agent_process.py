@@ -17,7 +17,6 @@ import nats
 
 from contracts.subjects import notice_subject
 from tests.agent.helpers import (
-    NatsServer,
     agent_config,
     make_bundle,
     new_keys,
@@ -27,6 +26,7 @@ from tests.agent.helpers import (
     workload_entry,
 )
 from tests.doubles.kube_api import KubeApiDouble
+from tests.support.nats import NatsProcess
 from tests.support.paths import REPO
 from tests.support.ports import free_port
 
@@ -34,11 +34,11 @@ NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", parti
 
 
 def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp_path: Path,
-                                                                              nats_server: NatsServer) -> None:
+                                                                              events_nats: NatsProcess) -> None:
     keys = new_keys()
     cfg, _, _ = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1,
                                                                [workload_entry("web", budget=3)]),
-                             nats_url=nats_server.url)
+                             nats_url=events_nats.url)
     token = tmp_path / "token"
     token.write_text("node-bound")
     port = free_port()
@@ -68,7 +68,7 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
             assert node["metadata"]["labels"]["sco.io/agent-ready"] == "true"
 
             async def notify() -> None:
-                nc = await nats.connect(nats_server.url)
+                nc = await nats.connect(events_nats.url)
                 await nc.publish(notice_subject(NODE.region, NODE.instance),
                                  json.dumps(notice_doc(NODE.instance)).encode())
                 await nc.flush()
@@ -78,7 +78,7 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
             deadline = time.monotonic() + 15
             kinds: list[str] = []
             while time.monotonic() < deadline and "credentials-revoked" not in kinds:
-                kinds = [e["kind"] for e in asyncio.run(stream_events(nats_server.url))]
+                kinds = [e["kind"] for e in asyncio.run(stream_events(events_nats.url))]
                 time.sleep(0.2)
             node = kube.get_object("Node", "kn1") or {}
             assert node["spec"]["unschedulable"] is True

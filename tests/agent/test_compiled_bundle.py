@@ -16,16 +16,16 @@ from agent.notices import parse_notice
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import notice_doc
+from tests.support.cli import sco
 from tests.support.paths import REPO
 
 
 def test_a_bundle_compiled_by_sco_boots_the_agent_and_drives_the_drain(tmp_path: Path) -> None:
-    sco = [sys.executable, "-m", "sco.cli"]
-    subprocess.run([*sco, "keys", "init", "--dir", str(tmp_path / "keys")], check=True, capture_output=True)
-    subprocess.run([*sco, "contracts", "compile", str(REPO / "deploy" / "contracts"), "--out", str(tmp_path / "out"),
-                    "--key", str(tmp_path / "keys" / "signing.key.pem"),
-                    "--governance-key", str(tmp_path / "keys" / "governance.key.pem")],
-                   check=True, capture_output=True, cwd=tmp_path)
+    assert sco("keys", "init", "--dir", str(tmp_path / "keys")).returncode == 0
+    compiled = sco("contracts", "compile", str(REPO / "deploy" / "contracts"), "--out", str(tmp_path / "out"),
+                   "--key", str(tmp_path / "keys" / "signing.key.pem"),
+                   "--governance-key", str(tmp_path / "keys" / "governance.key.pem"), cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
     bundle_dir = tmp_path / "out" / "r1" / "slurm-hpc"
     payload = json.loads((bundle_dir / "agent-bundle.json").read_bytes())
     refs = sorted(payload["workloads"])

@@ -19,7 +19,7 @@ from tests.support.ports import free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",
          "contracts.admission",  # the shared Kubernetes label names (standard library only)
-         "contracts.event_record",  # the event as a plain dict (standard library only)
+         "contracts.event_record",  # the event record the agent and the output commit share (standard library only)
          "contracts.errors",  # the package's error hierarchy (standard library only)
          "contracts.agent_record",  # the agent bundle entry (standard library only)
          "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)

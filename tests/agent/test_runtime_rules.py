@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -123,7 +124,10 @@ def test_a_drain_interrupted_by_an_agent_restart_is_resumed_with_its_original_de
         agent = Agent(cfg, ud, pub, stuck, RecordingActuator())
         await agent.start(connect=False)
         agent.on_notice(parse_notice(notice_doc(NODE.instance, notice_id="n-9"), "nats", agent.clock.monotonic()))
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(0.6)  # (the resumed drain's first action then comes >= 0.6 s after the notice)
+        deadline = time.monotonic() + 30
+        while not (cfg.state_dir / "notice.json").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         await agent.stop()  # the drain task dies with the process's event loop
 
     asyncio.run(crash_mid_drain())

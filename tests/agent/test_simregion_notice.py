@@ -14,7 +14,6 @@ from agent.runtime import Agent
 from contracts.provider import LaunchRequest, OwnerTags
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import (
-    NatsServer,
     agent_config,
     make_bundle,
     new_keys,
@@ -23,7 +22,8 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
-from tests.controllers.simregion.conftest import make_region
+from tests.controllers.simregion.helpers import make_region
+from tests.support.nats import NatsProcess
 
 
 def run_against_region(tmp_path: Path, nats_url: str | None, metadata: bool) -> tuple[Agent, FakeScheduler]:
@@ -67,12 +67,12 @@ def run_against_region(tmp_path: Path, nats_url: str | None, metadata: bool) -> 
 
 
 def test_the_regions_nats_notice_drains_the_node_and_its_metadata_copy_is_ignored(
-        tmp_path: Path, nats_server: NatsServer) -> None:
-    agent, sched = run_against_region(tmp_path, nats_server.url, metadata=True)
+        tmp_path: Path, events_nats: NatsProcess) -> None:
+    agent, sched = run_against_region(tmp_path, events_nats.url, metadata=True)
     assert agent.metrics.value("sco_agent_notices_total", channel="nats", kind="notice") == 1
     assert agent.metrics.value("sco_agent_notices_duplicate_total", channel="metadata", kind="notice") >= 1
     assert sched.names()[:2] == ["ready", "unschedulable"] and agent.reports[0].workloads["etl@1"]["remaining"] == 0
-    events = asyncio.run(stream_events(nats_server.url))
+    events = asyncio.run(stream_events(events_nats.url))
     notice = [e for e in events if e["source"] == "agent" and e["kind"] == "notice"]
     assert notice and notice[0]["attributes"]["terminate_at"]  # the region's deadline travelled
     assert notice[0]["instance"] == agent.node.instance

@@ -25,7 +25,6 @@ from agent.slurm import SlurmAdapter
 from contracts.events import Event
 from contracts.subjects import notice_subject
 from tests.agent.helpers import (
-    NatsServer,
     agent_config,
     make_bundle,
     new_keys,
@@ -35,6 +34,7 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
+from tests.support.nats import NatsProcess
 from tests.support.testbeds import SLURM_DIR
 
 pytestmark = pytest.mark.testbed
@@ -108,7 +108,7 @@ def test_a_notice_for_node1_drains_it_signals_the_job_requeues_it_elsewhere_and_
     start = listed[job_id].started_at()
     assert start is not None and abs((datetime.now(UTC) - start).total_seconds()) < 60
     assert listed[job_id].contract_ref == "etl@1" and listed[job_id].attributes["state"] == "RUNNING"
-    nats_srv = NatsServer(testbed / "nats")
+    nats_srv = NatsProcess(testbed / "nats")
     nats_srv.start()
     keys = new_keys()
     cfg, ud, pub = agent_config(testbed / "agent", keys, NODE,

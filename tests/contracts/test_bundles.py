@@ -6,7 +6,6 @@ import base64
 import json
 import shutil
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,30 +16,35 @@ from contracts.bundle_verify import BundleError, verify_bundle
 from contracts.canonical import CanonicalError, canonical_bytes
 from contracts.compiler import check_repo
 from contracts.signing import generate_keypair, load_private_key, load_public_key, sign_blob, verify_blob
+from tests.support.cli import Result, sco
 
 from .helpers import EXAMPLES, base, to_yaml, write_repo
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-def sco(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> Path:
-    result = sco("keys", "init", "--dir", str(tmp_path / "keys"))
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One key pair for the module (the tests only read it)."""
+    root = tmp_path_factory.mktemp("bundle-keys")
+    result = sco("keys", "init", "--dir", str(root / "keys"))
     assert result.returncode == 0, result.stderr
-    return tmp_path / "keys"
+    return root / "keys"
 
 
-@pytest.fixture
-def published(tmp_path: Path, keys: Path) -> Path:
-    out = tmp_path / "bundles"
+@pytest.fixture(scope="module")
+def compiled_once(tmp_path_factory: pytest.TempPathFactory, keys: Path) -> Path:
+    out = tmp_path_factory.mktemp("bundles") / "bundles"
     result = sco("contracts", "compile", str(EXAMPLES), "--out", str(out), "--key", str(keys / "signing.key.pem"),
                  "--governance-key", str(keys / "governance.key.pem"))
     assert result.returncode == 0, result.stderr
     return out
+
+
+@pytest.fixture
+def published(tmp_path: Path, compiled_once: Path) -> Path:
+    """The example repository's bundles, compiled once per module; each test gets its own copy to tamper with."""
+    return Path(shutil.copytree(compiled_once, tmp_path / "bundles"))
 
 
 # canonicalisation -------------------------------------------------------------------------------------
@@ -157,7 +161,7 @@ def test_recompiling_an_unchanged_repository_keeps_the_published_bytes(published
 
 # governance (ADR-30) ------------------------------------------------------------------------------------
 
-def _compile(repo: Path, out: Path, keys: Path, governance: bool) -> subprocess.CompletedProcess[str]:
+def _compile(repo: Path, out: Path, keys: Path, governance: bool) -> Result:
     args = ["contracts", "compile", str(repo), "--out", str(out), "--key", str(keys / "signing.key.pem")]
     if governance:
         args += ["--governance-key", str(keys / "governance.key.pem")]

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import sco, sco_process
+
 from .helpers import EXAMPLES, base, to_yaml, write_repo
 
 
-def sco(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=60)
-
-
-def test_the_example_repository_is_clean_and_exits_zero() -> None:
-    result = sco("contracts", "check", str(EXAMPLES))
+def test_the_example_repository_is_clean_and_exits_zero() -> None:  # the one smoke test of the real entry point
+    result = sco_process("contracts", "check", str(EXAMPLES))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "14 compiled, 0 refused; 0 error(s)" in result.stdout
 

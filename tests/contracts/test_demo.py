@@ -3,15 +3,13 @@ example repository, and its bundles signed and verified."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.support.cli import sco
 
 from .helpers import REPO
 
 
 def test_the_demo_prints_the_compiler_report_and_verified_bundles_for_the_examples() -> None:
-    result = subprocess.run([sys.executable, "-m", "sco", "demo", "--contracts-only"], capture_output=True,
-                            text=True, cwd=REPO, timeout=120)
+    result = sco("demo", "--contracts-only", cwd=REPO)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("SCO contract compiler report — deploy/contracts")

@@ -3,14 +3,9 @@ strategies side by side on the same trace."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-
-def sco(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sco", *args], capture_output=True, text=True, timeout=300)
+from tests.support.cli import sco
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--days", "0"], "--days must be between 0 and 400, got 0"),
@@ -21,6 +16,7 @@ def test_bad_input_is_refused_in_one_line(args: list[str], needle: str) -> None:
     assert result.returncode == 2 and needle in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
 def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
     result = sco("simulate", "--days", "0.5", "--warmup-days", "0.5", "--strategy", "compare", "--units", "16")
     assert result.returncode == 0, result.stderr

@@ -7,7 +7,8 @@ required when credentials are given (401 otherwise). Unknown plug or switch: 404
 
 Knobs per plug: ``slow(plug, seconds)`` delays its answers, ``fail(plug, status)`` answers that status (0 =
 drop the connection without an answer) until ``heal(plug)``. ``log`` records (method, plug, action, time)
-of the requests answered normally, ``failed`` those answered by an injected failure.
+of the requests answered normally, ``failed`` those answered by an injected failure; ``max_in_flight`` is the
+most requests that were inside a delay at once (parallel reads show it above 1, whatever the machine's load).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class EspHomeDouble:
         self._lock = threading.Lock()
         self.log: list[tuple[str, str, str, float]] = []  # requests answered normally
         self.failed: list[tuple[str, str, str, float]] = []  # requests answered by an injected failure
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
@@ -118,7 +121,12 @@ class EspHomeDouble:
         if plug is None or len(parts) < 3 or parts[1] != "switch" or parts[2] != plug.switch:
             return 404, None
         if plug.delay:
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
             time.sleep(plug.delay)
+            with self._lock:
+                self.in_flight -= 1
         if plug.failure is not None:
             with self._lock:
                 self.failed.append((method, parts[0], "/".join(parts[3:]), time.time()))

@@ -20,7 +20,7 @@ import pytest
 from contracts.subjects import EVENTS_STREAM, event_subject
 from stores import clickhouse
 from stores import nats as sco_nats
-from tests.stores.fixtures import NatsProcess
+from tests.support.nats import NatsProcess
 from tests.support.paths import REPO
 
 N = 100_000

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -164,10 +163,8 @@ def test_the_client_imports_without_the_rest_of_sco_or_pydantic() -> None:
     code = ("import sys, workload.checkpoint; bad = [m for m in sys.modules if m.split('.')[0] in "
             "('pydantic', 'contracts', 'agent', 'controllers') or (m.startswith('sco.') and not "
             "m.startswith('workload.checkpoint'))]; print(bad); sys.exit(1 if bad else 0)")
-    t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # (no wall-clock limit: load would decide it)
 
 
 def test_without_an_agent_listening_reports_go_to_the_spool_file(tmp_path: Path,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -95,27 +94,21 @@ def test_output_names_with_slashes_or_the_marker_name_are_refused() -> None:
             oc.stage(a, bad, b"")
 
 
-def test_the_quarantine_event_reaches_a_real_nats_subscriber(tmp_path: Path) -> None:
-    from sco.stack.services import start_nats, stop_pid
+def test_the_quarantine_event_reaches_a_real_nats_subscriber(nats_url: str) -> None:
+    received: list[bytes] = []
 
-    nats = start_nats(tmp_path / "nats")
-    try:
-        received: list[bytes] = []
+    async def listen_then_quarantine() -> None:
+        import nats as nats_py
 
-        async def listen_then_quarantine() -> None:
-            import nats as nats_py
+        nc = await nats_py.connect(nats_url)
+        sub = await nc.subscribe(quarantine_subject("r1", "r1/k8s-prod"))
+        await nc.flush()
+        oc, _ = _committer(MemoryStore(), NatsPublisher(nats_url))
+        for _ in range(4):
+            await asyncio.to_thread(lambda: oc.end_by_reclaim(oc.begin("u9")))
+        msg = await sub.next_msg(timeout=30)
+        received.append(msg.data)
+        await nc.close()
 
-            nc = await nats_py.connect(nats.url)
-            sub = await nc.subscribe(quarantine_subject("r1", "r1/k8s-prod"))
-            await nc.flush()
-            oc, _ = _committer(MemoryStore(), NatsPublisher(nats.url))
-            for _ in range(4):
-                await asyncio.to_thread(lambda: oc.end_by_reclaim(oc.begin("u9")))
-            msg = await sub.next_msg(timeout=5)
-            received.append(msg.data)
-            await nc.close()
-
-        asyncio.run(listen_then_quarantine())
-        assert json.loads(received[0])["kind"] == "quarantined"
-    finally:
-        stop_pid(nats.pid)
+    asyncio.run(listen_then_quarantine())
+    assert json.loads(received[0])["kind"] == "quarantined"

@@ -17,7 +17,7 @@ from tests.support.paths import REPO
 from workload.checkpoint import Encryption, S3Store
 from workload.outputcommit import OutputCommitter, RecordingNotifier, RecordingPublisher, UnitOwner
 
-from .conftest import identity_client
+from .helpers import identity_client
 
 pytestmark = pytest.mark.testbed
 

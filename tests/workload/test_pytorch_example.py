@@ -18,7 +18,7 @@ import yaml
 
 from tests.support.paths import REPO
 
-from .conftest import _empty_bucket, identity_client, workload_env
+from .helpers import empty_bucket, identity_client, workload_env
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.testbed
@@ -80,7 +80,7 @@ def buckets(rgw: dict[str, Any]) -> Any:
 
     yield make
     for name in names:
-        _empty_bucket(identity_client(rgw, "workload-a"), name)
+        empty_bucket(identity_client(rgw, "workload-a"), name)
 
 
 def _reference_digest(rgw: dict[str, Any], bucket: str) -> str:

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from tests.support.paths import REPO
 from workload.checkpoint import AccessDenied, CheckpointClient, Encryption, S3Store
 
-from .conftest import identity_client, workload_env
+from .helpers import identity_client, workload_env
 
 pytestmark = pytest.mark.testbed
 MiB = 1024 * 1024

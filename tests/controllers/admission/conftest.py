@@ -21,9 +21,3 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--key", str(root / "keys" / "signing.key.pem"),
                  "--governance-key", str(root / "keys" / "governance.key.pem")]) == 0
     return root
-
-
-def sync_args(root: Path, partition: str, *extra: str) -> list[str]:
-    return ["contracts", "sync-admission", "--bundle", str(root / "bundles" / partition / "controller-bundle.json"),
-            "--key", str(root / "keys" / "signing.pub.pem"),
-            "--governance-key", str(root / "keys" / "governance.pub.pem"), *extra]

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from sco.cli import main
+from tests.support.paths import REPO
 from tests.support.testbeds import SLURM_DIR
 
-from .conftest import REPO, sync_args
+from .helpers import sync_args
 
 pytestmark = pytest.mark.testbed
 EXPECTED = "--comment=contract=<name>@<version>"

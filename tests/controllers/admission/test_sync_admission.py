@@ -11,7 +11,7 @@ import yaml
 from controllers.admission.policy import DEFAULT_DIR
 from sco.cli import main
 
-from .conftest import sync_args
+from .helpers import sync_args
 
 
 def test_the_configmap_lists_every_published_kubernetes_contract_version(signed: Path, tmp_path: Path,

@@ -11,7 +11,7 @@ import yaml
 
 from controllers.plugpool.config import ConfigError, credentials_from_env, parse_config
 from sco.cli import main
-from tests.controllers.plugpool.conftest import config_dict
+from tests.controllers.plugpool.helpers import config_dict
 from tests.support.paths import REPO
 
 EXAMPLES = REPO / "deploy" / "plugpool" / "examples"

@@ -12,7 +12,7 @@ import pytest
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import k8s_resource_v1_pb2 as resource
 from controllers.plugpool.slices import CONFIG_MAP
-from tests.controllers.plugpool.conftest import NS, Rig
+from tests.controllers.plugpool.helpers import NS, Rig
 
 
 def _slice(node: str, product: str = "A100", uuid: str = "GPU-1") -> dict[str, Any]:
@@ -34,7 +34,7 @@ def _slice(node: str, product: str = "A100", uuid: str = "GPU-1") -> dict[str, A
 
 
 def _template_slices(rig: Rig) -> list[Any]:
-    res = rig.ca.NodeGroupTemplateNodeInfo(pb.NodeGroupTemplateNodeInfoRequest(id="workers"), timeout=5)
+    res = rig.ca.NodeGroupTemplateNodeInfo(pb.NodeGroupTemplateNodeInfoRequest(id="workers"), timeout=30)
     return [resource.ResourceSlice.FromString(raw) for raw in res.resourceSliceBytes]
 
 

@@ -10,7 +10,7 @@ import pytest
 from controllers.plugpool.config import Credentials, PlugConfig
 from controllers.plugpool.plugs import EspHomePlugs, PlugError
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import Rig
+from tests.controllers.plugpool.helpers import Rig
 from tests.doubles.esphome import EspHomeDouble
 
 CREATING, RUNNING = pb.InstanceStatus.instanceCreating, pb.InstanceStatus.instanceRunning
@@ -34,11 +34,11 @@ def test_the_esphome_client_reads_and_switches_a_relay_with_basic_auth(plugs: Es
 
 def test_a_slow_plug_times_out_quickly(plugs: EspHomeDouble) -> None:
     plug = PlugConfig(url=plugs.add_plug("p1"), switch="relay")
-    plugs.slow("p1", 2.0)
+    plugs.slow("p1", 10.0)
     started = time.monotonic()
     with pytest.raises(PlugError, match="Timeout"):
         EspHomePlugs(Credentials(username="admin", password="secret"), timeout=0.3).read(plug)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # 0.3 s timeout, far from the 10 s answer even on a loaded machine
 
 
 def test_plugs_are_read_in_parallel_and_an_unreadable_plug_keeps_its_last_known_state(
@@ -50,16 +50,15 @@ def test_plugs_are_read_in_parallel_and_an_unreadable_plug_keeps_its_last_known_
     names = [f"worker-{i}" for i in range(1, 7)]
     for name in names:
         rig.plugs.slow(name, 0.25)
-    started = time.monotonic()
     rig.refresh()
-    assert time.monotonic() - started < 0.9  # six 0.25 s reads: 1.5 s one after the other
+    assert rig.plugs.max_in_flight >= 2  # the six 0.25 s reads overlap (one after the other, never more than 1)
     for name in names[1:]:
         rig.plugs.heal(name)
-    rig.plugs.slow("worker-1", 2.0)  # beyond the 0.3 s plug timeout
+    rig.plugs.slow("worker-1", 20.0)  # far beyond the rig's 2 s plug timeout
     rig.plugs.set_on("worker-1", False)  # unseen: the read times out
     started = time.monotonic()
     rig.refresh()  # does not fail
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10.0  # gave up on the plug, did not wait for its 20 s answer
     assert rig.instances() == {"worker-1": CREATING}  # last known state kept
     rig.plugs.fail("worker-1", 0)  # connection dropped
     rig.refresh()

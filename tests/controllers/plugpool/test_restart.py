@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import NS, Rig, wait_for
+from tests.controllers.plugpool.helpers import NS, Rig
+from tests.support.wait import wait_for
 
 RUNNING, CREATING = pb.InstanceStatus.instanceRunning, pb.InstanceStatus.instanceCreating
 POD = "plugpool-poweroff-worker-1"
@@ -17,7 +18,7 @@ def test_a_restart_rebuilds_running_and_creating_instances_from_plugs_and_nodes(
 ) -> None:
     first = rig_factory(nodes=3)
     first.refresh()
-    first.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=2), timeout=5)
+    first.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=2), timeout=30)
     first.register("worker-1")
     first.stop()
 
@@ -44,7 +45,7 @@ def test_a_restart_in_the_middle_of_a_scale_down_drops_it_and_a_new_delete_reque
     time.sleep(0.3)
     assert second.plugs.switches("worker-1") == [] and second.kube.get_object("Node", "worker-1") is not None
     assert second.kube.get_object("Pod", POD, NS) is not None  # the old pod: the machine is not scaled up
-    second.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=5)
+    second.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=30)
     assert second.plugs.switches("worker-1") == [] and second.plugs.switches("worker-2") == ["turn_on"]
 
     second.delete_nodes("worker-1")  # cluster-autoscaler deletes the unready node again later

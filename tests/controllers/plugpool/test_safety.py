@@ -12,7 +12,8 @@ import pytest
 from controllers.plugpool.config import ConfigError, parse_config
 from controllers.plugpool.plugs import PlugError
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
-from tests.controllers.plugpool.conftest import NS, Rig, config_dict, wait_for
+from tests.controllers.plugpool.helpers import NS, Rig, config_dict
+from tests.support.wait import wait_for
 
 POD = "plugpool-poweroff-worker-1"
 
@@ -20,7 +21,7 @@ POD = "plugpool-poweroff-worker-1"
 def test_plugpool_switches_only_the_plugs_in_its_configuration(rig: Rig) -> None:
     rig.plugs.add_plug("stranger", on=True)  # on the same device double, not configured
     rig.refresh()
-    rig.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=2), timeout=5)
+    rig.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=2), timeout=30)
     with pytest.raises(grpc.RpcError):
         rig.delete_nodes("stranger")
     with pytest.raises(PlugError, match="not a configured node"):
@@ -44,7 +45,7 @@ def test_a_registered_node_without_the_taint_is_never_shut_down_whatever_the_req
     assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "ToBeDeletedByClusterAutoscaler" in str(exc.value.details())
     with pytest.raises(grpc.RpcError):
-        rig.ca.NodeGroupDecreaseTargetSize(pb.NodeGroupDecreaseTargetSizeRequest(id="workers", delta=-1), timeout=5)
+        rig.ca.NodeGroupDecreaseTargetSize(pb.NodeGroupDecreaseTargetSizeRequest(id="workers", delta=-1), timeout=30)
     time.sleep(0.2)
     assert rig.kube.requests_matching("POST", "/pods$") == []
     assert rig.plugs.switches("worker-1") == [] and rig.plugs.is_on("worker-1")
@@ -81,10 +82,10 @@ def test_the_taint_is_checked_again_before_every_plug_off_attempt(rig: Rig) -> N
 
 def test_a_machine_that_registers_before_the_target_is_lowered_keeps_its_power(rig: Rig) -> None:
     rig.refresh()
-    rig.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=5)
+    rig.ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=30)
     rig.register("worker-1")  # registered, but plugpool has not refreshed yet
     with pytest.raises(grpc.RpcError) as exc:
-        rig.ca.NodeGroupDecreaseTargetSize(pb.NodeGroupDecreaseTargetSizeRequest(id="workers", delta=-1), timeout=5)
+        rig.ca.NodeGroupDecreaseTargetSize(pb.NodeGroupDecreaseTargetSizeRequest(id="workers", delta=-1), timeout=30)
     assert "registered meanwhile and keeps its power" in str(exc.value.details())
     assert rig.plugs.switches("worker-1") == ["turn_on"] and rig.plugs.is_on("worker-1")
 
@@ -105,7 +106,7 @@ def test_a_node_matches_by_provider_id_and_by_name_only_without_one(
 
     def group_of(provider_id: str, name: str) -> str:
         node = pb.ExternalGrpcNode(providerID=provider_id, name=name)
-        return str(rig.ca.NodeGroupForNode(pb.NodeGroupForNodeRequest(node=node), timeout=5).nodeGroup.id)
+        return str(rig.ca.NodeGroupForNode(pb.NodeGroupForNodeRequest(node=node), timeout=30).nodeGroup.id)
 
     assert group_of("k3s://worker-1", "worker-1") == "workers"
     assert group_of("", "worker-2") == "workers"

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -15,7 +14,7 @@ import yaml
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
-from tests.controllers.plugpool.conftest import config_dict
+from tests.controllers.plugpool.helpers import config_dict
 from tests.doubles.esphome import EspHomeDouble
 from tests.doubles.kube_api import KubeApiDouble
 from tests.support.paths import REPO
@@ -55,20 +54,19 @@ def test_sco_plugpool_serve_answers_cluster_autoscaler_and_stops_on_sigterm(
     )
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=20)
+            grpc.channel_ready_future(channel).result(timeout=60)
             ca = pb_grpc.CloudProviderStub(channel)
-            assert [g.id for g in ca.NodeGroups(pb.NodeGroupsRequest(), timeout=5).nodeGroups] == ["workers"]
-            ca.Refresh(pb.RefreshRequest(), timeout=5)
-            ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=5)
+            assert [g.id for g in ca.NodeGroups(pb.NodeGroupsRequest(), timeout=30).nodeGroups] == ["workers"]
+            ca.Refresh(pb.RefreshRequest(), timeout=30)
+            ca.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id="workers", delta=1), timeout=30)
         assert plugs.switches("worker-1") == ["turn_on"]
         assert kube.requests_matching("GET", "/api/v1/nodes$")
     finally:
         proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if proc.poll() is None:
+        try:  # the server stops in well under a second when idle; the limit only bounds a broken build
+            output = proc.communicate(timeout=60)[0]
+        except subprocess.TimeoutExpired:
             proc.kill()
-        output = proc.communicate()[0]
+            output = proc.communicate()[0] + "\n[still running 60 s after SIGTERM: killed]"
     assert proc.returncode == 0, output
     assert "serving externalgrpc CloudProvider on 127.0.0.1" in output and "switched on worker-1" in output

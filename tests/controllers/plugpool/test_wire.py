@@ -7,7 +7,7 @@ import pytest
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import k8s_core_v1_pb2 as core
-from tests.controllers.plugpool.conftest import Rig
+from tests.controllers.plugpool.helpers import Rig
 
 SERVICE = "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider"
 
@@ -112,8 +112,8 @@ def test_the_node_message_has_the_kubernetes_field_numbers() -> None:
 def test_hand_encoded_go_style_bytes_reach_the_service_on_the_upstream_method_path(rig: Rig) -> None:
     rig.refresh()
     call = rig.channel.unary_unary(f"/{SERVICE}/NodeGroupIncreaseSize")  # raw bytes in and out
-    call(b"\x08\x01" + b"\x12\x07workers", timeout=5)  # delta=1 (field 1, varint), id="workers" (field 2)
-    raw = rig.channel.unary_unary(f"/{SERVICE}/NodeGroupTargetSize")(b"\x0a\x07workers", timeout=5)
+    call(b"\x08\x01" + b"\x12\x07workers", timeout=30)  # delta=1 (field 1, varint), id="workers" (field 2)
+    raw = rig.channel.unary_unary(f"/{SERVICE}/NodeGroupTargetSize")(b"\x0a\x07workers", timeout=30)
     assert raw == b"\x08\x01"  # targetSize=1
 
 
@@ -123,16 +123,16 @@ def test_pricing_answers_unimplemented_and_the_other_optional_rpcs_answer(rig: R
         (rig.ca.PricingPodPrice, pb.PricingPodPriceRequest()),
     ):
         with pytest.raises(grpc.RpcError) as exc:
-            call(request, timeout=5)
+            call(request, timeout=30)
         assert exc.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert rig.ca.GPULabel(pb.GPULabelRequest(), timeout=5).label
-    assert dict(rig.ca.GetAvailableGPUTypes(pb.GetAvailableGPUTypesRequest(), timeout=5).gpuTypes) == {}
-    rig.ca.Cleanup(pb.CleanupRequest(), timeout=5)
+    assert rig.ca.GPULabel(pb.GPULabelRequest(), timeout=30).label
+    assert dict(rig.ca.GetAvailableGPUTypes(pb.GetAvailableGPUTypesRequest(), timeout=30).gpuTypes) == {}
+    rig.ca.Cleanup(pb.CleanupRequest(), timeout=30)
     defaults = pb.NodeGroupAutoscalingOptions(scaleDownUtilizationThreshold=0.5)
-    got = rig.ca.NodeGroupGetOptions(pb.NodeGroupAutoscalingOptionsRequest(id="workers", defaults=defaults), timeout=5)
+    got = rig.ca.NodeGroupGetOptions(pb.NodeGroupAutoscalingOptionsRequest(id="workers", defaults=defaults), timeout=30)
     assert got.nodeGroupAutoscalingOptions.scaleDownUtilizationThreshold == 0.5
     with pytest.raises(grpc.RpcError) as exc:
-        rig.ca.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="nope"), timeout=5)
+        rig.ca.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="nope"), timeout=30)
     assert exc.value.code() == grpc.StatusCode.NOT_FOUND
     node = pb.ExternalGrpcNode(providerID="k3s://control-plane", name="control-plane")
-    assert rig.ca.NodeGroupForNode(pb.NodeGroupForNodeRequest(node=node), timeout=5).nodeGroup.id == ""
+    assert rig.ca.NodeGroupForNode(pb.NodeGroupForNodeRequest(node=node), timeout=30).nodeGroup.id == ""

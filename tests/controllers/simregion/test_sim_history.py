@@ -10,6 +10,7 @@ from contracts.events import Event
 from sco.cli import main
 
 
+@pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
 def test_sco_sim_history_fills_clickhouse_with_events_and_rate_cards_for_every_pool(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from stores import clickhouse
@@ -54,6 +55,7 @@ def test_sco_sim_history_refuses_bad_input_in_one_line(capsys: pytest.CaptureFix
     assert "expected YYYY-MM-DD" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
 def test_sco_sim_region_catalogue_writes_a_csv_that_load_catalogue_reads(tmp_path: Path) -> None:
     from contracts.pools import PurchaseModel, load_catalogue
 

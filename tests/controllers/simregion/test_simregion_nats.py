@@ -14,7 +14,7 @@ from contracts.events import Event
 from contracts.provider import Advisory, LaunchRequest, Notice, OwnerTags
 from contracts.subjects import EVENTS_STREAM, EventKind
 
-from .conftest import make_region
+from .helpers import make_region
 
 
 async def _scenario(nats_url: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from contracts.provider_errors import CapacityUnavailable, InvalidRequest, NotFo
 from controllers.simregion.region import SimulatedRegion
 from controllers.simregion.topology import BUSINESS_UNITS
 
-from .conftest import make_region
+from .helpers import make_region
 
 
 def _owner(pool: str, workload: str = "etl", generation: int = 1) -> OwnerTags:

@@ -8,7 +8,7 @@ from contracts.provider import LaunchRequest, OwnerTags
 from contracts.provider_errors import Throttled
 from controllers.providers.budget import TokenBucket
 
-from .conftest import make_region
+from .helpers import make_region
 
 
 class FakeTime:

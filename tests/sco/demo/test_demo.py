@@ -15,7 +15,7 @@ import pytest
 
 from sco.stack.manager import down
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.services]  # its own embedded stack, in a child process
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
         "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",

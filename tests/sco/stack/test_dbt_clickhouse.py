@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stores import clickhouse
-from tests.stores.fixtures import ClickHouseProcess
+from tests.support.clickhouse import ClickHouseProcess
 from tests.support.paths import REPO
 
 PROJECT = Path(__file__).with_name("dbt_project")
