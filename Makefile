@@ -29,7 +29,7 @@ test-fast: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q -m "not services and not testbed and not slow"
+	$(BIN)/pytest -q -n 2 -m "not services and not testbed and not slow"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -32,6 +32,7 @@ def _gone(marker: str, timeout: float = 10.0) -> bool:
     return not carrying(marker)
 
 
+@pytest.mark.services  # it starts a real nats-server (that is told to give up at once)
 def test_a_nats_server_that_does_not_listen_in_time_is_stopped_before_the_error(tmp_path: Path, marker: str) -> None:
     with pytest.raises(TimeoutError, match="did not listen"):
         services.start_nats(tmp_path / "nats", timeout=0)
