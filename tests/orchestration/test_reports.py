@@ -9,7 +9,7 @@ from reports import svg
 from sco.cli import main
 
 from . import worked_example as ex
-from .conftest import Stack
+from .helpers import Stack
 
 
 def _self_contained(html: str) -> None:
