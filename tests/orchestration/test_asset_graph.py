@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import REPO
 
 from .asset_graph import SNAPSHOT, asset_graph, render
@@ -72,6 +74,7 @@ def test_asset_bodies_hold_no_sql_and_never_set_the_environment() -> None:
     assert found == [], "move SQL into the logic modules; pass settings, do not set them:\n" + "\n".join(found)
 
 
+@pytest.mark.slow  # a fresh interpreter importing Dagster: ~5 s on a quiet machine
 def test_importing_the_code_location_parses_no_dbt_project() -> None:
     code = ("import sys, orchestration.definitions, orchestration.defs.finance.assets as f; "
             "print(f.finance_models.cache_info().currsize)")
