@@ -7,15 +7,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
-from contracts.pools import Pool
+from contracts.pools import Pool, PoolCatalogue
+from contracts.provider import RateCard
 
 from .store import ClickHouse
 
-__all__ = ["CATALOGUE_COLUMNS", "CataloguePool", "load_catalogue", "write_catalogue"]
+__all__ = ["CATALOGUE_COLUMNS", "RATE_CARD_COLUMNS", "CataloguePool", "load_catalogue", "refresh_from_feed", "summary",
+           "write_catalogue", "write_rate_card"]
 
 CATALOGUE_COLUMNS = ("region", "pool", "hall", "aggregate", "sku_family", "size", "vcpu", "memory_gib", "gpu",
                      "purchase_model", "business_unit", "rate_eur_h", "guaranteed_rate_eur_h", "slots", "updated_at")
+RATE_CARD_COLUMNS = ("time", "region", "pool", "rate_eur_h", "guaranteed_rate_eur_h", "utilisation", "free_instances",
+                     "instances", "capacity", "source")
 
 
 @dataclass(frozen=True)
@@ -47,3 +52,29 @@ def load_catalogue(ch: ClickHouse, region: str, purchase_model: str | None = Non
         params["m"] = purchase_model
     return [CataloguePool(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(r[5]), Decimal(r[6]),
                           Decimal(r[7]), str(r[8])) for r in ch.rows(sql + " ORDER BY pool", params)]
+
+
+def write_rate_card(ch: ClickHouse, card: RateCard) -> int:
+    """One ``rate_cards`` row per entry of a rate card read from the provider feed."""
+    return ch.insert("rate_cards", [
+        (card.time, card.region, e.pool_id, e.rate_eur_h, e.guaranteed_rate_eur_h, e.utilisation,
+         e.free_instances, 0, e.free_instances, "feed") for e in card.entries], RATE_CARD_COLUMNS)
+
+
+def refresh_from_feed(ch: ClickHouse, region: str, catalogue_doc: Any, rate_card_doc: Any) -> None:
+    """Write the region's pools and the rate card the provider feed served (``/v1/catalogue``,
+    ``/v1/rate-card``); the feed serves the pools as a list (``controllers.providers.SimulatedProvider``)."""
+    catalogue = PoolCatalogue.model_validate({"pools": catalogue_doc} if isinstance(catalogue_doc, list)
+                                             else catalogue_doc)
+    card = RateCard.model_validate(rate_card_doc)
+    write_catalogue(ch, [p for p in catalogue.pools if p.region == region], card.time)
+    write_rate_card(ch, card)
+
+
+def summary(pools: list[CataloguePool]) -> dict[str, int]:
+    """Pools per purchase model, aggregates and halls: the catalogue asset's metadata."""
+    by_model: dict[str, int] = {}
+    for p in pools:
+        by_model[p.purchase_model] = by_model.get(p.purchase_model, 0) + 1
+    return {"pools": len(pools), **{f"pools_{k}": v for k, v in by_model.items()},
+            "aggregates": len({p.aggregate for p in pools}), "halls": len({p.hall for p in pools})}

@@ -1,26 +1,26 @@
-"""The dbt-clickhouse project (``dbt/``) as Dagster assets through dagster-dbt: each model is an asset, the
-``sco`` sources map to the assets that write them, and the dbt process reaches ClickHouse over HTTP with the
-host and port taken from the same URL the other resources use."""
+"""The dbt-clickhouse project (``dbt/``) as the finance models: where it lives, how its manifest is built and
+how the dbt process reaches ClickHouse. No Dagster here: ``orchestration.defs.finance`` turns the manifest
+into assets (through dagster-dbt) the first time the code location is loaded, never at import."""
 
-import os
+from __future__ import annotations
+
 import subprocess
 import sys
-import warnings
-from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-from dagster import AssetExecutionContext, AssetKey
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
 from stores.clickhouse import client_kwargs
 from stores.config import resolve_url
 
-__all__ = ["DBT_DIR", "dbt_env", "dbt_executable", "dbt_resource", "finance_models", "prepare_manifest"]
+__all__ = ["DBT_DIR", "SOURCE_ASSETS", "dbt_env", "dbt_executable", "dbt_vars", "prepare_manifest"]
 
 DBT_DIR = Path(__file__).resolve().parents[1] / "dbt"
+# the ``sco`` sources and the assets that write them (a source not named here becomes ``sco_<name>``)
 SOURCE_ASSETS = {"cost_attribution": "savings_attribution", "provider_pools": "pool_catalogue",
                  "contract_breaches": "contract_breaches", "recommendations": "recommendations"}
+
+
+_VARS = {"SCO_DBT_CLICKHOUSE_HOST": "sco_clickhouse_host", "SCO_DBT_CLICKHOUSE_PORT": "sco_clickhouse_port",
+         "SCO_DBT_CLICKHOUSE_DATABASE": "sco_clickhouse_database"}
 
 
 def dbt_executable() -> str:
@@ -37,6 +37,12 @@ def dbt_env(clickhouse_url: str | None = None) -> dict[str, str]:
     return env
 
 
+def dbt_vars(clickhouse_url: str | None = None) -> dict[str, str]:
+    """The same connection as ``--vars`` (``sco_clickhouse_host`` …): the profile prefers them to the
+    environment, so an asset passes its ClickHouse to the dbt process without touching ``os.environ``."""
+    return {_VARS[k]: v for k, v in dbt_env(clickhouse_url).items()}
+
+
 def prepare_manifest() -> Path:
     """``dbt parse`` when the manifest is missing or older than the project (no database connection needed)."""
     manifest = DBT_DIR / "target" / "manifest.json"
@@ -47,28 +53,3 @@ def prepare_manifest() -> Path:
         subprocess.run([dbt_executable(), "parse", "--profiles-dir", str(DBT_DIR), "--project-dir", str(DBT_DIR),
                         "--quiet"], check=True, cwd=DBT_DIR, capture_output=True)
     return manifest
-
-
-class _Translator(DagsterDbtTranslator):
-    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> AssetKey:
-        if dbt_resource_props.get("resource_type") == "source":
-            name = str(dbt_resource_props["name"])
-            return AssetKey(SOURCE_ASSETS.get(name, f"sco_{name}"))
-        return AssetKey(["finance", str(dbt_resource_props["name"])])
-
-    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
-        return "finance"
-
-
-def dbt_resource() -> DbtCliResource:
-    return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
-
-
-@dbt_assets(manifest=prepare_manifest(), dagster_dbt_translator=_Translator(),
-            exclude="resource_type:unit_test")
-def finance_models(context: AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
-    """staging → intermediate → marts; data tests run with each model (unit tests run in CI)."""
-    os.environ.update(dbt_env(os.environ.get("SCO_CLICKHOUSE_URL")))
-    with warnings.catch_warnings():  # dagster-dbt 0.29 calls the deprecated AssetExecutionContext.op
-        warnings.simplefilter("ignore", DeprecationWarning)
-        yield from dbt.cli(["build", "--exclude", "resource_type:unit_test"], context=context).stream()

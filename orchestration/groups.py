@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 from .catalogue import load_catalogue
 from .phi import WINDOW_S, GroupRules, Groups, indicator_matrix, refine_groups
 from .rankings import RECLAIM_FILTER
-from .store import ClickHouse, Postgres
+from .store import ClickHouse, Postgres, replace_in_force
 
-__all__ = ["compute_groups", "publish_groups", "reclaim_windows", "write_groups"]
+__all__ = ["compute_groups", "groups_in_force", "publish_groups", "reclaim_windows", "write_groups"]
 
 
 def reclaim_windows(ch: ClickHouse, region: str, now: datetime, days: int) -> tuple[list[tuple[str, int]], int]:
@@ -44,12 +44,13 @@ def write_groups(ch: ClickHouse, region: str, now: datetime, groups: Groups, top
 
 
 def publish_groups(pg: Postgres, region: str, now: datetime, groups: Groups) -> None:
+    """Replace the region's groups in force in one transaction."""
+    replace_in_force(pg, "correlation_groups", region, ("region", "pool", "group_id", "phi", "computed_at"),
+                     [(region, p, g, groups.max_phi.get(p), now) for p, g in groups.group_of.items()])
+
+
+def groups_in_force(pg: Postgres, region: str) -> dict[str, str]:
+    """pool -> group id of the groups in force (what the ranking stores beside each pool's inputs)."""
     with pg.connection() as conn:
-        with conn.transaction():
-            conn.execute("DELETE FROM correlation_groups WHERE region = %s", (region,))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO correlation_groups (region, pool, group_id, phi, computed_at) "
-                    "VALUES (%s, %s, %s, %s, %s)",
-                    [(region, p, g, groups.max_phi.get(p), now) for p, g in groups.group_of.items()])
-        conn.commit()
+        rows = conn.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (region,)).fetchall()
+    return {str(p): str(g) for p, g in rows}

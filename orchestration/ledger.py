@@ -10,10 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from contracts.cost_attributes import ATTR_DEPTH_PREMIUM, ATTR_PURPOSE, ATTR_WASTED_S, DEFECT_CAUSE_PREFIX
-
 from .attribution import LedgerLine, Loss, Usage, attribute, orchestrator_shares, q6
-from .catalogue import load_catalogue
 from .store import ClickHouse
 
 __all__ = ["COST_COLUMNS", "LEDGER_COLUMNS", "HourInputs", "attribute_hour", "hour_rows", "read_hour", "write_hour"]
@@ -34,66 +31,13 @@ class HourInputs:
     orchestrator_eur: Decimal
 
 
-def _dec(value: object, default: Decimal = ZERO) -> Decimal:
-    try:
-        return Decimal(str(value)) if value not in (None, "") else default
-    except ArithmeticError:
-        return default
-
-
 def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 90,
               until: datetime | None = None) -> HourInputs:
-    """One hour's inputs. ``until`` ends a still-open hour early (the demo attributes its own, unfinished
-    hour): instance spans, losses and rate cards stop there instead of at the end of the hour, so instances
-    still running are not charged for time that has not happened. None (the hourly asset): the whole hour."""
-    h0, h1 = hour, hour + timedelta(hours=1)
-    if until is not None:
-        h1 = max(h0, min(h1, until))
-    p = {"r": region, "h0": h0, "h1": h1, "lb": h1 - timedelta(days=lookback_days)}
-    pools = {c.pool: c for c in load_catalogue(ch, region)}
-    rates = {str(r[0]): (Decimal(r[1]), Decimal(r[2])) for r in ch.rows(
-        "SELECT pool, avg(rate_eur_h), avg(guaranteed_rate_eur_h) FROM rate_cards WHERE region = {r:String} "
-        "AND time >= {h0:DateTime64(3)} AND time < {h1:DateTime64(3)} GROUP BY pool", p)}
-    spans = ch.rows(
-        "SELECT instance, argMinIf(workload, time, kind = 'launched') AS w, argMinIf(pool, time, kind = 'launched'), "
-        "argMinIf(attributes, time, kind = 'launched'), "
-        "dateDiff('millisecond', greatest(minIf(time, kind = 'launched'), {h0:DateTime64(3)}), "
-        "  if(countIf(kind = 'terminated') > 0, least(minIf(time, kind = 'terminated'), {h1:DateTime64(3)}), "
-        "     {h1:DateTime64(3)})) AS ms "
-        "FROM events WHERE region = {r:String} AND kind IN ('launched', 'terminated') AND instance != '' "
-        "AND time < {h1:DateTime64(3)} AND time >= {lb:DateTime64(3)} "
-        "GROUP BY instance HAVING countIf(kind = 'launched') > 0 AND w != '' AND ms > 0", p)
-    acc: dict[tuple[str, str, str, Decimal], Decimal] = defaultdict(lambda: ZERO)
-    for _, workload, pool, attrs, ms in spans:
-        a = json.loads(attrs or "{}")
-        key = (str(workload), str(pool), str(a.get(ATTR_PURPOSE) or "work"), _dec(a.get(ATTR_DEPTH_PREMIUM)))
-        acc[key] += Decimal(int(ms)) / Decimal(3_600_000)
-    usage = []
-    for (workload, pool, purpose, premium), hours in sorted(acc.items()):
-        cat = pools.get(pool)
-        if cat is None:
-            raise ValueError(f"instance of {workload} ran in pool {pool!r}, which the catalogue does not know; "
-                             "refresh the pool_catalogue asset first")
-        rate, guaranteed = rates.get(pool, (cat.rate_eur_h, cat.guaranteed_rate_eur_h))
-        usage.append(Usage(workload, pool, cat.purchase_model, purpose, hours, rate, guaranteed, premium))
-    losses = []
-    for workload, pool, cause, attrs in ch.rows(
-            "SELECT workload, pool, cause, attributes FROM events WHERE region = {r:String} AND workload != '' "
-            "AND time >= {h0:DateTime64(3)} AND time < {h1:DateTime64(3)} AND NOT drill "
-            f"AND JSONHas(attributes, '{ATTR_WASTED_S}')", p):
-        wasted = _dec(json.loads(attrs).get(ATTR_WASTED_S))
-        if wasted == 0:
-            continue
-        cat = pools.get(str(pool))
-        guaranteed = rates.get(str(pool), (ZERO, cat.guaranteed_rate_eur_h if cat else ZERO))[1]
-        losses.append(Loss(str(workload), str(pool), wasted / Decimal(3600), guaranteed,
-                           "defect" if str(cause).startswith(DEFECT_CAUSE_PREFIX) else "reclaim"))
-    storage = {str(w): Decimal(e) for w, e in ch.rows(
-        "SELECT workload, sum(gib_hours * eur_per_gib_h) FROM storage_usage FINAL WHERE hour = {h0:DateTime} "
-        "GROUP BY workload", p)}
-    orch = ch.rows("SELECT sum(cost_eur) FROM orchestrator_usage FINAL WHERE region = {r:String} "
-                   "AND hour = {h0:DateTime}", p)
-    return HourInputs(hour, usage, losses, storage, Decimal(orch[0][0]) if orch and orch[0][0] is not None else ZERO)
+    """One hour's inputs: ``backfill.read_range`` over [hour, hour + 1 h). ``until`` ends a still-open hour
+    early (the demo attributes its own, unfinished hour); None (the hourly asset): the whole hour."""
+    from .backfill import read_range  # backfill builds on this module's HourInputs and attribute_hour
+
+    return read_range(ch, region, hour, hour + timedelta(hours=1), lookback_days, until)[0]
 
 
 def attribute_hour(inputs: HourInputs) -> list[LedgerLine]:

@@ -10,7 +10,7 @@ from contracts.subjects import RECLAIM_KINDS
 
 from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
-from .store import ClickHouse, Postgres
+from .store import ClickHouse, Postgres, replace_in_force
 
 __all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "gather_inputs", "publish_in_force", "rank", "write_rankings"]
 
@@ -71,16 +71,10 @@ def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[Rank
 def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[RankedPool]) -> None:
     """Replace the region's ranking in force in one transaction (the controller never sees half of one)."""
     generation = int(now.timestamp() * 1000)
-    with pg.connection() as conn:
-        with conn.transaction():
-            conn.execute("DELETE FROM rankings_in_force WHERE region = %s", (region,))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at, inputs) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(region, r.pool, r.rank, r.score, generation, now, json.dumps(r.inputs.as_dict()))
-                     for r in ranked])
-        conn.commit()
+    replace_in_force(pg, "rankings_in_force", region,
+                     ("region", "pool", "rank", "score", "generation", "ranked_at", "inputs"),
+                     [(region, r.pool, r.rank, r.score, generation, now, json.dumps(r.inputs.as_dict()))
+                      for r in ranked])
 
 
 def excluded_pools(pg: Postgres, region: str, now: datetime) -> set[str]:

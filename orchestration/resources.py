@@ -98,6 +98,12 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     interruption_window_days: int = 30
     phi_window_days: int = 90
 
+    def data_now(self, ch: ClickHouseResource) -> datetime:
+        """``now`` on the region's latest event time (the data's own clock)."""
+        from .store import latest_event_time
+
+        return self.now(latest_event_time(ch, self.region))
+
     def now(self, latest_event: datetime | None) -> datetime:
         if self.as_of:
             parsed = datetime.fromisoformat(self.as_of)

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-__all__ = ["ClickHouse", "Postgres", "latest_event_time", "utc"]
+__all__ = ["ClickHouse", "Postgres", "latest_event_time", "replace_in_force", "utc"]
 
 
 class ClickHouse(Protocol):
@@ -32,3 +32,16 @@ def latest_event_time(ch: ClickHouse, region: str) -> datetime | None:
     if not rows or not rows[0][1]:
         return None
     return utc(rows[0][0])
+
+
+def replace_in_force(pg: Postgres, table: str, region: str, columns: Sequence[str],
+                     rows: Sequence[Sequence[Any]]) -> None:
+    """Replace a region's rows in force in ``table`` in one transaction: a reader (the controller) sees the
+    old generation or the new one, never half of one. ``table`` and ``columns`` are ours, never user input."""
+    insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    with pg.connection() as conn:
+        with conn.transaction():
+            conn.execute(f"DELETE FROM {table} WHERE region = %s", (region,))
+            with conn.cursor() as cur:
+                cur.executemany(insert, [tuple(r) for r in rows])
+        conn.commit()

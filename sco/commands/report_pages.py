@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -71,15 +73,15 @@ def _missing_marts(exc: Exception) -> bool:
     return "UNKNOWN_TABLE" in str(exc) or "Code: 60" in str(exc)
 
 
-def _showback(args: argparse.Namespace) -> int:
-    from reports.data import showback_data
-    from reports.pages import showback_page
+@contextmanager
+def _marts(args: argparse.Namespace) -> Iterator[tuple[Any, Any]]:
+    """ClickHouse and (optionally) PostgreSQL for one report: a missing mart becomes the CLI's "materialise
+    them" message, and both connections are closed however the block ends."""
     from sco.cli import CliError
 
-    month = _month(args.month)
     ch, pg = _connect(args)
     try:
-        data = showback_data(ch, pg, args.workload, month)
+        yield ch, pg
     except Exception as exc:
         if _missing_marts(exc):
             raise CliError(_NO_MARTS) from exc
@@ -88,6 +90,16 @@ def _showback(args: argparse.Namespace) -> int:
         ch.close()
         if pg is not None:
             pg.close()
+
+
+def _showback(args: argparse.Namespace) -> int:
+    from reports.data import showback_data
+    from reports.pages import showback_page
+    from sco.cli import CliError
+
+    month = _month(args.month)
+    with _marts(args) as (ch, pg):
+        data = showback_data(ch, pg, args.workload, month)
     if data is None:
         raise CliError(f"--workload {args.workload!r} --month {args.month}: no ledger rows for that workload and "
                        "month; check the name (see `sco report fleet`) or materialise savings_attribution")
@@ -100,19 +112,9 @@ def _showback(args: argparse.Namespace) -> int:
 def _fleet(args: argparse.Namespace) -> int:
     from reports.data import fleet_data
     from reports.pages import fleet_page
-    from sco.cli import CliError
 
-    ch, pg = _connect(args)
-    try:
+    with _marts(args) as (ch, pg):
         data = fleet_data(ch, pg, args.region)
-    except Exception as exc:
-        if _missing_marts(exc):
-            raise CliError(_NO_MARTS) from exc
-        raise
-    finally:
-        ch.close()
-        if pg is not None:
-            pg.close()
     out = Path(args.out or f"fleet-{args.region}.html")
     out.write_text(fleet_page(data, args.region))
     print(f"wrote {out} ({len(data.rankings)} pools ranked, {len(data.groups)} groups, "

@@ -79,8 +79,10 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     from dagster import materialize
 
     from orchestration import ledger
-    from orchestration.definitions import defs
+    from orchestration.definitions import build_definitions
     from orchestration.resources import ClickHouseResource
+
+    defs = build_definitions()
 
     phase("analytics: pool catalogue from the provider and rankings (Dagster)")
     unpartitioned: list[Any] = [a for a in (defs.assets or []) if getattr(a, "partitions_def", None) is None]

@@ -1,7 +1,7 @@
 """Every asset materialised on 90 days of simulated pool history against the embedded ClickHouse, the checks,
 the worked example through the real pipeline (events → savings_attribution → dbt), co-reclamation groups,
 and corrupted inputs that make the checks fail with a clear message. One session: the history and dbt are
-run once (``conftest.materialised``)."""
+run once (the ``materialised`` fixture, ``helpers.materialise_everything``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from . import worked_example as ex
-from .conftest import HISTORY_DAYS, Stack
+from .helpers import HISTORY_DAYS, Stack, attribute_hour_assets
 
 pytestmark = pytest.mark.slow
 
@@ -163,7 +163,7 @@ def test_pools_the_region_reclaims_together_end_in_one_group_and_independent_poo
 
 
 def test_a_pool_missing_from_the_rankings_fails_the_coverage_check_with_its_name(materialised: Stack) -> None:
-    from orchestration.checks import rankings_cover_every_active_pool
+    from orchestration.defs.rankings.checks import rankings_cover_every_active_pool
 
     ch = materialised.ch()
     generation, pool = ch.rows("SELECT generation, pool FROM rankings ORDER BY generation DESC, pool LIMIT 1")[0]
@@ -185,8 +185,7 @@ def test_a_pool_missing_from_the_rankings_fails_the_coverage_check_with_its_name
 def test_negative_hours_fail_the_ledger_check_with_a_clear_message(materialised: Stack) -> None:
     from dagster import materialize
 
-    from orchestration import assets as a
-    from orchestration.checks import ALL_CHECKS
+    from orchestration.defs.attribution.assets import savings_attribution
 
     ch = materialised.ch()
     hour = ex.DAY + timedelta(hours=5)
@@ -196,8 +195,8 @@ def test_negative_hours_fail_the_ledger_check_with_a_clear_message(materialised:
     ch.insert("events", [list(bad.values())], list(bad))
 
     def attribute_the_hour() -> Any:
-        return materialize([a.savings_attribution, a.pool_catalogue, *ALL_CHECKS], resources=materialised.resources(),
-                           selection=[a.savings_attribution], partition_key=hour.strftime("%Y-%m-%d-%H:00"),
+        return materialize(attribute_hour_assets(), resources=materialised.resources(),
+                           selection=[savings_attribution], partition_key=hour.strftime("%Y-%m-%d-%H:00"),
                            raise_on_error=False)
 
     try:
@@ -255,7 +254,7 @@ def test_the_event_sensor_requests_a_ranking_when_events_arrive_and_skips_otherw
     from dagster import RunRequest, SkipReason, build_sensor_context
 
     from contracts.events import Event
-    from orchestration.definitions import new_events_sensor
+    from orchestration.defs.ingest.sensors import new_events_sensor
     from stores import nats as sco_nats
     from tests.stores.fixtures import NatsProcess
 
@@ -292,9 +291,9 @@ def test_the_event_sensor_requests_a_ranking_when_events_arrive_and_skips_otherw
 
 
 def test_the_code_location_has_the_four_cadences_and_the_sensor() -> None:
-    from orchestration.definitions import defs
+    from orchestration.definitions import build_definitions
 
-    repo = defs.get_repository_def()
+    repo = build_definitions().get_repository_def()
     crons = {s.job_name: s.cron_schedule for s in repo.schedule_defs}
     assert crons == {"rankings_every_5_min": "*/5 * * * *", "attribution_hourly": "5 * * * *",
                      "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}

@@ -15,7 +15,7 @@ import pytest
 from contracts.pools import Pool, PurchaseModel
 from contracts.provider import QuotaHeadroom, RateCard, RateCardEntry
 
-from .conftest import Stack
+from .helpers import Stack
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 POOLS = [Pool(pool_id=f"rf-h{h}-std-large-rc", region="rf", hall=f"h{h}", aggregate=f"h{h}-agg-a", sku_family="std",
@@ -56,14 +56,15 @@ def feed() -> Iterator[str]:
 def test_the_catalogue_rate_card_and_quota_come_from_the_provider_feed(stack: Stack, feed: str) -> None:
     from dagster import materialize
 
-    from orchestration import assets as a
-    from orchestration.checks import ALL_CHECKS
+    from orchestration.defs.catalogue.assets import pool_catalogue
+    from orchestration.defs.rankings.assets import pool_rankings
+    from orchestration.defs.rankings.checks import CHECKS
     from orchestration.resources import AnalyticsSettings, ProviderFeedResource
 
     resources = {**stack.resources(), "provider": ProviderFeedResource(base_url=feed),
                  "settings": AnalyticsSettings(region="rf", as_of=NOW.isoformat())}
-    result = materialize([a.pool_catalogue, a.pool_rankings, *ALL_CHECKS], resources=resources,
-                         selection=[a.pool_catalogue, a.pool_rankings], raise_on_error=False)
+    result = materialize([pool_catalogue, pool_rankings, *CHECKS], resources=resources,
+                         selection=[pool_catalogue, pool_rankings], raise_on_error=False)
     assert result.success
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["rankings_cover_every_active_pool"].passed

@@ -9,7 +9,7 @@ from reports import svg
 from sco.cli import main
 
 from . import worked_example as ex
-from .conftest import Stack
+from .helpers import Stack
 
 
 def _self_contained(html: str) -> None:
@@ -76,3 +76,31 @@ def test_an_unknown_workload_is_a_one_line_error_naming_it(materialised: Stack, 
 def test_a_malformed_month_is_refused_with_the_expected_form(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["report", "showback", "--workload", "etl", "--month", "August", "--clickhouse", "http://127.0.0.1:1"])
     assert code == 2 and "expected YYYY-MM" in capsys.readouterr().err
+
+
+class _Closing:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_missing_mart_becomes_the_materialise_message_and_both_connections_are_closed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from sco.cli import CliError
+    from sco.commands import report_pages
+
+    ch, pg = _Closing(), _Closing()
+    monkeypatch.setattr(report_pages, "_connect", lambda args: (ch, pg))
+    with pytest.raises(CliError, match="finance marts are not built yet"), \
+            report_pages._marts(argparse.Namespace()):
+        raise RuntimeError("Code: 60. DB::Exception: UNKNOWN_TABLE fct_showback_monthly")
+    assert ch.closed and pg.closed
+    ch2 = _Closing()
+    monkeypatch.setattr(report_pages, "_connect", lambda args: (ch2, None))
+    with pytest.raises(ValueError, match="other"), report_pages._marts(argparse.Namespace()):
+        raise ValueError("other")
+    assert ch2.closed

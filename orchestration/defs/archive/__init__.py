@@ -1,0 +1,12 @@
+"""Archive: the monthly Parquet export for finance (ADR-25)."""
+
+from dagster import Definitions
+
+__all__ = ["definitions"]
+
+
+def definitions() -> Definitions:
+    from .assets import cost_archive
+    from .schedules import archive_job, archive_schedule
+
+    return Definitions(assets=[cost_archive], jobs=[archive_job], schedules=[archive_schedule])

@@ -1,0 +1,11 @@
+"""Catalogue: pools, aggregates, halls and rate cards from the provider feed."""
+
+from dagster import Definitions
+
+__all__ = ["definitions"]
+
+
+def definitions() -> Definitions:
+    from .assets import pool_catalogue
+
+    return Definitions(assets=[pool_catalogue])

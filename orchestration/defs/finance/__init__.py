@@ -1,0 +1,11 @@
+"""Finance: the dbt-clickhouse models (``dbt/``) as assets through dagster-dbt."""
+
+from dagster import Definitions
+
+__all__ = ["definitions"]
+
+
+def definitions() -> Definitions:
+    from .assets import finance_models
+
+    return Definitions(assets=[finance_models()])

@@ -1,0 +1,49 @@
+"""The dbt models as assets: each model is an asset in the ``finance`` group, the ``sco`` sources map to the
+assets that write them. The manifest is built on first use (``finance_models()``, when the code location
+loads), never at import; the dbt process gets its ClickHouse as ``--vars``, not through ``os.environ``."""
+
+import json
+import warnings
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+
+from orchestration.finance_models import DBT_DIR, SOURCE_ASSETS, dbt_executable, dbt_vars, prepare_manifest
+from orchestration.resources import ClickHouseResource
+
+__all__ = ["dbt_resource", "finance_models"]
+
+
+class _Translator(DagsterDbtTranslator):
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> AssetKey:
+        if dbt_resource_props.get("resource_type") == "source":
+            name = str(dbt_resource_props["name"])
+            return AssetKey(SOURCE_ASSETS.get(name, f"sco_{name}"))
+        return AssetKey(["finance", str(dbt_resource_props["name"])])
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        return "finance"
+
+
+def dbt_resource() -> DbtCliResource:
+    return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
+
+
+@cache
+def finance_models() -> AssetsDefinition:
+    """The dbt assets, built once per process from the manifest (``dbt parse`` only when it is stale)."""
+
+    @dbt_assets(manifest=prepare_manifest(), dagster_dbt_translator=_Translator(),
+                exclude="resource_type:unit_test", name="finance_models")
+    def _finance_models(context: AssetExecutionContext, dbt: DbtCliResource,
+                        clickhouse: ClickHouseResource) -> Iterator[Any]:
+        """staging → intermediate → marts; data tests run with each model (unit tests run in CI)."""
+        args = ["build", "--exclude", "resource_type:unit_test", "--vars", json.dumps(dbt_vars(clickhouse.url))]
+        with warnings.catch_warnings():  # dagster-dbt 0.29 calls the deprecated AssetExecutionContext.op
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield from dbt.cli(args, context=context).stream()
+
+    return _finance_models

@@ -1,0 +1,11 @@
+"""Groups: co-reclamation groups, daily (ADR-06). Scheduled with the daily analytics (``insights``)."""
+
+from dagster import Definitions
+
+__all__ = ["definitions"]
+
+
+def definitions() -> Definitions:
+    from .assets import correlation_groups
+
+    return Definitions(assets=[correlation_groups])

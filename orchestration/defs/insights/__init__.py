@@ -1,0 +1,12 @@
+"""Insights: advisory precision, contract breaches and recommendations; the daily analytics schedule."""
+
+from dagster import Definitions
+
+__all__ = ["definitions"]
+
+
+def definitions() -> Definitions:
+    from .assets import ASSETS
+    from .schedules import daily_job, daily_schedule
+
+    return Definitions(assets=ASSETS, jobs=[daily_job], schedules=[daily_schedule])
