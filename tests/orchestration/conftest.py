@@ -6,17 +6,11 @@ what the tests share lives in ``helpers``."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator
 
 import pytest
 
 from .helpers import Stack, load_history, load_worked_example, materialise_everything
-
-with warnings.catch_warnings():  # third-party modules that warn about their own dependencies at import
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import great_expectations  # noqa: F401  (imports the deprecated sre_constants)
-    import sqlglotrs  # noqa: F401  (dagster-dbt's SQL parser accelerator)
 
 
 @pytest.fixture(scope="session")

@@ -87,15 +87,31 @@ def carrying(marker: str, *, exclude: AbstractSet[int] = frozenset(), proc: Path
     return sorted(found, key=lambda left: left.pid)
 
 
+# Helpers of this very process that end with it: multiprocessing's resource tracker reads a pipe from its parent
+# and exits when the parent does (a library imported by a test may start it).
+_ENDS_WITH_PARENT = ("from multiprocessing.resource_tracker import main",)
+
+
+def _own_helper(left: Leftover, parent: int, proc: Path) -> bool:
+    return _status(left.pid, proc).get("PPid") == str(parent) and any(h in left.cmdline for h in _ENDS_WITH_PARENT)
+
+
 def scan(marker: str, grace_s: float | None = None, proc: Path = _PROC) -> list[Leftover]:
-    """The processes carrying ``marker`` still alive after ``grace_s`` (default ``GRACE_S``), this process and its
-    ancestors aside."""
-    exclude = ancestors(os.getpid(), proc)
+    """The processes carrying ``marker`` still alive after ``grace_s`` (default ``GRACE_S``).
+
+    This process, its ancestors and its own helpers that end with it (the resource tracker) are left aside.
+    """
+    me = os.getpid()
+    exclude = ancestors(me, proc)
+
+    def alive() -> list[Leftover]:
+        return [left for left in carrying(marker, exclude=exclude, proc=proc) if not _own_helper(left, me, proc)]
+
     deadline = time.monotonic() + (GRACE_S if grace_s is None else grace_s)
-    found = carrying(marker, exclude=exclude, proc=proc)
+    found = alive()
     while found and time.monotonic() < deadline:
         time.sleep(0.1)
-        found = carrying(marker, exclude=exclude, proc=proc)
+        found = alive()
     return found
 
 

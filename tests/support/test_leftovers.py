@@ -117,3 +117,17 @@ def test_a_session_that_leaves_a_process_fails_unless_allowed(tmp_path: Path, al
     assert len(pids) == 1, done.stdout
     assert "1 passed" in done.stdout
     assert done.returncode == code, done.stdout
+
+
+def test_the_scanning_process_own_resource_tracker_is_not_a_leftover_but_a_stray_child_is(marker: str) -> None:
+    program = ("import sys, subprocess\n"
+               "from multiprocessing import resource_tracker\n"
+               "from tests.support.leftovers import scan\n"
+               "resource_tracker.ensure_running()\n"
+               "stray = subprocess.Popen(['sleep', '60'])\n"
+               "for left in scan(sys.argv[1], grace_s=0): print(left.pid, left.cmdline)\n"
+               "stray.kill()\n")
+    done = subprocess.run([sys.executable, "-c", program, marker], capture_output=True, text=True, timeout=60,
+                          cwd=REPO, env={**os.environ, MARKER_VAR: marker, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert [line.split(" ", 1)[1] for line in done.stdout.splitlines()] == ["sleep 60"]
