@@ -2,21 +2,21 @@
 
     Exception
     ├── AgentError           an input the agent cannot use; the message names the value and the fix
-    │   ├── SlurmError       a Slurm client command failed (defined in ``agent.slurm``)
+    │   ├── SlurmError       a Slurm client command failed (raised by ``agent.slurm``)
     │   └── KubeError        a Kubernetes API call failed, with its HTTP status (``agent.kube``)
-    └── SchedulerSlow        the scheduler did not answer in time: drain locally (``agent.drain``)
     OSError
     └── HttpError            a server could not be reached or did not speak HTTP (``agent.httpwire``)
 
 ``HttpError`` stays an ``OSError`` so that callers treating it as a network failure keep doing so.
-``SlurmError``, ``KubeError`` and ``SchedulerSlow`` still live next to the adapters and the drain engine
-that raise them (being rewritten); they move here with that rewrite. ``agent.model`` and ``agent.httpwire``
-re-export the two defined here.
+``agent.model``, ``agent.httpwire``, ``agent.slurm`` and ``agent.kube`` re-export what they raise. The drain
+engine's ``SchedulerSlow`` and ``_Deferred`` are not errors but control flow inside one drain (the scheduler
+did not answer in time / an advisory drain waits for the hard notice); they stay in ``agent.drain``, next to the
+decision table (``agent.drain_plan.Outcome``) they carry.
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentError", "HttpError"]
+__all__ = ["AgentError", "HttpError", "KubeError", "SlurmError"]
 
 
 class AgentError(Exception):
@@ -25,3 +25,16 @@ class AgentError(Exception):
 
 class HttpError(OSError):
     """The server could not be reached or did not speak HTTP."""
+
+
+class SlurmError(AgentError):
+    """A Slurm client call failed."""
+
+
+class KubeError(AgentError):
+    """A Kubernetes API call failed; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        """Keep the message and the HTTP status."""
+        super().__init__(message)
+        self.status = status

@@ -21,8 +21,9 @@ from urllib.parse import quote
 from contracts.admission import CONTRACT_LABEL, CONTRACT_VERSION_LABEL
 
 from .adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
+from .errors import KubeError
 from .httpwire import request
-from .model import STARTED_AT, AgentError, Contract, Unit, format_time, time_or_none
+from .model import STARTED_AT, Contract, Unit, format_time, time_or_none
 
 __all__ = ["NOT_READY_TAINT", "READY_LABEL", "RECLAIM_TAINT", "KubeAdapter", "KubeError"]
 
@@ -31,15 +32,6 @@ NOT_READY_TAINT = "sco.io/no-contract"
 READY_LABEL = "sco.io/agent-ready"
 WORKLOAD_LABEL = CONTRACT_LABEL  # one vocabulary with admission and the controller (contracts.admission)
 VERSION_LABEL = CONTRACT_VERSION_LABEL
-
-
-class KubeError(AgentError):
-    """A Kubernetes API call failed; ``status`` is the HTTP status (0: no answer)."""
-
-    def __init__(self, message: str, status: int = 0) -> None:
-        """Keep the message and the HTTP status."""
-        super().__init__(message)
-        self.status = status
 
 
 class KubeAdapter:

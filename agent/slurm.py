@@ -16,18 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .adapters import EVICT_DONE, EVICT_GONE
-from .model import STARTED_AT, AgentError, Contract, Unit, format_time
+from .errors import SlurmError
+from .model import STARTED_AT, Contract, Unit, format_time
 
 __all__ = ["NOT_READY_REASON", "SlurmAdapter", "SlurmError"]
 
 NOT_READY_REASON = "sco-agent: no valid contract bundle"
 ACTIVE_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
-
-
-class SlurmError(AgentError):
-    """A Slurm client call failed."""
-
-    pass
 
 
 def _signal_name(signal: str) -> str:
