@@ -97,11 +97,16 @@ class CatalogueError(ContractsError):
 
 
 class SourceError(ContractsError):
-    """A YAML file cannot be parsed; carries the file and line for a finding."""
+    """A YAML file cannot be read or parsed; carries the file, line and stable code for a finding.
 
-    def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
-        self.file, self.line, self.message = file, line, message
+    Codes: ``SCH001`` malformed YAML; ``SRC001`` not UTF-8 text (or a NUL/control byte); ``SRC002`` file too
+    large; ``SRC003`` nesting too deep; ``SRC004`` too many aliases; ``SRC005`` alias expansion too large;
+    ``SRC006`` a symlink that leaves the repository.
+    """
+
+    def __init__(self, file: str, line: int, message: str, code: str = "SCH001") -> None:
+        super().__init__(f"{file}:{line}: {code}: {message}")
+        self.file, self.line, self.message, self.code = file, line, message, code
 
 
 class ProviderError(Exception):
