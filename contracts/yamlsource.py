@@ -130,8 +130,9 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     if len(text) > MAX_FILE_BYTES:
         raise SourceError(file, 1, f"{len(text)} characters, above the {MAX_FILE_BYTES}-byte limit for a "
                           "contract file; split it", code="SRC002")
-    loader = _BoundedLoader(text, file)
+    loader: _BoundedLoader | None = None
     try:
+        loader = _BoundedLoader(text, file)  # the reader refuses control characters here
         node = loader.get_single_node()
         if node is None:
             raise SourceError(file, 1, "the file is empty; a contract is a YAML mapping")
@@ -151,7 +152,8 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     except RecursionError:  # the composer is bounded above; a backstop for anything deeper in PyYAML
         raise SourceError(file, 1, "nesting too deep; flatten the document", code="SRC003") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, SourceMap(file, walk.lines)
 
 
