@@ -50,8 +50,8 @@ def register(sub: Any) -> None:
     comp.add_argument("--previous", type=Path, help="previously published bundles (default: --out)")
     comp.set_defaults(handler=_compile)
 
-    ver = cmds.add_parser("verify", 
-                             help="verify a bundle's signature(s), and with --previous its succession; exit 0 valid, 1 refused")
+    ver = cmds.add_parser("verify", help="verify a bundle's signature(s), and with --previous its succession; "
+                                         "exit 0 valid, 1 refused")
     ver.add_argument("bundle", type=Path)
     ver.add_argument("--key", type=Path, required=True, help="bundle signing public key (PEM)")
     ver.add_argument("--governance-key", type=Path, help="governance public key (PEM)")
