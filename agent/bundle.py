@@ -3,8 +3,10 @@
 Sources, in order of arrival: the last good bundle on disk (``<state>/bundle/``), the bundle carried in
 the user-data at boot, then the distributor every ``refresh_s`` seconds. A bundle is *held* only when its
 signature verifies against the image's public key, it is canonical JSON, it names this node's partition
-and its generation is not older than the one held. Anything else is refused and counted; the held bundle
-stays. Nothing expires: the age of the held bundle is a metric (``sco_agent_bundle_age_seconds``).
+and its generation is not older than the one held (nor equal with other content). Anything else is refused
+and counted (``sco_agent_bundle_refused_total``), except the user-data copy being older than the cache on
+disk, which is expected after a refresh; the held bundle stays. Nothing expires: the age of the held
+bundle is a metric (``sco_agent_bundle_age_seconds``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
 
 BUNDLE_NAME = "agent-bundle.json"
 SIG_NAME = BUNDLE_NAME + ".sig"
+USER_DATA = "user-data"  # the origin of the boot copy
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class HeldBundle:
 class Offer:
     """The answer to an offered bundle: ``outcome`` (accepted, unchanged, older, refused) and why."""
 
-    outcome: str  # accepted | unchanged | older | refused
+    outcome: str  # accepted | unchanged | older (the user-data copy, behind the cache) | refused
     reason: str = ""
     bundle: HeldBundle | None = None
 
@@ -58,7 +61,8 @@ class BundleStore:
         self.public_key_pem = public_key_pem
         self.partition = partition
         self.current: HeldBundle | None = None
-        self.refused = 0
+        self.refused = 0  # every refusal: signature, format, partition, older generation
+        self.older = 0  # of which older generations (rollbacks)
         self.accepted = 0
         self.last_refused_reason = ""
         self.last_refresh_ok: datetime | None = None
@@ -104,11 +108,24 @@ class BundleStore:
         if held is not None and bundle.raw == held.raw:
             return Offer("unchanged", bundle=held)
         if held is not None and bundle.generation < held.generation:
-            return Offer("older", f"generation {bundle.generation} < held {held.generation}", bundle=held)
+            reason = f"bundle from {origin} refused: generation {bundle.generation} is older than the held " \
+                     f"{held.generation}"
+            if origin == USER_DATA:  # the boot copy: expected to lag the cache on disk, not a rollback
+                return Offer("older", reason, bundle=held)
+            self.older += 1
+            return self._refuse(Offer("refused", reason + " (a rollback)", bundle=held))
+        if held is not None and bundle.generation == held.generation and bundle.source_digest != held.source_digest:
+            return self._refuse(Offer("refused", f"bundle from {origin} refused: generation {bundle.generation} "
+                                      "like the held bundle but with other content", bundle=held))
         self.current = bundle
         self.accepted += 1
         self._persist(bundle)
         return Offer("accepted", bundle=bundle)
+
+    def _refuse(self, offer: Offer) -> Offer:
+        self.refused += 1
+        self.last_refused_reason = offer.reason
+        return offer
 
     def load_disk(self) -> Offer | None:
         """Offer the bundle persisted on disk; None when there is none."""

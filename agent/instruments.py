@@ -25,7 +25,7 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_agent_local_drains_total", "counter", "Drains that took the local path (scheduler > 800 ms)."),
     ("sco_agent_bundle_age_seconds", "gauge", "Age of the held bundle (now - issued_at); never enforced."),
     ("sco_agent_bundle_generation", "gauge", "Generation of the held bundle (0: none)."),
-    ("sco_agent_bundle_refused_total", "counter", "Bundles refused (signature, partition, format)."),
+    ("sco_agent_bundle_refused_total", "counter", "Bundles refused (signature, partition, format, older generation)."),
     ("sco_agent_bundle_refresh_failures_total", "counter", "Distributor fetches that failed."),
     ("sco_agent_ready", "gauge", "Valid contract bundle held (1) or not (0: node reported not ready)."),
     ("sco_agent_spool_depth", "gauge", "Events spooled on disk, not yet acknowledged by JetStream."),

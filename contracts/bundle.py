@@ -25,28 +25,38 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from .agent_record import AgentRecord
-from .bundle_verify import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
+from .bundle_verify import (
+    GOVERNANCE_SIG_SUFFIX,
+    GOVERNED_FIELDS,
+    SIG_SUFFIX,
+    BundleError,
+    governed_changes,
+    read_bundle_files,
+    verify_bundle_bytes,
+)
 from .canonical import canonical_bytes, digest
 from .compiler import CompiledWorkload
 from .errors import GovernanceError
 from .schema import API_VERSION, RestartSemantics
+from .signing import public_pem, sign_blob
 
 __all__ = [
     "AGENT_BUNDLE",
     "CONTROLLER_BUNDLE",
     "GOVERNED_FIELDS",
+    "BundleError",
     "GovernanceError",
     "PublishedBundle",
     "agent_entry",
     "agent_record",
     "build_payloads",
+    "governed_changes",
     "partition_dir",
     "publish",
 ]
 
 AGENT_BUNDLE = "agent-bundle.json"
 CONTROLLER_BUNDLE = "controller-bundle.json"
-GOVERNED_FIELDS = ("floor_pct", "spend_cap_24h_eur", "approver", "fallback_policy")
 
 
 @dataclass(frozen=True)
@@ -101,30 +111,31 @@ def controller_entry(w: CompiledWorkload) -> dict[str, Any]:
     return entry
 
 
-def _governed(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: entry.get(k) for k in GOVERNED_FIELDS}
+def _read_previous(directory: Path, partition: str, public_key_pem: bytes,
+                   governance_key_pem: bytes | None) -> dict[str, Any] | None:
+    """The partition's previously published controller payload, only if it verifies (None when there is none).
 
-
-def governed_changes(previous: dict[str, Any] | None, current: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    before: dict[str, dict[str, Any]] = {}
-    for entry in (previous or {}).get("workloads", {}).values():
-        before[entry["workload"]] = _governed(entry)
-    changes = []
-    for entry in current.values():
-        name = entry["workload"]
-        old = before.get(name, dict.fromkeys(GOVERNED_FIELDS))
-        for key, value in _governed(entry).items():
-            if old.get(key) != value and not (name not in before and value in (None, 0, "0", "none")):
-                changes.append({"workload": name, "field": key, "from": old.get(key), "to": value})
-    return changes
-
-
-def _read_previous(directory: Path) -> dict[str, Any] | None:
+    It is the baseline governed changes are computed against, so it must be signed by the signing key (and,
+    when it lists governed changes and the governance key is at hand, countersigned by the governance key).
+    """
     path = directory / CONTROLLER_BUNDLE
     if not path.exists():
         return None
-    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return loaded
+    try:
+        files = read_bundle_files(path)
+        verified = verify_bundle_bytes(files.raw, files.signature, public_key_pem, files.governance_signature,
+                                       governance_key_pem, require_governance_key=False)
+    except BundleError as exc:
+        raise BundleError(
+            f"the previous bundle {path} does not verify ({exc.message}); it cannot be the baseline of governed "
+            "changes: restore the published bundle from the distributor, or remove the partition's directory to "
+            "publish from scratch (every floor and spend cap then needs --governance-key)", code=exc.code) from None
+    payload = verified.payload
+    if payload.get("kind") != "ControllerBundle" or payload.get("partition") != partition:
+        raise BundleError(f"the previous bundle {path} is a {payload.get('kind')} for partition "
+                          f"{payload.get('partition')!r}, not the ControllerBundle of {partition!r}; remove it",
+                          code="BND003")
+    return payload
 
 
 def build_payloads(partition: str, workloads: Iterable[CompiledWorkload], issued_at: datetime,
@@ -162,8 +173,6 @@ def build_payloads(partition: str, workloads: Iterable[CompiledWorkload], issued
 
 def _write_signed(path: Path, payload: dict[str, Any], key: ec.EllipticCurvePrivateKey,
                   governance_key: ec.EllipticCurvePrivateKey | None) -> None:
-    from .signing import sign_blob
-
     raw = canonical_bytes(payload)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(raw)
@@ -181,9 +190,16 @@ def publish(workloads: list[CompiledWorkload], out: Path, key: ec.EllipticCurveP
             previous_root: Path | None = None) -> list[PublishedBundle]:
     """Write and sign both bundles for every partition.
 
-    Checks governance for all partitions before
-    writing any, so a refused compile leaves the previously published bundles untouched.
+    Checks governance for all partitions before writing any, so a refused compile leaves the previously
+    published bundles untouched. Governed changes are computed against the previous controller bundle (from
+    ``previous_root``, default ``out``) only after its signature verifies with ``key``'s public half.
+
+    Raises:
+        GovernanceError: governed fields changed and no ``governance_key`` was given.
+        BundleError: a previous bundle does not verify or is not this partition's (nothing is written).
     """
+    public = public_pem(key)
+    governance_public = None if governance_key is None else public_pem(governance_key)
     by_partition: dict[str, list[CompiledWorkload]] = {}
     for w in workloads:
         by_partition.setdefault(w.contract.partition, []).append(w)
@@ -191,7 +207,8 @@ def publish(workloads: list[CompiledWorkload], out: Path, key: ec.EllipticCurveP
     all_changes: list[dict[str, Any]] = []
     for partition, ws in sorted(by_partition.items()):
         directory = partition_dir(out, partition)
-        previous = _read_previous(partition_dir(previous_root or out, partition))
+        previous = _read_previous(partition_dir(previous_root or out, partition), partition, public,
+                                  governance_public)
         agent, controller = build_payloads(partition, ws, issued_at, previous)
         unchanged = previous is not None and previous_root in (None, out) and (
             previous.get("source_digest") == controller["source_digest"])

@@ -19,13 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import RepoError
-from .findings import Finding, Severity
+from .findings import Finding, Severity, clip
 from .pools import CatalogueError, PoolCatalogue, load_catalogue
 from .rules import RULES, RuleContext, derived_interval_min
 from .schema import Contract, ContractSpec, TierName
 from .settings import CompilerSettings
 from .tiers import resolve
-from .yamlsource import SourceError, SourceMap, load_yaml
+from .yamlsource import SourceError, SourceMap, load_yaml, read_source
 
 __all__ = ["CompileResult", "CompiledWorkload", "RepoError", "check_repo", "check_text", "load_settings"]
 
@@ -98,7 +98,7 @@ def _schema_findings(exc: ValidationError, data: Any, source: SourceMap) -> list
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p not in ("function-after",))
         path = ".".join(str(p) for p in loc) or "<contract>"
-        value = _value_at(data, loc)
+        value = clip(_value_at(data, loc))
         kind = err["type"]
         if kind == "extra_forbidden":
             code, rule = "SCH002", f"unknown field {path!r}."
@@ -111,11 +111,16 @@ def _schema_findings(exc: ValidationError, data: Any, source: SourceMap) -> list
             fix = "use one of T1, T2, T3, T4, T5, or bespoke with nearest_tier."
         else:
             code = "SCH003"
-            rule = err["msg"].removeprefix("Value error, ") + "."
+            rule = clip(err["msg"].removeprefix("Value error, "), 200) + "."
             fix = f"correct the value of {path}."
         out.append(Finding(code, Severity.ERROR, path, value, rule, fix, source.file,
                            source.line_of(path), workload if isinstance(workload, str) else None))
     return out
+
+
+def _source_finding(exc: SourceError) -> Finding:
+    fix = "fix the YAML syntax at that line." if exc.code == "SCH001" else "as the rule says."
+    return Finding(exc.code, Severity.ERROR, "<file>", None, exc.message + ".", fix, exc.file, exc.line)
 
 
 def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: CompilerSettings
@@ -124,8 +129,7 @@ def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: Compile
     try:
         data, source = load_yaml(text, file)
     except SourceError as exc:
-        return None, [Finding("SCH001", Severity.ERROR, "<file>", None, exc.message + ".",
-                              "fix the YAML syntax at that line.", exc.file, exc.line)]
+        return None, [_source_finding(exc)]
     if not isinstance(data, dict):
         return None, [Finding("SCH001", Severity.ERROR, "<file>", type(data).__name__,
                               "a contract is a YAML mapping of fields.", "write the contract as key: value lines.",
@@ -150,16 +154,21 @@ def check_text(text: str, file: str, catalogue: PoolCatalogue, settings: Compile
     return compiled, findings
 
 
-def load_settings(path: Path | None) -> CompilerSettings:
+def load_settings(path: Path | None, root: Path | None = None) -> CompilerSettings:
     """Load the compiler settings from YAML; defaults when ``path`` is None or absent.
 
+    Args:
+        path: the settings file.
+        root: the repository the file must lie in (a symlink out of it is refused); default its own folder.
+
     Raises:
-        RepoError: the file is not valid YAML or a setting is invalid (the message names the line).
+        RepoError: the file is unreadable, not valid YAML, or a setting is invalid (the message names the line).
     """
     if path is None or not path.exists():
         return CompilerSettings()
     try:
-        data, source = load_yaml(path.read_text(encoding="utf-8"), str(path))
+        text = read_source(path, root or path.resolve().parent)
+        data, source = load_yaml(text, str(path))
         return CompilerSettings.model_validate(data or {})
     except SourceError as exc:
         raise RepoError(str(exc)) from None
@@ -183,18 +192,26 @@ def check_repo(repo: Path, catalogue_path: Path | None = None, settings_path: Pa
     if not cat_path.exists():
         raise RepoError(
             f"no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
+    if catalogue_path is None and not cat_path.resolve().is_relative_to(repo.resolve()):
+        raise RepoError(f"{cat_path}:1: SRC006: a symlink to a file outside the repository; copy the catalogue "
+                        "in or pass it with --catalogue.")
     try:
         catalogue = load_catalogue(cat_path)
     except CatalogueError as exc:
         raise RepoError(str(exc)) from None
-    settings = load_settings(settings_path or repo / SETTINGS_FILE)
+    settings = load_settings(settings_path or repo / SETTINGS_FILE, None if settings_path else repo)
     result = CompileResult()
     seen: dict[str, str] = {}
     root = display_root or Path.cwd()
     for path in contract_files(repo):
         shown = str(path.relative_to(root)) if path.is_absolute() and path.is_relative_to(root) else str(path)
         result.files += 1
-        compiled, findings = check_text(path.read_text(encoding="utf-8"), shown, catalogue, settings)
+        try:
+            text = read_source(path, repo, shown)
+        except SourceError as exc:  # named, and the other files are still checked
+            result.findings.append(_source_finding(exc))
+            continue
+        compiled, findings = check_text(text, shown, catalogue, settings)
         result.findings.extend(findings)
         if compiled is None:
             continue

@@ -14,7 +14,7 @@ it and says what to do.
     │   ├── CanonicalError       a value with no canonical JSON form (also a ValueError)
     │   ├── SignatureError       a signature does not verify
     │   ├── KeyError_            a key file is missing, unreadable or not ECDSA P-256
-    │   ├── BundleError          a bundle that must not be used
+    │   ├── BundleError          a bundle that must not be used (code BND001..BND005)
     │   └── AgentRecordError     an agent-bundle entry with a missing, unknown or mistyped key (also a ValueError)
     └── ProviderError            every error a ``Provider`` raises on purpose
         ├── InvalidRequest       refused before doing anything
@@ -70,7 +70,18 @@ class KeyError_(ContractsError):
 
 
 class BundleError(ContractsError):
-    """A bundle that must not be used: unreadable, not canonical, or not signed by the expected key(s)."""
+    """A bundle that must not be used: unreadable, unsigned, not canonical, or not a valid successor.
+
+    Not signed by the expected key(s), or of an older generation or another partition than the previous one.
+
+    Attributes:
+        code: the stable refusal code (``BND001``..``BND005``, see ``contracts.bundle_verify``).
+        message: the reason without the code.
+    """
+
+    def __init__(self, message: str, code: str = "BND001") -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
 
 
 class GovernanceError(ContractsError):
@@ -97,11 +108,16 @@ class CatalogueError(ContractsError):
 
 
 class SourceError(ContractsError):
-    """A YAML file cannot be parsed; carries the file and line for a finding."""
+    """A YAML file cannot be read or parsed; carries the file, line and stable code for a finding.
 
-    def __init__(self, file: str, line: int, message: str) -> None:
-        super().__init__(f"{file}:{line}: {message}")
-        self.file, self.line, self.message = file, line, message
+    Codes: ``SCH001`` malformed YAML; ``SRC001`` not UTF-8 text (or a NUL/control byte); ``SRC002`` file too
+    large; ``SRC003`` nesting too deep; ``SRC004`` too many aliases; ``SRC005`` alias expansion too large;
+    ``SRC006`` a symlink that leaves the repository.
+    """
+
+    def __init__(self, file: str, line: int, message: str, code: str = "SCH001") -> None:
+        super().__init__(f"{file}:{line}: {code}: {message}")
+        self.file, self.line, self.message, self.code = file, line, message, code
 
 
 class ProviderError(Exception):

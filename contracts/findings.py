@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Finding", "Severity"]
+__all__ = ["SHOWN_CHARS", "Finding", "Severity", "clip"]
+
+SHOWN_CHARS = 40
 
 
 class Severity(StrEnum):
@@ -19,6 +21,22 @@ class Severity(StrEnum):
     ERROR = "error"      # the contract is refused
     WARNING = "warning"  # flagged for the owner; compiles (fails only with --strict)
     INFO = "info"        # e.g. a bespoke contract marked for review
+
+
+def clip(value: Any, limit: int = SHOWN_CHARS) -> Any:
+    """``value`` as a finding may show it: numbers and short strings as they are, anything else cut short.
+
+    A file's values reach logs and pull-request comments; an unknown or mistyped field must not echo a
+    large (or secret) value in full.
+    """
+    if value is None or isinstance(value, bool | int):
+        return value
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit and isinstance(value, str):
+        return value
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .findings import clip
+
 __all__ = [
     "API_VERSION",
     "CheckpointMode",
@@ -34,9 +36,11 @@ __all__ = [
 
 API_VERSION = "sco/v1"
 
-_WORKLOAD_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
-_PARTITION_RE = re.compile(r"^[a-z][a-z0-9-]*/[a-z][a-z0-9-]*$")
-_EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Matched with ``fullmatch``: ``$`` would also match before a trailing newline ("ci-runners\n").
+_WORKLOAD_RE = re.compile(r"[a-z][a-z0-9-]{1,62}")
+_PARTITION_RE = re.compile(r"[a-z][a-z0-9-]*/[a-z][a-z0-9-]*")
+_EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_DEADLINE_RE = re.compile(r"daily@([01]\d|2[0-3]):[0-5]\dZ|within:\d{1,4}h")
 _SIGNALS = ("SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2", "SIGHUP", "SIGQUIT")
 
 
@@ -121,8 +125,8 @@ class FallbackSpec(_Frozen):
     @field_validator("approver")
     @classmethod
     def _approver_is_email(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL_RE.match(value):
-            raise ValueError(f"approver must be an e-mail address of a named person, got {value!r}")
+        if value is not None and not _EMAIL_RE.fullmatch(value):
+            raise ValueError(f"approver must be an e-mail address of a named person, got {clip(value)!r}")
         return value
 
 
@@ -175,39 +179,39 @@ class ContractSpec(_Frozen):
     @field_validator("workload")
     @classmethod
     def _workload_id(cls, value: str) -> str:
-        if not _WORKLOAD_RE.match(value):
+        if not _WORKLOAD_RE.fullmatch(value):
             raise ValueError(
-                f"workload must be 2-63 lowercase letters, digits or '-', starting with a letter; got {value!r}"
+                f"workload must be 2-63 lowercase letters, digits or '-', starting with a letter; got {clip(value)!r}"
             )
         return value
 
     @field_validator("owner")
     @classmethod
     def _owner_is_email(cls, value: str) -> str:
-        if not _EMAIL_RE.match(value):
-            raise ValueError(f"owner must be an e-mail address, got {value!r}")
+        if not _EMAIL_RE.fullmatch(value):
+            raise ValueError(f"owner must be an e-mail address, got {clip(value)!r}")
         return value
 
     @field_validator("partition")
     @classmethod
     def _partition_form(cls, value: str) -> str:
-        if not _PARTITION_RE.match(value):
-            raise ValueError(f"partition must be '<region>/<scheduler-cluster>' in lowercase, got {value!r}")
+        if not _PARTITION_RE.fullmatch(value):
+            raise ValueError(f"partition must be '<region>/<scheduler-cluster>' in lowercase, got {clip(value)!r}")
         return value
 
     @field_validator("drain_signal")
     @classmethod
     def _known_signal(cls, value: str | None) -> str | None:
         if value is not None and value not in _SIGNALS:
-            raise ValueError(f"drain_signal must be one of {', '.join(_SIGNALS)}; got {value!r}")
+            raise ValueError(f"drain_signal must be one of {', '.join(_SIGNALS)}; got {clip(value)!r}")
         return value
 
     @field_validator("deadline")
     @classmethod
     def _deadline_form(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^daily@([01]\d|2[0-3]):[0-5]\dZ$|^within:\d{1,4}h$", value):
+        if value is not None and not _DEADLINE_RE.fullmatch(value):
             raise ValueError(
-                f"deadline must be 'daily@HH:MMZ' (a UTC time each day) or 'within:<hours>h'; got {value!r}"
+                f"deadline must be 'daily@HH:MMZ' (a UTC time each day) or 'within:<hours>h'; got {clip(value)!r}"
             )
         return value
 

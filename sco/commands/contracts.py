@@ -50,10 +50,14 @@ def register(sub: Any) -> None:
     comp.add_argument("--previous", type=Path, help="previously published bundles (default: --out)")
     comp.set_defaults(handler=_compile)
 
-    ver = cmds.add_parser("verify", help="verify a bundle's signature(s); exit 0 valid, 1 refused")
+    ver = cmds.add_parser("verify", help="verify a bundle's signature(s), and with --previous its succession; "
+                                         "exit 0 valid, 1 refused")
     ver.add_argument("bundle", type=Path)
     ver.add_argument("--key", type=Path, required=True, help="bundle signing public key (PEM)")
     ver.add_argument("--governance-key", type=Path, help="governance public key (PEM)")
+    ver.add_argument("--previous", type=Path,
+                     help="the bundle published before it: refuse an older generation or another partition's "
+                          "bundle, and recompute the governed changes against it")
     ver.set_defaults(handler=_verify)
 
     from .admission import register_sync_admission  # issue 8: sco contracts sync-admission
@@ -109,7 +113,7 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     try:
         published = publish(result.workloads, args.out, key, datetime.now(UTC), gov, args.previous)
-    except GovernanceError as exc:
+    except (GovernanceError, BundleError) as exc:
         raise CliError(str(exc), code=1) from None
     for b in published:
         state = "unchanged" if b.unchanged else f"generation {b.generation}"
@@ -120,11 +124,13 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     try:
-        bundle = verify_bundle(args.bundle, args.key, args.governance_key)
+        bundle = verify_bundle(args.bundle, args.key, args.governance_key, args.previous)
     except BundleError as exc:
         print(f"REFUSED {args.bundle}: {exc}")
         return 1
     extra = ", governance signature verified" if bundle.governance_verified else ""
+    if args.previous is not None:
+        extra += f", follows {args.previous}"
     print(f"OK {args.bundle}: {bundle.kind} {bundle.payload.get('partition')} generation {bundle.generation}, "
           f"{len(bundle.payload.get('workloads', {}))} workload(s){extra}")
     return 0

@@ -8,8 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent.bundle import BundleStore
+from agent.instruments import watch
 from agent.local import RecordingActuator
+from agent.metrics import Metrics
 from agent.runtime import Agent
+from agent.spool import Spool
+from contracts.signing import load_private_key, sign_blob
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import JsonServer, agent_config, make_bundle, new_keys, node_identity, workload_entry
 
@@ -31,11 +35,13 @@ def test_a_bundle_signed_by_the_image_key_is_held_and_anything_else_is_refused_a
     assert "partition" in store.last_refused_reason or "signature" in store.last_refused_reason
 
 
-def test_an_older_generation_is_not_taken_and_a_newer_one_is(tmp_path: Path) -> None:
+def test_an_older_generation_is_refused_and_counted_and_a_newer_one_is_taken(tmp_path: Path) -> None:
     keys = new_keys()
     store = BundleStore(tmp_path, keys.public_pem, NODE.partition)
     store.offer(*make_bundle(keys, NODE.partition, 5, [workload_entry("etl")]), "user-data")
-    assert store.offer(*make_bundle(keys, NODE.partition, 4, [workload_entry("etl", budget=9)]), "d").outcome == "older"
+    older = store.offer(*make_bundle(keys, NODE.partition, 4, [workload_entry("etl", budget=9)]), "d")
+    assert older.outcome == "refused" and "older than the held 5" in older.reason
+    assert store.refused == 1 and store.older == 1 and store.current is not None and store.current.generation == 5
     assert store.offer(*make_bundle(keys, NODE.partition, 6, [workload_entry("etl", budget=9)]), "d").outcome \
         == "accepted"
     assert store.current is not None and store.current.contracts["etl@1"].drain_budget_s == 9
@@ -131,3 +137,36 @@ def test_without_any_valid_contract_the_node_is_reported_not_ready_until_one_arr
     assert before is False and gauge == 0.0 and after is True
     assert sched.ready_calls[0][0] is False and "signature" in sched.ready_calls[0][1]
     assert sched.ready_calls[-1] == (True, "")
+
+
+def test_another_generation_with_the_held_number_but_other_content_is_refused(tmp_path: Path) -> None:
+    keys = new_keys()
+    store = BundleStore(tmp_path, keys.public_pem, NODE.partition)
+    store.offer(*make_bundle(keys, NODE.partition, 5, [workload_entry("etl")]), "distributor")
+    raw, _ = make_bundle(keys, NODE.partition, 5, [workload_entry("etl", budget=9)])
+    forked = raw.replace(b'"source_digest":"sha256:', b'"source_digest":"sha256:f', 1)
+    offer = store.offer(forked, sign_blob(forked, load_private_key(keys.private_pem)), "distributor")
+    assert offer.outcome == "refused" and "other content" in offer.reason and store.refused == 1
+    assert store.current is not None and store.current.contracts["etl@1"].drain_budget_s != 9
+
+
+def test_the_user_data_copy_behind_the_cache_on_disk_is_not_counted_as_a_refusal(tmp_path: Path) -> None:
+    keys = new_keys()
+    store = BundleStore(tmp_path, keys.public_pem, NODE.partition)
+    store.offer(*make_bundle(keys, NODE.partition, 7, [workload_entry("etl")]), "distributor")
+    rebooted = BundleStore(tmp_path, keys.public_pem, NODE.partition)
+    assert rebooted.load_disk() is not None
+    boot_copy = rebooted.offer(*make_bundle(keys, NODE.partition, 2, [workload_entry("etl")]), "user-data")
+    assert boot_copy.outcome == "older" and rebooted.refused == 0
+    assert rebooted.current is not None and rebooted.current.generation == 7
+
+
+def test_another_partitions_bundle_is_refused_and_counted_in_the_refused_metric(tmp_path: Path) -> None:
+    keys = new_keys()
+    store = BundleStore(tmp_path, keys.public_pem, NODE.partition)
+    store.offer(*make_bundle(keys, NODE.partition, 1, [workload_entry("etl")]), "user-data")
+    offer = store.offer(*make_bundle(keys, "r9/elsewhere", 9, [workload_entry("etl")]), "distributor")
+    metrics = Metrics()
+    watch(metrics, store, Spool(tmp_path / "spool"), lambda: datetime.now(UTC), lambda: False)
+    assert offer.outcome == "refused" and "partition" in offer.reason
+    assert "sco_agent_bundle_refused_total 1" in metrics.render()
