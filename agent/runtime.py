@@ -27,6 +27,7 @@ from .events import make_event
 from .httpwire import request
 from .metrics import Metrics
 from .model import AgentError
+from .notice_check import MAX_METADATA_BYTES, FloodBound, Refusal, RefusalLog, check_notice, check_raw
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
 from .notices import Notice, NoticeGate, parse_metadata, parse_notice
@@ -36,6 +37,11 @@ from .spool import Spool
 __all__ = ["NOTICE_FILE", "Agent", "Clock", "SystemClock"]
 
 log = logging.getLogger("sco.agent")
+
+# a subscription's undelivered messages (nats-py): a flood is dropped at the client, not held in memory (the
+# relay sends one notice and perhaps one advisory; the metadata poll still catches a dropped notice)
+PENDING_MSGS = 1024
+PENDING_BYTES = 1 << 20
 
 
 class Clock(Protocol):
@@ -80,6 +86,9 @@ class Agent:
         self.spool = Spool(config.state_dir / "spool", config.spool_max_events, config.spool_max_bytes,
                            config.spool_fsync)
         self.gate = NoticeGate()
+        self.refusals = RefusalLog()
+        self.flood = FloodBound()  # events for notices that change nothing: the first 16, then a counter
+        self._advisory_drain: asyncio.Task[DrainReport] | None = None
         self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
                                   self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
         self._first_action_cb = on_first_action
@@ -168,8 +177,9 @@ class Agent:
         async def on_advisory(msg: Any) -> None:
             self._on_message(msg.data, "advisory")
 
-        subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice),
-                await nc.subscribe(advisory_subject(region, instance), cb=on_advisory)]
+        limits = {"pending_msgs_limit": PENDING_MSGS, "pending_bytes_limit": PENDING_BYTES}
+        subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice, **limits),
+                await nc.subscribe(advisory_subject(region, instance), cb=on_advisory, **limits)]
         with contextlib.suppress(Exception):
             await nc.flush(timeout=2)  # the server has the subscriptions before we report connected
         self._subs = subs
@@ -218,17 +228,38 @@ class Agent:
     # ---------- notice intake ----------
     def _on_message(self, data: bytes, kind: str) -> None:
         received = self.clock.monotonic()
+        refusal = check_raw(data, "nats")
+        if refusal is not None:
+            self.refuse(refusal, "nats")
+            return
         try:
             notice = parse_notice(data, "nats", received, default_kind=kind)
         except AgentError as exc:
-            log.warning("%s", exc)
+            self.refuse(Refusal("malformed", str(exc)[:300]), "nats")
             return
         self.on_notice(notice)
 
+    def refuse(self, refusal: Refusal, channel: str) -> None:
+        """Count a refused notice (``sco_agent_notices_refused_total{reason}``); log its reason once a minute."""
+        self.metrics.inc("sco_agent_notices_refused_total", channel=channel, reason=refusal.reason)
+        if self.refusals.due(refusal.reason, self.clock.monotonic()):
+            log.warning("notice refused (%s), not acted on: %s; further %s refusals are counted in "
+                        "sco_agent_notices_refused_total and logged once a minute", refusal.reason,
+                        refusal.message, refusal.reason)
+
+    def _record(self, kind: EventKind, notice: Notice, action: str) -> None:
+        """The event of a notice that changes nothing, while the flood bound allows; then only a counter."""
+        if self.flood.record():
+            self._emit(kind, cause=notice.cause, drill=notice.drill,
+                       attributes=self._notice_attrs(notice, action=action))
+        else:
+            self.metrics.inc("sco_agent_notices_coalesced_total", channel=notice.channel, kind=notice.kind)
+
     def on_notice(self, notice: Notice) -> None:
-        """Act on a notice: ignore another instance's or a duplicate, else record it and drain."""
-        if notice.instance != self.node.instance:
-            self.metrics.inc("sco_agent_notices_other_instance_total", channel=notice.channel)
+        """Act on a notice: refuse an implausible one, ignore a duplicate, else record it and drain."""
+        refusal = check_notice(notice, self.node)
+        if refusal is not None:
+            self.refuse(refusal, notice.channel)
             return
         if not self.gate.admit(notice):
             self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
@@ -239,17 +270,15 @@ class Agent:
         selected: set[str] | None = None
         if notice.kind == "advisory":
             selected = {c.ref for c in contracts if c.advisory_drain}
-            if self.draining:  # the hard notice's drain already covers everything
-                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
-                           attributes=self._notice_attrs(notice, action="already-draining"))
+            running = self._advisory_drain is not None and not self._advisory_drain.done()
+            if self.draining or running:  # the drain in progress already covers everything it would
+                self._record(EventKind.ADVISORY, notice, "already-draining")
                 return
             if not selected:
-                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
-                           attributes=self._notice_attrs(notice, action="recorded"))
+                self._record(EventKind.ADVISORY, notice, "recorded")
                 return
         elif self.draining:  # a second hard notice: recorded, the drain in progress continues
-            self._emit(EventKind.NOTICE, cause=notice.cause, drill=notice.drill,
-                       attributes=self._notice_attrs(notice, action="already-draining"))
+            self._record(EventKind.NOTICE, notice, "already-draining")
             return
         if notice.kind == "notice":
             self.draining = True
@@ -266,6 +295,8 @@ class Agent:
             notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected,
             announce))
         self.drains.append(task)
+        if notice.kind == "advisory":
+            self._advisory_drain = task
         task.add_done_callback(self._drain_done)
 
     # ---------- drains survive a restart ----------
@@ -316,11 +347,25 @@ class Agent:
         while not self._closing:
             try:
                 data = await asyncio.to_thread(_get, url, 2.0)
-                for notice in parse_metadata(data, self.clock.monotonic()):
-                    self.on_notice(notice)
             except AgentError as exc:
                 log.debug("metadata poll: %s", exc)
+            else:
+                self.on_metadata(data)
             await asyncio.sleep(self.cfg.metadata_poll_s)
+
+    def on_metadata(self, data: bytes) -> None:
+        """Act on the metadata endpoint's document: bounded like a NATS message, then each notice in it."""
+        refusal = check_raw(data, "metadata", MAX_METADATA_BYTES)
+        if refusal is not None:
+            self.refuse(refusal, "metadata")
+            return
+        try:
+            notices = parse_metadata(data, self.clock.monotonic())
+        except AgentError as exc:
+            self.refuse(Refusal("malformed", str(exc)[:300]), "metadata")
+            return
+        for notice in notices:
+            self.on_notice(notice)
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
