@@ -35,6 +35,8 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_agent_spool_bytes", "gauge", "Bytes in the spool."),
     ("sco_agent_spool_dropped_total", "gauge", "Events deleted because the spool bound was reached."),
     ("sco_agent_events_shipped_total", "counter", "Events acknowledged by JetStream."),
+    ("sco_agent_nats_dropped_total", "counter",
+     "Messages NATS dropped at the client: past a subscription's pending bound (a flood)."),
     ("sco_agent_nats_connected", "gauge", "Notice subscriptions live on the NATS relay (1) or not (0)."),
 )
 

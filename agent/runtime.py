@@ -223,6 +223,8 @@ class Agent:
         self._wake.set()
 
     async def _on_nats_error(self, exc: Exception) -> None:
+        if type(exc).__name__ == "SlowConsumerError":  # a message past the subscription's pending bound
+            self.metrics.inc("sco_agent_nats_dropped_total")
         log.debug("NATS: %s", exc)
 
     # ---------- notice intake ----------
