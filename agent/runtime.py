@@ -25,12 +25,12 @@ from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
 from .httpwire import request
+from .intake import NoticeIntake
 from .metrics import Metrics
 from .model import AgentError
-from .notice_check import MAX_METADATA_BYTES, FloodBound, Refusal, RefusalLog, check_notice, check_raw
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
-from .notices import Notice, NoticeGate, parse_metadata, parse_notice
+from .notices import Notice, NoticeGate
 from .shipping import EventShipper, wake_soon
 from .spool import Spool
 
@@ -86,8 +86,7 @@ class Agent:
         self.spool = Spool(config.state_dir / "spool", config.spool_max_events, config.spool_max_bytes,
                            config.spool_fsync)
         self.gate = NoticeGate()
-        self.refusals = RefusalLog()
-        self.flood = FloodBound()  # events for notices that change nothing: the first 16, then a counter
+        self.intake = NoticeIntake(self.node, self.metrics, self.clock.monotonic)
         self._advisory_drain: asyncio.Task[DrainReport] | None = None
         self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
                                   self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
@@ -229,39 +228,24 @@ class Agent:
 
     # ---------- notice intake ----------
     def _on_message(self, data: bytes, kind: str) -> None:
-        received = self.clock.monotonic()
-        refusal = check_raw(data, "nats")
-        if refusal is not None:
-            self.refuse(refusal, "nats")
-            return
-        try:
-            notice = parse_notice(data, "nats", received, default_kind=kind)
-        except AgentError as exc:
-            self.refuse(Refusal("malformed", str(exc)[:300]), "nats")
-            return
-        self.on_notice(notice)
+        notice = self.intake.from_nats(data, kind)
+        if notice is not None:
+            self.on_notice(notice)
 
-    def refuse(self, refusal: Refusal, channel: str) -> None:
-        """Count a refused notice (``sco_agent_notices_refused_total{reason}``); log its reason once a minute."""
-        self.metrics.inc("sco_agent_notices_refused_total", channel=channel, reason=refusal.reason)
-        if self.refusals.due(refusal.reason, self.clock.monotonic()):
-            log.warning("notice refused (%s), not acted on: %s; further %s refusals are counted in "
-                        "sco_agent_notices_refused_total and logged once a minute", refusal.reason,
-                        refusal.message, refusal.reason)
+    def on_metadata(self, data: bytes) -> None:
+        """Act on the metadata endpoint's document: bounded like a NATS message, then each notice in it."""
+        for notice in self.intake.from_metadata(data):
+            self.on_notice(notice)
 
     def _record(self, kind: EventKind, notice: Notice, action: str) -> None:
         """The event of a notice that changes nothing, while the flood bound allows; then only a counter."""
-        if self.flood.record():
+        if self.intake.record(notice):
             self._emit(kind, cause=notice.cause, drill=notice.drill,
                        attributes=self._notice_attrs(notice, action=action))
-        else:
-            self.metrics.inc("sco_agent_notices_coalesced_total", channel=notice.channel, kind=notice.kind)
 
     def on_notice(self, notice: Notice) -> None:
         """Act on a notice: refuse an implausible one, ignore a duplicate, else record it and drain."""
-        refusal = check_notice(notice, self.node)
-        if refusal is not None:
-            self.refuse(refusal, notice.channel)
+        if not self.intake.plausible(notice):
             return
         if not self.gate.admit(notice):
             self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
@@ -354,20 +338,6 @@ class Agent:
             else:
                 self.on_metadata(data)
             await asyncio.sleep(self.cfg.metadata_poll_s)
-
-    def on_metadata(self, data: bytes) -> None:
-        """Act on the metadata endpoint's document: bounded like a NATS message, then each notice in it."""
-        refusal = check_raw(data, "metadata", MAX_METADATA_BYTES)
-        if refusal is not None:
-            self.refuse(refusal, "metadata")
-            return
-        try:
-            notices = parse_metadata(data, self.clock.monotonic())
-        except AgentError as exc:
-            self.refuse(Refusal("malformed", str(exc)[:300]), "metadata")
-            return
-        for notice in notices:
-            self.on_notice(notice)
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
