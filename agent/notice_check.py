@@ -111,14 +111,14 @@ def check_raw(data: bytes, channel: str, limit: int = MAX_NOTICE_BYTES,
 
 def check_notice(notice: Notice, node: NodeIdentity, lead_s: float = PROMISED_LEAD_S) -> Refusal | None:
     """None when ``notice`` may be acted on by ``node``; else the first :class:`Refusal` that applies."""
-    where = f"{notice.channel} {notice.kind} {notice.notice_id!r}"
+    where = f"{notice.channel} {notice.kind} {_short(notice.notice_id)}"
     if notice.instance != node.instance:
-        return Refusal("other-instance", f"{where}: instance_id {notice.instance!r} is not this node's "
+        return Refusal("other-instance", f"{where}: instance_id {_short(notice.instance)} is not this node's "
                                          f"{node.instance!r}")
     if notice.region is not None and notice.region != node.region:
-        return Refusal("other-region", f"{where}: region {notice.region!r} is not this node's {node.region!r}")
+        return Refusal("other-region", f"{where}: region {_short(notice.region)} is not this node's {node.region!r}")
     if notice.cause not in KNOWN_CAUSES:
-        return Refusal("unknown-cause", f"{where}: cause {notice.cause[:40]!r} is not one of "
+        return Refusal("unknown-cause", f"{where}: cause {_short(notice.cause)} is not one of "
                                         f"{sorted(KNOWN_CAUSES)}")
     if notice.kind != "notice":
         return None  # an advisory's expected_at is a forecast: no window
@@ -134,6 +134,11 @@ def check_notice(notice: Notice, node: NodeIdentity, lead_s: float = PROMISED_LE
                                       f"the contract's lead is {lead_s:.0f} s, at most {2 * lead_s:.0f} s is "
                                       "plausible")
     return None
+
+
+def _short(value: str) -> str:
+    """A value from the message, quoted and cut to 80 characters: a refusal names it, it does not echo it."""
+    return repr(value[:80]) + ("…" if len(value) > 80 else "")
 
 
 class RefusalLog:
