@@ -172,3 +172,33 @@ def test_the_agent_refuses_implausible_notices_counts_them_by_reason_logs_once_a
     logged = [r.getMessage() for r in caplog.records if "notice refused" in r.getMessage()]
     assert sum("(window-late)" in m for m in logged) == 2  # at 0 s, then again after a minute
     assert all(sum(f"({r})" in m for m in logged) == 1 for r in ("other-instance", "too-deep", "oversize"))
+
+
+def test_a_flood_of_advisories_starts_one_advisory_drain_and_records_sixteen_events_then_counts(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, [
+        workload_entry("etl", budget=2), workload_entry("ml", budget=2, advisory=True)]))
+    sched = FakeScheduler(units_on_node=[Unit("1", "etl@1"), Unit("2", "ml@1")], leave_on_evict=False)
+    issued = datetime.now(UTC)
+
+    async def go() -> Agent:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start(connect=False)
+        for i in range(40):
+            advisory = {"region": "r1", "instance_id": NODE.instance, "pool_id": "p", "notice_id": f"a-{i}",
+                        "issued_at": issued.isoformat(), "expected_at": (issued + timedelta(minutes=6)).isoformat(),
+                        "probability": 0.6}
+            agent._on_message(json.dumps(advisory).encode(), "advisory")
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return agent
+
+    agent = asyncio.run(go())
+    events = [e.read() for e in agent.spool.head(1000)]
+    advisories = [e for e in events if e["kind"] == "advisory"]
+    assert len(agent.drains) == 1 and sched.names().count("unschedulable") == 1
+    assert {a for w, _, a in sched.calls if w == "evict"} == {"2"}  # only the workload that opted in
+    assert sorted({str(e["attributes"]["action"]) for e in advisories}) == ["already-draining", "drain"]
+    assert len(advisories) == 17
+    assert agent.metrics.value("sco_agent_notices_coalesced_total", channel="nats", kind="advisory") == 23
