@@ -21,7 +21,8 @@ _EXPORTS = {
     "SlurmAdapter": "slurm", "KubeAdapter": "kube",
     "SlurmProcessActuator": "local", "KubeletShutdownActuator": "local", "RecordingActuator": "local",
     "NodeCredentials": "credentials", "Spool": "spool", "Metrics": "metrics", "make_event": "events",
-    "Notice": "notices", "parse_notice": "notices", "Contract": "model", "NodeIdentity": "model",
+    "Notice": "notices", "parse_notice": "notices", "NoticeIntake": "intake", "Refusal": "notice_check",
+    "check_notice": "notice_check", "check_raw": "notice_check", "Contract": "model", "NodeIdentity": "model",
     "Unit": "model", "AgentError": "model",
 }
 

@@ -18,7 +18,10 @@ __all__ = ["SERIES", "describe", "watch"]
 SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_agent_notices_total", "counter", "Notices and advisories admitted, by kind and first channel."),
     ("sco_agent_notices_duplicate_total", "counter", "Copies ignored because another channel won."),
-    ("sco_agent_notices_other_instance_total", "counter", "Notices for another instance, ignored."),
+    ("sco_agent_notices_refused_total", "counter",
+     "Notices refused, not acted on, by channel and reason (agent.notice_check.REASONS)."),
+    ("sco_agent_notices_coalesced_total", "counter",
+     "Notices admitted that changed nothing, past the bound of recorded ones: counted, no event."),
     ("sco_agent_first_action_seconds", "histogram", "Notice receipt to the first drain action."),
     ("sco_agent_drain_seconds", "histogram", "Notice receipt to verified drain, per workload."),
     ("sco_agent_overruns_total", "counter", "Workloads not drained within their drain budget."),
@@ -32,6 +35,8 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_agent_spool_bytes", "gauge", "Bytes in the spool."),
     ("sco_agent_spool_dropped_total", "gauge", "Events deleted because the spool bound was reached."),
     ("sco_agent_events_shipped_total", "counter", "Events acknowledged by JetStream."),
+    ("sco_agent_nats_dropped_total", "counter",
+     "Messages NATS dropped at the client: past a subscription's pending bound (a flood)."),
     ("sco_agent_nats_connected", "gauge", "Notice subscriptions live on the NATS relay (1) or not (0)."),
 )
 

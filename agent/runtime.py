@@ -25,17 +25,23 @@ from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
 from .httpwire import request
+from .intake import NoticeIntake
 from .metrics import Metrics
 from .model import AgentError
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
-from .notices import Notice, NoticeGate, parse_metadata, parse_notice
+from .notices import Notice, NoticeGate
 from .shipping import EventShipper, wake_soon
 from .spool import Spool
 
 __all__ = ["NOTICE_FILE", "Agent", "Clock", "SystemClock"]
 
 log = logging.getLogger("sco.agent")
+
+# a subscription's undelivered messages (nats-py): a flood is dropped at the client, not held in memory (the
+# relay sends one notice and perhaps one advisory; the metadata poll still catches a dropped notice)
+PENDING_MSGS = 1024
+PENDING_BYTES = 1 << 20
 
 
 class Clock(Protocol):
@@ -80,6 +86,8 @@ class Agent:
         self.spool = Spool(config.state_dir / "spool", config.spool_max_events, config.spool_max_bytes,
                            config.spool_fsync)
         self.gate = NoticeGate()
+        self.intake = NoticeIntake(self.node, self.metrics, self.clock.monotonic)
+        self._advisory_drain: asyncio.Task[DrainReport] | None = None
         self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
                                   self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
         self._first_action_cb = on_first_action
@@ -168,8 +176,9 @@ class Agent:
         async def on_advisory(msg: Any) -> None:
             self._on_message(msg.data, "advisory")
 
-        subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice),
-                await nc.subscribe(advisory_subject(region, instance), cb=on_advisory)]
+        limits = {"pending_msgs_limit": PENDING_MSGS, "pending_bytes_limit": PENDING_BYTES}
+        subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice, **limits),
+                await nc.subscribe(advisory_subject(region, instance), cb=on_advisory, **limits)]
         with contextlib.suppress(Exception):
             await nc.flush(timeout=2)  # the server has the subscriptions before we report connected
         self._subs = subs
@@ -213,22 +222,30 @@ class Agent:
         self._wake.set()
 
     async def _on_nats_error(self, exc: Exception) -> None:
+        if type(exc).__name__ == "SlowConsumerError":  # a message past the subscription's pending bound
+            self.metrics.inc("sco_agent_nats_dropped_total")
         log.debug("NATS: %s", exc)
 
     # ---------- notice intake ----------
     def _on_message(self, data: bytes, kind: str) -> None:
-        received = self.clock.monotonic()
-        try:
-            notice = parse_notice(data, "nats", received, default_kind=kind)
-        except AgentError as exc:
-            log.warning("%s", exc)
-            return
-        self.on_notice(notice)
+        notice = self.intake.from_nats(data, kind)
+        if notice is not None:
+            self.on_notice(notice)
+
+    def on_metadata(self, data: bytes) -> None:
+        """Act on the metadata endpoint's document: bounded like a NATS message, then each notice in it."""
+        for notice in self.intake.from_metadata(data):
+            self.on_notice(notice)
+
+    def _record(self, kind: EventKind, notice: Notice, action: str) -> None:
+        """The event of a notice that changes nothing, while the flood bound allows; then only a counter."""
+        if self.intake.record(notice):
+            self._emit(kind, cause=notice.cause, drill=notice.drill,
+                       attributes=self._notice_attrs(notice, action=action))
 
     def on_notice(self, notice: Notice) -> None:
-        """Act on a notice: ignore another instance's or a duplicate, else record it and drain."""
-        if notice.instance != self.node.instance:
-            self.metrics.inc("sco_agent_notices_other_instance_total", channel=notice.channel)
+        """Act on a notice: refuse an implausible one, ignore a duplicate, else record it and drain."""
+        if not self.intake.plausible(notice):
             return
         if not self.gate.admit(notice):
             self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
@@ -239,17 +256,15 @@ class Agent:
         selected: set[str] | None = None
         if notice.kind == "advisory":
             selected = {c.ref for c in contracts if c.advisory_drain}
-            if self.draining:  # the hard notice's drain already covers everything
-                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
-                           attributes=self._notice_attrs(notice, action="already-draining"))
+            running = self._advisory_drain is not None and not self._advisory_drain.done()
+            if self.draining or running:  # the drain in progress already covers everything it would
+                self._record(EventKind.ADVISORY, notice, "already-draining")
                 return
             if not selected:
-                self._emit(EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
-                           attributes=self._notice_attrs(notice, action="recorded"))
+                self._record(EventKind.ADVISORY, notice, "recorded")
                 return
         elif self.draining:  # a second hard notice: recorded, the drain in progress continues
-            self._emit(EventKind.NOTICE, cause=notice.cause, drill=notice.drill,
-                       attributes=self._notice_attrs(notice, action="already-draining"))
+            self._record(EventKind.NOTICE, notice, "already-draining")
             return
         if notice.kind == "notice":
             self.draining = True
@@ -266,6 +281,8 @@ class Agent:
             notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected,
             announce))
         self.drains.append(task)
+        if notice.kind == "advisory":
+            self._advisory_drain = task
         task.add_done_callback(self._drain_done)
 
     # ---------- drains survive a restart ----------
@@ -316,10 +333,10 @@ class Agent:
         while not self._closing:
             try:
                 data = await asyncio.to_thread(_get, url, 2.0)
-                for notice in parse_metadata(data, self.clock.monotonic()):
-                    self.on_notice(notice)
             except AgentError as exc:
                 log.debug("metadata poll: %s", exc)
+            else:
+                self.on_metadata(data)
             await asyncio.sleep(self.cfg.metadata_poll_s)
 
     # ---------- bundle refresh ----------

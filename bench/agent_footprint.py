@@ -216,7 +216,9 @@ def main() -> None:
                     nc = await nats.connect(nats_srv.url)
                     now = time.time()
                     doc = {"region": "r1", "instance_id": node.instance, "pool_id": "p", "hall": "h",
-                           "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "cause": "reclaim"}
+                           "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                           "terminate_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 120)),
+                           "cause": "reclaim"}
                     await nc.publish(notice_subject("r1", node.instance), json.dumps(doc).encode())
                     await nc.flush()
                     await nc.close()

@@ -64,7 +64,7 @@ def test_a_second_hard_notice_is_recorded_but_does_not_start_a_second_drain(tmp_
     assert len(agent.drains) == 1 and sched.names().count("unschedulable") == 1
     notices = [e for e in events if e["kind"] == "notice"]
     assert sorted(str(e["attributes"]["action"]) for e in notices) == ["already-draining", "drain"]
-    assert agent.metrics.value("sco_agent_notices_other_instance_total", channel="nats") == 1
+    assert agent.metrics.value("sco_agent_notices_refused_total", channel="nats", reason="other-instance") == 1
 
 
 def test_the_notice_window_comes_from_the_providers_own_clock_and_a_skewed_deadline_is_ignored() -> None:
