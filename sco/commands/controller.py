@@ -40,13 +40,27 @@ def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[s
     return payload
 
 
-def _contracts(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
+def _contracts(payload: dict[str, Any]) -> dict[str, Any]:
     from contracts.schema import Contract
 
-    payload = _verified(bundle, pubkey, governance_key)
     fields = set(Contract.model_fields)
     return {ref: Contract.model_validate({k: v for k, v in entry.items() if k in fields})
             for ref, entry in payload.get("workloads", {}).items()}
+
+
+def _admit(args: argparse.Namespace, payload: dict[str, Any], conn: Any) -> None:
+    """Refuse an older generation or another partition's bundle (counted, ``bundle-refused`` event)."""
+    from datetime import UTC, datetime
+
+    from controllers.controller.bundle_guard import BundleGuard, refusal_event
+    from stores.outbox import enqueue
+
+    refusal = BundleGuard(conn, args.partition).admit(payload, f"controller bundle {args.bundle}")
+    if refusal is None:
+        return
+    with conn.transaction():
+        enqueue(conn, refusal_event(refusal, region=args.region, partition=args.partition, now=datetime.now(UTC)))
+    raise CliError(f"{refusal.code}: {refusal.message} (refused {refusal.count} time(s) so far)")
 
 
 class _FileSource:
@@ -88,7 +102,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
-    contracts = _contracts(args.bundle, args.pubkey, args.governance_key)
+    payload = _verified(args.bundle, args.pubkey, args.governance_key)
+    contracts = _contracts(payload)
     agent_bundle = None
     agent_path = args.bundle.with_name("agent-bundle.json")
     if agent_path.exists() and agent_path.with_name(agent_path.name + ".sig").exists():
@@ -100,9 +115,10 @@ def _run(args: argparse.Namespace) -> int:
     provider = BudgetedProvider(_provider(args), bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
+    _admit(args, payload, conn)
     from controllers.controller.store import publish_contracts_in_force
 
-    publish_contracts_in_force(conn, _verified(args.bundle, args.pubkey, args.governance_key))
+    publish_contracts_in_force(conn, payload)
     source: Any
     if args.claims_file:
         source = _FileSource(args.claims_file)
