@@ -10,7 +10,7 @@ the revocation (or the credential was already gone), and a ``reason`` from a sma
 
 The ``credentials-revoked`` event carries ``ok``, ``reason`` and ``detail``, so a deployment without SPIRE,
 OpenBao or Keystone revocation shows it instead of claiming success. The OpenStack revoker (Keystone
-application credentials) is ``controllers.providers.openstack.KeystoneRevoker``.
+application credentials) is ``KeystoneRevoker`` over ``controllers.providers.openstack.KeystoneNodeCredentials``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["LoggingRevoker", "RecordingRevoker", "Revocation", "Revoker", "spiffe_id"]
+__all__ = ["CredentialAuthority", "KeystoneRevoker", "LoggingRevoker", "RecordingRevoker", "Revocation", "Revoker",
+           "spiffe_id"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,27 @@ class LoggingRevoker:
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
         log.warning("revocation not configured: %s (%s) keeps its credentials until they expire", instance_id, spiffe)
         return Revocation(False, "not-configured", "no revoker configured; credentials of the node live until expiry")
+
+
+class CredentialAuthority(Protocol):
+    def revoke_instance(self, instance_id: str) -> str: ...
+
+
+class KeystoneRevoker:
+    """Deletes the instance's Keystone application credential (``KeystoneNodeCredentials``); ``ok`` only when
+    Keystone confirmed the delete or has none. SPIRE and OpenBao are not covered: ``detail`` says so."""
+
+    def __init__(self, authority: CredentialAuthority) -> None:
+        """``authority``: the Keystone side (``controllers.providers.openstack.KeystoneNodeCredentials``)."""
+        self.authority = authority
+
+    def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        try:
+            outcome = self.authority.revoke_instance(instance_id)
+        except Exception as exc:
+            log.warning("Keystone revocation for %s failed: %s", instance_id, exc)
+            return Revocation(False, "failed", f"keystone: {type(exc).__name__}: {exc}"[:300])
+        return Revocation(True, outcome, "keystone application credential; SPIRE/OpenBao not configured")
 
 
 @dataclass

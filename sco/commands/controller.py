@@ -22,12 +22,40 @@ def _provider(args: argparse.Namespace) -> Any:
             raise CliError("--clouds-yaml needs --cloud <entry> and --image <name> (the image baked with the agent)")
         from controllers.providers.openstack import OpenStackProvider
 
-        return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image)
+        return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image,
+                                                  node_credentials=_node_credentials(args))
     if not args.sim_url:
         raise CliError("no provider: pass --sim-url <url of `sco sim region serve`> or --clouds-yaml/--cloud/--image")
     from controllers.providers.simulated import SimulatedProvider
 
     return SimulatedProvider(args.sim_url, region=args.region)
+
+
+def _node_credentials(args: argparse.Namespace) -> Any:
+    """Per-instance Keystone application credentials through ``--keystone-issuer`` (a clouds.yaml entry that is
+    not a restricted application credential: Keystone refuses those any credential management), or None."""
+    if not getattr(args, "keystone_issuer", ""):
+        return None
+    if not args.clouds_yaml:
+        raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
+    import yaml
+
+    from controllers.providers.openstack import KeystoneNodeCredentials, _connect
+
+    clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
+    if args.keystone_issuer not in clouds:
+        raise CliError(f"--keystone-issuer {args.keystone_issuer!r} is not an entry of {args.clouds_yaml} "
+                       f"(entries: {', '.join(sorted(clouds))})")
+    return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
+
+
+def _revoker(provider: Any) -> Any:
+    """The Keystone revoker when the provider issues per-instance credentials; else None (log-only, which the
+    ``credentials-revoked`` events report as ``ok: false, reason: not-configured``)."""
+    from controllers.controller.revocation import KeystoneRevoker
+
+    credentials = getattr(provider, "node_credentials", None)
+    return None if credentials is None else KeystoneRevoker(credentials)
 
 
 def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
@@ -112,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.partition not in partitions:
         raise CliError(f"--all-partitions {args.all_partitions!r} must include --partition {args.partition!r}")
     bucket = split_budget(args.region_budget, partitions)[args.partition]
-    provider = BudgetedProvider(_provider(args), bucket)
+    raw_provider = _provider(args)
+    provider = BudgetedProvider(raw_provider, bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
     _admit(args, payload, conn)
@@ -133,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
     ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
-                     source, contracts, WallClock(), agent_bundle=agent_bundle,
+                     source, contracts, WallClock(), agent_bundle=agent_bundle, revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
     count = 0
 
@@ -281,6 +310,9 @@ def register(subparsers: Any) -> None:
             p.add_argument("--passes", type=int, default=0, help="stop after N passes (0: run forever)")
             p.add_argument("--holder", default="", help="lease holder id (default host:time)")
             p.add_argument("--governance-key", type=Path, default=None, help="governance public key (ADR-30)")
+            p.add_argument("--keystone-issuer", default="",
+                           help="clouds.yaml entry that issues a Keystone application credential per instance at "
+                                "launch and deletes it on termination (default: none, revocation not configured)")
             p.add_argument("--claims-file", type=Path, default=None,
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
