@@ -41,7 +41,7 @@ from .decision import (
 )
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import observe
-from .revocation import Revoker, spiffe_id
+from .revocation import Revocation, Revoker, spiffe_id
 from .settings import PassReport
 from .store import Store, note_event
 
@@ -161,16 +161,15 @@ class Actuator:
         return 1
 
     def _revoke(self, instance_id: str, workload: str | None, pool: str | None, cause: str) -> Note:
-        """Ban the node's SPIRE agent and revoke its OpenBao leases (best effort: expiry is the backstop)."""
+        """Revoke the node's credentials now, not at expiry; the event says what the revoker really did."""
         sid = spiffe_id(self.s.trust_domain, self.s.region, instance_id)
-        ok = True
         try:
-            self.revoker.ban_agent(sid)
-            self.revoker.revoke_leases(f"auth/sco/node/{instance_id}/")
+            done = self.revoker.revoke(instance_id, sid)
         except Exception as exc:
             log.warning("revocation for %s failed: %s", instance_id, exc)
-            ok = False
-        return Note("credentials-revoked", cause, workload, pool, instance_id, attributes={"spiffe_id": sid, "ok": ok})
+            done = Revocation(False, "failed", f"{type(exc).__name__}: {exc}"[:300])
+        return Note("credentials-revoked", cause, workload, pool, instance_id,
+                    attributes={"spiffe_id": sid, "ok": done.ok, "reason": done.reason, "detail": done.detail})
 
     # --- fallback (ADR-23): reserve, launch, consume or release; ask; record shortfall ------------------
     def _fallback(self, action: StartFallback, run: _Run, now: datetime) -> None:

@@ -7,7 +7,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "OpenStackProvider": "openstack", "SimulatedProvider": "simulated", "FeedClient": "feeds",
+    "OpenStackProvider": "openstack", "KeystoneNodeCredentials": "openstack", "SimulatedProvider": "simulated",
+    "FeedClient": "feeds",
     "TokenBucket": "budget", "MutatingHook": "budget",
 }
 

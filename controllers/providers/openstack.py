@@ -11,6 +11,7 @@ card, reservations or forward capacity: those come from the provider-contract fe
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -48,7 +49,9 @@ from contracts.provider_errors import (
 
 from .feeds import FeedClient
 
-__all__ = ["OpenStackProvider"]
+__all__ = ["KeystoneNodeCredentials", "OpenStackProvider"]
+
+log = logging.getLogger(__name__)
 
 _STATUS = {"BUILD": InstanceStatus.BUILDING, "ACTIVE": InstanceStatus.ACTIVE, "DELETED": InstanceStatus.DELETED,
            "SOFT_DELETED": InstanceStatus.DELETED, "ERROR": InstanceStatus.ERROR}
@@ -71,9 +74,11 @@ class OpenStackProvider:
 
     def __init__(self, conn: Any, *, region: str, image: str, project: str = "",
                  mutating_hook: Callable[[str], None] | None = None, feeds: FeedClient | None = None,
-                 topology: Any = None, clock: Callable[[], datetime] = _utcnow) -> None:
+                 topology: Any = None, clock: Callable[[], datetime] = _utcnow,
+                 node_credentials: KeystoneNodeCredentials | None = None) -> None:
         """``topology``: an optional read-only (reader/admin) connection for host aggregates and Placement,
-        which Nova's default policy hides from the orchestrator's member credential."""
+        which Nova's default policy hides from the orchestrator's member credential. ``node_credentials``: issue
+        a Keystone application credential per launched instance (off by default: ADR-29, nodes hold none)."""
         self._conn = conn
         self._topology = topology
         self._region = region
@@ -85,6 +90,7 @@ class OpenStackProvider:
         self._clock = clock
         self._pools: dict[str, tuple[Pool, str, str]] = {}  # pool_id -> (pool, flavour id, zone)
         self._ram_mib: dict[str, int] = {}  # pool_id -> flavour RAM
+        self.node_credentials = node_credentials
 
     @classmethod
     def from_clouds_yaml(cls, path: Path, cloud: str, **kwargs: Any) -> OpenStackProvider:
@@ -247,6 +253,12 @@ class OpenStackProvider:
             raise self._translate(exc, request, pool, flavor_id) from exc
         reservation = resp.json()["reservation_id"]
         servers = list(self._conn.compute.servers(details=True, reservation_id=reservation))
+        if self.node_credentials is not None:
+            for server in servers:
+                try:
+                    self.node_credentials.issue(server.id)
+                except osexc.HttpException as exc:  # the node needs none to run; revocation then finds none
+                    log.warning("no Keystone application credential for %s: %s", server.id, exc)
         return tuple(self._instance(s) for s in servers)
 
     def _translate(self, exc: osexc.HttpException, request: LaunchRequest, pool: Pool, flavor_id: str) -> ProviderError:
@@ -300,3 +312,57 @@ class OpenStackProvider:
             raise ProviderError("Nova has no reclaim API: configure the provider-contract feed URL (reclaimer)")
         self._hook("reclaim")
         return self._feeds.reclaim(instance_ids, drill=drill)
+
+
+class KeystoneNodeCredentials:
+    """One Keystone application credential per instance, named ``sco-node-<instance id>`` (ADR-31).
+
+    ``issue`` creates it at launch with an expiry (the secret is not kept: by ADR-29 no node holds a provider
+    credential, so nothing here hands it out); ``revoke_instance`` deletes it on termination and reads it back,
+    so ``revoked`` means Keystone confirmed the delete and ``already-gone`` that Keystone has none. Keystone lets
+    only an identity that is not itself a restricted application credential manage application credentials
+    (the orchestrator's own credential gets 403), so ``identity`` is a separate connection: the credential
+    issuer's (OpenBao's plugin in production, ADR-29), creating under its own user or deleting under ``user_id``.
+    """
+
+    PREFIX = "sco-node-"
+
+    def __init__(self, identity: Any, *, user_id: str | None = None, ttl: timedelta = timedelta(hours=24),
+                 roles: tuple[str, ...] = ("reader",), clock: Callable[[], datetime] = _utcnow) -> None:
+        """``identity``: an openstacksdk connection; ``user_id``: whose credentials (default: its own user)."""
+        self._conn, self._ttl, self._roles, self._clock = identity, ttl, roles, clock
+        self.user_id: str = user_id or identity.current_user_id
+
+    def name(self, instance_id: str) -> str:
+        """The credential's name for ``instance_id``."""
+        return f"{self.PREFIX}{instance_id}"
+
+    def issue(self, instance_id: str) -> str:
+        """Create the instance's credential, expiring after ``ttl``; return its id (the secret is dropped)."""
+        expires = (self._clock() + self._ttl).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        made = self._conn.identity.create_application_credential(
+            self.user_id, name=self.name(instance_id), expires_at=expires,
+            roles=[{"name": r} for r in self._roles], description=f"SCO node {instance_id} (ADR-31)")
+        return str(made.id)
+
+    def find(self, instance_id: str) -> Any | None:
+        """The instance's credential as Keystone lists it, or None."""
+        name = self.name(instance_id)
+        return next((c for c in self._conn.identity.application_credentials(self.user_id) if c.name == name), None)
+
+    def revoke_instance(self, instance_id: str) -> str:
+        """Delete the instance's credential: ``revoked`` once Keystone no longer has it, ``already-gone`` if it
+        had none. Keystone's refusal (403, unreachable) propagates as openstacksdk's exception."""
+        found = self.find(instance_id)
+        if found is None:
+            return "already-gone"
+        try:
+            self._conn.identity.delete_application_credential(self.user_id, found.id)
+        except osexc.NotFoundException:
+            return "already-gone"
+        try:
+            self._conn.identity.get_application_credential(self.user_id, found.id)
+        except osexc.NotFoundException:
+            return "revoked"
+        raise ProviderError(f"Keystone still lists application credential {found.id} ({self.name(instance_id)}) "
+                            "after deleting it")

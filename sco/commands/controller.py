@@ -22,12 +22,40 @@ def _provider(args: argparse.Namespace) -> Any:
             raise CliError("--clouds-yaml needs --cloud <entry> and --image <name> (the image baked with the agent)")
         from controllers.providers.openstack import OpenStackProvider
 
-        return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image)
+        return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image,
+                                                  node_credentials=_node_credentials(args))
     if not args.sim_url:
         raise CliError("no provider: pass --sim-url <url of `sco sim region serve`> or --clouds-yaml/--cloud/--image")
     from controllers.providers.simulated import SimulatedProvider
 
     return SimulatedProvider(args.sim_url, region=args.region)
+
+
+def _node_credentials(args: argparse.Namespace) -> Any:
+    """Per-instance Keystone application credentials through ``--keystone-issuer`` (a clouds.yaml entry that is
+    not a restricted application credential: Keystone refuses those any credential management), or None."""
+    if not getattr(args, "keystone_issuer", ""):
+        return None
+    if not args.clouds_yaml:
+        raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
+    import yaml
+
+    from controllers.providers.openstack import KeystoneNodeCredentials, _connect
+
+    clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
+    if args.keystone_issuer not in clouds:
+        raise CliError(f"--keystone-issuer {args.keystone_issuer!r} is not an entry of {args.clouds_yaml} "
+                       f"(entries: {', '.join(sorted(clouds))})")
+    return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
+
+
+def _revoker(provider: Any) -> Any:
+    """The Keystone revoker when the provider issues per-instance credentials; else None (log-only, which the
+    ``credentials-revoked`` events report as ``ok: false, reason: not-configured``)."""
+    from controllers.controller.revocation import KeystoneRevoker
+
+    credentials = getattr(provider, "node_credentials", None)
+    return None if credentials is None else KeystoneRevoker(credentials)
 
 
 def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
@@ -40,13 +68,27 @@ def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[s
     return payload
 
 
-def _contracts(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
+def _contracts(payload: dict[str, Any]) -> dict[str, Any]:
     from contracts.schema import Contract
 
-    payload = _verified(bundle, pubkey, governance_key)
     fields = set(Contract.model_fields)
     return {ref: Contract.model_validate({k: v for k, v in entry.items() if k in fields})
             for ref, entry in payload.get("workloads", {}).items()}
+
+
+def _admit(args: argparse.Namespace, payload: dict[str, Any], conn: Any) -> None:
+    """Refuse an older generation or another partition's bundle (counted, ``bundle-refused`` event)."""
+    from datetime import UTC, datetime
+
+    from controllers.controller.bundle_guard import BundleGuard, refusal_event
+    from stores.outbox import enqueue
+
+    refusal = BundleGuard(conn, args.partition).admit(payload, f"controller bundle {args.bundle}")
+    if refusal is None:
+        return
+    with conn.transaction():
+        enqueue(conn, refusal_event(refusal, region=args.region, partition=args.partition, now=datetime.now(UTC)))
+    raise CliError(f"{refusal.code}: {refusal.message} (refused {refusal.count} time(s) so far)")
 
 
 class _FileSource:
@@ -88,7 +130,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
-    contracts = _contracts(args.bundle, args.pubkey, args.governance_key)
+    payload = _verified(args.bundle, args.pubkey, args.governance_key)
+    contracts = _contracts(payload)
     agent_bundle = None
     agent_path = args.bundle.with_name("agent-bundle.json")
     if agent_path.exists() and agent_path.with_name(agent_path.name + ".sig").exists():
@@ -97,12 +140,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.partition not in partitions:
         raise CliError(f"--all-partitions {args.all_partitions!r} must include --partition {args.partition!r}")
     bucket = split_budget(args.region_budget, partitions)[args.partition]
-    provider = BudgetedProvider(_provider(args), bucket)
+    raw_provider = _provider(args)
+    provider = BudgetedProvider(raw_provider, bucket)
     conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
     migrate.migrate_postgres(conn)
+    _admit(args, payload, conn)
     from controllers.controller.store import publish_contracts_in_force
 
-    publish_contracts_in_force(conn, _verified(args.bundle, args.pubkey, args.governance_key))
+    publish_contracts_in_force(conn, payload)
     source: Any
     if args.claims_file:
         source = _FileSource(args.claims_file)
@@ -117,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
     ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
-                     source, contracts, WallClock(), agent_bundle=agent_bundle,
+                     source, contracts, WallClock(), agent_bundle=agent_bundle, revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
     count = 0
 
@@ -265,6 +310,9 @@ def register(subparsers: Any) -> None:
             p.add_argument("--passes", type=int, default=0, help="stop after N passes (0: run forever)")
             p.add_argument("--holder", default="", help="lease holder id (default host:time)")
             p.add_argument("--governance-key", type=Path, default=None, help="governance public key (ADR-30)")
+            p.add_argument("--keystone-issuer", default="",
+                           help="clouds.yaml entry that issues a Keystone application credential per instance at "
+                                "launch and deletes it on termination (default: none, revocation not configured)")
             p.add_argument("--claims-file", type=Path, default=None,
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
