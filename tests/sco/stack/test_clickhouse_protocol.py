@@ -24,7 +24,7 @@ def test_url_query_and_body_rows_make_one_insert_and_other_parameters_become_set
                             {"content-encoding": "gzip"}, gzip.compress(b"1\t2\n"))
     assert (request.insert, request.data, request.database, request.session_id) == (
         ("INSERT INTO t", "TSV"), b"1\t2\n", "d", "s")
-    assert request.params == {"x": "1"}
+    assert request.params == {"x": b"1"}  # parameters stay bytes: binary-safe
     assert request.settings == {"max_threads": "2"}
     assert request.default_format == "TabSeparated" and request.query_id
 
