@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
@@ -178,11 +180,18 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         if not self._connections.acquire(blocking=False):
             try:  # every worker is busy: say so at once instead of queueing the client without a bound
                 request.sendall(_BUSY)
+                request.shutdown(socket.SHUT_WR)
+                request.setblocking(False)
+                request.recv(65536)  # what already arrived: closing with unread bytes would reset the reply
             except OSError:
                 pass
-            self.shutdown_request(request)
+            request.close()
             return
         super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if self.verbose or not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away
+            super().handle_error(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
