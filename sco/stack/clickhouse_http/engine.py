@@ -17,6 +17,7 @@ between its sessions. So:
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -66,10 +67,8 @@ class _Conn:
 
     def drain(self) -> None:
         """Throw away the output chDB keeps from a query that failed part-way (it prefixes the next one)."""
-        try:
+        with contextlib.suppress(Exception):  # nothing to report: the drain itself only has to run
             self.run("SELECT 1").bytes()
-        except Exception:  # noqa: S110 — nothing to report: the drain itself only has to run
-            pass
 
     def close(self) -> None:
         self.handle.close()
@@ -206,13 +205,25 @@ class ChdbEngine:
         if changes:
             try:
                 conn.run("SET " + ", ".join(changes))
-            except BaseException:
-                conn.applied = conn.changed_settings()  # partly applied: read back what holds
-                raise
-            conn.applied = dict(settings)
+                conn.applied = dict(settings)
+            except Exception:
+                self._switch_one_by_one(conn, changes)
         if database != conn.database:
             conn.run(f"USE `{database}`")
             conn.database = database
+
+    @staticmethod
+    def _switch_one_by_one(conn: _Conn, changes: list[str]) -> None:
+        """Apply ``changes`` singly; a session in readonly mode keeps the settings it cannot change."""
+        try:
+            for change in changes:
+                try:
+                    conn.run("SET " + change)
+                except Exception as exc:
+                    if "(READONLY)" not in str(exc):
+                        raise
+        finally:
+            conn.applied = conn.changed_settings()  # read back what holds
 
     def _run(self, conn: _Conn, request: Request, session: _Session | None) -> Result:
         started = time.monotonic()

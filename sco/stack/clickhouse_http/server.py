@@ -53,8 +53,8 @@ class _Handler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
     def setup(self) -> None:
-        self.timeout = self.server.read_timeout_s  # every read (headers, body, keep-alive idle) is bounded
         super().setup()
+        self.connection.settimeout(self.server.read_timeout_s)  # every read: headers, body, keep-alive idle
 
     def _truncated(self, detail: str) -> ClickHouseError:
         self.close_connection = True
@@ -115,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         url = urlsplit(self.path)
-        params: dict[str, str | bytes] = {  # values as raw bytes: binary-safe SQL and parameters
+        params: dict[str, bytes] = {  # values as raw bytes: binary-safe SQL and parameters
             k.encode("latin-1").decode(errors="replace"): v.encode("latin-1")
             for k, v in parse_qsl(url.query, keep_blank_values=True, encoding="latin-1")}
         if url.path in ("/ping", "/replicas_status") or (url.path == "/" and self.command in ("GET", "HEAD")
@@ -123,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"Ok.\n", {"Content-Type": "text/plain; charset=UTF-8"})
             return
         engine = self.server.engine
-        query_id = bytes(params.get("query_id", b"")).decode(errors="replace")
+        query_id = params.get("query_id", b"").decode(errors="replace")
         try:
             body = self._read_body()  # always drained, so a refused request leaves the connection usable
             if url.path != "/":

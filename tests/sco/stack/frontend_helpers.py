@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -36,10 +37,8 @@ def raw_exchange(url: str, request: bytes, close_write: bool = True, timeout_s: 
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(request)
         if close_write:
-            try:
+            with contextlib.suppress(OSError):  # the server answered and hung up already
                 sock.shutdown(socket.SHUT_WR)
-            except OSError:  # the server answered and hung up already
-                pass
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)

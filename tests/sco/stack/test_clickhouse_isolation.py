@@ -55,6 +55,13 @@ def test_readonly_set_in_a_session_stays_in_that_session(clickhouse_url: str) ->
                 ).status == 200
 
 
+def test_readonly_in_the_url_of_a_session_request_leaves_the_session_usable(clickhouse_url: str) -> None:
+    session = clickhouse_url + "&session_id=url-readonly"
+    assert http(session + "&readonly=1", b"SELECT 1").body == b"1\n"
+    assert http(session, b"SELECT 2").body == b"2\n"
+    assert http(clickhouse_url, b"CREATE TABLE u1 (a UInt8) ENGINE = Memory").status == 200
+
+
 def test_temporary_tables_belong_to_their_session(clickhouse_server: ClickHouseProcess) -> None:
     a = _q(clickhouse_server.url, session_id="tmp-a")
     assert http(a, b"CREATE TEMPORARY TABLE tmp (x UInt8)").status == 200
