@@ -91,7 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
                 return self._read_chunked(limit)
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.strip().isdigit():
+                self.close_connection = True
+                raise ClickHouseError.make(27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+                                           f"Content-Length {declared[:40]!r} is not a byte count")
+            length = int(declared)
             if length > limit:
                 self.close_connection = True  # the body is not read: the connection cannot be reused
                 raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes")
