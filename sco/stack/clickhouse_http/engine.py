@@ -1,17 +1,27 @@
-"""The one chDB engine behind the front end, shared by every HTTP client.
+"""The chDB engine behind the front end: one chDB connection per request or per session, never shared.
 
-chDB runs one query at a time per connection and one process per data directory, so every request takes
-the engine lock: concurrent clients are served one query after another (serialised onto the engine).
-Per-request state that a ClickHouse server keeps per query or per session — the current database,
-URL settings, ``SET`` settings of a ``session_id`` — is switched onto the shared connection before each
-query and only changed when it differs from what the previous query left behind.
+chDB allows one process per data directory but any number of connections inside it, each with its own
+query context (settings, current database, temporary tables) — the same split a ClickHouse server makes
+between its sessions. So:
+
+- a request without ``session_id`` runs on a clean connection from a small pool; anything that could leave
+  state behind (URL settings, ``SET``, ``USE``, DDL, a failed query whose partial output chDB keeps for the
+  next query) closes that connection afterwards instead of returning it, so the next request — from any
+  client — sees nothing of it;
+- a ``session_id`` owns its connection (its settings and temporary tables), is locked while one request
+  runs on it (a second gets ``SESSION_IS_LOCKED``), and is closed ``session_timeout`` seconds after its
+  last use; after a failed query its leftover output is drained before the next request;
+- queries on different connections run concurrently, at most ``max_queries`` at once; a request that
+  finds every slot taken for ``queue_timeout_s`` gets ``TOO_MANY_SIMULTANEOUS_QUERIES`` (HTTP 503).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +29,12 @@ from .protocol import ClickHouseError, Request
 
 __all__ = ["ChdbEngine", "Result"]
 
-_FORMAT = re.compile(r"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
-_SET = re.compile(r"^\s*SET\s+(?!ROLE\b)", re.I)
-_USE = re.compile(r"^\s*USE\s+`?([^`\s;]+)`?\s*;?\s*$", re.I)
+_FORMAT = re.compile(rb"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
+_USE = re.compile(rb"^\s*USE\s+`?([^`\s;]+)`?\s*;?\s*$", re.I)
 _CHUNK = 4 << 20
+_POOL_SIZE = 8
+_READ_ONLY = 0  # chDB's query_class.READ_ONLY: the statement has a result set
+_CONTROL = 3  # SET, USE, SYSTEM …: changes the connection's context
 
 
 @dataclass
@@ -30,122 +42,255 @@ class Result:
     body: bytes
     fmt: str
     summary: dict[str, str]
+    has_result: bool = True  # False for DDL, SET, INSERT: no ``X-ClickHouse-Format`` then
+
+
+class _Conn:
+    """One chDB connection and the context it holds (current database, settings beyond its defaults)."""
+
+    def __init__(self, path: str) -> None:
+        from chdb.state import sqlitelike
+
+        self.handle = sqlitelike.connect(path)  # keep it: its __del__ closes the connection
+        self.raw: Any = self.handle._conn
+        self.database = "default"
+        self.applied: dict[str, str] = {}
+        self.dirty = False  # holds state a later request must not see: never returned to the pool
+
+    def run(self, sql: str | bytes, fmt: str = "TabSeparated", params: dict[str, str] | None = None) -> Any:
+        return self.raw.query(sql, fmt, params=params or {})
+
+    def changed_settings(self) -> dict[str, str]:
+        rows = bytes(self.run("SELECT name, value FROM system.settings WHERE changed AND name != 'database'"
+                              ).bytes()).decode()
+        return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+
+    def drain(self) -> None:
+        """Throw away the output chDB keeps from a query that failed part-way (it prefixes the next one)."""
+        with contextlib.suppress(Exception):  # nothing to report: the drain itself only has to run
+            self.run("SELECT 1").bytes()
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 @dataclass
 class _Session:
-    database: str | None = None
+    conn: _Conn
+    timeout_s: float
+    last_used: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
     settings: dict[str, str] = field(default_factory=dict)
-    last_used: float = 0.0
+    database: str | None = None
 
 
 def _literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _bytes_literal(value: bytes) -> bytes:
+    return b"'" + value.replace(b"\\", b"\\\\").replace(b"'", b"\\'") + b"'"
+
+
 class ChdbEngine:
-    """Owns the chDB connection (``path`` None = in memory) and runs :class:`Request` objects on it."""
+    """Runs :class:`Request` objects on chDB (``path`` None = in memory), isolated per request or session."""
 
-    def __init__(self, path: str | None, session_ttl_s: float = 3600.0) -> None:
-        from chdb.state import sqlitelike
-
-        self._connection = sqlitelike.connect(path or ":memory:")  # keep it: its __del__ closes the engine
-        self._conn: Any = self._connection._conn
-        self._lock = threading.Lock()
+    def __init__(self, path: str | None, max_queries: int = 16, queue_timeout_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._path = path or ":memory:"
+        self._keeper = _Conn(self._path)  # holds the engine open while request connections come and go
+        self._clock = clock
+        self._lock = threading.Lock()  # guards the pool and the session table, never held during a query
+        self._pool: list[_Conn] = []
         self._sessions: dict[str, _Session] = {}
-        self._session_ttl_s = session_ttl_s
-        self._baseline = self._changed_settings()
-        self._applied: dict[str, str] = dict(self._baseline)
-        self._database = "default"
-        self.version = self._run("SELECT version()").strip()
-        self.timezone = self._run("SELECT timezone()").strip() or "UTC"
-
-    # -- the raw connection -------------------------------------------------------------------------------
-    def _run(self, sql: str, fmt: str = "TabSeparated", params: dict[str, str] | None = None) -> str:
-        return bytes(self._conn.query(sql, fmt, params=params or {}).bytes()).decode()
-
-    def _changed_settings(self) -> dict[str, str]:
-        # ``database`` is a setting too, but it is switched with USE and tracked separately.
-        rows = self._run("SELECT name, value FROM system.settings WHERE changed AND name != 'database'")
-        return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+        self._slots = threading.BoundedSemaphore(max_queries)
+        self._queue_timeout_s = queue_timeout_s
+        self.running = 0
+        self.version = bytes(self._keeper.run("SELECT version()").bytes()).decode().strip()
+        self.timezone = bytes(self._keeper.run("SELECT timezone()").bytes()).decode().strip() or "UTC"
 
     def close(self) -> None:
         with self._lock:
-            self._connection.close()
+            conns = [*self._pool, *(s.conn for s in self._sessions.values())]
+            self._pool.clear()
+            self._sessions.clear()
+        for conn in conns:
+            conn.close()
+        self._keeper.close()
 
-    # -- per-request state ----------------------------------------------------------------------------------
-    def _session(self, session_id: str | None, now: float) -> _Session:
-        if session_id is None:
-            return _Session()
-        for sid in [s for s, v in self._sessions.items() if now - v.last_used > self._session_ttl_s]:
-            del self._sessions[sid]
-        session = self._sessions.setdefault(session_id, _Session())
-        session.last_used = now
+    # -- connections and sessions ---------------------------------------------------------------------------
+    def _take(self) -> _Conn:
+        with self._lock:
+            if self._pool:
+                return self._pool.pop()
+        return _Conn(self._path)
+
+    def _give_back(self, conn: _Conn) -> None:
+        with self._lock:
+            if len(self._pool) < _POOL_SIZE:
+                self._pool.append(conn)
+                return
+        conn.close()
+
+    def _expire(self, now: float) -> list[_Conn]:
+        expired = [sid for sid, s in self._sessions.items()
+                   if now - s.last_used > s.timeout_s and not s.lock.locked()]
+        return [self._sessions.pop(sid).conn for sid in expired]
+
+    def _open_session(self, request: Request) -> _Session:
+        assert request.session_id is not None
+        now = self._clock()
+        with self._lock:
+            expired = self._expire(now)
+            session = self._sessions.get(request.session_id)
+            if session is None and request.session_check:
+                raise ClickHouseError.make(372, "SESSION_NOT_FOUND", f"Session {request.session_id} not found")
+            if session is None:
+                session = _Session(_Conn(self._path), request.session_timeout_s, now)
+                self._sessions[request.session_id] = session
+            if not session.lock.acquire(blocking=False):
+                raise ClickHouseError.make(373, "SESSION_IS_LOCKED", f"Session {request.session_id} is locked "
+                                           "by a concurrent client; send one request at a time per session_id")
+            session.timeout_s = request.session_timeout_s
+        for conn in expired:
+            conn.close()
         return session
 
-    def _switch(self, database: str, settings: dict[str, str]) -> None:
-        desired = {**self._baseline, **settings}
-        changes = [f"{k} = {_literal(v)}" for k, v in desired.items() if self._applied.get(k) != v]
-        changes += [f"{k} = DEFAULT" for k in self._applied if k not in desired]
+    def sessions(self) -> list[str]:
+        """The live session ids (expired ones are dropped first)."""
+        with self._lock:
+            expired = self._expire(self._clock())
+            live = sorted(self._sessions)
+        for conn in expired:
+            conn.close()
+        return live
+
+    # -- execution ------------------------------------------------------------------------------------------------
+    def execute(self, request: Request) -> Result:
+        if not self._slots.acquire(timeout=self._queue_timeout_s):
+            raise ClickHouseError.make(202, "TOO_MANY_SIMULTANEOUS_QUERIES", "Too many simultaneous queries: "
+                                       f"every engine slot stayed busy for {self._queue_timeout_s:g} s; retry")
+        try:
+            with self._lock:
+                self.running += 1
+            if request.session_id is None:
+                return self._sessionless(request)
+            session = self._open_session(request)
+            try:
+                return self._run(session.conn, request, session)
+            finally:
+                session.last_used = self._clock()
+                session.lock.release()
+        finally:
+            with self._lock:
+                self.running -= 1
+            self._slots.release()
+
+    def _sessionless(self, request: Request) -> Result:
+        conn = self._take()
+        clean = False
+        try:
+            result = self._run(conn, request, None)
+            clean = not (request.settings or conn.dirty) and (result.has_result or request.insert is not None)
+            return result
+        finally:
+            if clean:
+                self._give_back(conn)
+            else:
+                conn.close()
+
+    def _switch(self, conn: _Conn, database: str, settings: dict[str, str]) -> None:
+        changes = [f"{k} = {_literal(v)}" for k, v in settings.items() if conn.applied.get(k) != v]
+        changes += [f"{k} = DEFAULT" for k in conn.applied if k not in settings]
         if changes:
             try:
-                self._run("SET " + ", ".join(changes))
-            except BaseException:
-                self._applied = self._changed_settings()  # partly applied: read back what holds
-                raise
-            self._applied = desired
-        if database != self._database:
-            self._run(f"USE `{database}`")
-            self._database = database
+                conn.run("SET " + ", ".join(changes))
+                conn.applied = dict(settings)
+            except Exception:
+                self._switch_one_by_one(conn, changes)
+        if database != conn.database:
+            conn.run(f"USE `{database}`")
+            conn.database = database
 
-    # -- execution --------------------------------------------------------------------------------------------
-    def execute(self, request: Request) -> Result:
+    @staticmethod
+    def _switch_one_by_one(conn: _Conn, changes: list[str]) -> None:
+        """Apply ``changes`` singly; a session in readonly mode keeps the settings it cannot change."""
+        try:
+            for change in changes:
+                try:
+                    conn.run("SET " + change)
+                except Exception as exc:
+                    if "(READONLY)" not in str(exc):
+                        raise
+        finally:
+            conn.applied = conn.changed_settings()  # read back what holds
+
+    def _run(self, conn: _Conn, request: Request, session: _Session | None) -> Result:
         started = time.monotonic()
-        with self._lock:
-            session = self._session(request.session_id, time.time())
-            database = request.database or session.database or "default"
+        settings = {**(session.settings if session else {}), **request.settings}
+        database = request.database or (session.database if session else None) or "default"
+        try:
+            self._switch(conn, database, settings)
+            if request.insert is not None:
+                return self._insert(conn, request, started)
+            return self._query(conn, request, session, started)
+        except ClickHouseError:
+            conn.drain()
+            raise
+        except Exception as exc:
+            conn.drain()
+            raise ClickHouseError.from_engine(exc) from exc
+
+    def _bind(self, conn: _Conn, params: dict[str, bytes]) -> dict[str, str]:
+        """Parameters for chDB; those that are not UTF-8 are bound with ``SET param_x`` (binary-safe)."""
+        text: dict[str, str] = {}
+        for name, value in params.items():
             try:
-                self._switch(database, {**session.settings, **request.settings})
-                if request.insert is not None:
-                    return self._insert(request, started)
-                sql = request.query.decode()
-                match = _FORMAT.search(sql)
-                fmt = match.group(1) if match else request.default_format
-                result = self._conn.query(sql, request.default_format, params=request.params)
-                if _SET.match(sql) and request.session_id is not None:
-                    now = self._changed_settings()
-                    self._applied = now
-                    session.settings = {k: v for k, v in now.items()
-                                        if self._baseline.get(k) != v and k not in request.settings}
-                use = _USE.match(sql)
-                if use is not None:
-                    self._database = use.group(1)
-                    if request.session_id is not None:
-                        session.database = use.group(1)
-            except ClickHouseError:
-                raise
-            except Exception as exc:
-                raise ClickHouseError.from_engine(exc) from exc
+                text[name] = value.decode()
+            except UnicodeDecodeError:
+                conn.dirty = True
+                conn.run(b"SET param_" + name.encode() + b" = " + _bytes_literal(value))
+        return text
+
+    def _query(self, conn: _Conn, request: Request, session: _Session | None, started: float) -> Result:
+        sql = request.query
+        info = conn.raw.classify_query(sql.decode(errors="replace"))
+        if int(info["statement_count"]) > 1:
+            raise ClickHouseError.make(62, "SYNTAX_ERROR", "Multi-statements are not allowed: send one statement "
+                                       f"per request ({info['statement_count']} found)")
+        kind = int(info["query_class"])
+        match = _FORMAT.search(sql)
+        fmt = match.group(1).decode() if match else request.default_format
+        result = conn.run(sql, request.default_format, self._bind(conn, request.params))
         body = bytes(result.bytes())
+        if kind == _CONTROL and session is not None:
+            now = conn.changed_settings()
+            conn.applied = now
+            session.settings = {k: v for k, v in now.items() if k not in request.settings}
+            use = _USE.match(sql)
+            if use is not None:
+                conn.database = session.database = use.group(1).decode()
+        elif kind == _CONTROL:
+            conn.database = ""  # unknown now: the connection is not reused anyway
         summary = {"read_rows": str(result.rows_read()), "read_bytes": str(result.bytes_read()),
                    "written_rows": str(result.rows_written()), "written_bytes": str(result.bytes_written()),
                    "total_rows_to_read": str(result.rows_read()), "result_rows": "0",
                    "result_bytes": str(len(body)), "elapsed_ns": str(int((time.monotonic() - started) * 1e9))}
-        return Result(body, fmt, summary)
+        return Result(body, fmt, summary, has_result=kind == _READ_ONLY)
 
-    def _insert(self, request: Request, started: float) -> Result:
+    def _insert(self, conn: _Conn, request: Request, started: float) -> Result:
         assert request.insert is not None
         head, fmt = request.insert
-        handle = self._conn.send_insert(head, fmt)
+        handle = conn.raw.send_insert(head, fmt)
         try:
             view = memoryview(request.data)
             for offset in range(0, len(view), _CHUNK):
-                self._conn.insert_append(handle, bytes(view[offset: offset + _CHUNK]))
-            done = self._conn.insert_done(handle)
+                conn.raw.insert_append(handle, bytes(view[offset: offset + _CHUNK]))
+            done = conn.raw.insert_done(handle)
         except BaseException:
-            self._conn.insert_cancel(handle)
+            conn.raw.insert_cancel(handle)
             raise
         summary = {"read_rows": "0", "read_bytes": "0", "written_rows": str(done.rows_written()),
                    "written_bytes": str(done.bytes_written()), "total_rows_to_read": "0", "result_rows": "0",
                    "result_bytes": "0", "elapsed_ns": str(int((time.monotonic() - started) * 1e9))}
-        return Result(b"", fmt, summary)
+        return Result(b"", fmt, summary, has_result=False)

@@ -9,11 +9,10 @@ setting, data for ``INSERT … FORMAT x`` follows in the body.
 
 from __future__ import annotations
 
-import gzip
 import re
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -22,6 +21,8 @@ from typing import Any
 from sco.errors import ClickHouseError
 
 __all__ = [
+    "DEFAULT_MAX_BODY",
+    "MAX_SESSION_TIMEOUT_S",
     "TRANSPORT_PARAMS",
     "ClickHouseError",
     "Request",
@@ -56,7 +57,9 @@ _NOT_FOUND = {"UNKNOWN_TABLE", "UNKNOWN_FUNCTION", "UNKNOWN_IDENTIFIER", "UNKNOW
 _STATUS_BY_NAME = {**dict.fromkeys(_BAD_REQUEST, 400), **dict.fromkeys(_NOT_FOUND, 404),
                    "QUERY_IS_TOO_LARGE": 413, "NOT_IMPLEMENTED": 501, "SOCKET_TIMEOUT": 503,
                    "CANNOT_OPEN_FILE": 503, "TIMEOUT_EXCEEDED": 500, "ACCESS_DENIED": 403,
-                   "AUTHENTICATION_FAILED": 401, "HTTP_LENGTH_REQUIRED": 411}
+                   "AUTHENTICATION_FAILED": 401, "HTTP_LENGTH_REQUIRED": 411,
+                   "TOO_MANY_SIMULTANEOUS_QUERIES": 503, "CANNOT_READ_ALL_DATA": 400}
+MAX_SESSION_TIMEOUT_S = 3600.0  # ClickHouse's default max_session_timeout
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\b.*?\bFORMAT\s+([A-Za-z0-9_]+)(?:[ \t]*;)?[ \t]*(\r?\n|[ \t]|$)",
                      re.S | re.I)
 
@@ -75,35 +78,82 @@ class Request:
     query_id: str
     session_id: str | None
     default_format: str
-    params: dict[str, str] = field(default_factory=dict)  # {name: value} for {name:Type}
+    params: dict[str, bytes] = field(default_factory=dict)  # {name: value} for {name:Type}, binary-safe
     settings: dict[str, str] = field(default_factory=dict)
+    session_timeout_s: float = 60.0
+    session_check: bool = False
 
 
-def decompress(body: bytes, encoding: str) -> bytes:
-    """Undo a ``Content-Encoding`` the ClickHouse clients use (gzip, deflate, zstd, lz4 frame, br)."""
+DEFAULT_MAX_BODY = 256 << 20  # bytes of request body after decompression (a real server streams; we hold it)
+_READ = 64 << 10
+
+
+def _too_large(limit: int) -> ClickHouseError:
+    return ClickHouseError.make(
+        307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes after decompression; send it in "
+        "smaller inserts or start the front end with a larger max_body_bytes")
+
+
+def _bounded(factory: Callable[[], Any], body: bytes, limit: int) -> bytes:
+    """Decompress ``body`` (one or more frames) and stop as soon as the output passes ``limit``.
+
+    ``factory`` makes a streaming decompressor with ``decompress(data, max_length)``, ``eof`` and
+    ``unused_data`` (zlib, zstd, lz4 frame): a bomb never expands past ``limit + 1`` bytes.
+    """
+    out: list[bytes] = []
+    total = 0
+    decompressor, data = factory(), body
+    while True:
+        want = limit + 1 - total
+        piece = decompressor.decompress(data, want)
+        total += len(piece)
+        out.append(piece)
+        if total > limit:
+            raise _too_large(limit)
+        data = getattr(decompressor, "unconsumed_tail", b"")
+        if decompressor.eof:
+            if not decompressor.unused_data:
+                return b"".join(out)
+            decompressor, data = factory(), decompressor.unused_data
+        elif len(piece) < want and not data and getattr(decompressor, "needs_input", True):
+            raise ValueError("the compressed body ended before its end-of-stream marker")
+
+
+def decompress(body: bytes, encoding: str, limit: int = DEFAULT_MAX_BODY) -> bytes:
+    """Undo a ``Content-Encoding`` the ClickHouse clients use (gzip, deflate, zstd, lz4 frame, br).
+
+    The output is bounded: past ``limit`` bytes it stops with ``TOO_LARGE_SIZE_COMPRESSED``.
+    """
     enc = encoding.strip().lower()
     try:
         if enc in ("", "identity"):
+            if len(body) > limit:
+                raise _too_large(limit)
             return body
         if enc in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
+            return _bounded(lambda: zlib.decompressobj(16 + zlib.MAX_WBITS), body, limit)
         if enc == "deflate":
-            return zlib.decompress(body)
+            return _bounded(zlib.decompressobj, body, limit)
         if enc == "zstd":
             from backports import zstd  # clickhouse-connect's own dependency on Python < 3.14
 
-            return bytes(zstd.decompress(body))
+            return _bounded(zstd.ZstdDecompressor, body, limit)
         if enc == "lz4":
             import lz4.frame
 
-            return bytes(lz4.frame.decompress(body))
+            return _bounded(lz4.frame.LZ4FrameDecompressor, body, limit)
         if enc in ("br", "brotli"):
             import brotli
 
-            return bytes(brotli.decompress(body))
+            data = bytes(brotli.decompress(body))  # brotli has no bounded API here: checked after
+            if len(data) > limit:
+                raise _too_large(limit)
+            return data
     except ImportError as exc:
         raise ClickHouseError.make(
             1, "UNSUPPORTED_METHOD", f"Content-Encoding {enc} needs the Python module {exc.name}") from exc
+    except ClickHouseError:
+        raise
     except Exception as exc:
         raise ClickHouseError.make(271, "CANNOT_DECOMPRESS", f"Cannot decompress {enc} body: {exc}") from exc
     raise ClickHouseError.make(1, "UNSUPPORTED_METHOD", f"Unknown Content-Encoding: {enc}")
@@ -134,14 +184,31 @@ def _multipart(body: bytes, content_type: str) -> tuple[dict[str, str], bool]:
     return fields, has_files
 
 
-def parse_request(params: Mapping[str, str], headers: Mapping[str, str], body: bytes) -> Request:
-    """Build a :class:`Request` from the URL parameters, the headers and the (still encoded) body."""
-    merged = dict(params)
+def _session_timeout(value: str) -> float:
+    try:
+        timeout = float(value)
+    except ValueError:
+        timeout = -1.0
+    if not 0 < timeout <= MAX_SESSION_TIMEOUT_S:
+        raise ClickHouseError.make(36, "INVALID_SESSION_TIMEOUT", f"Invalid session timeout: {value!r}; give "
+                                   f"seconds between 1 and {MAX_SESSION_TIMEOUT_S:g}")
+    return timeout
+
+
+def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str], body: bytes,
+                  max_body: int = DEFAULT_MAX_BODY) -> Request:
+    """Build a :class:`Request` from the URL parameters, the headers and the (still encoded) body.
+
+    A parameter value given as bytes is the raw percent-decoded value: the query and ``param_*`` values
+    stay bytes (binary-safe), the rest are read as UTF-8.
+    """
+    raw = {k: v if isinstance(v, bytes) else v.encode() for k, v in params.items()}
+    merged = {k: v.decode(errors="replace") for k, v in raw.items()}
     for flag in ("compress", "decompress"):  # ClickHouse's own block compression (not HTTP Content-Encoding)
         if merged.get(flag, "0") not in ("0", ""):
             raise ClickHouseError.make(48, "NOT_IMPLEMENTED", f"{flag}=1 (ClickHouse native block compression) is "
                                        "not supported by the embedded front end; use Content-Encoding instead")
-    body = decompress(body, headers.get("content-encoding", ""))
+    body = decompress(body, headers.get("content-encoding", ""), max_body)
     ctype = headers.get("content-type", "")
     if ctype.lower().startswith("multipart/form-data"):
         fields, has_files = _multipart(body, ctype)
@@ -149,8 +216,9 @@ def parse_request(params: Mapping[str, str], headers: Mapping[str, str], body: b
             raise ClickHouseError.make(48, "NOT_IMPLEMENTED", "external data tables are not supported by the "
                                        "embedded front end; insert them into a table first")
         merged.update(fields)
+        raw.update((k, v.encode()) for k, v in fields.items())
         body = b""
-    url_query = merged.get("query", "").encode()
+    url_query = raw.get("query", b"")
     insert: tuple[str, str] | None = None
     data = b""
     if url_query and body:
@@ -174,6 +242,8 @@ def parse_request(params: Mapping[str, str], headers: Mapping[str, str], body: b
         query_id=merged.get("query_id") or str(uuid.uuid4()),
         session_id=merged.get("session_id") or None,
         default_format=merged.get("default_format") or headers.get("x-clickhouse-format") or "TabSeparated",
-        params={k[len("param_"):]: v for k, v in merged.items() if k.startswith("param_")},
+        params={k[len("param_"):]: v for k, v in raw.items() if k.startswith("param_")},
         settings=settings,
+        session_timeout_s=_session_timeout(merged.get("session_timeout") or "60"),
+        session_check=merged.get("session_check", "0") not in ("0", ""),
     )

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .engine import ChdbEngine, Result
-from .protocol import ClickHouseError, http_status, parse_request
+from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status, parse_request
 
 __all__ = ["ClickHouseHTTPServer", "serve"]
 
-_MAX_BODY = 1 << 30
+_BUSY_TEXT = b"Code: 202. DB::Exception: Too many simultaneous connections; retry later. " \
+    b"(TOO_MANY_SIMULTANEOUS_QUERIES)\n"
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=UTF-8\r\n"
+         b"X-ClickHouse-Exception-Code: 202\r\nConnection: close\r\n"
+         b"Content-Length: %d\r\n\r\n%s" % (len(_BUSY_TEXT), _BUSY_TEXT))
 _CONTENT_TYPES = {"json": "application/json; charset=UTF-8", "csv": "text/csv; charset=UTF-8",
                   "tabseparated": "text/tab-separated-values; charset=UTF-8",
                   "tsv": "text/tab-separated-values; charset=UTF-8"}
@@ -45,25 +52,62 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             super().log_message(format, *args)
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.read_timeout_s)  # every read: headers, body, keep-alive idle
+
+    def _truncated(self, detail: str) -> ClickHouseError:
+        self.close_connection = True
+        return ClickHouseError.make(33, "CANNOT_READ_ALL_DATA", f"request body incomplete: {detail}; nothing "
+                                    "was executed — send the whole body (chunked bodies end with a 0-chunk)")
+
+    def _read_chunked(self, limit: int) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(1024)
+            if not line.endswith(b"\n"):
+                raise self._truncated("the connection closed before the final 0-chunk")
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise self._truncated(f"bad chunk size line {line[:40]!r}") from None
+            if size == 0:
+                while (trailer := self.rfile.readline(8192)) not in (b"\r\n", b"\n"):
+                    if not trailer:
+                        raise self._truncated("the connection closed inside the chunked trailer")
+                return b"".join(parts)
+            total += size
+            if total > limit:
+                self.close_connection = True  # the rest of the body is not read
+                raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes")
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.readline(2) not in (b"\r\n", b"\n"):
+                raise self._truncated(f"a chunk of {size} bytes ended early")
+            parts.append(chunk)
+
     def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts: list[bytes] = []
-            total = 0
-            while True:
-                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                total += size
-                if total > _MAX_BODY:
-                    raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", "request body over 1 GiB")
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
-            raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", "request body over 1 GiB")
-        return self.rfile.read(length) if length else b""
+        limit = self.server.max_body_bytes
+        try:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                return self._read_chunked(limit)
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.strip().isdigit():
+                self.close_connection = True
+                raise ClickHouseError.make(27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+                                           f"Content-Length {declared[:40]!r} is not a byte count")
+            length = int(declared)
+            if length > limit:
+                self.close_connection = True  # the body is not read: the connection cannot be reused
+                raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes")
+            body = self.rfile.read(length) if length > 0 else b""
+        except TimeoutError:
+            self.close_connection = True
+            raise ClickHouseError.make(209, "SOCKET_TIMEOUT", "no request body data for "
+                                       f"{self.server.read_timeout_s:g} s; nothing was executed") from None
+        if len(body) < length:
+            raise self._truncated(f"{len(body)} of the {length} bytes of Content-Length arrived")
+        return body
 
     def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)
@@ -76,32 +120,35 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         url = urlsplit(self.path)
-        params = dict(parse_qsl(url.query, keep_blank_values=True))
+        params: dict[str, bytes] = {  # values as raw bytes: binary-safe SQL and parameters
+            k.encode("latin-1").decode(errors="replace"): v.encode("latin-1")
+            for k, v in parse_qsl(url.query, keep_blank_values=True, encoding="latin-1")}
         if url.path in ("/ping", "/replicas_status") or (url.path == "/" and self.command in ("GET", "HEAD")
                                                            and "query" not in params):
             self._send(200, b"Ok.\n", {"Content-Type": "text/plain; charset=UTF-8"})
             return
         engine = self.server.engine
-        query_id = params.get("query_id", "")
+        query_id = params.get("query_id", b"").decode(errors="replace")
         try:
             body = self._read_body()  # always drained, so a refused request leaves the connection usable
             if url.path != "/":
-                raise ClickHouseError.make(
-                    1, "UNSUPPORTED_METHOD", f"There is no handle {url.path}. Use / or /ping")
-            request = parse_request(params, {k.lower(): v for k, v in self.headers.items()}, body)
+                self._send(404, f"There is no handle {url.path}\n\nUse / or /ping for health checks.\n".encode(),
+                           {"Content-Type": "text/plain; charset=UTF-8"})
+                return
+            request = parse_request(params, {k.lower(): v for k, v in self.headers.items()}, body,
+                                    self.server.max_body_bytes)
             query_id = request.query_id
             result: Result = engine.execute(request)
         except ClickHouseError as error:
-            if error.name == "TOO_LARGE_SIZE_COMPRESSED":
-                self.close_connection = True  # the body was not read: the connection cannot be reused
             message = f"{error}" if "(version" in str(error) else f"{error} (version {engine.version})"
             self._send(http_status(error), (message + "\n").encode(), {
                 "Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Exception-Code": str(error.code),
                 "X-ClickHouse-Query-Id": query_id, "X-ClickHouse-Server-Display-Name": "sco-chdb"})
             return
+        fmt = {"X-ClickHouse-Format": result.fmt} if result.has_result else {}
         self._send(200, result.body, {
-            "Content-Type": _content_type(result.fmt), "X-ClickHouse-Format": result.fmt,
-            "X-ClickHouse-Query-Id": request.query_id, "X-ClickHouse-Timezone": engine.timezone,
+            "Content-Type": _content_type(result.fmt) if result.has_result else "text/plain; charset=UTF-8",
+            **fmt, "X-ClickHouse-Query-Id": request.query_id, "X-ClickHouse-Timezone": engine.timezone,
             "X-ClickHouse-Server-Display-Name": "sco-chdb", "X-ClickHouse-Summary": json.dumps(result.summary),
             **({"X-ClickHouse-Session-Id": request.session_id} if request.session_id else {})})
 
@@ -109,18 +156,53 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ClickHouseHTTPServer(ThreadingHTTPServer):
+    """The HTTP server: one thread per connection, at most ``max_connections`` (then 503), backlog 128.
+
+    ``read_timeout_s`` bounds every wait for request bytes (a slow or idle client is disconnected) and
+    ``max_body_bytes`` the request body after decompression.
+    """
+
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # listen backlog: a burst of connections waits instead of being reset
 
-    def __init__(self, host: str, port: int, engine: ChdbEngine, verbose: bool = False) -> None:
+    def __init__(self, host: str, port: int, engine: ChdbEngine, verbose: bool = False, *,
+                 read_timeout_s: float = 30.0, max_body_bytes: int = DEFAULT_MAX_BODY,
+                 max_connections: int = 256) -> None:
         super().__init__((host, port), _Handler)
         self.engine = engine
         self.verbose = verbose
+        self.read_timeout_s = read_timeout_s
+        self.max_body_bytes = max_body_bytes
+        self._connections = threading.BoundedSemaphore(max_connections)
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._connections.acquire(blocking=False):
+            try:  # every worker is busy: say so at once instead of queueing the client without a bound
+                request.sendall(_BUSY)
+                request.shutdown(socket.SHUT_WR)
+                request.setblocking(False)
+                request.recv(65536)  # what already arrived: closing with unread bytes would reset the reply
+            except OSError:
+                pass
+            request.close()
+            return
+        super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if self.verbose or not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away
+            super().handle_error(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
 
 def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, ready: threading.Event | None = None,

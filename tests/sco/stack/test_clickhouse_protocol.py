@@ -24,7 +24,7 @@ def test_url_query_and_body_rows_make_one_insert_and_other_parameters_become_set
                             {"content-encoding": "gzip"}, gzip.compress(b"1\t2\n"))
     assert (request.insert, request.data, request.database, request.session_id) == (
         ("INSERT INTO t", "TSV"), b"1\t2\n", "d", "s")
-    assert request.params == {"x": "1"}
+    assert request.params == {"x": b"1"}  # parameters stay bytes: binary-safe
     assert request.settings == {"max_threads": "2"}
     assert request.default_format == "TabSeparated" and request.query_id
 
@@ -54,3 +54,32 @@ def test_engine_errors_map_to_their_code_and_http_status(text: str, code: int, s
     error = ClickHouseError.from_engine(RuntimeError(text))
     assert (error.code, http_status(error)) == (code, status)
     assert str(error).startswith(f"Code: {code}.")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "zstd", "lz4"])
+def test_decompression_stops_at_the_limit_and_reads_several_frames(encoding: str) -> None:
+    import zlib
+
+    import lz4.frame
+    from backports import zstd
+
+    compress = {"gzip": gzip.compress, "deflate": zlib.compress, "zstd": zstd.compress,
+                "lz4": lz4.frame.compress}[encoding]
+    frame = bytes(compress(b"x" * 100_000))
+    assert decompress(frame, encoding, 100_000) == b"x" * 100_000
+    with pytest.raises(ClickHouseError) as over:
+        decompress(frame, encoding, 99_999)
+    assert (over.value.code, over.value.name) == (307, "TOO_LARGE_SIZE_COMPRESSED")
+    with pytest.raises(ClickHouseError) as cut:
+        decompress(frame[:-4], encoding, 1 << 20)
+    assert cut.value.name == "CANNOT_DECOMPRESS"
+    if encoding != "deflate":  # gzip members, zstd and lz4 frames may follow one another
+        assert decompress(frame + frame, encoding, 200_000) == b"x" * 200_000
+
+
+def test_a_binary_query_parameter_stays_bytes_and_the_session_timeout_is_read() -> None:
+    request = parse_request({"query": b"SELECT {s:String}", "param_s": b"\xff\x00", "session_id": b"s",
+                             "session_timeout": b"5", "session_check": b"1"}, {}, b"")
+    assert (request.params, request.session_timeout_s, request.session_check) == ({"s": b"\xff\x00"}, 5.0, True)
+    with pytest.raises(ClickHouseError, match="Invalid session timeout: 'never'"):
+        parse_request({"query": "SELECT 1", "session_timeout": "never"}, {}, b"")
