@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from . import nats as sco_nats
 from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
 from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
 from .eventrows import EVENT_COLUMNS, parse_events
+from .pull import Puller
 
 __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
 
@@ -82,6 +84,38 @@ def _written(summary: Any) -> int | None:
         return None
 
 
+_CODE = re.compile(r"Code: (\d+)")
+# ClickHouse error codes that describe the server's state, never the rows: the batch is retried, not
+# dead-lettered (issue 15: rows dead-lettered for such an error were acknowledged and missing).
+SERVER_STATE_CODES = frozenset({
+    60,   # UNKNOWN_TABLE
+    81,   # UNKNOWN_DATABASE
+    159,  # TIMEOUT_EXCEEDED
+    164,  # READONLY
+    202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+    209, 210,  # SOCKET_TIMEOUT, NETWORK_ERROR
+    236,  # ABORTED
+    241,  # MEMORY_LIMIT_EXCEEDED
+    242,  # TABLE_IS_READ_ONLY
+    252,  # TOO_MANY_PARTS
+    373,  # SESSION_IS_LOCKED
+    394,  # QUERY_WAS_CANCELLED
+    425,  # SYSTEM_ERROR
+    497,  # ACCESS_DENIED
+    516,  # AUTHENTICATION_FAILED
+})
+
+
+def refuses_the_data(exc: Exception) -> bool:
+    """Whether a ClickHouse error is about the rows sent (dead-letter them) rather than the server (retry).
+
+    Only an error with a ClickHouse code outside ``SERVER_STATE_CODES`` blames the data; an error without a
+    code (a proxy's 502, a garbled answer) is the server's.
+    """
+    match = _CODE.search(str(exc))
+    return match is not None and int(match.group(1)) not in SERVER_STATE_CODES
+
+
 class Ingest:
     """One consumer loop. ``client`` is a clickhouse-connect client; ``js`` a JetStream context."""
 
@@ -91,6 +125,7 @@ class Ingest:
         self.batch_size, self.fetch_timeout, self.durable = batch_size, fetch_timeout, durable
         self.ack_wait_s, self.clock = ack_wait_s, clock
         self._sub: Any = None
+        self._puller: Puller
         self.inserted = 0
         self.dead_lettered = 0
         self.failures = 0  # consecutive failed steps (the backoff exponent)
@@ -110,16 +145,13 @@ class Ingest:
                                 deliver_policy=DeliverPolicy.ALL, ack_wait=self.ack_wait_s,
                                 max_ack_pending=50_000)
         self._sub = await self.js.pull_subscribe(EVENT_SUBJECT, durable=self.durable, stream=EVENTS_STREAM,
-                                                 config=config)
+                                                 config=config)  # creates or binds the durable consumer
+        await self._sub.unsubscribe()  # the fetches go through ``Puller``, not nats-py's fetch
+        self._puller = Puller(self.nc, EVENTS_STREAM, self.durable)
+        await self._puller.bind()
 
     async def _fetch(self) -> list[Any]:
-        import nats.errors
-
-        try:
-            messages: list[Any] = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout)
-        except (TimeoutError, nats.errors.TimeoutError):
-            return []
-        return messages
+        return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
     async def _settle(self, messages: list[Any]) -> int:
         """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery."""
@@ -163,16 +195,20 @@ class Ingest:
             self._insert(batch.rows)
         except OperationalError:
             raise  # ClickHouse unreachable: nothing is acknowledged, the batch comes back
-        except DatabaseError:
-            # ClickHouse refused the batch: insert one by one and dead-letter the rows it refuses.
+        except DatabaseError as exc:
+            if not refuses_the_data(exc):
+                raise  # the server's state (missing table, read-only, memory…), not the rows: retry later
+            # ClickHouse refused the batch's data: insert one by one and dead-letter the rows it refuses.
             keep_rows, keep_msgs = [], []
             for row, msg in zip(batch.rows, batch.good, strict=True):
                 try:
                     self._insert([row])
                 except OperationalError:
                     raise
-                except DatabaseError as exc:
-                    batch.dead.append((msg, f"rejected by ClickHouse: {str(exc).splitlines()[0][:300]}"))
+                except DatabaseError as row_exc:
+                    if not refuses_the_data(row_exc):
+                        raise
+                    batch.dead.append((msg, f"rejected by ClickHouse: {str(row_exc).splitlines()[0][:300]}"))
                     continue
                 keep_rows.append(row)
                 keep_msgs.append(msg)
@@ -230,7 +266,9 @@ class Ingest:
         if self.nc.is_closed:
             raise IngestDisconnected(f"the NATS connection is closed ({type(exc).__name__}: {exc}); "
                                      "nats-py does not reopen it — reconnect or restart the ingest") from exc
-        transient = (OperationalError, ConnectionError, OSError, InsertNotConfirmed)
+        from clickhouse_connect.driver.exceptions import DatabaseError
+
+        transient = (OperationalError, DatabaseError, ConnectionError, OSError, InsertNotConfirmed)
         if isinstance(exc, transient) or type(exc).__module__.startswith("nats"):
             self.failures += 1
             delay = min(0.5 * 2 ** (self.failures - 1), 10.0)
