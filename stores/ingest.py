@@ -32,7 +32,7 @@ from . import nats as sco_nats
 from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
 from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
 from .eventrows import EVENT_COLUMNS, parse_events
-from .pull import Puller
+from .pull import Puller, ack_all
 
 __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
 
@@ -166,8 +166,7 @@ class Ingest:
                 for msg in messages:
                     await msg.nak(delay=1)
             raise
-        for msg in batch.good:
-            await msg.ack()
+        await ack_all(self.nc, batch.good)
         for msg, _ in batch.dead:
             await msg.term()
         await self.nc.flush(timeout=5)
@@ -182,7 +181,8 @@ class Ingest:
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """One insert, confirmed: the server must report every row written (``InsertNotConfirmed`` else)."""
-        summary = self.client.insert("events", rows, column_names=list(EVENT_COLUMNS))
+        columns = [list(column) for column in zip(*rows, strict=True)]  # column-oriented: half the client's work
+        summary = self.client.insert("events", columns, column_names=list(EVENT_COLUMNS), column_oriented=True)
         written = _written(summary)
         if written is not None and written != len(rows):
             raise InsertNotConfirmed(f"ClickHouse confirmed {written} of {len(rows)} rows inserted into events; "

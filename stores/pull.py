@@ -17,7 +17,7 @@ import json
 import time
 from typing import Any
 
-__all__ = ["Puller"]
+__all__ = ["Puller", "ack_all"]
 
 _END = frozenset({"404", "408", "409"})  # no messages / request expired / consumer gone or limits hit
 
@@ -25,6 +25,26 @@ _END = frozenset({"404", "408", "409"})  # no messages / request expired / consu
 def _status(msg: Any) -> str | None:
     headers = msg.headers
     return None if headers is None else headers.get("Status")
+
+
+async def ack_all(nc: Any, messages: list[Any]) -> None:
+    """Acknowledge ``messages`` in one write: ``PUB <reply> 0`` each, as ``Msg.ack`` sends one by one.
+
+    Uses nats-py's command buffer (``_send_command``) when it has one, else ``Msg.ack``. Raises nats-py's
+    ``ConnectionClosedError`` on a closed connection, as a publish would.
+    """
+    import nats.errors
+
+    send = getattr(nc, "_send_command", None)
+    if send is None:
+        for msg in messages:
+            await msg.ack()
+        return
+    if nc.is_closed:
+        raise nats.errors.ConnectionClosedError
+    await send(b"".join(b"PUB %s 0\r\n\r\n" % msg.reply.encode() for msg in messages))
+    for msg in messages:
+        msg._ackd = True
 
 
 class Puller:

@@ -170,8 +170,10 @@ class _HalfStored:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def insert(self, table: str, rows: list[Any], **kwargs: Any) -> Any:
-        return self.client.insert(table, rows[: max(1, len(rows) // 2)], **kwargs)
+    def insert(self, table: str, data: list[Any], **kwargs: Any) -> Any:
+        if kwargs.get("column_oriented"):
+            return self.client.insert(table, [column[: max(1, len(column) // 2)] for column in data], **kwargs)
+        return self.client.insert(table, data[: max(1, len(data) // 2)], **kwargs)
 
 
 def test_a_batch_is_acknowledged_only_when_clickhouse_confirmed_every_row(
