@@ -39,6 +39,8 @@ __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "spli
 log = logging.getLogger(__name__)
 CONSUMER = "sco-ingest"
 EVENT_SUBJECT = "sco.events.>"
+BACKOFF_S = 0.5  # first pause after a failure; doubled each time, at most MAX_BACKOFF_S
+MAX_BACKOFF_S = 10.0
 Clock = Callable[[], dt.datetime]
 
 
@@ -137,6 +139,15 @@ class Ingest:
 
     async def start(self) -> None:
         """Ensure the event and dead-letter streams and bind the durable pull consumer."""
+        try:
+            await self._start()
+        except Exception as exc:
+            if self.nc.is_closed:
+                raise IngestDisconnected(f"the NATS connection is closed ({type(exc).__name__}: {exc}); "
+                                         "reconnect or restart the ingest") from exc
+            raise
+
+    async def _start(self) -> None:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         await sco_nats.ensure_events_stream(self.js)
@@ -251,13 +262,24 @@ class Ingest:
                     pending = None
                 if messages:
                     pending = asyncio.create_task(self._settle(messages))
-                elif idle_exit:
+                elif idle_exit and await self._idle():
                     return
             if pending is not None:
                 await pending
         finally:
             if pending is not None and not pending.done():
                 pending.cancel()  # leaving on an error: its messages stay unacknowledged and come back
+
+    async def _idle(self) -> bool:
+        """Nothing left for this consumer: an empty fetch alone may be a slow one on a loaded machine."""
+        if self._puller.waiting():
+            return False
+        try:
+            info = await self.js.consumer_info(EVENTS_STREAM, self.durable)
+        except Exception as exc:
+            await self._retry(exc)
+            return False
+        return int(info.num_pending) == 0
 
     async def _retry(self, exc: Exception) -> None:
         """Stores away (NATS reconnecting, ClickHouse down): log, back off, go on. Closed for good: raise."""
@@ -271,7 +293,7 @@ class Ingest:
         transient = (OperationalError, DatabaseError, ConnectionError, OSError, InsertNotConfirmed)
         if isinstance(exc, transient) or type(exc).__module__.startswith("nats"):
             self.failures += 1
-            delay = min(0.5 * 2 ** (self.failures - 1), 10.0)
+            delay = min(BACKOFF_S * 2 ** (self.failures - 1), MAX_BACKOFF_S)
             log.warning("ingest: %s: %s; retrying in %.1f s", type(exc).__name__, exc, delay)
             await asyncio.sleep(delay)
             return
@@ -320,7 +342,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
                     raise
                 log.warning("ingest: NATS closed the connection; reconnecting (attempt %d of %d)", attempts,
                             max_reconnects)
-                await asyncio.sleep(min(0.5 * 2 ** (attempts - 1), 10.0))
+                await asyncio.sleep(min(BACKOFF_S * 2 ** (attempts - 1), MAX_BACKOFF_S))
             finally:
                 with contextlib.suppress(Exception):
                     await nc.close()

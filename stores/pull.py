@@ -132,6 +132,10 @@ class Puller:
         await self._collect(out, batch, started + timeout, first_only=True)
         return out
 
+    def waiting(self) -> int:
+        """Messages (and statuses) already delivered to the inbox and not yet fetched."""
+        return 0 if self._sub is None else int(self._sub._pending_queue.qsize())
+
     async def unbind(self) -> None:
         """Drop the inbox subscription (undelivered messages come back after ``ack_wait``)."""
         if self._sub is not None:

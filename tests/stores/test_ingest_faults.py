@@ -197,3 +197,37 @@ def test_a_batch_is_acknowledged_only_when_clickhouse_confirmed_every_row(
     asyncio.run(_settle_all(nats_url, client, n))
     assert client.command("SELECT count(DISTINCT event_id) FROM events") == n
     client.close()
+
+
+def _closing_connect(closed_first: int) -> Any:
+    """``stores.nats.connect`` whose first ``closed_first`` connections arrive closed (as after a -ERR)."""
+    real = sco_nats.connect
+    calls = {"n": 0}
+
+    async def connect(*args: Any, **kwargs: Any) -> Any:
+        nc = await real(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] <= closed_first:
+            await nc.close()
+        return nc
+
+    return connect
+
+
+def test_the_ingest_opens_a_new_connection_when_nats_closed_its_own(
+        nats_url: str, clickhouse_migrated_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    asyncio.run(_publish(nats_url, [make_event(i) for i in range(20)]))
+    monkeypatch.setattr(sco_nats, "connect", _closing_connect(2))
+    ingest = asyncio.run(asyncio.wait_for(run(nats_url, clickhouse_migrated_url, idle_exit=True), WITHIN))
+    assert ingest.inserted == 20
+
+
+def test_sco_ingest_exits_3_with_ing001_when_reconnecting_does_not_help(
+        nats_url: str, clickhouse_migrated_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from stores import ingest as ingest_module
+
+    monkeypatch.setattr(sco_nats, "connect", _closing_connect(100))
+    monkeypatch.setattr(ingest_module, "BACKOFF_S", 0.0)
+    assert ingest_module.main(["--nats", nats_url, "--clickhouse", clickhouse_migrated_url, "--once"]) == 3
+    assert "sco-ingest: ING001: the NATS connection is closed" in capsys.readouterr().out
