@@ -1,4 +1,4 @@
-"""The stdlib fast path of ``stores.eventrows`` gives what pydantic gives, row for row and reason for reason."""
+"""``stores.eventrows`` gives exactly ``Event.row()``, and the reasons pydantic gives, for every payload shape."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from stores.eventrows import EARLIEST, parse_events, time_problem
+from contracts.events import Event
+from stores.eventrows import EARLIEST, EVENT_COLUMNS, parse_events, reason, row_of, time_problem
 from tests.stores.helpers import make_event
 
 NOW = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
@@ -34,27 +35,30 @@ VARIANTS = [
 ]
 
 
-def _pydantic_only(payloads: list[bytes]) -> object:
-    from stores import eventrows
-
-    original = eventrows._fast_row
-    eventrows._fast_row = lambda data: None  # type: ignore[assignment]
-    try:
-        return parse_events(payloads, NOW)
-    finally:
-        eventrows._fast_row = original
-
-
-def test_every_variant_parses_to_the_same_row_or_reason_as_pydantic_alone() -> None:
-    fast = parse_events(VARIANTS, NOW)
-    assert fast == _pydantic_only(VARIANTS)
-    assert len(fast.rows) >= 8 and len(fast.rejected) >= 10  # both outcomes are exercised
+def _reference(payloads: list[bytes]) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for data in payloads:
+        try:
+            row = Event.from_json(data).row()
+        except ValueError as exc:
+            out.append(("rejected", f"not a valid event: {reason(exc)}"))
+            continue
+        out.append(("row", [row[c] for c in EVENT_COLUMNS]))
+    return out
 
 
-def test_the_canonical_payload_takes_the_fast_path() -> None:
-    from stores import eventrows
+def test_every_payload_shape_gives_exactly_event_row_or_pydantics_reason() -> None:
+    parsed = parse_events(VARIANTS, NOW)
+    got: dict[int, tuple[str, object]] = {i: ("row", r) for i, r in zip(parsed.indexes, parsed.rows, strict=True)}
+    got |= {i: ("rejected", why) for i, why in parsed.rejected}
+    assert [got[i] for i in range(len(VARIANTS))] == _reference(VARIANTS)
+    assert len(parsed.rows) >= 8 and len(parsed.rejected) >= 10  # both outcomes are exercised
 
-    assert eventrows._fast_row(make_event(7).to_json()) == eventrows._slow_row(make_event(7).to_json())
+
+def test_row_of_is_event_row_in_column_order() -> None:
+    event = make_event(7).model_copy(update={"partition": None, "attributes": {"b": 1, "a": None, "c": True}})
+    row = event.row()
+    assert row_of(event) == [row[c] for c in EVENT_COLUMNS]
 
 
 @pytest.mark.parametrize(("when", "problem"), [
