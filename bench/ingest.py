@@ -4,9 +4,11 @@
 
 Starts nats-server (JetStream) and `sco clickhouse serve` on free ports in a temp directory, publishes N
 events (default 50,000) to SCO_EVENTS, then times the ingest (the same `Ingest` loop `sco ingest` runs:
-fetch 2,000, validate with the pydantic Event model, insert Native over HTTP, acknowledge). Baseline in the
-same run: inserting the same rows straight into the front end with clickhouse-connect (no NATS, no
-validation) — the ceiling the ingest is compared to.
+fetch 2,000 with `stores.pull.Puller`, validate with `stores.eventrows` (stdlib fast path, pydantic `Event`
+for the rest), one column-oriented Native insert over HTTP, acknowledge the batch in one write). Baseline
+in the same run: inserting the same rows straight into the front end with clickhouse-connect, row-oriented
+as a plain client would (no NATS, no validation) — the rate the ingest is compared to. The machine's load
+moves both figures; compare the ratio, measured in one run.
 """
 
 from __future__ import annotations

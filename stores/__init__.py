@@ -11,7 +11,9 @@ Submodules import their drivers lazily, so ``import stores`` is cheap:
 - ``stores.clickhouse`` — ``client(url=None)``
 - ``stores.nats`` — ``connect``, ``ensure_events_stream``, ``publish_event`` (``Nats-Msg-Id`` = event_id)
 - ``stores.migrate`` — ``migrate_postgres``, ``migrate_clickhouse``
-- ``stores.ingest`` — the JetStream → ClickHouse consumer (``drain`` for a Dagster sensor)
+- ``stores.ingest`` — the JetStream → ClickHouse consumer (``drain`` for a Dagster sensor), built on
+  ``stores.pull`` (batch pulls, one-write acks), ``stores.eventrows`` (validation, rows, the time window)
+  and ``stores.deadletter`` (dead letters, whole or as a reference)
 - ``stores.outbox`` — ``enqueue`` inside a transaction, ``Relay``
 """
 

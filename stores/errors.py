@@ -2,7 +2,10 @@
 
     Exception
     └── StoresError                the base of every error ``stores`` raises on purpose
-        └── StoreNotConfigured     no URL for a store (also a RuntimeError)
+        ├── StoreNotConfigured     no URL for a store (also a RuntimeError)
+        └── IngestError            the ingest cannot go on safely (a stable ``code``, ING0xx)
+            ├── IngestDisconnected     ING001: NATS closed the connection and reconnecting failed
+            └── InsertNotConfirmed     ING002: ClickHouse confirmed fewer rows than the ingest sent
 
 The drivers' own errors (psycopg, clickhouse-connect, nats-py) pass through unwrapped: callers that retry
 (the ingest, the outbox relay) catch them by driver type. A bad argument (a URL with the wrong scheme,
@@ -12,7 +15,7 @@ a connection without autocommit for migrations) is a ``ValueError``. ``stores.co
 
 from __future__ import annotations
 
-__all__ = ["StoreNotConfigured", "StoresError"]
+__all__ = ["IngestDisconnected", "IngestError", "InsertNotConfirmed", "StoreNotConfigured", "StoresError"]
 
 
 class StoresError(Exception):
@@ -21,3 +24,24 @@ class StoresError(Exception):
 
 class StoreNotConfigured(StoresError, RuntimeError):
     """No URL for a store: neither given, nor in the environment, nor written by ``sco up``."""
+
+
+class IngestError(StoresError):
+    """The ingest cannot go on safely; ``code`` is stable (``ING0xx``) and leads the message."""
+
+    code = "ING000"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")
+
+
+class IngestDisconnected(IngestError):
+    """NATS closed the ingest's connection for good and reconnecting did not help: exit for the supervisor."""
+
+    code = "ING001"
+
+
+class InsertNotConfirmed(IngestError):
+    """ClickHouse answered an insert without confirming every row: the batch is not acknowledged."""
+
+    code = "ING002"

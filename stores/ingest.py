@@ -1,11 +1,16 @@
 """The ingest: a durable JetStream pull consumer that batches lifecycle events into ClickHouse.
 
-A batch is acknowledged only after ClickHouse accepted its insert, so a crash at any point redelivers
-rather than loses; a redelivered event lands twice until the ReplacingMergeTree merges it (read with
-``FINAL`` or ``count(DISTINCT event_id)``). A message that does not parse as a ``contracts.events.Event``,
-or that ClickHouse rejects on its own, is dead-lettered — published to ``sco.deadletter.events`` and
-recorded in ``events_dead_letter`` with the reason — and acknowledged, so it never blocks the stream.
-When ClickHouse is unreachable the batch is left unacknowledged and retried.
+A batch is acknowledged only after ClickHouse confirmed its insert — the insert's ``X-ClickHouse-Summary``
+must report every row written, an HTTP 200 alone is not enough — so a crash at any point redelivers rather
+than loses; a redelivered event lands twice until the ReplacingMergeTree merges it (read with ``FINAL`` or
+``count(DISTINCT event_id)``). A message that is not a valid ``contracts.events.Event``, whose time is outside
+the sane window (before 2000-01-01, more than an hour ahead), or that ClickHouse rejects on its own, is
+dead-lettered — recorded in ``events_dead_letter`` and published to ``sco.deadletter.events`` (whole, or as
+a reference when it would not fit ``max_payload``, see ``stores.deadletter``) — and terminated only after
+both are durable, so it never blocks the stream. ClickHouse unreachable: the batch is left unacknowledged
+and retried with backoff. NATS closing the connection for good (nats-py never reopens a connection the
+server closed): the ingest reconnects with backoff a bounded number of times, then raises
+``IngestDisconnected`` and ``main`` exits non-zero for the supervisor — never a silent retry loop.
 
 Run it as ``sco ingest`` (a loop) or call :func:`drain` from a Dagster sensor (one pass, then returns).
 """
@@ -16,21 +21,31 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.events import Event
 from contracts.subjects import EVENTS_STREAM
 
 from . import nats as sco_nats
+from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
+from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
+from .eventrows import EVENT_COLUMNS, parse_events
+from .pull import Puller, ack_all
 
 __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
 
 log = logging.getLogger(__name__)
 CONSUMER = "sco-ingest"
-EVENT_COLUMNS = ("event_id", "kind", "time", "region", "partition", "pool", "instance", "workload",
-                 "contract_version", "cause", "drill", "source", "attributes")
-DEAD_COLUMNS = ("received_at", "subject", "stream_seq", "msg_id", "reason", "payload")
+EVENT_SUBJECT = "sco.events.>"
+BACKOFF_S = 0.5  # first pause after a failure; doubled each time, at most MAX_BACKOFF_S
+MAX_BACKOFF_S = 10.0
+Clock = Callable[[], dt.datetime]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -42,27 +57,11 @@ class Batch:
     dead: list[tuple[Any, str]] = field(default_factory=list)  # (message, reason)
 
 
-def split_batch(messages: list[Any]) -> Batch:
-    """Parse messages into ClickHouse rows; what does not parse is set aside with the reason."""
-    batch = Batch()
-    for msg in messages:
-        try:
-            row = Event.from_json(msg.data).row()
-        except ValueError as exc:  # pydantic.ValidationError and JSON errors are ValueErrors
-            batch.dead.append((msg, f"not a valid event: {_reason(exc)}"))
-            continue
-        batch.rows.append([row[c] for c in EVENT_COLUMNS])
-        batch.good.append(msg)
-    return batch
-
-
-def _reason(exc: ValueError) -> str:
-    """``field: problem; …`` for a validation error, the first line otherwise."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return str(exc).splitlines()[0][:300]
-    parts = [f"{'.'.join(str(p) for p in e.get('loc', ())) or 'body'}: {e.get('msg', '')}" for e in errors()]
-    return "; ".join(parts)[:500]
+def split_batch(messages: list[Any], now: dt.datetime | None = None) -> Batch:
+    """Parse messages into ClickHouse rows; what is not a valid event inside the time window is set aside."""
+    parsed = parse_events([bytes(m.data) for m in messages], now or _utcnow())
+    return Batch(rows=parsed.rows, good=[messages[i] for i in parsed.indexes],
+                 dead=[(messages[i], why) for i, why in parsed.rejected])
 
 
 def _seq(msg: Any) -> int:
@@ -72,20 +71,83 @@ def _seq(msg: Any) -> int:
         return 0
 
 
+def _dead_letter_of(msg: Any, reason: str) -> DeadLetter:
+    return DeadLetter(subject=msg.subject, sequence=_seq(msg), msg_id=(msg.headers or {}).get("Nats-Msg-Id", ""),
+                      data=bytes(msg.data), reason=reason)
+
+
+def _written(summary: Any) -> int | None:
+    """Rows the server says it wrote, from clickhouse-connect's ``QuerySummary`` (``None``: not reported)."""
+    raw = getattr(summary, "summary", None) or {}
+    value = raw.get("written_rows") if isinstance(raw, dict) else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+_CODE = re.compile(r"Code: (\d+)")
+# ClickHouse error codes that describe the server's state, never the rows: the batch is retried, not
+# dead-lettered (issue 15: rows dead-lettered for such an error were acknowledged and missing).
+SERVER_STATE_CODES = frozenset({
+    60,   # UNKNOWN_TABLE
+    81,   # UNKNOWN_DATABASE
+    159,  # TIMEOUT_EXCEEDED
+    164,  # READONLY
+    202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+    209, 210,  # SOCKET_TIMEOUT, NETWORK_ERROR
+    236,  # ABORTED
+    241,  # MEMORY_LIMIT_EXCEEDED
+    242,  # TABLE_IS_READ_ONLY
+    252,  # TOO_MANY_PARTS
+    373,  # SESSION_IS_LOCKED
+    394,  # QUERY_WAS_CANCELLED
+    425,  # SYSTEM_ERROR
+    497,  # ACCESS_DENIED
+    516,  # AUTHENTICATION_FAILED
+})
+
+
+def refuses_the_data(exc: Exception) -> bool:
+    """Whether a ClickHouse error is about the rows sent (dead-letter them) rather than the server (retry).
+
+    Only an error with a ClickHouse code outside ``SERVER_STATE_CODES`` blames the data; an error without a
+    code (a proxy's 502, a garbled answer) is the server's.
+    """
+    match = _CODE.search(str(exc))
+    return match is not None and int(match.group(1)) not in SERVER_STATE_CODES
+
+
 class Ingest:
     """One consumer loop. ``client`` is a clickhouse-connect client; ``js`` a JetStream context."""
 
     def __init__(self, js: Any, client: Any, *, batch_size: int = 2000, fetch_timeout: float = 1.0,
-                 durable: str = CONSUMER, ack_wait_s: float = 60.0) -> None:
+                 durable: str = CONSUMER, ack_wait_s: float = 60.0, clock: Clock = _utcnow) -> None:
         self.js, self.client = js, client
         self.batch_size, self.fetch_timeout, self.durable = batch_size, fetch_timeout, durable
-        self.ack_wait_s = ack_wait_s
+        self.ack_wait_s, self.clock = ack_wait_s, clock
         self._sub: Any = None
+        self._puller: Puller
         self.inserted = 0
         self.dead_lettered = 0
+        self.failures = 0  # consecutive failed steps (the backoff exponent)
+
+    @property
+    def nc(self) -> Any:
+        """The NATS connection under ``js``."""
+        return self.js._nc
 
     async def start(self) -> None:
         """Ensure the event and dead-letter streams and bind the durable pull consumer."""
+        try:
+            await self._start()
+        except Exception as exc:
+            if self.nc.is_closed:
+                raise IngestDisconnected(f"the NATS connection is closed ({type(exc).__name__}: {exc}); "
+                                         "reconnect or restart the ingest") from exc
+            raise
+
+    async def _start(self) -> None:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         await sco_nats.ensure_events_stream(self.js)
@@ -94,21 +156,18 @@ class Ingest:
                                 deliver_policy=DeliverPolicy.ALL, ack_wait=self.ack_wait_s,
                                 max_ack_pending=50_000)
         self._sub = await self.js.pull_subscribe(EVENT_SUBJECT, durable=self.durable, stream=EVENTS_STREAM,
-                                                 config=config)
+                                                 config=config)  # creates or binds the durable consumer
+        await self._sub.unsubscribe()  # the fetches go through ``Puller``, not nats-py's fetch
+        self._puller = Puller(self.nc, EVENTS_STREAM, self.durable)
+        await self._puller.bind()
 
     async def _fetch(self) -> list[Any]:
-        import nats.errors
-
-        try:
-            messages: list[Any] = await self._sub.fetch(self.batch_size, timeout=self.fetch_timeout)
-        except (TimeoutError, nats.errors.TimeoutError):
-            return []
-        return messages
+        return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
     async def _settle(self, messages: list[Any]) -> int:
         """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery."""
         try:
-            batch = split_batch(messages)
+            batch = split_batch(messages, self.clock())
             if batch.rows:
                 await asyncio.to_thread(self._insert_rows, batch)
             if batch.dead:
@@ -118,11 +177,10 @@ class Ingest:
                 for msg in messages:
                     await msg.nak(delay=1)
             raise
-        for msg in batch.good:
-            await msg.ack()
+        await ack_all(self.nc, batch.good)
         for msg, _ in batch.dead:
             await msg.term()
-        await self.js._nc.flush(timeout=5)
+        await self.nc.flush(timeout=5)
         self.inserted += len(batch.good)
         self.dead_lettered += len(batch.dead)
         return len(messages)
@@ -132,107 +190,164 @@ class Ingest:
         messages = await self._fetch()
         return await self._settle(messages) if messages else 0
 
+    def _insert(self, rows: list[list[Any]]) -> None:
+        """One insert, confirmed: the server must report every row written when it reports the count."""
+        columns = [list(column) for column in zip(*rows, strict=True)]  # column-oriented: half the client's work
+        summary = self.client.insert("events", columns, column_names=list(EVENT_COLUMNS), column_oriented=True)
+        written = _written(summary)
+        if written is not None and written < len(rows):  # more is fine: a materialized view's rows count too
+            raise InsertNotConfirmed(f"ClickHouse confirmed {written} of {len(rows)} rows inserted into events; "
+                                     "the batch is not acknowledged and comes back (check the server's log)")
+
     def _insert_rows(self, batch: Batch) -> None:
         from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
         try:
-            self.client.insert("events", batch.rows, column_names=list(EVENT_COLUMNS))
+            self._insert(batch.rows)
         except OperationalError:
             raise  # ClickHouse unreachable: nothing is acknowledged, the batch comes back
-        except DatabaseError:
-            # ClickHouse refused the batch: insert one by one and dead-letter the rows it refuses.
+        except DatabaseError as exc:
+            if not refuses_the_data(exc):
+                raise  # the server's state (missing table, read-only, memory…), not the rows: retry later
+            # ClickHouse refused the batch's data: insert one by one and dead-letter the rows it refuses.
             keep_rows, keep_msgs = [], []
             for row, msg in zip(batch.rows, batch.good, strict=True):
                 try:
-                    self.client.insert("events", [row], column_names=list(EVENT_COLUMNS))
+                    self._insert([row])
                 except OperationalError:
                     raise
-                except DatabaseError as exc:
-                    batch.dead.append((msg, f"rejected by ClickHouse: {str(exc).splitlines()[0][:300]}"))
+                except DatabaseError as row_exc:
+                    if not refuses_the_data(row_exc):
+                        raise
+                    batch.dead.append((msg, f"rejected by ClickHouse: {str(row_exc).splitlines()[0][:300]}"))
                     continue
                 keep_rows.append(row)
                 keep_msgs.append(msg)
             batch.rows, batch.good = keep_rows, keep_msgs
 
     async def _dead_letter(self, dead: list[tuple[Any, str]]) -> None:
-        now = dt.datetime.now(dt.UTC)
-        rows = [[now, msg.subject, _seq(msg), (msg.headers or {}).get("Nats-Msg-Id", ""), reason,
-                 bytes(msg.data).decode("utf-8", "backslashreplace")] for msg, reason in dead]
+        """Record, then publish (whole or as a reference) every dead letter; both durable before any term."""
+        letters = [_dead_letter_of(msg, reason) for msg, reason in dead]
+        now = self.clock()
+        rows = [letter.row(now) for letter in letters]
         await asyncio.to_thread(self.client.insert, "events_dead_letter", rows, column_names=list(DEAD_COLUMNS))
-        for msg, reason in dead:
-            headers = {sco_nats.REASON_HEADER: reason.replace("\n", " ")[:1000], "Sco-Original-Subject": msg.subject,
-                       "Sco-Stream-Seq": str(_seq(msg)), "Nats-Msg-Id": f"dlq-{_seq(msg)}"}
-            await self.js.publish(f"{sco_nats.DEADLETTER_PREFIX}.events", msg.data, headers=headers, timeout=5)
-        for msg, reason in dead:
-            log.warning("dead-lettered %s seq %s: %s", msg.subject, _seq(msg), reason)
+        max_payload = int(getattr(self.nc, "max_payload", 0) or 1024 * 1024)
+        for letter in letters:
+            out = outgoing(letter, max_payload)
+            await self.js.publish(out.subject, out.payload, headers=out.headers, timeout=5)  # PubAck: durable
+            log.warning("dead-lettered %s seq %s%s: %s", letter.subject, letter.sequence,
+                        " (as a reference: too large to copy)" if out.reference else "", letter.reason)
 
     async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
         """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing).
 
         Pipelined: the next batch is fetched while the previous one is inserted and acknowledged.
+        Raises ``IngestDisconnected`` as soon as the NATS connection is closed for good.
         """
         stop = stop or asyncio.Event()
         pending: asyncio.Task[int] | None = None
-        while not stop.is_set():
-            messages: list[Any] = []
-            try:
-                messages = await self._fetch()
-            except Exception as exc:
-                await self._retry(exc)
-            if pending is not None:
+        try:
+            while not stop.is_set():
+                messages: list[Any] = []
                 try:
-                    await pending
+                    messages = await self._fetch()
                 except Exception as exc:
                     await self._retry(exc)
-                pending = None
-            if messages:
-                pending = asyncio.create_task(self._settle(messages))
-            elif idle_exit:
-                return
-        if pending is not None:
-            await pending
+                if pending is not None:
+                    try:
+                        await pending
+                        self.failures = 0
+                    except Exception as exc:
+                        await self._retry(exc)
+                    pending = None
+                if messages:
+                    pending = asyncio.create_task(self._settle(messages))
+                elif idle_exit and await self._idle():
+                    return
+            if pending is not None:
+                await pending
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()  # leaving on an error: its messages stay unacknowledged and come back
 
-    @staticmethod
-    async def _retry(exc: Exception) -> None:
-        """Stores away (NATS reconnecting, ClickHouse down): log, pause, go on. Anything else is a bug."""
+    async def _idle(self) -> bool:
+        """Nothing left for this consumer: an empty fetch alone may be a slow one on a loaded machine."""
+        if self._puller.waiting():
+            return False
+        try:
+            info = await self.js.consumer_info(EVENTS_STREAM, self.durable)
+        except Exception as exc:
+            await self._retry(exc)
+            return False
+        return int(info.num_pending) == 0
+
+    async def _retry(self, exc: Exception) -> None:
+        """Stores away (NATS reconnecting, ClickHouse down): log, back off, go on. Closed for good: raise."""
         from clickhouse_connect.driver.exceptions import OperationalError
 
-        if isinstance(exc, OperationalError | ConnectionError | OSError) or type(exc).__module__.startswith("nats"):
-            log.warning("ingest: %s: %s; retrying", type(exc).__name__, exc)
-            await asyncio.sleep(0.5)
+        if self.nc.is_closed:
+            raise IngestDisconnected(f"the NATS connection is closed ({type(exc).__name__}: {exc}); "
+                                     "nats-py does not reopen it — reconnect or restart the ingest") from exc
+        from clickhouse_connect.driver.exceptions import DatabaseError
+
+        transient = (OperationalError, DatabaseError, ConnectionError, OSError, InsertNotConfirmed)
+        if isinstance(exc, transient) or type(exc).__module__.startswith("nats"):
+            self.failures += 1
+            delay = min(BACKOFF_S * 2 ** (self.failures - 1), MAX_BACKOFF_S)
+            log.warning("ingest: %s: %s; retrying in %.1f s", type(exc).__name__, exc, delay)
+            await asyncio.sleep(delay)
             return
         raise exc
 
 
-EVENT_SUBJECT = "sco.events.>"
-
-
-async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
-              stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0) -> Ingest:
-    """Run the event ingest from JetStream into ClickHouse until ``stop`` (or until idle with ``idle_exit``).
-
-    Waits for ClickHouse when it is down at start. ``ack_wait_s``: seconds before an unacknowledged
-    batch is redelivered. Returns the ingest, whose counters say what it did.
-    """
+async def _clickhouse(clickhouse_url: str | None) -> Any:
+    """A clickhouse-connect client, waiting for ClickHouse when it is down at start (do not exit)."""
     from clickhouse_connect.driver.exceptions import OperationalError
 
     from .clickhouse import client as ch_client
 
-    nc = await sco_nats.connect(nats_url, name="sco-ingest")
+    while True:
+        try:
+            return await asyncio.to_thread(ch_client, clickhouse_url)
+        except OperationalError as exc:
+            log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
+            await asyncio.sleep(1.0)
+
+
+async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
+              stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0,
+              max_reconnects: int = 5) -> Ingest:
+    """Run the event ingest from JetStream into ClickHouse until ``stop`` (or until idle with ``idle_exit``).
+
+    Waits for ClickHouse when it is down at start. ``ack_wait_s``: seconds before an unacknowledged
+    batch is redelivered. A NATS connection closed for good is reopened with backoff up to
+    ``max_reconnects`` times in a row without progress, then ``IngestDisconnected`` is raised.
+    Returns the ingest, whose counters say what it did.
+    """
+    client = await _clickhouse(clickhouse_url)
+    inserted = dead = attempts = 0
     try:
-        client = None
-        while client is None:  # ClickHouse may be down when the ingest starts: wait for it, do not exit
+        while True:
+            nc = await sco_nats.connect(nats_url, name="sco-ingest")
+            ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
             try:
-                client = await asyncio.to_thread(ch_client, clickhouse_url)
-            except OperationalError as exc:
-                log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
-                await asyncio.sleep(1.0)
-        ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
-        await ingest.start()
-        await ingest.run(stop, idle_exit=idle_exit)
-        return ingest
+                await ingest.start()
+                await ingest.run(stop, idle_exit=idle_exit)
+                ingest.inserted, ingest.dead_lettered = ingest.inserted + inserted, ingest.dead_lettered + dead
+                return ingest
+            except IngestDisconnected:
+                attempts = 1 if ingest.inserted or ingest.dead_lettered else attempts + 1
+                inserted, dead = inserted + ingest.inserted, dead + ingest.dead_lettered
+                if attempts > max_reconnects:
+                    raise
+                log.warning("ingest: NATS closed the connection; reconnecting (attempt %d of %d)", attempts,
+                            max_reconnects)
+                await asyncio.sleep(min(BACKOFF_S * 2 ** (attempts - 1), MAX_BACKOFF_S))
+            finally:
+                with contextlib.suppress(Exception):
+                    await nc.close()
     finally:
-        await nc.close()
+        client.close()
 
 
 def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000) -> int:
@@ -242,7 +357,7 @@ def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, bat
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m stores.ingest [--nats URL] [--clickhouse URL] [--batch N] [--once]``."""
+    """``python -m stores.ingest [--nats URL] [--clickhouse URL] [--batch N] [--once]``; 3 on ``IngestError``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="sco-ingest")
@@ -253,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,
-                             ack_wait_s=args.ack_wait))
+    try:
+        ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,
+                                 ack_wait_s=args.ack_wait))
+    except IngestError as exc:
+        print(f"sco-ingest: {exc}")
+        return 3
     print(f"inserted {ingest.inserted} events, dead-lettered {ingest.dead_lettered}")
     return 0
 
