@@ -37,7 +37,7 @@ from tests.agent.helpers import (
 from tests.support.nats import NatsProcess
 from tests.support.testbeds import SLURM_DIR
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.services]  # the Slurm test bed and its own nats-server
 
 TESTBED = SLURM_DIR
 SLURM_CONF = str(TESTBED / "slurm.conf")
