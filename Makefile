@@ -21,7 +21,7 @@ test: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15
 
 # Lint, types, layers and every test that starts no PostgreSQL/NATS/ClickHouse, needs no test bed and is not slow
 # (markers in tests/conftest.py): about a minute on a 2-core machine.
