@@ -71,11 +71,7 @@ class Puller:
 
     def _take(self, out: list[Any], want: int) -> bool:
         """Move queued messages to ``out`` up to ``want``; True when a status ended the request."""
-        queue = self._sub._pending_queue
-        while len(out) < want and not queue.empty():
-            msg = queue.get_nowait()
-            queue.task_done()
-            self._sub._pending_size -= len(msg.data)
+        while len(out) < want and (msg := self._pop()) is not None:
             status = _status(msg)
             if status is None:
                 out.append(msg)
@@ -83,13 +79,19 @@ class Puller:
                 return True
         return False
 
+    def _pop(self) -> Any | None:
+        """The next queued message, taken the way the subscription's own iterator takes it; None when empty."""
+        queue = self._sub._pending_queue
+        if queue.empty():
+            return None
+        msg = queue.get_nowait()
+        queue.task_done()
+        self._sub._pending_size -= len(msg.data)
+        return msg
+
     def _leftovers(self, out: list[Any], want: int) -> None:
         """Late arrivals for an earlier request; their status messages are stale and dropped."""
-        queue = self._sub._pending_queue
-        while len(out) < want and not queue.empty():
-            msg = queue.get_nowait()
-            queue.task_done()
-            self._sub._pending_size -= len(msg.data)
+        while len(out) < want and (msg := self._pop()) is not None:
             if _status(msg) is None:
                 out.append(msg)
 
