@@ -16,12 +16,14 @@ demo:
 	@scripts/bootstrap-venv.sh $(DEMO_EXTRAS)
 	$(BIN)/sco demo
 
+# The whole suite on two workers; tests that share a test bed or a long session fixture carry one
+# `xdist_group` and run in order on one worker (--dist loadgroup).
 test: venv
 	@scripts/testbeds.sh
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest --durations=15
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=15
 
 # Lint, types, layers and every test that starts no PostgreSQL/NATS/ClickHouse, needs no test bed and is not slow
 # (markers in tests/conftest.py): about a minute on a 2-core machine.

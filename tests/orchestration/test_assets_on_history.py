@@ -18,7 +18,7 @@ import pytest
 from . import worked_example as ex
 from .helpers import HISTORY_DAYS, Stack, attribute_hour_assets
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("orchestration-history")]  # shares the materialised history
 
 
 def _checks(result: Any) -> dict[str, Any]:

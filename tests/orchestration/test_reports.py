@@ -11,6 +11,8 @@ from sco.cli import main
 from . import worked_example as ex
 from .helpers import Stack
 
+pytestmark = pytest.mark.xdist_group("orchestration-history")  # shares the materialised history
+
 
 def _self_contained(html: str) -> None:
     assert "<script" not in html.lower()

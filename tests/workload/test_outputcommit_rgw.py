@@ -19,7 +19,7 @@ from workload.outputcommit import OutputCommitter, RecordingNotifier, RecordingP
 
 from .helpers import identity_client
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("ceph-bed")]
 
 UNIT_SCRIPT = textwrap.dedent("""
     import json, os, sys, time

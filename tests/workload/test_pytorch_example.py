@@ -21,7 +21,7 @@ from tests.support.paths import REPO
 from .helpers import empty_bucket, identity_client, workload_env
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("ceph-bed")]
 CONTRACT = yaml.safe_load((REPO / "deploy" / "contracts" / "workloads" / "pytorch-llm-finetune.yaml").read_text())
 BUDGET_S = float(CONTRACT["drain_budget_s"])
 STEPS = 120

@@ -21,7 +21,7 @@ from workload.checkpoint import AccessDenied, CheckpointClient, Encryption, S3St
 
 from .helpers import identity_client, workload_env
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("ceph-bed")]
 MiB = 1024 * 1024
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.testbeds import SLURM_DIR
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]
 
 WORKER = """
 import json, signal, sys, time
@@ -69,13 +69,13 @@ def test_the_drain_signal_reaches_the_work_and_the_job_is_requeued_from_its_fina
     assert result.returncode == 0, result.stderr
     job = result.stdout.strip().split(";")[0]
     try:
-        wait_for(lambda: state.exists() and json.loads(state.read_text())["starts"] == 1, 30, "the first start")
+        wait_for(lambda: state.exists() and json.loads(state.read_text())["starts"] == 1, 120, "the first start")
         assert run("scancel", "--signal=USR1", "--batch", job).returncode == 0
-        wait_for(lambda: json.loads(state.read_text())["finals"] == 1, 20, "the final state on the signal")
-        wait_for(lambda: int(str(job_state(job).get("restart_cnt", 0))) >= 1, 20, "the requeue")
+        wait_for(lambda: json.loads(state.read_text())["finals"] == 1, 120, "the final state on the signal")
+        wait_for(lambda: int(str(job_state(job).get("restart_cnt", 0))) >= 1, 120, "the requeue")
         # The requeued job starts again after the test bed's cred_expire (5 s) + 1 s; forcing StartTime=now
         # onto the same node gets "Job credential revoked" and ends the job.
-        wait_for(lambda: json.loads(state.read_text())["starts"] == 2, 60, "the restart")
+        wait_for(lambda: json.loads(state.read_text())["starts"] == 2, 180, "the restart")
         data = json.loads(state.read_text())
         assert data["step"] > 0 and data["finals"] == 1
         log = (tmp_path / "job.log").read_text()

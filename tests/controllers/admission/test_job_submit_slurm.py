@@ -22,7 +22,7 @@ from tests.support.testbeds import SLURM_DIR
 
 from .helpers import sync_args
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]
 EXPECTED = "--comment=contract=<name>@<version>"
 
 

@@ -47,7 +47,7 @@ from stores.outbox import Relay
 from tests.controllers.controller.helpers import PARTITION, contract, contracts
 from tests.support.testbeds import SLURM_CONF
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]
 CONF = SLURM_CONF
 ENV = {**os.environ, "SLURM_CONF": CONF}
 
@@ -74,7 +74,8 @@ def sbatch(comment: str, n: int) -> list[str]:
     return out
 
 
-async def until(what: str, fn: Any, timeout: float = 30.0, detail: Any = None) -> Any:
+async def until(what: str, fn: Any, timeout: float = 120.0, detail: Any = None) -> Any:
+    """Poll ``fn`` until truthy; the limit is patient (a loaded 2-core machine) and only bounds a broken build."""
     deadline = time.monotonic() + timeout
     while True:
         value = fn()

@@ -21,7 +21,7 @@ from controllers.simregion.region import SimulatedRegion
 from tests.controllers.controller.helpers import PARTITION, StepClock, contract, contracts
 from tests.support.testbeds import SLURM_CONF
 
-pytestmark = pytest.mark.testbed
+pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]
 CONF = SLURM_CONF
 
 

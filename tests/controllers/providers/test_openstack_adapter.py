@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -12,8 +11,10 @@ import pytest
 from contracts.provider import InstanceStatus, LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import InvalidRequest, NotFound, NotOwned, QuotaExceeded
 from tests.support.testbeds import OPENSTACK_CLOUDS
+from tests.support.wait import wait_for
 
 pytestmark = [
+    pytest.mark.xdist_group("openstack-bed"),
     pytest.mark.testbed,
     # openstacksdk 4.22 warns about its own internal arguments on every call
     pytest.mark.filterwarnings("ignore::PendingDeprecationWarning:openstack.*"),
@@ -45,16 +46,9 @@ def env() -> Iterator[dict[str, Any]]:
     for server in list(conn.compute.servers()):
         if workload in (server.name or "") or (server.name or "").startswith("intruder-"):
             conn.compute.delete_server(server, ignore_missing=True)
-    _wait(lambda: not any(workload in (s.name or "") for s in conn.compute.servers()), 60)
+    wait_for(lambda: not any(workload in (s.name or "") for s in conn.compute.servers()), 300, interval=0.5)
 
 
-def _wait(pred: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def _pool(provider: Any, hall: str = "hall-a", family: str = "gp", size: str = "small") -> str:
@@ -82,8 +76,8 @@ def test_ten_instances_launch_in_one_call_and_are_listed_by_their_tags(env: dict
     listed = provider.list_instances({"workload": env["workload"]})
     assert {i.instance_id for i in listed} == {i.instance_id for i in launched}
     assert all(i.owner == owner and i.hall == "hall-a" and i.pool_id == owner.pool for i in listed)
-    _wait(lambda: all(i.status is InstanceStatus.ACTIVE
-                      for i in provider.list_instances({"workload": env["workload"]})), 90)
+    wait_for(lambda: all(i.status is InstanceStatus.ACTIVE
+                      for i in provider.list_instances({"workload": env["workload"]})), 300, interval=0.5)
     env["owner"] = owner
 
 
@@ -116,7 +110,7 @@ def test_our_instances_are_terminated(env: dict[str, Any]) -> None:
     mine = provider.list_instances({"workload": env["workload"]})
     for inst in mine:
         provider.terminate(inst.instance_id)
-    _wait(lambda: not provider.list_instances({"workload": env["workload"]}), 60)
+    wait_for(lambda: not provider.list_instances({"workload": env["workload"]}), 300, interval=0.5)
     with pytest.raises(NotFound) as err:
         provider.terminate(str(uuid.uuid4()))
     assert err.value.kind == "instance"
@@ -179,8 +173,9 @@ def test_with_a_reader_connection_placement_gives_free_instances_and_utilisation
     assert {p.aggregate for p in provider.catalogue().pools} == {"agg-a1", "agg-b1"}
     owner = OwnerTags(workload=env["workload"], pool=medium, partition="r1/batch", generation=11)
     provider.launch(LaunchRequest(pool_id=medium, count=2, owner=owner))
-    _wait(lambda: all(i.status is InstanceStatus.ACTIVE
-                      for i in provider.list_instances({"workload": env["workload"], "generation": "11"})), 90)
+    wait_for(lambda: all(i.status is InstanceStatus.ACTIVE
+                         for i in provider.list_instances({"workload": env["workload"], "generation": "11"})),
+             300, interval=0.5)
     after = provider.capacity()
     assert before[small][0] - after[small][0] == 4  # 2 × (2 vCPU, 1 GiB) = 4 gp.small (1 vCPU, 512 MiB)
     assert after[small][1] > before[small][1]

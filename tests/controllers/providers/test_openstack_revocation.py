@@ -3,7 +3,6 @@ instance at launch is deleted on termination, and the event says ok only when Ke
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -14,8 +13,10 @@ import pytest
 from contracts.provider import LaunchRequest, OwnerTags
 from controllers.controller.revocation import KeystoneRevoker
 from tests.support.testbeds import OPENSTACK_CLOUDS
+from tests.support.wait import wait_for
 
 pytestmark = [
+    pytest.mark.xdist_group("openstack-bed"),
     pytest.mark.testbed,
     pytest.mark.filterwarnings("ignore::PendingDeprecationWarning:openstack.*"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning:openstack.*"),
@@ -49,13 +50,6 @@ def bed() -> Iterator[dict[str, Any]]:
             issuer.identity.delete_application_credential(credentials.user_id, found.id)
 
 
-def _wait(pred: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def test_launch_issues_one_expiring_keystone_credential_per_instance_named_after_it(bed: dict[str, Any]) -> None:
@@ -97,4 +91,4 @@ def test_a_keystone_refusal_is_reported_as_a_failure_not_as_revoked(bed: dict[st
     assert bed["credentials"].find(second) is not None  # nothing was revoked, and the event says so
     bed["provider"].terminate(second)
     assert KeystoneRevoker(bed["credentials"]).revoke(second, "spiffe://x").reason == "revoked"
-    _wait(lambda: not bed["provider"].list_instances({"workload": bed["workload"]}), 90)
+    wait_for(lambda: not bed["provider"].list_instances({"workload": bed["workload"]}), 300, interval=0.5)

@@ -15,7 +15,8 @@ import pytest
 
 from sco.stack.manager import down
 
-pytestmark = [pytest.mark.slow, pytest.mark.services]  # its own embedded stack, in a child process
+# its own embedded stack, in a child process
+pytestmark = [pytest.mark.slow, pytest.mark.services, pytest.mark.xdist_group("slurm-bed")]
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
         "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
