@@ -23,7 +23,10 @@ import pytest
 
 from tests.support.paths import REPO
 
-pytest_plugins = ["tests.support.leftovers", "tests.support.nats", "tests.support.postgres", "tests.support.clickhouse"]
+pytest_plugins = [
+    "tests.support.leftovers", "tests.support.groups",
+    "tests.support.nats", "tests.support.postgres", "tests.support.clickhouse",
+]
 
 # Fixtures that start a server; ``stack`` is tests/orchestration's PostgreSQL + ClickHouse pair.
 SERVICE_FIXTURES = frozenset({"nats_server", "postgres_server", "clickhouse_server", "stack"})
