@@ -273,7 +273,7 @@ class Summary:
         adjusted = net_without_breach_fallback(self.money, share) if net is not None and share else None
         if adjusted is not None:
             net_shown += (f" at {self.reclaim_rate_pct_h:g} %/h; ≈ {adjusted:.1f} % without the fallback that "
-                          f"rate breaches started ({share:.0%} of the fallback instances)")
+                          f"rate breaches started ({100 * share:.0f} % of the fallback instances)")
         return [Row("Net saving", "≥ 55 % blended", net_shown, verdict(None if net is None else net >= 55),
                     f"fct_savings_ledger: rate-card saving, wasted work and fallback charged at the demo's "
                     f"{self.reclaim_rate_pct_h:g} %/h. At that rate every workload's interruption rate breaches the "
