@@ -30,6 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from agent.waste import FINAL_MODES, MODE_NONE, REQUEUE_FRAMEWORK
 from contracts.agent_record import AgentRecord
 from contracts.checkpoint_math import requeue_waste_pct
 
@@ -38,8 +39,6 @@ __all__ = ["BREACH", "WasteAtRate", "agent_records", "breach_share", "contract_w
 
 BREACH = "interruption-rate breach"  # the fallback arbiter's cause (controllers/controller/fallback.py)
 
-FINAL_MODES = ("final-on-notice+periodic", "framework")  # as agent.waste.FINAL_MODES
-REQUEUE_FRAMEWORK = "slurm-requeue"
 
 
 @dataclass(frozen=True)
@@ -64,9 +63,9 @@ def contract_waste_pct(record: AgentRecord, rate_pct_h: float, no_notice_share: 
     rate = Decimal(str(rate_pct_h))
     length = record.max_unit_length_min
     interval = record.checkpoint_interval_min
-    if record.framework == REQUEUE_FRAMEWORK or (record.checkpoint_mode == "none" and length is not None):
+    if record.framework == REQUEUE_FRAMEWORK or (record.checkpoint_mode == MODE_NONE and length is not None):
         return requeue_waste_pct(rate, length) if length is not None else 0.0
-    if record.checkpoint_mode == "none":
+    if record.checkpoint_mode == MODE_NONE:
         return 0.0  # stateless
     per_interval = requeue_waste_pct(rate, interval) if interval else 0.0
     if record.checkpoint_mode in FINAL_MODES:

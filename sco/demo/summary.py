@@ -20,6 +20,9 @@ from .table import Row, render_summary, verdict
 
 __all__ = ["Summary"]
 
+# the hours at which the simulated region's daily demand cycle is at its mean (controllers/simregion/demand.py)
+MEAN_HOURS = {9.0: " (its demand cycle's mean)", 21.0: " (its demand cycle's mean)"}
+
 
 def _t(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -177,7 +180,7 @@ class Summary:
         _, _, secs = self.drains()
         clock = ("" if self.start_hour is None else
                  f"simulated region's day pinned at {int(self.start_hour):02d}:{round(self.start_hour % 1 * 60):02d}"
-                 " UTC (its demand cycle's mean), ")
+                 f" UTC{MEAN_HOURS.get(self.start_hour, '')}, ")
         head = (f"SCO demo: {clock}reclaims at {self.reclaim_rate_pct_h:g} %/h (production ~"
                 f"{self.production_rate_pct_h:g} %/h); placement settled in {self.placed_in_s:.0f} s, then "
                 f"{self.live_s:.0f} s of timeline, {len(self.events)} events, peak fleet {self.fleet_peak} nodes "
