@@ -1,9 +1,10 @@
 """Decide, pure (ADR-10, ADR-12): from what a pass observed, what the partition should look like and what the
 leader remembers, the actions of this pass — nothing read, nothing written, the clock passed in.
 
-``begin`` starts a pass from its first look: a new lease tenure is a restart (read-only again), the breaker
-row is the truth, and when many running instances vanished from the listing without a notice the pass fails
-static (opens the breaker, acts on nothing). ``decide`` does the rest: the floor keeper, revocations of what
+``begin`` starts a pass from its first look: a new lease tenure is a restart (read-only again), a partition
+that never made a plan and holds nothing is a first placement (no recovery ramp), the breaker row is the
+truth, and when many running instances vanished from the listing without a notice the pass fails static
+(opens the breaker, acts on nothing). ``decide`` does the rest: the floor keeper, revocations of what
 is gone, refused work, the plan, the diff, the fallback arbiter, the safety gate (read-only cycles, recovery
 share tier 1 first, the termination breaker, three idle observations, tags = row) and the floor check.
 """
@@ -26,7 +27,7 @@ from .decision import Action, Decision, Desired, Memory, OpenBreaker, Place, Pub
 from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
-from .reconcile import desired_slots, diff
+from .reconcile import desired_slots, diff, interleave
 
 __all__ = ["begin", "decide", "pool_states_for"]
 
@@ -40,6 +41,10 @@ def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tu
     mem.tenure = glance.tenure
     if mem.previous is None:
         mem.previous = PlanSet(generation=glance.base_generation or 0, made_at=now, plans={})
+        if not glance.base_generation and not glance.instances and not glance.rows:
+            # a partition's first placement: no plan was ever made, nothing runs, nothing to catch up on. The
+            # recovery ramp bounds a return (ADR-12); here only the read-only cycles and the token budget apply
+            mem.safety.recovering = False
     if glance.breaker_open:  # the breaker row is the truth: an operator closes it (reset-breaker)
         mem.safety.tripped = True
     elif mem.safety.tripped:
@@ -159,10 +164,13 @@ def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaim
 
 def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed]) -> list[Action]:
     notified: dict[SlotKey, list[str]] = defaultdict(list)
+    held: dict[str, int] = defaultdict(int)
     for o in observed:
         if o.status == "notified":
             notified[o.key].append(o.instance_id)
-    return [*(Place(a, tuple(notified.get(a.key, []))) for a in launches), *terminations]
+        if o.live:
+            held[o.workload] += 1
+    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held)), *terminations]
 
 
 def _agrees(row: Mapping[str, Any], o: Observed) -> bool:

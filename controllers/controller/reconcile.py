@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from controllers.planning import Purpose as PlanPurpose
 from controllers.planning import WorkloadPlan
 
+from .breaker import tier_rank
 from .model import Launch, Observed, Purpose, SlotKey, Terminate
 
-__all__ = ["Diff", "desired_slots", "diff"]
+__all__ = ["Diff", "desired_slots", "diff", "interleave"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -72,3 +73,24 @@ def diff(desired: Mapping[SlotKey, int], observed: Sequence[Observed], *, partit
             reason = "surplus" if key.workload in tiers else "orphan"
             surplus.extend(Terminate(o, reason, tier) for o in newest_first[: len(have) - want])
     return Diff(tuple(launches), tuple(surplus))
+
+
+def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None) -> list[Launch]:
+    """The launches in rounds, fewest held first: a workload's next slot (its floor first) is in round
+    ``held + k`` — what it already holds (``held``, live instances per workload) plus its slots before this one
+    — so every workload that holds nothing gets its first instance before any other gets a second, this pass
+    and the next. Within a round tier 1 goes first, then the order given.
+
+    The token budget (5 calls a second per partition) ends a pass's launches at the first ``Throttled``; in the
+    diff's order (by workload name) the last workloads of a partition's first placement waited several passes
+    for their first instance (16 s in the demo: ADR-12's ramp bounds a restart, not a first placement)."""
+    held = held or {}
+    rank: dict[str, int] = defaultdict(int)
+    rounds: dict[int, int] = {}
+    for n in sorted(range(len(launches)), key=lambda n: (launches[n].key.workload,
+                                                         launches[n].key.purpose is not Purpose.FLOOR, n)):
+        workload = launches[n].key.workload
+        rounds[n] = held.get(workload, 0) + rank[workload]
+        rank[workload] += 1
+    return [launches[n] for n in sorted(range(len(launches)),
+                                        key=lambda n: (rounds[n], tier_rank(launches[n].tier), n))]

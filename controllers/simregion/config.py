@@ -30,6 +30,9 @@ class RegionConfig(BaseModel):
     refill_mean_s: float = Field(900.0, gt=0, description="mean delay before another tenant refills a slot")
     victims_per_reclaim: float = Field(4.0, ge=1, description="mean instances one guaranteed request displaces")
     daily_amplitude: float = Field(0.5, ge=0, lt=1, description="guaranteed demand daily cycle amplitude")
+    start_hour: float | None = Field(None, ge=0, lt=24, description="hour of day (UTC) the daily demand cycle "
+                                     "starts at; default the clock's own hour at the start. A live demo pins it "
+                                     "so its prices and reclaims do not depend on when it runs")
     bursts_per_aggregate_day: float = Field(0.3, ge=0, description="demand bursts per aggregate per day")
     burst_factor: float = Field(4.0, ge=1, description="reclaim intensity multiplier during a burst")
     burst_mean_s: float = Field(5400.0, gt=0, description="mean burst duration, seconds")

@@ -21,7 +21,8 @@ class GuaranteedDemand:
     def __init__(self, config: RegionConfig, start: datetime, slots: Mapping[str, int]) -> None:
         """``slots``: reclaimable instance slots per aggregate (weights each aggregate's share of demand)."""
         self.config = config
-        self._start_hour = start.hour + start.minute / 60.0 + start.second / 3600.0
+        self._start_hour = (config.start_hour if config.start_hour is not None
+                            else start.hour + start.minute / 60.0 + start.second / 3600.0)
         self._daily_at = (math.nan, 1.0)
         self.burst_until: dict[str, float] = dict.fromkeys(slots, -1.0)
         self.burst_start: dict[str, float] = dict.fromkeys(slots, -1.0)  # when a booked burst's demand lands

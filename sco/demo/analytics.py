@@ -136,13 +136,19 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     # wasted work against the *reclaimable* instance hours (the one-pager's denominator), as the ledger
     # computed them (fct_savings_ledger carries the wasted hours but not the reclaimable hours)
     waste = ch.rows(
-        "SELECT sum(wasted_hours), sum(reclaimable_hours) FROM savings_ledger FINAL "
-        "WHERE hour >= {start:DateTime('UTC')}",
+        "SELECT sum(wasted_hours), sum(reclaimable_hours), sum(reclaimable_eur), sum(fallback_eur), "
+        "sum(fallback_hours) FROM savings_ledger FINAL WHERE hour >= {start:DateTime('UTC')}",
         {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
     if waste and waste[0][1]:
-        wasted_h, reclaimable_h = (float(x or 0) for x in waste[0])
+        wasted_h, reclaimable_h, reclaimable_eur, fallback_eur, fallback_h = (float(x or 0) for x in waste[0])
         summary.money |= {"wasted_pct": 100 * wasted_h / reclaimable_h if reclaimable_h else None,
-                          "wasted_hours": wasted_h, "reclaimable_hours": reclaimable_h}
+                          "wasted_hours": wasted_h, "reclaimable_hours": reclaimable_h,
+                          "reclaimable_eur": reclaimable_eur, "fallback_eur": fallback_eur,
+                          "fallback_hours": fallback_h}
+
+    latest = ch.rows("SELECT direction, count() FROM (SELECT workload, argMax(direction, computed_at) AS direction "
+                     "FROM recommendations FINAL GROUP BY workload) GROUP BY direction")
+    summary.recommendations = {str(direction): int(n) for direction, n in latest or []}
 
     cfg.reports.mkdir(parents=True, exist_ok=True)
     phase("writing the fleet and showback reports")

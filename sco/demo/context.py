@@ -26,6 +26,9 @@ class DemoConfig:
     reports: Path = Path("demo-reports")
     live_s: float = 240.0                 # the live part of the timeline
     reclaim_rate_pct_h: float = 150.0     # compressed: ~4 %/h in production
+    production_rate_pct_h: float = 4.0    # the rate the one-pager's targets assume (DESIGN §5)
+    start_hour: float = 9.0               # the simulated region's hour of day (UTC) at the start: the daily
+    #                                       demand cycle's mean, so the figures do not depend on when it runs
     units_per_workload: int = 6
     seed: int = 1
     slurm: bool = True                    # use the real Slurm test bed when it is up

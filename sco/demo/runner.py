@@ -27,10 +27,11 @@ from typing import Any
 from .context import DemoConfig, RunContext, Urls
 from .display import Display
 from .procs import Procs, sco_argv, wait_http
+from .production import agent_records
 from .slurm import cancel_demo_jobs, slurm_job_state, slurm_testbed
 from .timeline import STEPS, start_controllers, stop_controllers, tick
 
-__all__ = ["PHASES", "DemoConfig", "Phase", "RunContext", "drive", "run_demo"]
+__all__ = ["PHASES", "DemoConfig", "Phase", "RunContext", "drive", "region_settings", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,15 @@ async def sign_contracts(ctx: RunContext) -> None:
                         datetime.now(UTC), load_private_key(ctx.keys / "governance.key.pem"))
     ctx.partitions = [b.partition for b in published]
     ctx.summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
+    ctx.summary.contracts = agent_records(sorted(ctx.bundles.glob("*/*/agent-bundle.json")))
+
+
+def region_settings(cfg: DemoConfig) -> dict[str, str]:
+    """The simulated region's settings for the demo (``sco sim region serve --set KEY=VALUE``): the compressed
+    reclaim rate, the pinned hour of day (so two runs see the same prices and demand whenever they run), no
+    random hall reclaims (the timeline makes its own), short hall outages, no other tenants."""
+    return {"reclaim_rate_pct_h": f"{cfg.reclaim_rate_pct_h:g}", "start_hour": f"{cfg.start_hour:g}",
+            "hall_reclaims_per_30d": "0", "hall_outage_s": "150", "background": "false"}
 
 
 async def start_services(ctx: RunContext) -> None:
@@ -91,11 +101,9 @@ async def start_services(ctx: RunContext) -> None:
     cfg, urls, procs = ctx.cfg, ctx.urls, ctx.procs
     sim_port = free_port()
     ctx.sim_url = f"http://127.0.0.1:{sim_port}"
+    settings = [arg for key, value in region_settings(cfg).items() for arg in ("--set", f"{key}={value}")]
     procs.start("simregion", sco_argv("sim", "region", "serve", "--port", str(sim_port), "--nats", urls.nats,
-                                      "--seed", str(cfg.seed),
-                                      "--set", f"reclaim_rate_pct_h={cfg.reclaim_rate_pct_h}",
-                                      "--set", "hall_reclaims_per_30d=0", "--set", "hall_outage_s=150",
-                                      "--set", "background=false"))
+                                      "--seed", str(cfg.seed), *settings))
     # 14 days of the region's pool history, so the rankings and groups have something to learn from
     procs.start("history", sco_argv("sim", "history", "--days", "14", "--seed", str(cfg.seed),
                                     "--clickhouse", urls.clickhouse))
@@ -121,7 +129,7 @@ async def place(ctx: RunContext) -> None:
     for 6 s (at most 120 s)."""
     from .fleet import Fleet
 
-    start_controllers(ctx, "1.0")  # a cold start: nothing to catch up on (see docs/demo.md)
+    start_controllers(ctx)  # a first placement: the controller applies no recovery ramp (docs/demo.md)
     ctx.slurm_conf, ctx.slurm_nodes = slurm_testbed() if ctx.cfg.slurm else (None, [])
     if ctx.slurm_conf:
         await asyncio.to_thread(cancel_demo_jobs, ctx.slurm_conf)
@@ -221,7 +229,9 @@ async def run_demo(cfg: DemoConfig) -> int:
     run_dir = home / "run" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(cfg=cfg, home=home, run_dir=run_dir, procs=Procs(logs=run_dir), display=Display(),
-                     summary=Summary(started=datetime.now(UTC)))
+                     summary=Summary(started=datetime.now(UTC), start_hour=cfg.start_hour,
+                                     reclaim_rate_pct_h=cfg.reclaim_rate_pct_h,
+                                     production_rate_pct_h=cfg.production_rate_pct_h))
     ctx.display.start()
     completed = False
     try:

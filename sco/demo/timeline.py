@@ -32,7 +32,9 @@ def claims(bundle: Path, units: int) -> list[dict[str, Any]]:
     return items
 
 
-def start_controllers(ctx: RunContext, recovery_share: str) -> None:
+def start_controllers(ctx: RunContext) -> None:
+    """One ``sco controller run`` per partition with the default ADR-12 bounds: the controller itself tells a
+    first placement (never planned, nothing held: no ramp) from a restart (two read-only cycles, then the ramp)."""
     for partition in ctx.partitions:
         region, cluster = partition.split("/", 1)
         bundle = ctx.bundles / region / cluster / "controller-bundle.json"
@@ -42,8 +44,7 @@ def start_controllers(ctx: RunContext, recovery_share: str) -> None:
             "controller", "run", "--partition", partition, "--bundle", str(bundle),
             "--pubkey", str(ctx.keys / "signing.pub.pem"), "--governance-key", str(ctx.keys / "governance.pub.pem"),
             "--sim-url", ctx.sim_url, "--postgres", ctx.urls.postgres, "--nats", ctx.urls.nats,
-            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions),
-            "--recovery-share", recovery_share))
+            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions)))
 
 
 def stop_controllers(ctx: RunContext) -> None:
@@ -159,7 +160,7 @@ async def outage_start(ctx: RunContext) -> None:
 
 async def outage_end(ctx: RunContext) -> None:
     ctx.summary.mark("outage-end")
-    start_controllers(ctx, "0.05")  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
+    start_controllers(ctx)  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
 
 
 Step = tuple[float, str, Callable[[RunContext], Awaitable[None]]]

@@ -75,6 +75,7 @@ class Case:
     recovering: bool = False
     tenure: int = 1                 # the lease generation this pass holds (the memory holds 1)
     breaker_open: bool = False
+    generation: int = 1             # the newest plan generation in the database (0: the partition never planned)
     orphans: int = 0                # instances of no workload in force: termination candidates
     idle: int = 3                   # idle observations of each orphan
     work: tuple[WorkItem, ...] = field(default_factory=lambda: demand(ETL, 40))
@@ -86,7 +87,7 @@ class Case:
         memory.safety.cycles, memory.safety.recovering, memory.tenure = self.cycles, self.recovering, 1
         instances = tuple(orphan(n) for n in range(self.orphans))
         rows = {o.instance_id: row(o, self.idle) for o in instances}
-        glance = Glance(self.tenure, self.breaker_open, 0, instances, rows)
+        glance = Glance(self.tenure, self.breaker_open, self.generation, instances, rows)
         mem, hold = begin(glance, desired, memory, T0)
         assert hold is None
         return decide(Observation(glance, rows, (), self.work, market(), {}, {}, 0), desired, mem, T0)
@@ -119,6 +120,55 @@ def test_the_floor_goes_first_onto_committed_reservations_over_three_halls_and_t
     allowed = recovering.of(Place)
     assert allowed and all(p.launch.workload == "train" for p in allowed), "tier 1 first under the recovery cap"
     assert 0 < launched(recovering) <= 5 and recovering.held > 0
+
+
+@pytest.mark.parametrize(("generation", "capped"), [
+    pytest.param(3, True, id="a restart of a partition that planned before ramps up at 5 % per 5 minutes"),
+    pytest.param(0, False, id="a partition's first placement (never planned, holds nothing) is not ramped"),
+])
+def test_the_recovery_ramp_bounds_a_restart_not_a_first_placement(generation: int, capped: bool) -> None:
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
+    memory = Memory.fresh(desired.settings)
+    glance = Glance(1, False, generation, (), {})
+    work = demand(TRAIN, 40) + demand(ETL, 40)
+    for _ in range(3):  # two read-only passes, then the first that acts (apply records each pass as done)
+        mem, _ = begin(glance, desired, memory, T0)
+        d = decide(Observation(glance, {}, (), work, market(), {}, {}, 0), desired, mem, T0)
+        assert d.gated is not None
+        d.memory.safety.done(d.gated, launched(d), 0, T0)
+        memory = d.memory
+    assert not d.read_only
+    assert (launched(d) <= 5) is capped and (d.held > 0) is capped, (launched(d), d.held)
+
+
+def first_pass_places(names: list[str], held: tuple[str, ...] = ()) -> list[str]:
+    """The workloads of a pass's launches in call order: seven T3 workloads of 24 units each (and a T1 one),
+    ``held`` already holding one running instance each."""
+    many = [contract(n, "T1" if n == "w9" else "T3") for n in names]
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(*many))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.safety.recovering, memory.tenure = 2, False, 1
+    running = tuple(Observed(f"i-{w}", f"node-{w}", w, "p00", PARTITION, 1, Purpose.RECLAIMABLE, "active", "h1",
+                             T0 - timedelta(minutes=1)) for w in held)
+    glance = Glance(1, False, 1, running, {o.instance_id: row(o, 0) for o in running})
+    mem, _ = begin(glance, desired, memory, T0)
+    work = tuple(item for c in many for item in demand(c, 24))
+    d = decide(Observation(glance, glance.rows, (), work, market(), {}, {}, 0), desired, mem, T0)
+    return [p.launch.workload for p in d.of(Place)]
+
+
+def test_each_workload_s_first_launch_comes_before_any_workload_s_second_so_the_token_budget_delays_none() -> None:
+    names = [f"w{i}" for i in range(7)]
+    order = first_pass_places(names)
+    assert len(order) > len(names), "several slots per workload, else the order says nothing"
+    assert sorted(order[:len(names)]) == names, f"the first {len(names)} calls of the pass: {order}"
+
+
+def test_the_next_pass_serves_first_the_workloads_the_token_budget_left_without_an_instance() -> None:
+    names = [f"w{i}" for i in range(7)]
+    order = first_pass_places(names, held=("w0", "w1", "w2", "w3", "w4"))
+    assert order[:2] == ["w5", "w6"], order
+    assert first_pass_places([*names, "w9"])[0] == "w9", "within a round tier 1 goes first"
 
 
 @pytest.mark.parametrize(("case", "terminated", "breaker"), [

@@ -1,19 +1,27 @@
-"""`sco demo` end to end, twice on the same home (running it twice works) and with store URLs in the
-environment that it must ignore: every process comes up, the timeline runs, the summary has a measured figure
-for each quality row the demo exercises, drains continue while both controllers are down, and the reports are
-written."""
+"""`sco demo` end to end, run ONCE for the module (a full run takes about a minute and a half), with store URLs in
+the environment that it must ignore: every process comes up, the timeline runs, the summary has a measured
+figure and a verdict for each quality row the demo exercises, the rows the demo can meet say PASS, drains
+continue while both controllers are down, and the reports are written. Then a short check without a second
+full run: the next run stops the stack this one left up and starts an empty one (running the demo twice works).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from sco.stack.manager import down
+from sco.stack import manager
+from sco.stack.services import pid_alive
+from stores.config import ENV_VARS, load_urls
 
 # its own embedded stack, in a child process
 pytestmark = [pytest.mark.slow, pytest.mark.services, pytest.mark.xdist_group("slurm-bed")]
@@ -21,46 +29,129 @@ pytestmark = [pytest.mark.slow, pytest.mark.services, pytest.mark.xdist_group("s
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
         "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
         "Fallback / shortfall", "Wasted work", "Net saving", "Orchestrator cost")
+# the rows the demo meets at its compressed rate; the others are explained in docs/demo.md ("Verdicts")
+MUST_PASS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
+             "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
+             "Orchestrator cost")
 
 
-def run_demo(home: Path, reports: Path) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class DemoRun:
+    home: Path
+    reports: Path
+    stdout: str
+    table: str
+
+    def cells(self, quality: str) -> dict[str, str]:
+        """The row's cells by column (quality, target, measured, verdict), each cell's wrapped lines joined."""
+        lines = self.table.split("\n\nVerdicts:")[0].splitlines()
+        starts = [lines[0].index(name) for name in ("quality", "target", "measured", "verdict")]
+        first = next((n for n, ln in enumerate(lines) if ln.startswith(quality + " ")), None)
+        assert first is not None, f"summary row {quality!r} missing:\n{self.table}"
+        end = next((n for n in range(first + 1, len(lines)) if lines[n][:1].strip()), len(lines))
+        bounds = list(zip(starts, [*starts[1:], None], strict=True))
+        return {name: " ".join(" ".join(ln[a:b] for ln in lines[first:end]).split())
+                for name, (a, b) in zip(("quality", "target", "measured", "verdict"), bounds, strict=True)}
+
+    def row(self, quality: str) -> str:
+        """The row's cells in order, on one line."""
+        return " ".join(self.cells(quality).values())
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    base = tmp_path_factory.mktemp("demo")
+    home, reports = base / "home", base / "reports"
     # store URLs that lead nowhere: the demo runs on its own embedded stack and must ignore them
     env = {**os.environ, "SCO_POSTGRES_URL": "postgresql://postgres@127.0.0.1:9/none",
            "SCO_CLICKHOUSE_URL": "http://127.0.0.1:9", "SCO_NATS_URL": "nats://127.0.0.1:9"}
-    return subprocess.run([sys.executable, "-m", "sco", "demo", "--live", "45", "--home", str(home),
-                           "--reports", str(reports)], capture_output=True, text=True, timeout=600, env=env)
-
-
-def test_the_demo_runs_twice_and_its_summary_measures_every_row(tmp_path: Path) -> None:
-    home, reports = tmp_path / "home", tmp_path / "reports"
     try:
-        for attempt in (1, 2):
-            result = run_demo(home, reports)
-            assert result.returncode == 0, f"run {attempt}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        result = subprocess.run([sys.executable, "-m", "sco", "demo", "--live", "45", "--home", str(home),
+                                 "--reports", str(reports)], capture_output=True, text=True, timeout=600, env=env)
+        assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        out = result.stdout
+        yield DemoRun(home, reports, out, out[out.index("quality "):])
     finally:
-        down(home / "stack")  # a run that completes leaves its stack up for browsing (docs/demo.md)
-    out = result.stdout
-    table = out[out.index("quality "):]
-    print(table)  # the measured figures, for -s / -rP
-    for row in ROWS:
-        line = next((ln for ln in table.splitlines() if ln.startswith(row)), None)
-        assert line is not None, f"summary row {row!r} missing"
-        assert "not computed" not in line and "no notice" not in line, line
-    p99 = re.search(r"Notice to drain signal .*p99 (\d+) ms", table)
-    assert p99 and int(p99.group(1)) <= 2000
-    outage = re.search(r"(\d+) drained, (\d+) overran while both controllers were down", table)
+        manager.down(home / "stack")  # a run that completes leaves its stack up for browsing (docs/demo.md)
+
+
+def test_the_demo_s_summary_measures_every_row_and_passes_the_rows_it_can_meet(demo: DemoRun) -> None:
+    print(demo.stdout[demo.stdout.index("SCO demo: "):])  # the summary, for -s / -rP
+    for quality in ROWS:
+        row = demo.row(quality)
+        assert "not computed" not in row and "no notice" not in row, row
+        assert demo.cells(quality)["verdict"] in ("PASS", "FAIL", "n/a"), f"no verdict: {row}"
+    failed = [q for q in MUST_PASS if demo.cells(q)["verdict"] != "PASS"]
+    assert not failed, "\n".join(demo.row(q) for q in failed)
+    p99 = re.search(r"Placement decision .*p99 (\d+\.\d) s", demo.table)
+    assert p99 and float(p99.group(1)) <= 10, demo.row("Placement decision")
+    outage = re.search(r"(\d+) drained, (\d+) overran while both controllers were down", demo.table)
     assert outage and int(outage.group(1)) > 0 and int(outage.group(2)) == 0
-    assert "excluded" in next(ln for ln in table.splitlines() if ln.startswith("Exclusion"))
-    # wasted work measured: a figure from the ledger, fed by wasted_s on the agents' drain events (how each
-    # figure was measured is a note under the table)
-    wasted = next(ln for ln in table.splitlines() if ln.startswith("Wasted work"))
-    figure = re.search(r"(\d+\.\d) % \((\d+\.\d+) h of (\d+\.\d+) reclaimable h\)", wasted)
-    assert figure and "not measured" not in wasted, wasted
-    fed = re.search(r"Wasted work: ledger: wasted_s on (\d+) drained", table)
-    assert float(figure.group(3)) > 0 and fed and int(fed.group(1)) > 0, table
-    summary = out[out.index("SCO demo: "):out.index("\nReports: ")]
+    assert "excluded" in demo.row("Exclusion")
+
+
+def test_wasted_work_is_measured_at_the_compressed_rate_with_its_production_rate_estimates_beside_it(
+        demo: DemoRun) -> None:
+    wasted = demo.cells("Wasted work")["measured"]
+    figure = re.search(r"(\d+\.\d) % at 150 %/h \((\d+\.\d+) h of (\d+\.\d+) reclaimable h\)", wasted)
+    assert figure and float(figure.group(3)) > 0, wasted
+    linear = re.search(r"at 4 %/h: (\d+\.\d+) % scaled linearly", wasted)
+    assert linear and abs(float(linear.group(1)) - float(figure.group(1)) * 4 / 150) < 0.01, wasted
+    assert re.search(r"(\d+\.\d+) % by the contracts' checkpoint rules", wasted), wasted
+    fed = re.search(r"Wasted work: ledger: wasted_s on (\d+) drained", demo.table)
+    assert fed and int(fed.group(1)) > 0, demo.table
+
+
+def test_net_saving_is_measured_at_the_compressed_rate_with_the_rate_breach_fallback_s_share_computed_beside_it(
+        demo: DemoRun) -> None:
+    net = demo.cells("Net saving")["measured"]
+    measured = re.search(r"^(\d+\.\d) % at 150 %/h; ≈ (\d+\.\d) % without the fallback that rate breaches started", net)
+    assert measured, net
+    assert float(measured.group(2)) > float(measured.group(1)), "the breach fallback is a cost: without it, more saved"
+
+
+def test_the_summary_states_the_simulated_hour_and_the_rates_and_fits_120_columns(demo: DemoRun) -> None:
+    summary = demo.stdout[demo.stdout.index("SCO demo: "):demo.stdout.index("\nReports: ")]
     assert all(len(line) <= 120 for line in summary.splitlines()), summary
-    fleet = reports / "fleet-r1.html"
+    head = " ".join(summary.split("\n\n")[0].split())
+    assert "pinned at 09:00 UTC" in head and "reclaims at 150 %/h (production ~4 %/h)" in head, head
+    assert re.search(r"^Verdicts: \d+ PASS", summary, re.M), summary
+
+
+def test_the_reports_are_written(demo: DemoRun) -> None:
+    fleet = demo.reports / "fleet-r1.html"
     assert fleet.exists() and "<svg" in fleet.read_text()
-    assert len(list(reports.glob("showback-*.html"))) == 3
-    assert len(list((home / "run").iterdir())) == 2  # one run directory per run, both kept
+    assert len(list(demo.reports.glob("showback-*.html"))) == 3
+
+
+def test_the_next_run_stops_the_stack_this_run_left_up_and_starts_an_empty_one(
+        demo: DemoRun, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What running the demo twice needs, without a second full run: the stack phase of a second run."""
+    import psycopg
+
+    from sco.demo.context import DemoConfig, RunContext
+    from sco.demo.display import Display
+    from sco.demo.procs import Procs
+    from sco.demo.runner import start_stack
+    from sco.demo.summary import Summary
+
+    stack = demo.home / "stack"
+    left = load_urls(stack)
+    assert left.postgres, "a complete run leaves its stack up"
+    with psycopg.connect(left.postgres) as conn:
+        assert conn.execute("SELECT count(*) FROM controller_cycles").fetchone()[0] > 0
+    old_pids = [s.pid for s in manager.status(stack, env={}) if s.pid]
+    assert old_pids and all(pid_alive(p) for p in old_pids)
+    for store, var in ENV_VARS.items():  # ignored again; start_stack mutates os.environ, monkeypatch restores it
+        monkeypatch.setenv(var, f"{store}://127.0.0.1:9")
+    monkeypatch.setenv("SCO_HOME", str(stack))
+    cfg = DemoConfig(home=demo.home)
+    ctx = RunContext(cfg=cfg, home=demo.home, run_dir=demo.home / "run" / "second", procs=Procs(),
+                     display=Display(tty=False), summary=Summary(started=datetime.now(UTC)))
+    try:
+        asyncio.run(start_stack(ctx))
+        assert not [p for p in old_pids if pid_alive(p)], "the previous run's servers still run"
+        with psycopg.connect(ctx.urls.postgres) as conn:
+            assert conn.execute("SELECT count(*) FROM controller_cycles").fetchone()[0] == 0
+    finally:
+        manager.down(stack)
