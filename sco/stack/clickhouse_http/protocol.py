@@ -82,6 +82,7 @@ class Request:
     settings: dict[str, str] = field(default_factory=dict)
     session_timeout_s: float = 60.0
     session_check: bool = False
+    transport: dict[str, str] = field(default_factory=dict)  # the HTTP-layer parameters given (TRANSPORT_PARAMS)
 
 
 DEFAULT_MAX_BODY = 256 << 20  # bytes of request body after decompression (a real server streams; we hold it)
@@ -246,4 +247,5 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
         settings=settings,
         session_timeout_s=_session_timeout(merged.get("session_timeout") or "60"),
         session_check=merged.get("session_check", "0") not in ("0", ""),
+        transport={k: v for k, v in merged.items() if k in TRANSPORT_PARAMS and k not in ("query", "password")},
     )
