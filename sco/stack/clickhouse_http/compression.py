@@ -24,7 +24,7 @@ DEFAULT_LEVEL = 3
 class Compressor(Protocol):
     encoding: str
 
-    def compress(self, data: bytes) -> bytes: ...
+    def compress(self, data: bytes | memoryview) -> bytes: ...
 
     def flush(self) -> bytes: ...
 
@@ -61,7 +61,7 @@ class _Zlib:
         wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS  # gzip, or zlib for "deflate"
         self._z = zlib.compressobj(level, zlib.DEFLATED, wbits)
 
-    def compress(self, data: bytes) -> bytes:
+    def compress(self, data: bytes | memoryview) -> bytes:
         return self._z.compress(data)
 
     def flush(self) -> bytes:
@@ -80,7 +80,7 @@ class _Zstd:
         self._z: Any = zstd.ZstdCompressor(level=level)
         self._block, self._frame = zstd.ZstdCompressor.FLUSH_BLOCK, zstd.ZstdCompressor.FLUSH_FRAME
 
-    def compress(self, data: bytes) -> bytes:
+    def compress(self, data: bytes | memoryview) -> bytes:
         return bytes(self._z.compress(data))
 
     def flush(self) -> bytes:
@@ -103,7 +103,7 @@ class _Lz4:
         header, self._header = self._header, b""
         return header + data
 
-    def compress(self, data: bytes) -> bytes:
+    def compress(self, data: bytes | memoryview) -> bytes:
         return self._with_header(bytes(self._z.compress(data)))
 
     def flush(self) -> bytes:
@@ -121,8 +121,8 @@ class _Brotli:
 
         self._z: Any = brotli.Compressor(quality=level)
 
-    def compress(self, data: bytes) -> bytes:
-        return bytes(self._z.process(data))
+    def compress(self, data: bytes | memoryview) -> bytes:
+        return bytes(self._z.process(bytes(data)))
 
     def flush(self) -> bytes:
         return bytes(self._z.flush())

@@ -106,7 +106,7 @@ class Execution:
         self.progress["total_rows_to_read"] = max(self.progress["total_rows_to_read"], self.progress["read_rows"])
 
     # -- output ---------------------------------------------------------------------------------------------
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Iterator[bytes | memoryview]:
         """The output, one engine block at a time; chDB errors become :class:`ClickHouseError`."""
         if self._stream is None:
             for body in self._buffered:
@@ -125,8 +125,8 @@ class Execution:
                 self.exhausted = True
                 return
             self.result_rows += int(piece.rows_read())
-            data = bytes(piece.bytes())
-            self.result_bytes += len(data)
+            data = piece.get_memview().view()  # chDB's buffer, not a copy; valid while ``piece`` lives
+            self.result_bytes += data.nbytes
             yield data
 
     def summary(self) -> dict[str, str]:

@@ -135,11 +135,13 @@ class ResponseWriter:
         self._h.end_headers()
 
     # -- body ------------------------------------------------------------------------------------------------
-    def _send(self, data: bytes) -> None:
-        if not data or self._head:
+    def _send(self, data: bytes | memoryview) -> None:
+        if not len(data) or self._head:
             return
-        if self._chunked:
-            self._h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if self._chunked:  # three writes rather than one joined copy of a block that may be megabytes
+            self._h.wfile.write(b"%x\r\n" % len(data))
+            self._h.wfile.write(data)
+            self._h.wfile.write(b"\r\n")
         else:
             self._h.wfile.write(data)
 
@@ -148,10 +150,13 @@ class ResponseWriter:
         self._pending, self._pending_size = [], 0
         return data
 
-    def write(self, data: bytes, summary: Callable[[], dict[str, str]]) -> None:
+    def write(self, data: bytes | memoryview, summary: Callable[[], dict[str, str]]) -> None:
         """Add output; past the buffer the headers (with ``summary()``) and the buffered output go out."""
-        self._wrote = self._wrote or bool(data)
-        out = self._compressor.compress(data) if self._compressor is not None else data
+        self._wrote = self._wrote or bool(len(data))
+        if self.committed and self._compressor is None:
+            self._send(data)  # streaming already: no copy
+            return
+        out = self._compressor.compress(data) if self._compressor is not None else bytes(data)
         if out:
             self._pending.append(out)
             self._pending_size += len(out)
