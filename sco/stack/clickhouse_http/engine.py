@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .native import MIN_REVISION_WITH_TIME_ZONE, for_revision, zoned_columns
 from .protocol import ClickHouseError, Request
 from .running import STREAMABLE_FORMATS, Execution, ProgressCallback, kill_statement
 
@@ -84,6 +85,11 @@ class _Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     settings: dict[str, str] = field(default_factory=dict)
     database: str | None = None
+
+
+def _revision(request: Request) -> int:
+    value = request.transport.get("client_protocol_version", "0")
+    return int(value) if value.isdigit() else 0
 
 
 def _literal(value: str) -> str:
@@ -307,6 +313,9 @@ class ChdbEngine:
         streamable = fmt.lower() in STREAMABLE_FORMATS and (match is not None or _ANY_FORMAT.search(sql) is None)
         execution = Execution(conn.raw, self.kill, fmt, has_result=kind == _READ_ONLY,
                               read_only=kind == _READ_ONLY, on_progress=on_progress, streamable=streamable)
+        if fmt == "Native" and kind == _READ_ONLY and _revision(request) > 0:
+            execution.transform = self._native(request, conn.database, sql[: match.start()] if match else sql,
+                                               one_block=streamable)
         try:
             execution.start(sql, request.default_format, self._bind(conn, request.params))
         except BaseException:
@@ -315,6 +324,44 @@ class ChdbEngine:
         if kind == _CONTROL:
             self._after_control(conn, request, session)
         return execution
+
+    def _native(self, request: Request, database: str, select: bytes, one_block: bool
+                ) -> Callable[[bytes | memoryview], bytes | memoryview]:
+        """A chunk transform to Native for the client's revision (see ``native``).
+
+        The true types (for the zones) come from a ``DESCRIBE`` of the query on another connection, asked
+        only when the first block has a column written as plain ``DateTime``; when that cannot be
+        answered (a session's temporary table, say) the zones stay stripped.
+        """
+        revision = _revision(request)
+        zones: list[str] | None = None
+        asked = revision < MIN_REVISION_WITH_TIME_ZONE
+
+        def transform(data: bytes | memoryview) -> bytes | memoryview:
+            nonlocal zones, asked
+            if not asked:
+                asked = True
+                if b"\x08DateTime" in bytes(data):
+                    zones = self._describe(request, database, select) or None
+            return for_revision(data, revision, zones if zones and zoned_columns(zones) else None, one_block)
+
+        return transform
+
+    def _describe(self, request: Request, database: str, select: bytes) -> list[str]:
+        conn = self._take()
+        try:
+            self._switch(conn, database, request.settings)
+            text = {k: v.decode(errors="replace") for k, v in request.params.items()}
+            rows = bytes(conn.run(b"DESCRIBE TABLE (" + select.rstrip().rstrip(b";") + b")", "TSVRaw", text).bytes())
+            types = [line.split("\t")[1] for line in rows.decode().splitlines()]
+        except Exception:
+            conn.close()
+            return []
+        if request.settings:
+            conn.close()
+        else:
+            self._give_back(conn)
+        return types
 
     @staticmethod
     def _after_control(conn: _Conn, request: Request, session: _Session | None) -> None:

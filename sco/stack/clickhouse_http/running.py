@@ -67,6 +67,7 @@ class Execution:
         self.cancelled = False
         self._on_progress = on_progress
         self._stream: Any = None
+        self.transform: Callable[[bytes | memoryview], bytes | memoryview] | None = None  # applied to each chunk
         self._buffered: list[bytes] = []
         self._lock = threading.Lock()  # cancel vs. the end of the statement
 
@@ -111,7 +112,7 @@ class Execution:
         if self._stream is None:
             for body in self._buffered:
                 self.result_bytes += len(body)
-                yield body
+                yield self.transform(body) if self.transform is not None else body
             self._buffered = []
             self.exhausted = True
             return
@@ -127,7 +128,7 @@ class Execution:
             self.result_rows += int(piece.rows_read())
             data = piece.get_memview().view()  # chDB's buffer, not a copy; valid while ``piece`` lives
             self.result_bytes += data.nbytes
-            yield data
+            yield self.transform(data) if self.transform is not None else data
 
     def summary(self) -> dict[str, str]:
         """``X-ClickHouse-Summary`` as a ClickHouse server writes it (every value a string)."""
