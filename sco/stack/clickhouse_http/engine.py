@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .external import drop_external, load_external
 from .native import MIN_REVISION_WITH_TIME_ZONE, for_revision, zoned_columns
 from .protocol import ClickHouseError, Request
 from .running import STREAMABLE_FORMATS, Execution, ProgressCallback, kill_statement
@@ -268,15 +269,20 @@ class ChdbEngine:
         database = request.database or (session.database if session else None) or "default"
         try:
             self._switch(conn, database, settings)
+            if request.external:
+                conn.dirty = True  # a sessionless connection is closed afterwards; a session's drops them
+                load_external(conn.raw, request.external)
             if request.insert is not None:
                 execution = self._insert(conn, request)
             else:
                 execution = self._query(conn, request, session, on_progress)
         except ClickHouseError:
             conn.drain()
+            drop_external(conn.raw, request.external)
             raise
         except Exception as exc:
             conn.drain()
+            drop_external(conn.raw, request.external)
             raise ClickHouseError.from_engine(exc) from exc
         try:
             yield execution
@@ -287,6 +293,7 @@ class ChdbEngine:
             if not execution.close():
                 conn.dirty = True  # killed part-way: never handed to another request
                 conn.drain()
+            drop_external(conn.raw, request.external)
 
     def _bind(self, conn: _Conn, params: dict[str, bytes]) -> dict[str, str]:
         """Parameters for chDB; those that are not UTF-8 are bound with ``SET param_x`` (binary-safe)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BLOCK_INFO", "MIN_REVISION_WITH_TIME_ZONE", "for_revision", "zoned_columns"]
+__all__ = ["BLOCK_INFO", "MIN_REVISION_WITH_TIME_ZONE", "for_revision", "split_arguments", "zoned_columns"]
 
 MIN_REVISION_WITH_TIME_ZONE = 54337  # DBMS_MIN_REVISION_WITH_TIME_ZONE_PARAMETER_IN_DATETIME_DATA_TYPE
 MIN_REVISION_WITH_CUSTOM_SERIALIZATION = 54454  # a "has custom serialization" byte after each type
@@ -54,7 +54,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _split(args: str) -> list[str]:
+def split_arguments(args: str) -> list[str]:
     """Top-level comma-separated parts of a type's arguments."""
     parts, depth, start, quoted = [], 0, 0, False
     for i, ch in enumerate(args):
@@ -82,7 +82,7 @@ def _skip(buf: memoryview, pos: int, type_name: str, rows: int) -> int:
     if base in _FIXED:
         return pos + rows * _FIXED[base]
     if base == "Decimal":
-        precision = int(_split(args)[0])
+        precision = int(split_arguments(args)[0])
         return pos + rows * (4 if precision <= 9 else 8 if precision <= 18 else 16 if precision <= 38 else 32)
     if base == "FixedString":
         return pos + rows * int(args)
@@ -98,7 +98,7 @@ def _skip(buf: memoryview, pos: int, type_name: str, rows: int) -> int:
         element = args if base == "Array" else f"Tuple({args})"
         return _skip(buf, pos + rows * 8, element, inner)
     if base == "Tuple":
-        for element in _split(args):
+        for element in split_arguments(args):
             pos = _skip(buf, pos, _NAMED_ELEMENT.sub("", element), rows)
         return pos
     if base == "LowCardinality":
