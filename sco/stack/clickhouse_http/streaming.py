@@ -21,6 +21,7 @@ import io
 import json
 import secrets
 import string
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -89,6 +90,7 @@ class ResponseWriter:
         self._head = handler.command == "HEAD"
         self._body_headers: dict[str, str] = {}
         self._wrote = False
+        self._lock = threading.Lock()  # the headers: progress (from chDB's callback) vs. the commit
 
     # -- headers ---------------------------------------------------------------------------------------------
     def set_body_headers(self, headers: dict[str, str]) -> None:
@@ -106,6 +108,12 @@ class ResponseWriter:
         """The running totals of the statement; sent as ``X-ClickHouse-Progress`` when asked for."""
         if not self._send_progress or self.committed or self._head:
             return
+        with self._lock:  # chDB calls this while the handler thread waits in a fetch; never both writing
+            self._progress_locked(values)
+
+    def _progress_locked(self, values: dict[str, int]) -> None:
+        if self.committed:
+            return
         now = self._clock()
         if now - self._last_progress < self._interval_s:
             return
@@ -119,6 +127,10 @@ class ResponseWriter:
             self._send_progress = False
 
     def _commit(self, summary: dict[str, str], length: int | None, extra: dict[str, str] | None = None) -> None:
+        with self._lock:
+            self._commit_locked(summary, length, extra)
+
+    def _commit_locked(self, summary: dict[str, str], length: int | None, extra: dict[str, str] | None) -> None:
         self._start()
         self.committed = True
         for name, value in {**self._body_headers, **(extra or {})}.items():
