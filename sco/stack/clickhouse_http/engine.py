@@ -182,7 +182,7 @@ class ChdbEngine:
     def execute(self, request: Request) -> Result:
         """Run ``request`` to the end and return its whole output (the server streams with :meth:`open`)."""
         with self.open(request) as execution:
-            body = b"".join(execution.chunks())
+            body = b"".join(bytes(chunk) for chunk in execution.chunks())  # copied before chDB reuses it
             return Result(body, execution.fmt, execution.summary(), execution.has_result)
 
     @contextlib.contextmanager

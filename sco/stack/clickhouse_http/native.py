@@ -34,10 +34,6 @@ _FIXED = {"UInt8": 1, "Int8": 1, "Bool": 1, "Enum8": 1, "Nothing": 1, "UInt16": 
 _NAMED_ELEMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s+(?=[A-Z])")
 
 
-class _CannotWalk(Exception):
-    """A type whose Native layout this module does not know."""
-
-
 def zoned_columns(types: list[str]) -> bool:
     """Whether any top-level column is a ``DateTime`` with a time zone (the ones chDB strips)."""
     return any(t.startswith("DateTime(") for t in types)
@@ -103,7 +99,7 @@ def _skip(buf: memoryview, pos: int, type_name: str, rows: int) -> int:
         return pos
     if base == "LowCardinality":
         return _skip_low_cardinality(buf, pos, args, rows)
-    raise _CannotWalk(type_name)
+    raise ValueError(f"no Native layout known for {type_name}")
 
 
 def _skip_low_cardinality(buf: memoryview, pos: int, inner: str, rows: int) -> int:
@@ -128,7 +124,7 @@ def _block(buf: memoryview, pos: int, revision: int, zones: list[str] | None, ou
     columns, pos = _varint(buf, pos)
     rows, pos = _varint(buf, pos)
     if zones is not None and columns != len(zones):
-        raise _CannotWalk(f"{columns} columns, {len(zones)} types")
+        raise ValueError(f"{columns} columns, {len(zones)} types")
     for column in range(columns):
         length, pos = _varint(buf, pos)
         pos += length  # the name
@@ -174,7 +170,7 @@ def for_revision(data: bytes | memoryview, revision: int, zones: list[str] | Non
     try:
         while pos < len(buf):
             pos = _block(buf, pos, revision, zones, out)
-    except (_CannotWalk, IndexError, ValueError, UnicodeDecodeError):
+    except (IndexError, ValueError):  # a type it cannot walk, or not the expected blocks
         pos = -1
     if pos == len(buf):
         return b"".join(out)

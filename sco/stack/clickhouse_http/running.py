@@ -108,7 +108,10 @@ class Execution:
 
     # -- output ---------------------------------------------------------------------------------------------
     def chunks(self) -> Iterator[bytes | memoryview]:
-        """The output, one engine block at a time; chDB errors become :class:`ClickHouseError`."""
+        """The output, one engine block at a time; chDB errors become :class:`ClickHouseError`.
+
+        A chunk is only valid until the next one is asked for.
+        """
         if self._stream is None:
             for body in self._buffered:
                 self.result_bytes += len(body)
@@ -126,7 +129,9 @@ class Execution:
                 self.exhausted = True
                 return
             self.result_rows += int(piece.rows_read())
-            data = piece.get_memview().view()  # chDB's buffer, not a copy; valid while ``piece`` lives
+            # chDB's buffer, not a copy: valid only until the next fetch (the view does not own it), so
+            # consumers send or copy each chunk before asking for the next
+            data = piece.get_memview().view()
             self.result_bytes += data.nbytes
             yield self.transform(data) if self.transform is not None else data
 
