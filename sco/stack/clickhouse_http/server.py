@@ -172,7 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
             **({"X-ClickHouse-Session-Id": request.session_id} if request.session_id else {})},
             encoding=choose_encoding(self.headers.get("Accept-Encoding", "")) if _on(options, "enable_http_compression")
             else None, send_progress=_on(options, "send_progress_in_http_headers"),
-            progress_interval_s=_milliseconds(options.get("http_headers_progress_interval_ms", "100")) / 1000)
+            progress_interval_s=_milliseconds(options.get("http_headers_progress_interval_ms", "100")) / 1000,
+            wait_end=_on(options, "wait_end_of_query"))
         summary: dict[str, str] = {}
         try:
             with engine.open(request, writer.progress) as execution:
@@ -191,6 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
             writer.finish(summary)
         except ClickHouseError as error:
             if not writer.started:
+                writer.discard()
                 raise
             with contextlib.suppress(OSError):  # the client may be gone: nothing else to do
                 writer.fail(error.code, _with_version(error, engine), summary)

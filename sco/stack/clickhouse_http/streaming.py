@@ -7,6 +7,8 @@ progress headers while it runs and the in-band exception block when it fails aft
   produced, so a result never has to fit in memory.
 - ``send_progress_in_http_headers=1`` sends the status line and ``X-ClickHouse-Progress`` headers every
   ``http_headers_progress_interval_ms`` (default 100) while no output has been sent yet.
+- ``wait_end_of_query=1`` holds the whole output (in a temporary file past 1 MiB) until the statement
+  ended, so any error gets its status and the summary is complete.
 - ``X-ClickHouse-Summary`` is written last before the body (what was known by then, as on a server),
   ``X-ClickHouse-Exception-Tag`` on every response.
 - An error after the headers went out cannot change the status (200): the body gets ClickHouse's
@@ -20,11 +22,13 @@ from __future__ import annotations
 import io
 import json
 import secrets
+import shutil
 import string
+import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from .compression import Compressor, make_compressor
 
@@ -71,7 +75,7 @@ class ResponseWriter:
 
     def __init__(self, handler: ResponseHandler, headers: dict[str, str], *, encoding: str | None = None,
                  send_progress: bool = False, progress_interval_s: float = 0.1, buffer_bytes: int = BUFFER_BYTES,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 wait_end: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self._h = handler
         self._headers = dict(headers)
         self.tag = new_exception_tag()
@@ -90,6 +94,9 @@ class ResponseWriter:
         self._head = handler.command == "HEAD"
         self._body_headers: dict[str, str] = {}
         self._wrote = False
+        # wait_end_of_query=1: the whole output first (past buffer_bytes in a temporary file), then the response
+        self._spool: Any = (  # closed by finish(), fail() or discard()
+            tempfile.SpooledTemporaryFile(max_size=buffer_bytes) if wait_end else None)  # noqa: SIM115
         self._lock = threading.Lock()  # the headers: progress (from chDB's callback) vs. the commit
 
     # -- headers ---------------------------------------------------------------------------------------------
@@ -169,6 +176,9 @@ class ResponseWriter:
             self._send(data)  # streaming already: no copy
             return
         out = self._compressor.compress(data) if self._compressor is not None else bytes(data)
+        if self._spool is not None:
+            self._spool.write(out)  # wait_end_of_query: nothing goes out before the end
+            return
         if out:
             self._pending.append(out)
             self._pending_size += len(out)
@@ -179,6 +189,9 @@ class ResponseWriter:
 
     def finish(self, summary: dict[str, str]) -> None:
         """The statement ended: send what is left and end the body."""
+        if self._spool is not None:
+            self._finish_spooled(summary)
+            return
         if not self.committed:
             body = b""
             if self._wrote:  # nothing written (DDL, SET, INSERT): an empty body, not an empty compressed stream
@@ -192,6 +205,23 @@ class ResponseWriter:
         if self._chunked and not self._head:
             self._h.wfile.write(b"0\r\n\r\n")
 
+    def discard(self) -> None:
+        """The response will not be sent (an error before anything went out): drop what was held."""
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    def _finish_spooled(self, summary: dict[str, str]) -> None:
+        assert self._spool is not None
+        with self._spool as spool:
+            if self._wrote and self._compressor is not None:
+                spool.write(self._compressor.finish())
+            self._commit(summary, spool.tell())
+            spool.seek(0)
+            if not self._head:
+                shutil.copyfileobj(spool, self._h.wfile, BUFFER_BYTES)
+        self._spool = None
+
     def fail(self, code: int, message: str, summary: dict[str, str]) -> None:
         """The statement failed after the status line went out: the exception block ends the body.
 
@@ -200,6 +230,9 @@ class ResponseWriter:
         """
         assert self.started
         self._h.close_connection = True
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
         if not self.committed:
             self._pending, self._pending_size = [], 0  # nothing of it went out: dropped, as a server does
             if self._compressor is not None:

@@ -14,7 +14,7 @@ import clickhouse_connect
 import lz4.frame
 import pytest
 from backports import zstd
-from clickhouse_connect.driver.exceptions import StreamFailureError
+from clickhouse_connect.driver.exceptions import DatabaseError, StreamFailureError
 
 from tests.stores.helpers import http
 from tests.support.clickhouse import ClickHouseProcess
@@ -70,6 +70,17 @@ def test_an_error_after_rows_were_sent_is_the_servers_exception_block(clickhouse
     assert reply.body.startswith(b"0\t0\n")  # the rows before it were sent
 
 
+def test_wait_end_of_query_holds_the_output_so_a_late_error_gets_its_status(
+        clickhouse_server: ClickHouseProcess) -> None:
+    late = streamed(clickhouse_server.url + "/?wait_end_of_query=1", _FAILS_LATE)
+    assert (late.status, late.complete, late.headers["X-ClickHouse-Exception-Code"]) == (500, True, "395")
+    assert late.body.startswith(b"Code: 395")
+    whole = streamed(clickhouse_server.url + "/?wait_end_of_query=1", b"SELECT number FROM numbers(300000)")
+    summary = json.loads(whole.headers["X-ClickHouse-Summary"])
+    assert (whole.status, int(whole.headers["Content-Length"]), summary["result_rows"]) == \
+        (200, len(whole.body), "300000")
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_clickhouse_connect_raises_the_servers_message_for_an_error_after_rows_were_sent(
         clickhouse_server: ClickHouseProcess, compress: bool) -> None:
@@ -77,9 +88,13 @@ def test_clickhouse_connect_raises_the_servers_message_for_an_error_after_rows_w
     # compressed (zstd), the rows must pass 1 MiB *after* compression before the response is committed
     query = "SELECT number, cityHash64(number), throwIf(number = 300000) FROM numbers(400000)" if compress \
         else _FAILS_LATE.decode()
+    message = r"Code: 395\..*FUNCTION_THROW_IF_VALUE_IS_NON_ZERO"
     try:
-        with pytest.raises(StreamFailureError, match=r"Code: 395\..*FUNCTION_THROW_IF_VALUE_IS_NON_ZERO"):
-            client.query(query).result_rows  # noqa: B018 - reading the result is the point
+        with pytest.raises(StreamFailureError, match=message), client.query_row_block_stream(query) as stream:
+            for _ in stream:  # streaming: no wait_end_of_query, the error comes in the body
+                pass
+        with pytest.raises(DatabaseError, match=message):  # query() sends wait_end_of_query=1: a 500
+            client.query(query)
         assert client.query("SELECT 1").result_rows == [(1,)]
     finally:
         client.close()
