@@ -21,15 +21,19 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .external import drop_external, load_external
+from .native import MIN_REVISION_WITH_TIME_ZONE, for_revision, zoned_columns
 from .protocol import ClickHouseError, Request
+from .running import STREAMABLE_FORMATS, Execution, ProgressCallback, kill_statement
 
 __all__ = ["ChdbEngine", "Result"]
 
 _FORMAT = re.compile(rb"\bFORMAT\s+([A-Za-z0-9_]+)\s*;?\s*$", re.I)
+_ANY_FORMAT = re.compile(rb"\bFORMAT\b", re.I)
 _USE = re.compile(rb"^\s*USE\s+`?([^`\s;]+)`?\s*;?\s*$", re.I)
 _CHUNK = 4 << 20
 _POOL_SIZE = 8
@@ -84,6 +88,11 @@ class _Session:
     database: str | None = None
 
 
+def _revision(request: Request) -> int:
+    value = request.transport.get("client_protocol_version", "0")
+    return int(value) if value.isdigit() else 0
+
+
 def _literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -105,6 +114,8 @@ class ChdbEngine:
         self._sessions: dict[str, _Session] = {}
         self._slots = threading.BoundedSemaphore(max_queries)
         self._queue_timeout_s = queue_timeout_s
+        self._killer: _Conn | None = None  # runs KILL QUERY for a client that went away
+        self._kill_lock = threading.Lock()
         self.running = 0
         self.version = bytes(self._keeper.run("SELECT version()").bytes()).decode().strip()
         self.timezone = bytes(self._keeper.run("SELECT timezone()").bytes()).decode().strip() or "UTC"
@@ -114,6 +125,8 @@ class ChdbEngine:
             conns = [*self._pool, *(s.conn for s in self._sessions.values())]
             self._pool.clear()
             self._sessions.clear()
+        if self._killer is not None:
+            conns.append(self._killer)
         for conn in conns:
             conn.close()
         self._keeper.close()
@@ -167,6 +180,18 @@ class ChdbEngine:
 
     # -- execution ------------------------------------------------------------------------------------------------
     def execute(self, request: Request) -> Result:
+        """Run ``request`` to the end and return its whole output (the server streams with :meth:`open`)."""
+        with self.open(request) as execution:
+            body = b"".join(bytes(chunk) for chunk in execution.chunks())  # copied before chDB reuses it
+            return Result(body, execution.fmt, execution.summary(), execution.has_result)
+
+    @contextlib.contextmanager
+    def open(self, request: Request, on_progress: ProgressCallback | None = None) -> Iterator[Execution]:
+        """Start ``request`` and hold its slot and connection until the block ends.
+
+        Read ``chunks()`` inside the block; leaving it early (the client went away) kills the statement and
+        discards the rest of its output. ``on_progress`` gets the running totals while it executes.
+        """
         if not self._slots.acquire(timeout=self._queue_timeout_s):
             raise ClickHouseError.make(202, "TOO_MANY_SIMULTANEOUS_QUERIES", "Too many simultaneous queries: "
                                        f"every engine slot stayed busy for {self._queue_timeout_s:g} s; retry")
@@ -174,10 +199,13 @@ class ChdbEngine:
             with self._lock:
                 self.running += 1
             if request.session_id is None:
-                return self._sessionless(request)
+                with self._sessionless(request, on_progress) as execution:
+                    yield execution
+                return
             session = self._open_session(request)
             try:
-                return self._run(session.conn, request, session)
+                with self._on(session.conn, request, session, on_progress) as execution:
+                    yield execution
             finally:
                 session.last_used = self._clock()
                 session.lock.release()
@@ -186,18 +214,26 @@ class ChdbEngine:
                 self.running -= 1
             self._slots.release()
 
-    def _sessionless(self, request: Request) -> Result:
+    @contextlib.contextmanager
+    def _sessionless(self, request: Request, on_progress: ProgressCallback | None) -> Iterator[Execution]:
         conn = self._take()
         clean = False
         try:
-            result = self._run(conn, request, None)
-            clean = not (request.settings or conn.dirty) and (result.has_result or request.insert is not None)
-            return result
+            with self._on(conn, request, None, on_progress) as execution:
+                yield execution
+            clean = not (request.settings or conn.dirty) and (execution.has_result or request.insert is not None)
         finally:
             if clean:
                 self._give_back(conn)
             else:
                 conn.close()
+
+    def kill(self, tag: str) -> None:
+        """Stop the statement tagged ``tag`` (any thread): ``KILL QUERY`` on a connection of its own."""
+        with self._kill_lock:
+            if self._killer is None:
+                self._killer = _Conn(self._path)
+            kill_statement(self._killer.raw, tag)
 
     def _switch(self, conn: _Conn, database: str, settings: dict[str, str]) -> None:
         changes = [f"{k} = {_literal(v)}" for k, v in settings.items() if conn.applied.get(k) != v]
@@ -225,21 +261,39 @@ class ChdbEngine:
         finally:
             conn.applied = conn.changed_settings()  # read back what holds
 
-    def _run(self, conn: _Conn, request: Request, session: _Session | None) -> Result:
-        started = time.monotonic()
+    @contextlib.contextmanager
+    def _on(self, conn: _Conn, request: Request, session: _Session | None,
+            on_progress: ProgressCallback | None) -> Iterator[Execution]:
+        """Start ``request`` on ``conn``; afterwards leave the connection with nothing of it inside."""
         settings = {**(session.settings if session else {}), **request.settings}
         database = request.database or (session.database if session else None) or "default"
         try:
             self._switch(conn, database, settings)
+            if request.external:
+                conn.dirty = True  # a sessionless connection is closed afterwards; a session's drops them
+                load_external(conn.raw, request.external)
             if request.insert is not None:
-                return self._insert(conn, request, started)
-            return self._query(conn, request, session, started)
+                execution = self._insert(conn, request)
+            else:
+                execution = self._query(conn, request, session, on_progress)
         except ClickHouseError:
             conn.drain()
+            drop_external(conn.raw, request.external)
             raise
         except Exception as exc:
             conn.drain()
+            drop_external(conn.raw, request.external)
             raise ClickHouseError.from_engine(exc) from exc
+        try:
+            yield execution
+        except ClickHouseError:
+            conn.drain()  # the statement failed part-way: its leftover output is discarded
+            raise
+        finally:
+            if not execution.close():
+                conn.dirty = True  # killed part-way: never handed to another request
+                conn.drain()
+            drop_external(conn.raw, request.external)
 
     def _bind(self, conn: _Conn, params: dict[str, bytes]) -> dict[str, str]:
         """Parameters for chDB; those that are not UTF-8 are bound with ``SET param_x`` (binary-safe)."""
@@ -252,7 +306,8 @@ class ChdbEngine:
                 conn.run(b"SET param_" + name.encode() + b" = " + _bytes_literal(value))
         return text
 
-    def _query(self, conn: _Conn, request: Request, session: _Session | None, started: float) -> Result:
+    def _query(self, conn: _Conn, request: Request, session: _Session | None,
+               on_progress: ProgressCallback | None) -> Execution:
         sql = request.query
         info = conn.raw.classify_query(sql.decode(errors="replace"))
         if int(info["statement_count"]) > 1:
@@ -261,26 +316,77 @@ class ChdbEngine:
         kind = int(info["query_class"])
         match = _FORMAT.search(sql)
         fmt = match.group(1).decode() if match else request.default_format
-        result = conn.run(sql, request.default_format, self._bind(conn, request.params))
-        body = bytes(result.bytes())
-        if kind == _CONTROL and session is not None:
-            now = conn.changed_settings()
-            conn.applied = now
-            session.settings = {k: v for k, v in now.items() if k not in request.settings}
-            use = _USE.match(sql)
-            if use is not None:
-                conn.database = session.database = use.group(1).decode()
-        elif kind == _CONTROL:
-            conn.database = ""  # unknown now: the connection is not reused anyway
-        summary = {"read_rows": str(result.rows_read()), "read_bytes": str(result.bytes_read()),
-                   "written_rows": str(result.rows_written()), "written_bytes": str(result.bytes_written()),
-                   "total_rows_to_read": str(result.rows_read()), "result_rows": "0",
-                   "result_bytes": str(len(body)), "elapsed_ns": str(int((time.monotonic() - started) * 1e9))}
-        return Result(body, fmt, summary, has_result=kind == _READ_ONLY)
+        # a FORMAT clause the pattern did not find (``… FORMAT JSON SETTINGS …``): the format is not known
+        streamable = fmt.lower() in STREAMABLE_FORMATS and (match is not None or _ANY_FORMAT.search(sql) is None)
+        execution = Execution(conn.raw, self.kill, fmt, has_result=kind == _READ_ONLY,
+                              read_only=kind == _READ_ONLY, on_progress=on_progress, streamable=streamable)
+        if fmt == "Native" and kind == _READ_ONLY and _revision(request) > 0:
+            execution.transform = self._native(request, conn.database, sql[: match.start()] if match else sql,
+                                               one_block=streamable)
+        try:
+            execution.start(sql, request.default_format, self._bind(conn, request.params))
+        except BaseException:
+            execution.close()
+            raise
+        if kind == _CONTROL:
+            self._after_control(conn, request, session)
+        return execution
 
-    def _insert(self, conn: _Conn, request: Request, started: float) -> Result:
+    def _native(self, request: Request, database: str, select: bytes, one_block: bool
+                ) -> Callable[[bytes | memoryview], bytes | memoryview]:
+        """A chunk transform to Native for the client's revision (see ``native``).
+
+        The true types (for the zones) come from a ``DESCRIBE`` of the query on another connection, asked
+        only when the first block has a column written as plain ``DateTime``; when that cannot be
+        answered (a session's temporary table, say) the zones stay stripped.
+        """
+        revision = _revision(request)
+        zones: list[str] | None = None
+        asked = revision < MIN_REVISION_WITH_TIME_ZONE
+
+        def transform(data: bytes | memoryview) -> bytes | memoryview:
+            nonlocal zones, asked
+            if not asked:
+                asked = True
+                if b"\x08DateTime" in bytes(data):
+                    zones = self._describe(request, database, select) or None
+            return for_revision(data, revision, zones if zones and zoned_columns(zones) else None, one_block)
+
+        return transform
+
+    def _describe(self, request: Request, database: str, select: bytes) -> list[str]:
+        conn = self._take()
+        try:
+            self._switch(conn, database, request.settings)
+            text = {k: v.decode(errors="replace") for k, v in request.params.items()}
+            rows = bytes(conn.run(b"DESCRIBE TABLE (" + select.rstrip().rstrip(b";") + b")", "TSVRaw", text).bytes())
+            types = [line.split("\t")[1] for line in rows.decode().splitlines()]
+        except Exception:
+            conn.close()
+            return []
+        if request.settings:
+            conn.close()
+        else:
+            self._give_back(conn)
+        return types
+
+    @staticmethod
+    def _after_control(conn: _Conn, request: Request, session: _Session | None) -> None:
+        """After ``SET``/``USE``: a session keeps what it set; a sessionless connection is not reused."""
+        if session is None:
+            conn.database = ""  # unknown now: the connection is not reused anyway
+            return
+        now = conn.changed_settings()
+        conn.applied = now
+        session.settings = {k: v for k, v in now.items() if k not in request.settings}
+        use = _USE.match(request.query)
+        if use is not None:
+            conn.database = session.database = use.group(1).decode()
+
+    def _insert(self, conn: _Conn, request: Request) -> Execution:
         assert request.insert is not None
         head, fmt = request.insert
+        execution = Execution(conn.raw, self.kill, fmt, has_result=False, read_only=False)
         handle = conn.raw.send_insert(head, fmt)
         try:
             view = memoryview(request.data)
@@ -290,7 +396,5 @@ class ChdbEngine:
         except BaseException:
             conn.raw.insert_cancel(handle)
             raise
-        summary = {"read_rows": "0", "read_bytes": "0", "written_rows": str(done.rows_written()),
-                   "written_bytes": str(done.bytes_written()), "total_rows_to_read": "0", "result_rows": "0",
-                   "result_bytes": "0", "elapsed_ns": str(int((time.monotonic() - started) * 1e9))}
-        return Result(b"", fmt, summary, has_result=False)
+        execution.progress.update(written_rows=int(done.rows_written()), written_bytes=int(done.bytes_written()))
+        return execution

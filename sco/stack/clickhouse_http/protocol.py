@@ -20,11 +20,14 @@ from typing import Any
 
 from sco.errors import ClickHouseError
 
+from .native import split_arguments
+
 __all__ = [
     "DEFAULT_MAX_BODY",
     "MAX_SESSION_TIMEOUT_S",
     "TRANSPORT_PARAMS",
     "ClickHouseError",
+    "ExternalTable",
     "Request",
     "decompress",
     "http_status",
@@ -60,6 +63,9 @@ _STATUS_BY_NAME = {**dict.fromkeys(_BAD_REQUEST, 400), **dict.fromkeys(_NOT_FOUN
                    "AUTHENTICATION_FAILED": 401, "HTTP_LENGTH_REQUIRED": 411,
                    "TOO_MANY_SIMULTANEOUS_QUERIES": 503, "CANNOT_READ_ALL_DATA": 400}
 MAX_SESSION_TIMEOUT_S = 3600.0  # ClickHouse's default max_session_timeout
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NOT_A_COLUMN_LIST = re.compile(r";|`|--|/\*|\b(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|CODEC|TTL|COMMENT|SETTINGS)\b",
+                                re.I)
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\b.*?\bFORMAT\s+([A-Za-z0-9_]+)(?:[ \t]*;)?[ \t]*(\r?\n|[ \t]|$)",
                      re.S | re.I)
 
@@ -67,6 +73,16 @@ _INSERT = re.compile(rb"^\s*INSERT\s+INTO\b.*?\bFORMAT\s+([A-Za-z0-9_]+)(?:[ \t]
 def http_status(error: ClickHouseError) -> int:
     """The HTTP status ClickHouse's HTTPHandler gives an exception code (500 unless listed)."""
     return _STATUS_BY_NAME.get(error.name, 500)
+
+
+@dataclass
+class ExternalTable:
+    """A file sent with the query (``multipart/form-data``): a temporary table for that query only."""
+
+    name: str
+    structure: str  # "a UInt8, b String"
+    fmt: str
+    data: bytes
 
 
 @dataclass
@@ -82,6 +98,8 @@ class Request:
     settings: dict[str, str] = field(default_factory=dict)
     session_timeout_s: float = 60.0
     session_check: bool = False
+    transport: dict[str, str] = field(default_factory=dict)  # the HTTP-layer parameters given (TRANSPORT_PARAMS)
+    external: list[ExternalTable] = field(default_factory=list)
 
 
 DEFAULT_MAX_BODY = 256 << 20  # bytes of request body after decompression (a real server streams; we hold it)
@@ -169,19 +187,44 @@ def split_insert(query: bytes) -> tuple[str, str, bytes] | None:
     return head.decode(), match.group(1).decode(), query[match.end():]
 
 
-def _multipart(body: bytes, content_type: str) -> tuple[dict[str, str], bool]:
-    """Form fields of a multipart body, and whether it carried files (external tables)."""
+def _multipart(body: bytes, content_type: str) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Form fields of a multipart body, and its files (external tables: form name → data)."""
     message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
     fields: dict[str, str] = {}
-    has_files = False
+    files: dict[str, bytes] = {}
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         payload: Any = part.get_payload(decode=True) or b""
+        if not isinstance(name, str):
+            continue
         if part.get_filename():
-            has_files = True
-        elif isinstance(name, str):
+            files[name] = bytes(payload)
+        else:
             fields[name] = bytes(payload).decode()
-    return fields, has_files
+    return fields, files
+
+
+def _external_tables(files: dict[str, bytes], params: dict[str, str]) -> list[ExternalTable]:
+    """The external tables of a request, as a server reads them: ``<name>_structure`` (``a UInt8, b String``)
+    or ``<name>_types`` (columns ``_1``, ``_2``…), ``<name>_format`` (default ``TabSeparated``)."""
+    tables = []
+    for name, data in files.items():
+        if not _IDENTIFIER.match(name):
+            raise ClickHouseError.make(36, "BAD_ARGUMENTS", f"External table name {name[:60]!r} is not an "
+                                       "identifier: name the file part with letters, digits and _")
+        structure = params.get(f"{name}_structure", "")
+        types = params.get(f"{name}_types", "")
+        if not structure and types:
+            structure = ", ".join(f"_{i} {t}" for i, t in enumerate(split_arguments(types), 1))
+        if not structure:
+            raise ClickHouseError.make(36, "BAD_ARGUMENTS", f"Neither structure nor types have not been provided "
+                                       f"for external table {name}. Use fields {name}_structure or {name}_types to "
+                                       "do so")
+        if _NOT_A_COLUMN_LIST.search(structure):
+            raise ClickHouseError.make(62, "SYNTAX_ERROR", f"External table structure {structure[:80]!r} must be a "
+                                       "list of 'name Type' pairs (no defaults, codecs, comments or statements)")
+        tables.append(ExternalTable(name, structure, params.get(f"{name}_format") or "TabSeparated", data))
+    return tables
 
 
 def _session_timeout(value: str) -> float:
@@ -210,11 +253,9 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
                                        "not supported by the embedded front end; use Content-Encoding instead")
     body = decompress(body, headers.get("content-encoding", ""), max_body)
     ctype = headers.get("content-type", "")
+    files: dict[str, bytes] = {}
     if ctype.lower().startswith("multipart/form-data"):
-        fields, has_files = _multipart(body, ctype)
-        if has_files:
-            raise ClickHouseError.make(48, "NOT_IMPLEMENTED", "external data tables are not supported by the "
-                                       "embedded front end; insert them into a table first")
+        fields, files = _multipart(body, ctype)
         merged.update(fields)
         raw.update((k, v.encode()) for k, v in fields.items())
         body = b""
@@ -235,7 +276,10 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
             insert, data = (split[0], split[1]), split[2]
     if not query.strip():
         raise ClickHouseError.make(62, "SYNTAX_ERROR", "Empty query")
-    settings = {k: v for k, v in merged.items() if k not in TRANSPORT_PARAMS and not k.startswith("param_")}
+    external = _external_tables(files, merged)
+    table_params = {f"{t.name}_{suffix}" for t in external for suffix in ("structure", "types", "format")}
+    settings = {k: v for k, v in merged.items()
+                if k not in TRANSPORT_PARAMS and not k.startswith("param_") and k not in table_params}
     return Request(
         query=query, insert=insert, data=data,
         database=merged.get("database") or headers.get("x-clickhouse-database") or None,
@@ -246,4 +290,6 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
         settings=settings,
         session_timeout_s=_session_timeout(merged.get("session_timeout") or "60"),
         session_check=merged.get("session_check", "0") not in ("0", ""),
+        transport={k: v for k, v in merged.items() if k in TRANSPORT_PARAMS and k not in ("query", "password")},
+        external=external,
     )

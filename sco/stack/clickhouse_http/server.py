@@ -8,7 +8,7 @@ ClickHouse instead.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import signal
 import socket
 import sys
@@ -18,8 +18,11 @@ from types import FrameType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from .engine import ChdbEngine, Result
-from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status, parse_request
+from .compression import choose_encoding
+from .disconnect import DisconnectWatch
+from .engine import ChdbEngine
+from .protocol import DEFAULT_MAX_BODY, ClickHouseError, Request, http_status, parse_request
+from .streaming import ResponseWriter
 
 __all__ = ["ClickHouseHTTPServer", "serve"]
 
@@ -41,6 +44,22 @@ def _content_type(fmt: str) -> str:
     if lower.startswith(("native", "rowbinary", "arrow", "parquet", "orc", "avro", "msgpack", "npy")):
         return "application/octet-stream"
     return "text/plain; charset=UTF-8"
+
+
+def _with_version(error: ClickHouseError, engine: ChdbEngine) -> str:
+    return f"{error}" if "(version" in str(error) else f"{error} (version {engine.version})"
+
+
+def _on(options: dict[str, str], name: str) -> bool:
+    return options.get(name, "0").strip().lower() not in ("0", "", "false")
+
+
+def _milliseconds(value: str) -> int:
+    try:
+        return max(0, int(value))
+    except ValueError:
+        raise ClickHouseError.make(27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED", f"http_headers_progress_interval_ms "
+                                   f"{value[:40]!r} is not a number of milliseconds") from None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -138,19 +157,48 @@ class _Handler(BaseHTTPRequestHandler):
             request = parse_request(params, {k.lower(): v for k, v in self.headers.items()}, body,
                                     self.server.max_body_bytes)
             query_id = request.query_id
-            result: Result = engine.execute(request)
+            self._respond(request)
         except ClickHouseError as error:
-            message = f"{error}" if "(version" in str(error) else f"{error} (version {engine.version})"
-            self._send(http_status(error), (message + "\n").encode(), {
+            self._send(http_status(error), (_with_version(error, engine) + "\n").encode(), {
                 "Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Exception-Code": str(error.code),
                 "X-ClickHouse-Query-Id": query_id, "X-ClickHouse-Server-Display-Name": "sco-chdb"})
-            return
-        fmt = {"X-ClickHouse-Format": result.fmt} if result.has_result else {}
-        self._send(200, result.body, {
-            "Content-Type": _content_type(result.fmt) if result.has_result else "text/plain; charset=UTF-8",
-            **fmt, "X-ClickHouse-Query-Id": request.query_id, "X-ClickHouse-Timezone": engine.timezone,
-            "X-ClickHouse-Server-Display-Name": "sco-chdb", "X-ClickHouse-Summary": json.dumps(result.summary),
-            **({"X-ClickHouse-Session-Id": request.session_id} if request.session_id else {})})
+
+    def _respond(self, request: Request) -> None:
+        """Run ``request`` and stream its output (``ClickHouseError`` only while nothing was sent)."""
+        engine, options = self.server.engine, request.transport
+        writer = ResponseWriter(self, {
+            "X-ClickHouse-Query-Id": request.query_id, "X-ClickHouse-Timezone": engine.timezone,
+            "X-ClickHouse-Server-Display-Name": "sco-chdb",
+            **({"X-ClickHouse-Session-Id": request.session_id} if request.session_id else {})},
+            encoding=choose_encoding(self.headers.get("Accept-Encoding", "")) if _on(options, "enable_http_compression")
+            else None, send_progress=_on(options, "send_progress_in_http_headers"),
+            progress_interval_s=_milliseconds(options.get("http_headers_progress_interval_ms", "100")) / 1000,
+            wait_end=_on(options, "wait_end_of_query"))
+        summary: dict[str, str] = {}
+        try:
+            with engine.open(request, writer.progress) as execution:
+                writer.set_body_headers({"Content-Type": _content_type(execution.fmt), "X-ClickHouse-Format":
+                                         execution.fmt} if execution.has_result else
+                                        {"Content-Type": "text/plain; charset=UTF-8"})
+                watch = execution.read_only and options.get("cancel_http_readonly_queries_on_client_close") != "0"
+                token = self.server.watch.watch(self.connection, execution.cancel) if watch else None
+                try:
+                    for chunk in execution.chunks():
+                        writer.write(chunk, execution.summary)
+                finally:
+                    summary = execution.summary()
+                    if token is not None:
+                        self.server.watch.unwatch(token)
+            writer.finish(summary)
+        except ClickHouseError as error:
+            if not writer.started:
+                writer.discard()
+                raise
+            with contextlib.suppress(OSError):  # the client may be gone: nothing else to do
+                writer.fail(error.code, _with_version(error, engine), summary)
+            self.close_connection = True
+        except OSError:
+            self.close_connection = True  # the client went away or stopped reading: its query was stopped
 
     do_GET = do_POST = do_HEAD = _handle
 
@@ -175,6 +223,11 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         self.read_timeout_s = read_timeout_s
         self.max_body_bytes = max_body_bytes
         self._connections = threading.BoundedSemaphore(max_connections)
+        self.watch = DisconnectWatch()  # cancels the read-only query of a client that closed its connection
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.watch.close()
 
     @property
     def url(self) -> str:

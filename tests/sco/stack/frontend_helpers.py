@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 
-__all__ = ["raw_exchange", "running_frontend"]
+__all__ = ["StreamedReply", "raw_exchange", "running_frontend", "streamed"]
 
 
 @contextmanager
@@ -43,3 +46,29 @@ def raw_exchange(url: str, request: bytes, close_write: bool = True, timeout_s: 
         while chunk := sock.recv(65536):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+@dataclass
+class StreamedReply:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+    complete: bool  # False: the chunked body ended without its final 0-chunk (a mid-stream exception)
+
+
+def streamed(url: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+             timeout_s: float = 60.0) -> StreamedReply:
+    """POST (or GET without ``body``) with http.client and read the reply, complete or cut short."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout_s)
+    try:
+        target = parts.path or "/"
+        connection.request("POST" if body is not None else "GET", target + (f"?{parts.query}" if parts.query else ""),
+                           body=body, headers=headers or {})
+        response = connection.getresponse()
+        try:
+            return StreamedReply(response.status, response.headers, response.read(), True)
+        except http.client.IncompleteRead as cut:
+            return StreamedReply(response.status, response.headers, cut.partial, False)
+    finally:
+        connection.close()

@@ -13,7 +13,7 @@ from sco.stack.clickhouse_http import ChdbEngine, ClickHouseError, parse_request
 from tests.stores.helpers import http
 from tests.support.clickhouse import ClickHouseProcess
 
-from .frontend_helpers import running_frontend
+from .frontend_helpers import running_frontend, streamed
 
 _FAILS_PART_WAY = b"SELECT number, throwIf(number = 200000) FROM numbers(1000000) SETTINGS max_block_size = 1000"
 
@@ -24,15 +24,24 @@ def _q(url: str, **params: str) -> str:
 
 def test_a_query_that_fails_part_way_leaves_no_output_for_the_next_request(
         clickhouse_server: ClickHouseProcess) -> None:
-    failed = http(clickhouse_server.url + "/", _FAILS_PART_WAY)
-    assert (failed.status, failed.headers["X-ClickHouse-Exception-Code"]) == (500, "395")
+    failed = streamed(clickhouse_server.url + "/", _FAILS_PART_WAY)  # 1.8 MB streamed before it fails
+    assert (failed.status, failed.complete) == (200, False)
+    assert b"Code: 395" in failed.body[-2000:] and failed.body.endswith(b"\r\n__exception__\r\n")
     assert http(clickhouse_server.url + "/", b"SELECT 1").body == b"1\n"
 
 
 def test_a_session_query_that_fails_part_way_leaves_no_output_for_the_sessions_next_request(
         clickhouse_server: ClickHouseProcess) -> None:
-    assert http(_q(clickhouse_server.url, session_id="leftover"), _FAILS_PART_WAY).status == 500
+    failed = streamed(_q(clickhouse_server.url, session_id="leftover"), _FAILS_PART_WAY)
+    assert not failed.complete and b"Code: 395" in failed.body[-2000:]
     assert http(_q(clickhouse_server.url, session_id="leftover", query="SELECT 2")).body == b"2\n"
+
+
+def test_a_query_that_fails_within_the_first_mebibyte_gets_the_error_status(
+        clickhouse_server: ClickHouseProcess) -> None:
+    failed = http(clickhouse_server.url + "/", _FAILS_PART_WAY.replace(b"200000", b"2000"))
+    assert (failed.status, failed.headers["X-ClickHouse-Exception-Code"]) == (500, "395")
+    assert failed.body.startswith(b"Code: 395")  # the rows before it were dropped, as a server does
 
 
 def test_readonly_in_the_url_applies_to_that_request_only(clickhouse_url: str) -> None:
