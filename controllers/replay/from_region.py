@@ -37,14 +37,15 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
     frees: list[tuple[datetime, dict[str, int]]] = []
 
     def on_event(ev: SimEvent) -> None:
-        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.TERMINATED):
+        # A victim is one NOTICE, or one NO_NOTICE_LOSS (the region emits it while the instance is still live
+        # and deletes it at once). Its later TERMINATED (``notice_ms`` set, or None after a no-notice loss) is
+        # the same victim again and is not counted.
+        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.NO_NOTICE_LOSS):
             return
-        no_notice = ev.kind is EventKind.TERMINATED and ev.attributes.get("notice_s") is None
-        if ev.kind is EventKind.TERMINATED and not no_notice:
-            return  # its notice was counted already
+        no_notice = ev.kind is EventKind.NO_NOTICE_LOSS
         i = engine.index[ev.pool]
         key = (ev.time, i)
-        live_at.setdefault(key, len(engine.live[i]) + (1 if no_notice else 0))
+        live_at.setdefault(key, len(engine.live[i]))
         wave = waves[key]
         wave[0] += 1
         wave[1] += 1 if no_notice else 0
