@@ -207,6 +207,7 @@ class PoolHistory:
 @dataclass
 class _Held:
     reclaimable: dict[str, int] = field(default_factory=dict)   # pool -> instances
+    units: dict[str, int] = field(default_factory=dict)         # pool -> reclaimable units they hold
     floor: dict[str, int] = field(default_factory=dict)
     fallback_units: int = 0
     short_since: datetime | None = None
@@ -253,6 +254,7 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
         for name, wp in current.plans.items():
             h = held[name]
             h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
+            h.units = {a.pool_id: a.units for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
             h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
         lost_last_step = set()
         lost_units: dict[str, int] = defaultdict(int)
@@ -272,15 +274,21 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
                     continue
                 c = by_name[name]
                 no_notice = sum(1 for _ in range(lost) if rng.random() < r.no_notice_share)
+                # an instance holds k units, the last of a partly filled allocation fewer: a loss takes at
+                # most the units the workload has in the pool
                 k = units_per_instance(pool_by_id[r.pool_id], c)
+                held_units = h.units.get(r.pool_id, n * k)
+                gone = min(held_units, lost * k)
+                per_instance = gone / lost
                 interval = c.checkpoint_interval_min or derived_interval_min(c, settings)
                 o = outcome[name]
                 o.interruptions += lost
                 o.no_notice_losses += no_notice
-                o.wasted_s += round(3600 * k * (no_notice * _loss_hours(c, False, interval)
-                                                + (lost - no_notice) * _loss_hours(c, True, interval)))
+                o.wasted_s += round(3600 * per_instance * (no_notice * _loss_hours(c, False, interval)
+                                                           + (lost - no_notice) * _loss_hours(c, True, interval)))
                 h.reclaimable[r.pool_id] = n - lost
-                lost_units[name] += lost * k
+                h.units[r.pool_id] = held_units - gone
+                lost_units[name] += gone
                 lost_last_step.add(name)
                 hit = True
             pools.record(r, ours=hit)  # the watcher sees a wave only when it took our instances
@@ -296,7 +304,8 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
 def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], rates: dict[str, Decimal],
             wanted: int, now: datetime, step_s: int, config: ReplayConfig, current: PlanSet) -> None:
     step_h = Decimal(step_s) / 3600
-    rec_units = sum(n * units_per_instance(pools[p], c) for p, n in h.reclaimable.items())
+    rec_units = sum(min(h.units.get(p, n * units_per_instance(pools[p], c)), n * units_per_instance(pools[p], c))
+                    for p, n in h.reclaimable.items())
     floor_units = sum(n * units_per_instance(pools[p], c) for p, n in h.floor.items())
     o.instance_s += sum(h.reclaimable.values()) * step_s
     o.reclaimable_s += min(rec_units, wanted) * step_s

@@ -139,6 +139,17 @@ def test_an_unchanged_claim_keeps_its_plan_and_only_changed_claims_are_replanned
     assert changed.plans["wa"] is first.plans["wa"]
 
 
+def test_a_plan_left_short_is_replanned_when_capacity_comes_back_and_a_complete_one_is_kept() -> None:
+    scarce = states(n=10, free=2)  # 20 instances for a 40-unit claim
+    claims = [Claim(contract(name="wa"), 40)]
+    first = plan(claims, scarce, NOW)
+    assert first.plans["wa"].shortfall_units == 20
+    second = plan(claims, states(n=10, free=100), NOW, previous=first)
+    assert second.replanned == ("wa",) and second.plans["wa"].shortfall_units == 0
+    third = plan(claims, states(n=10, free=100), NOW, previous=second)
+    assert third.replanned == () and third.plans["wa"] is second.plans["wa"]
+
+
 def test_excluding_a_pool_replans_only_the_workloads_that_use_it() -> None:
     pools = states(n=20)
     claims = [Claim(contract(name="wa"), 50), Claim(contract(name="wb"), 50)]
