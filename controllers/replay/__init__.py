@@ -1,5 +1,6 @@
 """The replay simulator (ADR-03): virtual time over a reclaim trace with the real planner."""
 
+from .claims import SizedClaim, size_claims
 from .compare import StrategySummary, summarise
 from .engine import PoolHistory, ReplayConfig, WorkloadOutcome, replay
 from .trace import Reclaim, Trace
@@ -8,9 +9,11 @@ __all__ = [
     "PoolHistory",
     "Reclaim",
     "ReplayConfig",
+    "SizedClaim",
     "StrategySummary",
     "Trace",
     "WorkloadOutcome",
     "replay",
+    "size_claims",
     "summarise",
 ]

@@ -25,6 +25,7 @@ class StrategySummary:
     counterfactual: Decimal
     cost: Decimal
     net_saving: Decimal
+    net_saving_planning: Decimal
     depth_premium: Decimal
     worst_step_loss_pct: float  # the largest share of one workload's claim lost in one step, any workload
 
@@ -39,6 +40,10 @@ class StrategySummary:
     @property
     def net_pct(self) -> float:
         return float(100 * self.net_saving / self.counterfactual) if self.counterfactual else 0.0
+
+    @property
+    def net_planning_pct(self) -> float:
+        return float(100 * self.net_saving_planning / self.counterfactual) if self.counterfactual else 0.0
 
     @property
     def shortfall_pct(self) -> float:
@@ -59,6 +64,7 @@ def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> St
         counterfactual=sum((x.counterfactual for x in o), Decimal(0)),
         cost=sum((x.cost for x in o), Decimal(0)),
         net_saving=sum((x.net_saving for x in o), Decimal(0)),
+        net_saving_planning=sum((x.net_saving_planning for x in o), Decimal(0)),
         depth_premium=sum((x.depth_premium for x in o), Decimal(0)).quantize(Decimal("0.01")),
         worst_step_loss_pct=max((100.0 * x.worst_step_loss_units / x.units for x in o if x.units), default=0.0),
     )

@@ -67,6 +67,7 @@ class WorkloadOutcome:
     no_notice_losses: int = 0
     fallback_starts: int = 0
     reclaimable_cost: Decimal = Decimal(0)
+    reclaimable_cost_planning: Decimal = Decimal(0)  # the same instance-hours at the catalogue's planning rate
     floor_cost: Decimal = Decimal(0)
     fallback_cost: Decimal = Decimal(0)
     depth_premium: Decimal = Decimal(0)
@@ -104,6 +105,13 @@ class WorkloadOutcome:
     @property
     def net_saving(self) -> Decimal:
         return self.counterfactual - self.cost
+
+    @property
+    def net_saving_planning(self) -> Decimal:
+        """Net saving with reclaimable hours priced at the catalogue's planning rate instead of the rate card
+        (the region's catalogue: 35 % of the guaranteed rate, the one-pager's planning assumption)."""
+        spend = self.reclaimable_cost_planning + self.floor_cost + self.fallback_cost
+        return self.counterfactual - spend.quantize(Decimal("0.01"))
 
 
 def _loss_hours(contract: Contract, noticed: bool, interval_min: int | None) -> float:
@@ -310,6 +318,8 @@ def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], r
     o.instance_s += sum(h.reclaimable.values()) * step_s
     o.reclaimable_s += min(rec_units, wanted) * step_s
     o.reclaimable_cost += sum((rates[p] * n for p, n in h.reclaimable.items()), Decimal(0)) * step_h
+    planned = sum((pools[p].rate_eur_h * n for p, n in h.reclaimable.items()), Decimal(0))
+    o.reclaimable_cost_planning += planned * step_h
     o.floor_cost += sum((rates[p] * n for p, n in h.floor.items()), Decimal(0)) * step_h
     wp = current.plans.get(c.workload)
     if wp is not None:

@@ -17,8 +17,8 @@ from contracts.pools import PurchaseModel
 from contracts.subjects import EventKind
 
 from ..simregion.config import RegionConfig
+from ..simregion.economics import price_factor
 from ..simregion.engine import RegionEngine, SimEvent
-from ..simregion.region import price_factor
 from .trace import Reclaim, Trace
 
 __all__ = ["trace_from_region"]
@@ -58,8 +58,8 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
             i, u = row[0], row[1]
             spec = engine.specs[i]
             pool = spec.pool
-            card[pool.pool_id] = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(
-                Decimal("0.0001"))
+            factor = Decimal(str(round(price_factor(u, config.price_demand), 4)))
+            card[pool.pool_id] = (pool.guaranteed_rate_eur_h * factor).quantize(Decimal("0.0001"))
             if pool.purchase_model is PurchaseModel.RECLAIMABLE:
                 free[pool.pool_id] = int(row[2])  # what other tenants leave free now
                 share = engine.capacity(i, later) / spec.slots if spec.slots else 0.0
