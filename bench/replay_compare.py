@@ -24,6 +24,8 @@ PASS/FAIL lines are the verdict (exit 0 with misses, which docs/benchmarks.md ex
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import pickle
 import statistics
@@ -118,8 +120,10 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
         runs.append(Run(seed, name, s.interruption_rate_pct_h, s.interruptions, s.wasted_pct, s.shortfall_pct,
                         s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, worst_txt, time.monotonic() - began,
                         100.0 * short_wait / short_all if short_all else 0.0))
-        _log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.2f} %, "
-             f"net {s.net_pct:.1f} % ({time.monotonic() - began:.0f} s)")
+        _log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
+             f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
+             f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
+        _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(runs[-1]))}")
     return runs, [s.note for s in sized if s.note]
 
 

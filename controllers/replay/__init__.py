@@ -1,11 +1,12 @@
 """The replay simulator (ADR-03): virtual time over a reclaim trace with the real planner."""
 
 from .claims import SizedClaim, size_claims
-from .compare import StrategySummary, summarise
+from .compare import TARGETS, StrategySummary, summarise, verdicts
 from .engine import PoolHistory, ReplayConfig, WorkloadOutcome, replay
 from .trace import Reclaim, Trace
 
 __all__ = [
+    "TARGETS",
     "PoolHistory",
     "Reclaim",
     "ReplayConfig",
@@ -16,4 +17,5 @@ __all__ = [
     "replay",
     "size_claims",
     "summarise",
+    "verdicts",
 ]

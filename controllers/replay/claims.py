@@ -49,7 +49,7 @@ class SizedClaim:
 
 def _quantile(values: list[int], q: float) -> int:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.floor(q * len(ordered))))] if ordered else 0
+    return ordered[math.floor(q * (len(ordered) - 1))] if ordered else 0
 
 
 def size_claims(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | int) -> list[SizedClaim]:
