@@ -152,6 +152,8 @@ class PoolHistory:
         self._forward = deque(trace.forward)
         self._free = deque(trace.free)
         self.free_now: dict[str, int] | None = None
+        self._constants = [(p, p.pool_id, trace.capacity.get(p.pool_id, 0), float(p.guaranteed_rate_eur_h))
+                           for p in trace.pools]
 
     def _advance_feeds(self, now: datetime) -> None:
         """The rate card and the forward-capacity calendar in force at ``now``."""
@@ -189,24 +191,25 @@ class PoolHistory:
         for _, pid, n in self.held:
             taken[pid] += n
         self._advance_feeds(now)
-        window_h = self.config.rank_window.total_seconds() / 3600
+        window = self.config.rank_window
+        window_h = window.total_seconds() / 3600
+        free_now, forward_now, rates, window_sum = self.free_now, self.forward_now, self.rates, self.window_sum
         out = []
-        for p in self.trace.pools:
-            cap = self.trace.capacity.get(p.pool_id, 0)
-            waves = self.waves[p.pool_id]
-            while waves and now - waves[0][0] > self.config.rank_window:
-                self.window_sum[p.pool_id] -= waves.popleft()[1]
-            observed_pct_h = 100.0 * max(0.0, self.window_sum[p.pool_id]) / window_h
-            free = max(0, cap - taken[p.pool_id])
-            if self.free_now is not None and p.pool_id in self.free_now:
-                free = min(cap, self.free_now[p.pool_id])  # the region's own figure, when the trace has it
+        for p, pid, cap, guaranteed in self._constants:
+            waves = self.waves[pid]
+            while waves and now - waves[0][0] > window:
+                window_sum[pid] -= waves.popleft()[1]
+            observed_pct_h = 100.0 * max(0.0, window_sum[pid]) / window_h
+            free = max(0, cap - taken[pid])
+            if free_now is not None and pid in free_now:
+                free = min(cap, free_now[pid])  # the region's own figure, when the trace has it
             share_now = free / cap if cap else 0.0
-            forward_share, forward_pct_h = self.forward_now.get(p.pool_id, (share_now, observed_pct_h))
-            rate = self.rates[p.pool_id]
-            ratio = float(rate / p.guaranteed_rate_eur_h) if p.guaranteed_rate_eur_h else 1.0
+            forward_share, forward_pct_h = forward_now.get(pid, (share_now, observed_pct_h))
+            rate = rates[pid]
+            ratio = float(rate) / guaranteed if guaranteed else 1.0
             # ADR-07/08: forward capacity and interruption (observed, and forecast by the calendar) outweigh rate
             score = composite_score(min(share_now, forward_share), (observed_pct_h + forward_pct_h) / 2, ratio)
-            excluded = self.excluded_until.get(p.pool_id, now) > now
+            excluded = self.excluded_until.get(pid, now) > now
             out.append(PoolState(p, free, score=score, excluded=excluded,
                                  rate_override=None if rate == p.rate_eur_h else rate))
         return out
