@@ -35,10 +35,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 STRATEGIES = ("depth-first", "price-first", "single-cheapest")
+UNCAPPED = "depth-first-uncapped"  # diagnostic: our ranking with the caps lifted (one pool, like single-cheapest)
 TARGETS = {"shortfall_pct": 0.1, "wasted_pct": 3.0, "net_pct": 55.0}
 
 
@@ -92,7 +94,7 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     seed, days, warmup, start_s, units, rate, price_demand, cache_s, strategies = job
     from contracts.compiler import check_repo
     from contracts.schema import FallbackPolicy
-    from controllers.planning import Strategy
+    from controllers.planning import Caps, Strategy
     from controllers.replay import ReplayConfig, replay, size_claims, summarise
 
     start = datetime.fromisoformat(start_s)
@@ -106,11 +108,13 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     tty = sys.stderr.isatty()
     for name in strategies:
         began = time.monotonic()
-        out = replay(trace, contracts, claims, ReplayConfig(strategy=Strategy(name)),
+        strategy = Strategy.DEPTH_FIRST if name == UNCAPPED else Strategy(name)
+        caps = Caps(pool_share=Decimal(1), group_share=Decimal(1), min_pools=1) if name == UNCAPPED else Caps()
+        out = replay(trace, contracts, claims, ReplayConfig(strategy=strategy, caps=caps),
                      progress=_progress(seed, name, tty))
         if tty:
             print(file=sys.stderr)
-        s = summarise(Strategy(name), out)
+        s = summarise(strategy, out)
         short_wait = sum(o.shortfall_s for o in out.values() if o.workload in waits)
         short_all = sum(o.shortfall_s for o in out.values())
         worst = max((o for o in out.values() if o.wanted_s),
@@ -222,21 +226,22 @@ def _sensitivity(args: argparse.Namespace) -> None:
     from sco.commands.report import render_table
 
     rows = []
-    for rate in args.rates:
-        for pd in args.price_demands:
-            runs, _ = _run_all([1], args, rate, pd, args.sensitivity_days, args.sensitivity_warmup,
-                               ("depth-first", "price-first", "single-cheapest"))
-            by = {r.strategy: r for r in runs}
-            d, p, s = by["depth-first"], by["price-first"], by["single-cheapest"]
-            wins = "wins" if d.rate_pct_h < p.rate_pct_h else "loses"
-            rows.append([f"{rate:g}", f"{pd:g}", f"{d.rate_pct_h:.2f} / {p.rate_pct_h:.2f} / {s.rate_pct_h:.2f}",
-                         f"{d.wasted_pct:.2f} / {p.wasted_pct:.2f}",
-                         f"{d.net_planning_pct:.1f} / {p.net_planning_pct:.1f}",
-                         f"{d.worst_step_pct:.0f} / {p.worst_step_pct:.0f} / {s.worst_step_pct:.0f} %",
-                         f"{wins} vs price-first"])
+    # a cross through the production point: the reclaim rate at the model's price, the price relation at 4 %/h
+    cells = [(rate, 1.0) for rate in args.rates] + [(args.rate, pd) for pd in args.price_demands if pd != 1.0]
+    for rate, pd in cells:
+        runs, _ = _run_all([1], args, rate, pd, args.sensitivity_days, args.sensitivity_warmup, STRATEGIES)
+        by = {r.strategy: r for r in runs}
+        d, p, s = by["depth-first"], by["price-first"], by["single-cheapest"]
+        wins = "wins" if d.rate_pct_h < p.rate_pct_h else "loses"
+        rows.append([f"{rate:g}", f"{pd:g}", f"{d.rate_pct_h:.2f} / {p.rate_pct_h:.2f} / {s.rate_pct_h:.2f}",
+                     f"{d.wasted_pct:.2f} / {p.wasted_pct:.2f}", f"{d.shortfall_pct:.3f} / {p.shortfall_pct:.3f}",
+                     f"{d.net_planning_pct:.1f} / {p.net_planning_pct:.1f}",
+                     f"{d.worst_step_pct:.0f} / {p.worst_step_pct:.0f} / {s.worst_step_pct:.0f} %",
+                     f"{wins} vs price-first"])
     print(f"\nSensitivity (seed 1, {args.sensitivity_days:g} days after {args.sensitivity_warmup:g} of warm-up): "
           "depth-first / price-first / single-cheapest")
-    print(render_table(["reclaim %/h", "price_demand", "interruptions %/h", "wasted % d/p", "net % planning d/p",
+    print(render_table(["reclaim %/h", "price_demand", "interruptions %/h", "wasted % d/p", "shortfall % d/p",
+                        "net % planning d/p",
                         "worst 5-min loss", "depth-first"], rows))
     print("price_demand: 1 = price follows the aggregate's utilisation (the model), 0 = flat, −1 = inverted")
 
@@ -253,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-compare", action="store_true", help="only the sensitivity grid")
+    parser.add_argument("--uncapped", action="store_true",
+                        help=f"add {UNCAPPED}: our ranking with the caps lifted (why single-cheapest's mean is lower)")
     parser.add_argument("--sensitivity-days", type=float, default=3.0)
     parser.add_argument("--sensitivity-warmup", type=float, default=2.0)
     parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 4.0, 12.0])
@@ -270,8 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {what:<17} model: {model}\n  {'':<17} planning: {planning}")
     if not args.no_compare:
         try:
+            names = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
             runs, notes = _run_all(range(1, args.seeds + 1), args, args.rate, 1.0, args.days, args.warmup_days,
-                                   STRATEGIES)
+                                   names)
         except Exception as exc:
             print(f"FAIL: the comparison could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
@@ -280,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {note}")
         print(f"\n{args.seeds} seed(s) × {args.days:g} days after {args.warmup_days:g} of warm-up, "
               f"reclaim rate {args.rate:g} %/h, start {args.start}:")
-        _table(runs, STRATEGIES)
+        _table(runs, names)
         print()
         for label, ok, figure in _verdicts(runs):
             print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
