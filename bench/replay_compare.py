@@ -289,9 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {what:<17} model: {model}\n  {'':<17} planning: {planning}")
     if not args.no_compare:
         try:
-            names = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
+            names: tuple[str, ...] = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
+            notes: list[str] = []
             if args.runs_from:
-                runs, notes = _runs_from(args.runs_from), []
+                runs = _runs_from(args.runs_from)
                 names = tuple(n for n in names if any(r.strategy == n for r in runs))
                 args.seeds = len({r.seed for r in runs})
             else:
