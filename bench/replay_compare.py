@@ -268,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-compare", action="store_true", help="only the sensitivity grid")
     parser.add_argument("--only", type=int, nargs="+", help="run these seeds instead of 1..--seeds")
+    parser.add_argument("--strategies", nargs="+", choices=(*STRATEGIES, UNCAPPED),
+                        help="replay only these (runs split across processes; tabulate with --runs-from)")
     parser.add_argument("--runs-from", type=Path, nargs="+",
                         help="no replay: tabulate the 'run:' lines earlier runs logged on stderr (seeds run apart)")
     parser.add_argument("--uncapped", action="store_true",
@@ -290,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_compare:
         try:
             names: tuple[str, ...] = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
+            names = tuple(args.strategies) if args.strategies else names
             notes: list[str] = []
             if args.runs_from:
                 runs = _runs_from(args.runs_from)
@@ -309,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"reclaim rate {args.rate:g} %/h, start {args.start}:")
         _table(runs, names)
         print()
-        for label, ok, figure in _verdicts(runs):
+        for label, ok, figure in _verdicts(runs) if any(r.strategy == "depth-first" for r in runs) else ():
             print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
     if args.sensitivity:
         _sensitivity(args)
