@@ -9,6 +9,7 @@ Median of 7 rounds.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import tempfile
@@ -52,7 +53,11 @@ def main() -> None:
     changed = [*claims[:-1], Claim(claims[-1].contract, claims[-1].units + 7)]
     incremental = timed(lambda: plan(changed, pools, NOW, previous=first))
     replanned = plan(changed, pools, NOW, previous=first).replanned
-    assert replanned == (claims[-1].contract.workload,) or len(replanned) == 1, replanned
+    # the changed claim, plus every plan the first pass left short (they are retried each pass, issue 19)
+    floors = {c.contract.workload: math.ceil(c.units * c.contract.floor_pct / 100) for c in claims}
+    short = {name for name, p in first.plans.items() if p.shortfall_units or p.floor_units < floors[name]}
+    assert claims[-1].contract.workload in replanned and set(replanned) <= short | {claims[-1].contract.workload}, \
+        replanned
 
     placed = sum(p.wanted_units - p.shortfall_units for p in first.plans.values())
     pools_per = statistics.median(len(p.pools) for p in first.plans.values())
@@ -65,7 +70,8 @@ def main() -> None:
     print(f"depth-first full re-plan           : {full * 1000:8.1f} ms  "
           f"(goal ≤ 500 ms; {full / baseline:.1f}x baseline)")
     print(f"one changed claim (incremental)    : {incremental * 1000:8.2f} ms  (goal ≤ 10 ms; "
-          f"{full / incremental:.0f}x faster than a full re-plan)")
+          f"{full / incremental:.0f}x faster than a full re-plan; {len(replanned)} re-planned: the changed claim "
+          f"and {len(replanned) - 1} left short by the first pass)")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ with its inputs in ClickHouse and publish it to PostgreSQL as the ranking in for
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from contracts.subjects import RECLAIM_KINDS
@@ -12,7 +13,8 @@ from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
 from .store import ClickHouse, Postgres, replace_in_force
 
-__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "gather_inputs", "publish_in_force", "rank", "write_rankings"]
+__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "forward_share", "gather_inputs", "publish_in_force", "rank",
+           "write_rankings"]
 
 SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
 # A reclaim (contracts.subjects.is_reclaim): a notice, or a loss that came without one. Drills never count.
@@ -22,9 +24,19 @@ RANKING_COLUMNS = ("ranked_at", "generation", "region", "pool", "rank", "score",
                    "discount", "depth", "excluded", "inputs")
 
 
+def forward_share(free_now: int, capacity: int, forward_free: int | None = None) -> float:
+    """The depth input (ADR-07, ADR-08): the pool's free share now, or the provider's forecast free share when
+    the forward calendar shows less room ahead (a pool is cheap before its guaranteed tenants arrive)."""
+    if capacity <= 0:
+        return 0.0
+    free = free_now if forward_free is None else min(free_now, forward_free)
+    return min(1.0, free / capacity)
+
+
 def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
-                  quota_headroom: float = 1.0) -> list[PoolInputs]:
-    """One ``PoolInputs`` per active reclaimable pool of the catalogue."""
+                  quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None) -> list[PoolInputs]:
+    """One ``PoolInputs`` per active reclaimable pool of the catalogue; ``forward_free`` is the provider's
+    forward capacity (expected free instances per pool, ``Provider.forward_capacity``)."""
     start = now - timedelta(days=window_days)
     params = {"r": region, "t0": start, "t1": now}
     pools = load_catalogue(ch, region, "reclaimable")
@@ -47,15 +59,15 @@ def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int =
         rate_pct, mtbi = stats.get(p.pool, (0.0, None))
         out.append(PoolInputs(pool=p.pool, rate_eur_h=rate, guaranteed_rate_eur_h=guaranteed,
                               interruption_rate_pct_h=rate_pct, mean_time_between_h=mtbi,
-                              forward_share=min(1.0, free / capacity) if capacity else 0.0,
+                              forward_share=forward_share(free, capacity, (forward_free or {}).get(p.pool)),
                               quota_headroom=quota_headroom, reclaims=reclaims.get(p.pool, 0),
                               instance_hours=round(hours.get(p.pool, 0.0), 3)))
     return out
 
 
 def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
-         quota_headroom: float = 1.0) -> list[RankedPool]:
-    return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom))
+         quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None) -> list[RankedPool]:
+    return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom, forward_free))
 
 
 def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],

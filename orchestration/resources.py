@@ -128,6 +128,16 @@ class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
         with urllib.request.urlopen(self.base_url.rstrip("/") + path, timeout=self.timeout_s) as resp:
             return json.loads(resp.read())
 
+    def forward_free(self, horizon_s: int = 1800) -> dict[str, int]:
+        """Expected free reclaimable instances per pool ``horizon_s`` ahead, from the provider's forward-capacity
+        feed (Blazar's calendar, ADR-07/ADR-22); empty without a feed (the scorer then uses the free share now)."""
+        if not self.base_url:
+            return {}
+        from contracts.provider import ForwardCapacity
+
+        rows = self.document(f"/v1/forward-capacity?horizon_s={int(horizon_s)}")
+        return {f.pool_id: f.expected_free_instances for f in (ForwardCapacity.model_validate(r) for r in rows)}
+
     def quota_headroom(self) -> float:
         """Share of the project's instance quota still free (1.0 without a feed or without a limit)."""
         if not self.base_url:

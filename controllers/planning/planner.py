@@ -3,8 +3,10 @@
 Per workload, in priority order (floor-bearing tiers first, then deadlines), it fills the floor from
 guaranteed capacity (``floor.fill_floor``), then water-fills the reclaimable rest under the caps
 (``waterfill.fill``), and records the depth premium against the price-first placement under the same caps and
-the same residual capacity. Incremental: a workload whose claim is unchanged and none of whose pools is now
-excluded keeps its plan; only the others are re-planned, on the capacity the kept plans leave.
+the same residual capacity. Incremental: a workload whose claim is unchanged, whose plan placed all of it and
+none of whose pools is now excluded keeps its plan; only the others are re-planned, on the capacity the kept
+plans leave. A plan that left units short is re-planned every pass, so capacity that comes back is used (a kept
+short plan was the source of most of the replay's shortfall, issue 19).
 """
 
 from __future__ import annotations
@@ -83,11 +85,15 @@ def _allocations(placed: dict[str, int], per_instance: dict[str, int], rates: di
             for pid, units in sorted(placed.items())]
 
 
+def _floor_wanted(claim: Claim) -> int:
+    return math.ceil(claim.units * claim.contract.floor_pct / 100)
+
+
 def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
               config: PlannerConfig) -> WorkloadPlan:
     contract = claim.contract
     strategy = _strategy(contract, config)
-    floor_units = math.ceil(claim.units * contract.floor_pct / 100)
+    floor_units = _floor_wanted(claim)
     rates = {s.pool_id: s.rate_eur_h for s in pools}
     notes: list[str] = []
 
@@ -133,7 +139,8 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
         prev = old.get(claim.workload)
         unchanged = (prev is not None and prev.claim_digest == claim.digest
                      and prev.strategy is _strategy(claim.contract, config))
-        if prev is not None and unchanged and not (prev.pools & excluded) and prev.pools <= known:
+        complete = prev is not None and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim)
+        if prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known:
             kept[claim.workload] = prev
             for a in prev.allocations:
                 residual[a.pool_id] -= a.instances

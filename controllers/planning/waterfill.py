@@ -5,6 +5,9 @@ units, 5 % on probation), each correlation group up to 30 %, and the fill keeps 
 still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops up to the
 caps when later pools could not take their share; what still cannot be placed is shortfall.
 
+Pools whose one instance holds more units than the pool cap come last (``order``): the cap would leave such an
+instance part-empty at its full rate.
+
 Small claims: a share cap never rounds below one unit (a 4-unit claim puts one unit in each of four pools),
 except probation, which may round to zero.
 """
@@ -35,13 +38,27 @@ class Candidate:
         return self.state.rate_eur_h / self.per_instance
 
 
-def order(candidates: list[Candidate], strategy: Strategy) -> list[Candidate]:
-    """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id)."""
+def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None = None) -> list[Candidate]:
+    """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id).
+
+    With ``pool_cap`` (the most units one pool may take), a pool whose one instance holds more units than that
+    comes after every pool whose instance fits: the cap leaves such an instance part-empty and its whole rate
+    is paid for the units it holds (a 4-vCPU unit capped at 6 units a pool pays a 64-vCPU instance's 16). Rate
+    per unit is then the rate of an instance over the units the cap lets it hold.
+    """
+    cap = pool_cap or 0
+
+    def oversize(c: Candidate) -> bool:
+        return cap > 0 and c.per_instance > cap
+
+    def rate(c: Candidate) -> Decimal:
+        return c.state.rate_eur_h / min(c.per_instance, cap) if cap else c.rate_per_unit
+
     if strategy is Strategy.DEPTH_FIRST:
-        return sorted(candidates, key=lambda c: (-c.state.score, c.rate_per_unit, c.state.pool_id))
+        return sorted(candidates, key=lambda c: (oversize(c), -c.state.score, rate(c), c.state.pool_id))
     if strategy is Strategy.CAPACITY_OPTIMISED:
-        return sorted(candidates, key=lambda c: (-c.capacity_units, c.rate_per_unit, c.state.pool_id))
-    return sorted(candidates, key=lambda c: (c.rate_per_unit, -c.state.score, c.state.pool_id))
+        return sorted(candidates, key=lambda c: (oversize(c), -c.capacity_units, rate(c), c.state.pool_id))
+    return sorted(candidates, key=lambda c: (oversize(c), rate(c), -c.state.score, c.state.pool_id))
 
 
 def _share(target: int, share: Decimal, at_least_one: bool) -> int:
@@ -53,13 +70,13 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
     """Place ``target`` units; returns units per pool id and the shortfall."""
     if target <= 0:
         return {}, 0
-    ranked = order(candidates, strategy)
     if strategy is Strategy.SINGLE_CHEAPEST:
         pool_cap, group_cap, min_pools = target, target, 1
     else:
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
+    ranked = order(candidates, strategy, pool_cap)
     probation_cap = _share(target, caps.probation_share, False)
     placed: dict[str, int] = defaultdict(int)
     group_used: dict[str, int] = defaultdict(int)

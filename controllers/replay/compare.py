@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from ..planning import Strategy
 from .engine import WorkloadOutcome
 
-__all__ = ["StrategySummary", "summarise"]
+__all__ = ["TARGETS", "StrategySummary", "summarise", "verdicts"]
+
+# the one-pager's quality targets the replay can measure
+TARGETS = {"shortfall_pct": 0.1, "wasted_pct": 3.0, "net_pct": 55.0}
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class StrategySummary:
     counterfactual: Decimal
     cost: Decimal
     net_saving: Decimal
+    net_saving_planning: Decimal
     depth_premium: Decimal
     worst_step_loss_pct: float  # the largest share of one workload's claim lost in one step, any workload
 
@@ -39,6 +43,10 @@ class StrategySummary:
     @property
     def net_pct(self) -> float:
         return float(100 * self.net_saving / self.counterfactual) if self.counterfactual else 0.0
+
+    @property
+    def net_planning_pct(self) -> float:
+        return float(100 * self.net_saving_planning / self.counterfactual) if self.counterfactual else 0.0
 
     @property
     def shortfall_pct(self) -> float:
@@ -59,6 +67,31 @@ def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> St
         counterfactual=sum((x.counterfactual for x in o), Decimal(0)),
         cost=sum((x.cost for x in o), Decimal(0)),
         net_saving=sum((x.net_saving for x in o), Decimal(0)),
+        net_saving_planning=sum((x.net_saving_planning for x in o), Decimal(0)),
         depth_premium=sum((x.depth_premium for x in o), Decimal(0)).quantize(Decimal("0.01")),
         worst_step_loss_pct=max((100.0 * x.worst_step_loss_units / x.units for x in o if x.units), default=0.0),
     )
+
+
+def verdicts(summaries: Sequence[StrategySummary]) -> list[tuple[str, bool, str]]:
+    """(target, met, figure) for ours (depth-first, else the first summary) against the one-pager's targets and,
+    when they ran on the same trace, against price-first and single-cheapest."""
+    if not summaries:
+        return []
+    by = {s.strategy: s for s in summaries}
+    ours = by.get(Strategy.DEPTH_FIRST, summaries[0])
+    out = [("shortfall ≤ 0.1 % of capacity-hours", ours.shortfall_pct <= TARGETS["shortfall_pct"],
+            f"{ours.shortfall_pct:.3f} %"),
+           ("wasted work ≤ 3 % of reclaimable hours", ours.wasted_pct <= TARGETS["wasted_pct"],
+            f"{ours.wasted_pct:.2f} %"),
+           ("net saving ≥ 55 % (planning rates)", ours.net_planning_pct >= TARGETS["net_pct"],
+            f"{ours.net_planning_pct:.1f} % (rate card {ours.net_pct:.1f} %)")]
+    for other in (Strategy.PRICE_FIRST, Strategy.SINGLE_CHEAPEST):
+        them = by.get(other)
+        if them is None or them is ours:
+            continue
+        out.append((f"interruptions/h below {other}", ours.interruption_rate_pct_h < them.interruption_rate_pct_h,
+                    f"{ours.interruption_rate_pct_h:.2f} vs {them.interruption_rate_pct_h:.2f} %/h"))
+        out.append((f"worst 5-min loss below {other}", ours.worst_step_loss_pct < them.worst_step_loss_pct,
+                    f"{ours.worst_step_loss_pct:.0f} % vs {them.worst_step_loss_pct:.0f} %"))
+    return out

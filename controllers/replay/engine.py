@@ -67,6 +67,7 @@ class WorkloadOutcome:
     no_notice_losses: int = 0
     fallback_starts: int = 0
     reclaimable_cost: Decimal = Decimal(0)
+    reclaimable_cost_planning: Decimal = Decimal(0)  # the same instance-hours at the catalogue's planning rate
     floor_cost: Decimal = Decimal(0)
     fallback_cost: Decimal = Decimal(0)
     depth_premium: Decimal = Decimal(0)
@@ -104,6 +105,13 @@ class WorkloadOutcome:
     @property
     def net_saving(self) -> Decimal:
         return self.counterfactual - self.cost
+
+    @property
+    def net_saving_planning(self) -> Decimal:
+        """Net saving with reclaimable hours priced at the catalogue's planning rate instead of the rate card
+        (the region's catalogue: 35 % of the guaranteed rate, the one-pager's planning assumption)."""
+        spend = self.reclaimable_cost_planning + self.floor_cost + self.fallback_cost
+        return self.counterfactual - spend.quantize(Decimal("0.01"))
 
 
 def _loss_hours(contract: Contract, noticed: bool, interval_min: int | None) -> float:
@@ -144,6 +152,8 @@ class PoolHistory:
         self._forward = deque(trace.forward)
         self._free = deque(trace.free)
         self.free_now: dict[str, int] | None = None
+        self._constants = [(p, p.pool_id, trace.capacity.get(p.pool_id, 0), float(p.guaranteed_rate_eur_h))
+                           for p in trace.pools]
 
     def _advance_feeds(self, now: datetime) -> None:
         """The rate card and the forward-capacity calendar in force at ``now``."""
@@ -181,24 +191,25 @@ class PoolHistory:
         for _, pid, n in self.held:
             taken[pid] += n
         self._advance_feeds(now)
-        window_h = self.config.rank_window.total_seconds() / 3600
+        window = self.config.rank_window
+        window_h = window.total_seconds() / 3600
+        free_now, forward_now, rates, window_sum = self.free_now, self.forward_now, self.rates, self.window_sum
         out = []
-        for p in self.trace.pools:
-            cap = self.trace.capacity.get(p.pool_id, 0)
-            waves = self.waves[p.pool_id]
-            while waves and now - waves[0][0] > self.config.rank_window:
-                self.window_sum[p.pool_id] -= waves.popleft()[1]
-            observed_pct_h = 100.0 * max(0.0, self.window_sum[p.pool_id]) / window_h
-            free = max(0, cap - taken[p.pool_id])
-            if self.free_now is not None and p.pool_id in self.free_now:
-                free = min(cap, self.free_now[p.pool_id])  # the region's own figure, when the trace has it
+        for p, pid, cap, guaranteed in self._constants:
+            waves = self.waves[pid]
+            while waves and now - waves[0][0] > window:
+                window_sum[pid] -= waves.popleft()[1]
+            observed_pct_h = 100.0 * max(0.0, window_sum[pid]) / window_h
+            free = max(0, cap - taken[pid])
+            if free_now is not None and pid in free_now:
+                free = min(cap, free_now[pid])  # the region's own figure, when the trace has it
             share_now = free / cap if cap else 0.0
-            forward_share, forward_pct_h = self.forward_now.get(p.pool_id, (share_now, observed_pct_h))
-            rate = self.rates[p.pool_id]
-            ratio = float(rate / p.guaranteed_rate_eur_h) if p.guaranteed_rate_eur_h else 1.0
+            forward_share, forward_pct_h = forward_now.get(pid, (share_now, observed_pct_h))
+            rate = rates[pid]
+            ratio = float(rate) / guaranteed if guaranteed else 1.0
             # ADR-07/08: forward capacity and interruption (observed, and forecast by the calendar) outweigh rate
             score = composite_score(min(share_now, forward_share), (observed_pct_h + forward_pct_h) / 2, ratio)
-            excluded = self.excluded_until.get(p.pool_id, now) > now
+            excluded = self.excluded_until.get(pid, now) > now
             out.append(PoolState(p, free, score=score, excluded=excluded,
                                  rate_override=None if rate == p.rate_eur_h else rate))
         return out
@@ -207,6 +218,7 @@ class PoolHistory:
 @dataclass
 class _Held:
     reclaimable: dict[str, int] = field(default_factory=dict)   # pool -> instances
+    units: dict[str, int] = field(default_factory=dict)         # pool -> reclaimable units they hold
     floor: dict[str, int] = field(default_factory=dict)
     fallback_units: int = 0
     short_since: datetime | None = None
@@ -253,6 +265,7 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
         for name, wp in current.plans.items():
             h = held[name]
             h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
+            h.units = {a.pool_id: a.units for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
             h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
         lost_last_step = set()
         lost_units: dict[str, int] = defaultdict(int)
@@ -272,15 +285,21 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
                     continue
                 c = by_name[name]
                 no_notice = sum(1 for _ in range(lost) if rng.random() < r.no_notice_share)
+                # an instance holds k units, the last of a partly filled allocation fewer: a loss takes at
+                # most the units the workload has in the pool
                 k = units_per_instance(pool_by_id[r.pool_id], c)
+                held_units = h.units.get(r.pool_id, n * k)
+                gone = min(held_units, lost * k)
+                per_instance = gone / lost
                 interval = c.checkpoint_interval_min or derived_interval_min(c, settings)
                 o = outcome[name]
                 o.interruptions += lost
                 o.no_notice_losses += no_notice
-                o.wasted_s += round(3600 * k * (no_notice * _loss_hours(c, False, interval)
-                                                + (lost - no_notice) * _loss_hours(c, True, interval)))
+                o.wasted_s += round(3600 * per_instance * (no_notice * _loss_hours(c, False, interval)
+                                                           + (lost - no_notice) * _loss_hours(c, True, interval)))
                 h.reclaimable[r.pool_id] = n - lost
-                lost_units[name] += lost * k
+                h.units[r.pool_id] = held_units - gone
+                lost_units[name] += gone
                 lost_last_step.add(name)
                 hit = True
             pools.record(r, ours=hit)  # the watcher sees a wave only when it took our instances
@@ -296,11 +315,14 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
 def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], rates: dict[str, Decimal],
             wanted: int, now: datetime, step_s: int, config: ReplayConfig, current: PlanSet) -> None:
     step_h = Decimal(step_s) / 3600
-    rec_units = sum(n * units_per_instance(pools[p], c) for p, n in h.reclaimable.items())
+    rec_units = sum(min(h.units.get(p, n * units_per_instance(pools[p], c)), n * units_per_instance(pools[p], c))
+                    for p, n in h.reclaimable.items())
     floor_units = sum(n * units_per_instance(pools[p], c) for p, n in h.floor.items())
     o.instance_s += sum(h.reclaimable.values()) * step_s
     o.reclaimable_s += min(rec_units, wanted) * step_s
     o.reclaimable_cost += sum((rates[p] * n for p, n in h.reclaimable.items()), Decimal(0)) * step_h
+    planned = sum((pools[p].rate_eur_h * n for p, n in h.reclaimable.items()), Decimal(0))
+    o.reclaimable_cost_planning += planned * step_h
     o.floor_cost += sum((rates[p] * n for p, n in h.floor.items()), Decimal(0)) * step_h
     wp = current.plans.get(c.workload)
     if wp is not None:

@@ -17,8 +17,8 @@ from contracts.pools import PurchaseModel
 from contracts.subjects import EventKind
 
 from ..simregion.config import RegionConfig
+from ..simregion.economics import price_factor
 from ..simregion.engine import RegionEngine, SimEvent
-from ..simregion.region import price_factor
 from .trace import Reclaim, Trace
 
 __all__ = ["trace_from_region"]
@@ -37,14 +37,15 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
     frees: list[tuple[datetime, dict[str, int]]] = []
 
     def on_event(ev: SimEvent) -> None:
-        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.TERMINATED):
+        # A victim is one NOTICE, or one NO_NOTICE_LOSS (the region emits it while the instance is still live
+        # and deletes it at once). Its later TERMINATED (``notice_ms`` set, or None after a no-notice loss) is
+        # the same victim again and is not counted.
+        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.NO_NOTICE_LOSS):
             return
-        no_notice = ev.kind is EventKind.TERMINATED and ev.attributes.get("notice_s") is None
-        if ev.kind is EventKind.TERMINATED and not no_notice:
-            return  # its notice was counted already
+        no_notice = ev.kind is EventKind.NO_NOTICE_LOSS
         i = engine.index[ev.pool]
         key = (ev.time, i)
-        live_at.setdefault(key, len(engine.live[i]) + (1 if no_notice else 0))
+        live_at.setdefault(key, len(engine.live[i]))
         wave = waves[key]
         wave[0] += 1
         wave[1] += 1 if no_notice else 0
@@ -57,8 +58,8 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
             i, u = row[0], row[1]
             spec = engine.specs[i]
             pool = spec.pool
-            card[pool.pool_id] = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(
-                Decimal("0.0001"))
+            factor = Decimal(str(round(price_factor(u, config.price_demand), 4)))
+            card[pool.pool_id] = (pool.guaranteed_rate_eur_h * factor).quantize(Decimal("0.0001"))
             if pool.purchase_model is PurchaseModel.RECLAIMABLE:
                 free[pool.pool_id] = int(row[2])  # what other tenants leave free now
                 share = engine.capacity(i, later) / spec.slots if spec.slots else 0.0

@@ -10,7 +10,7 @@ from typing import Any
 _EXPORTS = {
     "RegionConfig": "config", "RegionEngine": "engine", "SimulatedRegion": "region", "RegionService": "service",
     "VirtualClock": "clock", "WallClock": "clock", "write_history": "history", "build_pools": "topology",
-    "select_victims": "reclaimer",
+    "select_victims": "reclaimer", "assumptions": "economics", "price_factor": "economics",
 }
 
 __all__ = sorted(_EXPORTS)

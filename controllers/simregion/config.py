@@ -46,6 +46,8 @@ class RegionConfig(BaseModel):
                                      "request holds the room it took, seconds")
     hall_reclaims_per_30d: float = Field(1.0, ge=0, description="hall-wide reclaims (power/cooling) per 30 days")
     hall_outage_s: float = Field(7200.0, ge=0, description="how long a reclaimed hall lends nothing")
+    price_demand: float = Field(1.0, ge=-1, le=1, description="how much of its aggregate's utilisation a pool's "
+                                "price follows: 1 all of it, 0 none (flat), -1 inverted (economics.py)")
     strategy: Strategy = Field("oldest", description="reclaimer victim selection (as CERN's reaper)")
     quota_instances: int = Field(5000, ge=0, description="orchestrator project quota: instances")
     quota_vcpu: int = Field(80000, ge=0, description="orchestrator project quota: vCPU")

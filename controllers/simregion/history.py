@@ -18,8 +18,8 @@ from typing import Any
 from contracts.pools import PurchaseModel
 
 from .config import RegionConfig
+from .economics import price_factor
 from .engine import RegionEngine, SimEvent
-from .region import price_factor
 
 __all__ = ["HistoryReport", "write_history"]
 
@@ -80,7 +80,8 @@ def write_history(client: Any, config: RegionConfig, *, days: int, start: dateti
         n = len(rows)
         rc["time"].extend([start_ms + int(t * 1000)] * n)
         rc["pool"].extend([pool_ids[r[0]] for r in rows])
-        rc["rate_eur_h"].extend([round(guaranteed[r[0]] * price_factor(r[1]), 4) for r in rows])
+        rc["rate_eur_h"].extend([round(guaranteed[r[0]] * price_factor(r[1], config.price_demand), 4)
+                                  for r in rows])
         rc["guaranteed_rate_eur_h"].extend([guaranteed[r[0]] for r in rows])
         rc["utilisation"].extend([round(r[1], 4) for r in rows])
         rc["free_instances"].extend([r[2] for r in rows])

@@ -36,6 +36,7 @@ from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, Q
 from contracts.subjects import EventKind
 
 from .config import RegionConfig
+from .economics import price_factor
 from .engine import Inst, RegionEngine, SimEvent
 from .topology import HALLS
 
@@ -44,9 +45,6 @@ __all__ = ["PROJECT", "SimulatedRegion", "price_factor"]
 PROJECT = "sco-orchestrator"
 
 
-def price_factor(utilisation: float) -> float:
-    """The reclaimable rate as a share of the guaranteed rate: 0.2 when idle, 0.8 when full."""
-    return 0.2 + 0.6 * utilisation * utilisation
 
 
 class SimulatedRegion:
@@ -108,7 +106,8 @@ class SimulatedRegion:
         entries = []
         for i, u, free, _ in rows:
             pool = e.specs[i].pool
-            rate = (pool.guaranteed_rate_eur_h * Decimal(str(round(price_factor(u), 4)))).quantize(Decimal("0.0001"))
+            factor = Decimal(str(round(price_factor(u, self.config.price_demand), 4)))
+            rate = (pool.guaranteed_rate_eur_h * factor).quantize(Decimal("0.0001"))
             entries.append(RateCardEntry(pool_id=pool.pool_id, rate_eur_h=rate,
                                          guaranteed_rate_eur_h=pool.guaranteed_rate_eur_h,
                                          utilisation=round(u, 4), free_instances=free))

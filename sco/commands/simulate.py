@@ -32,12 +32,17 @@ def register(sub: Any) -> None:
 
 
 def _progress(label: str) -> Any:
-    started = time.monotonic()
+    """A bar rewritten in place on a terminal; one line a quarter otherwise (no carriage returns in a log)."""
+    started, tty, last = time.monotonic(), sys.stderr.isatty(), [-1]
 
     def show(done: float) -> None:
-        bar = "#" * int(done * 30)
-        print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {time.monotonic() - started:5.0f} s", end="",
-              file=sys.stderr, flush=True)
+        if tty:
+            bar = "#" * int(done * 30)
+            print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {time.monotonic() - started:5.0f} s", end="",
+                  file=sys.stderr, flush=True)
+        elif int(done * 4) > last[0]:
+            last[0] = int(done * 4)
+            print(f"  {label:<20} {last[0] * 25:3d} % {time.monotonic() - started:5.0f} s", file=sys.stderr, flush=True)
     return show
 
 
@@ -54,9 +59,10 @@ def _simulate(args: argparse.Namespace) -> int:
         raise CliError(f"--start must be YYYY-MM-DD, got {args.start!r}") from None
     from contracts.compiler import RepoError, check_repo
     from controllers.planning import Strategy
-    from controllers.replay import ReplayConfig, replay, summarise
+    from controllers.replay import ReplayConfig, replay, size_claims, summarise, verdicts
     from controllers.replay.from_region import trace_from_region
     from controllers.simregion.config import RegionConfig
+    from controllers.simregion.economics import assumptions
 
     try:
         result = check_repo(args.contracts)
@@ -72,26 +78,41 @@ def _simulate(args: argparse.Namespace) -> int:
     trace = trace_from_region(RegionConfig(seed=args.seed), start, args.days, args.warmup_days)
     print(f"  {len(trace.reclaims)} reclaim waves over {len(trace.pools)} pools "
           f"({time.monotonic() - began:.0f} s)", file=sys.stderr)
+    sized = size_claims(trace, contracts, args.units)
+    claims = {c.workload: c.units for c in sized}
     names = STRATEGIES if args.strategy == "compare" else (args.strategy,)
     summaries = []
     for name in names:
         strategy = None if name == "contract" else Strategy(name)
-        outcomes = replay(trace, contracts, args.units, ReplayConfig(strategy=strategy), progress=_progress(name))
-        print(file=sys.stderr)
+        outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
         if args.strategy != "compare":
             _print_workloads(outcomes)
         summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
-    print(f"\nReplay: {trace.description}; {len(contracts)} workloads × {args.units} units; "
+    print(f"\nReplay: {trace.description}; {len(contracts)} workloads × {args.units} units asked; "
           f"rate-card saving (net of reclaimable, floor and fallback spend and wasted work)")
+    for c in sized:
+        if c.note:
+            print(f"  claim {c.note}")
     rows = [[("ours: " if s.strategy is Strategy.DEPTH_FIRST else "") + str(s.strategy), str(s.interruptions),
              f"{s.interruption_rate_pct_h:.2f}", f"{s.wasted_pct:.2f}%", str(s.fallback_starts),
              f"{s.shortfall_pct:.2f}%", f"€{s.cost:,.0f}", f"€{s.net_saving:,.0f}", f"{s.net_pct:.1f}%",
-             f"€{s.depth_premium:,.0f}", f"{s.worst_step_loss_pct:.0f}%"] for s in summaries]
+             f"{s.net_planning_pct:.1f}%", f"€{s.depth_premium:,.0f}", f"{s.worst_step_loss_pct:.0f}%"]
+            for s in summaries]
     print(render_table(["strategy", "interruptions", "%/h", "wasted", "fallbacks", "shortfall", "cost",
-                        "net saving", "net %", "depth premium", "worst 5-min loss"], rows))
+                        "net saving", "net %", "net % planning", "depth premium", "worst 5-min loss"], rows))
     print("worst 5-min loss: the largest share of any one workload's claim lost in one 5-minute step; the caps hold "
           "an ordinary wave to 15 % a pool and 30 % a group, a hall-wide reclaim takes both of a hall's "
           "aggregates, a single pool can lose it all")
+    print("\nThe region model (net % planning prices reclaimable hours at the planning rate):")
+    for what, model, planning in assumptions(RegionConfig(seed=args.seed)):
+        print(f"  {what}: {model}  [planning: {planning}]")
+    print("Approximations: no boot time (a lost instance is replaced at the next 5-minute step), no scheduler "
+          "(claims are whole units), a plan change moves capacity without cost.")
+    print()
+    for label, ok, figure in verdicts(summaries):
+        print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
     return 0
 
 

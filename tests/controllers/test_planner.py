@@ -39,6 +39,20 @@ def test_depth_first_fills_the_best_ranked_pools_to_their_cap_and_keeps_one_unit
     assert placed == {"p00": 15, "p01": 15, "p02": 15, "p03": 15, "p04": 15, "p05": 15, "p06": 9, "p07": 1}
 
 
+@pytest.mark.parametrize("strategy", [Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST])
+def test_an_instance_bigger_than_the_pool_cap_is_used_only_after_the_pools_whose_instance_fits(
+        strategy: Strategy) -> None:
+    # 40 units of 4 vCPU: 6 a pool. A 64-vCPU instance (16 units) would be paid in full for 6; it ranks best
+    # and is cheapest per unit when full, yet the twelve 4-vCPU pools come first.
+    big = PoolState(pool("big", vcpu=64, rate="0.80"), 100, score=1.0)
+    result = plan([Claim(contract(name="wk", vcpu=4), 40)], [big, *states(n=12)], NOW,
+                  config=PlannerConfig(strategy=strategy)).plans["wk"]
+    assert "big" not in units_by_pool(result) and result.shortfall_units == 0
+    scarce = plan([Claim(contract(name="wk", vcpu=4), 40)], [big, *states(n=12, free=3)], NOW,
+                  config=PlannerConfig(strategy=strategy)).plans["wk"]
+    assert units_by_pool(scarce)["big"] == 4 and scarce.shortfall_units == 0  # used for what the others lack
+
+
 def test_no_correlation_group_gets_more_than_30_percent() -> None:
     pools = [PoolState(pool(f"p{i}", agg=f"agg-{i // 4}"), 1000, score=1 - i / 100) for i in range(16)]
     result = plan([Claim(contract(), 100)], pools, NOW).plans["wk"]
@@ -137,6 +151,17 @@ def test_an_unchanged_claim_keeps_its_plan_and_only_changed_claims_are_replanned
     changed = plan([claims[0], Claim(contract(name="wb"), 60)], pools, NOW, previous=first)
     assert changed.replanned == ("wb",) and changed.generation == first.generation + 1
     assert changed.plans["wa"] is first.plans["wa"]
+
+
+def test_a_plan_left_short_is_replanned_when_capacity_comes_back_and_a_complete_one_is_kept() -> None:
+    scarce = states(n=10, free=2)  # 20 instances for a 40-unit claim
+    claims = [Claim(contract(name="wa"), 40)]
+    first = plan(claims, scarce, NOW)
+    assert first.plans["wa"].shortfall_units == 20
+    second = plan(claims, states(n=10, free=100), NOW, previous=first)
+    assert second.replanned == ("wa",) and second.plans["wa"].shortfall_units == 0
+    third = plan(claims, states(n=10, free=100), NOW, previous=second)
+    assert third.replanned == () and third.plans["wa"] is second.plans["wa"]
 
 
 def test_excluding_a_pool_replans_only_the_workloads_that_use_it() -> None:

@@ -1,5 +1,5 @@
 """`sco simulate` as a user runs it: bad input is refused in one line; a short compare run prints the four
-strategies side by side on the same trace."""
+strategies side by side on the same trace and says PASS or FAIL against each target."""
 
 from __future__ import annotations
 
@@ -25,3 +25,9 @@ def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
     rows = [line.split()[0] for line in lines[header + 2: header + 6]]
     assert rows == ["ours:", "price-first", "capacity-optimised", "single-cheapest"]
     assert "rate-card saving" in result.stdout and "reclaim waves" in result.stderr
+    verdicts = [line for line in lines if line.startswith(("PASS  ", "FAIL  "))]
+    assert [v.split(":")[0][6:] for v in verdicts] == [
+        "shortfall ≤ 0.1 % of capacity-hours", "wasted work ≤ 3 % of reclaimable hours",
+        "net saving ≥ 55 % (planning rates)", "interruptions/h below price-first", "worst 5-min loss below price-first",
+        "interruptions/h below single-cheapest", "worst 5-min loss below single-cheapest"]
+    assert "\r" not in result.stderr  # progress is one line a quarter when stderr is not a terminal

@@ -42,3 +42,12 @@ def test_interruption_rate_is_reclaims_per_hundred_instance_hours_over_the_windo
     assert stats["p"] == (2.0, 60.0)
     assert stats["q"] == (0.0, None)
     assert stats["r"] == (0.0, None)
+
+
+def test_the_depth_input_is_the_forecast_free_share_when_the_calendar_shows_less_room_than_now() -> None:
+    from orchestration.rankings import forward_share
+
+    assert forward_share(10, 20) == 0.5  # no calendar: the free share now
+    assert forward_share(10, 20, forward_free=2) == 0.1  # tenants booked within the horizon
+    assert forward_share(10, 20, forward_free=15) == 0.5  # more room ahead does not count before it is there
+    assert forward_share(10, 0, forward_free=5) == 0.0

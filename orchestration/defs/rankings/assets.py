@@ -19,7 +19,7 @@ def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource, se
     postgres.migrate()
     now = settings.data_now(clickhouse)
     ranked = rankings.rank(clickhouse, settings.region, now, settings.interruption_window_days,
-                           quota_headroom=provider.quota_headroom())
+                           quota_headroom=provider.quota_headroom(), forward_free=provider.forward_free())
     excluded = rankings.excluded_pools(postgres, settings.region, now)
     in_force = groups.groups_in_force(postgres, settings.region)
     rankings.write_rankings(clickhouse, settings.region, now, ranked, excluded, in_force)
