@@ -13,10 +13,10 @@ __all__ = [
     "advisory_subject",
     "agent_inbox_prefix",
     "event_subject",
-    "region_events_subject",
     "is_reclaim",
     "notice_subject",
     "quarantine_subject",
+    "region_events_subject",
 ]
 
 
@@ -104,6 +104,8 @@ def region_events_subject(region: str) -> str:
 
 
 def agent_inbox_prefix(instance: str) -> str:
-    """The reply-inbox prefix of one instance's agent, ``_INBOX_<instance>``: its NATS credential may subscribe
-    to its own replies (``_INBOX_<instance>.>``) and not to anyone else's."""
+    """The reply-inbox prefix of one instance's agent, ``_INBOX_<instance>``.
+
+    Its NATS credential may subscribe to its own replies (``_INBOX_<instance>.>``) and not to anyone else's.
+    """
     return f"_INBOX_{_token(instance)}"

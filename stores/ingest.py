@@ -328,7 +328,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     inserted = dead = attempts = 0
     try:
         while True:
-            nc = await sco_nats.connect(nats_url, name="sco-ingest")
+            nc = await sco_nats.connect(nats_url, name="sco-ingest", component="ingest")
             ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
             try:
                 await ingest.start()

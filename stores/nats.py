@@ -28,13 +28,17 @@ DEADLETTER_PREFIX = "sco.deadletter"
 REASON_HEADER = "Sco-Dead-Letter-Reason"
 
 
-async def connect(url: str | None = None, *, home: Path | None = None, name: str = "sco", **kwargs: Any) -> Any:
-    """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine)."""
+async def connect(url: str | None = None, *, home: Path | None = None, name: str = "sco",
+                  component: str | None = None, **kwargs: Any) -> Any:
+    """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine).
+
+    ``component``: its own credential from the stack file when ``url`` is not given.
+    """
     import nats
 
     options: dict[str, Any] = {"name": name, "max_reconnect_attempts": -1, "reconnect_time_wait": 0.25,
                                "connect_timeout": 2, "allow_reconnect": True, **kwargs}
-    return await nats.connect(resolve_url("nats", url, home), **options)
+    return await nats.connect(resolve_url("nats", url, home, component), **options)
 
 
 async def _ensure(js: Any, config: Any) -> Any:

@@ -115,7 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         from stores.config import StoreNotConfigured, resolve_url
 
         try:
-            nats_url = resolve_url("nats", args.nats)
+            nats_url = resolve_url("nats", args.nats, component="region")
         except StoreNotConfigured as exc:
             raise CliError(f"{exc}; or pass --nats none to serve HTTP only") from None
     region = SimulatedRegion(config, clock)

@@ -39,7 +39,8 @@ PG_OWNER = "sco_owner"
 PG_ROLES: dict[str, str] = {"controller": "sco_controller", "analytics": "sco_analytics", "relay": "sco_relay",
                             "ingest": "sco_ingest", "reports": "sco_reports"}
 # ClickHouse front-end users: name -> profile (the lead's interface with the front end's --users-file)
-CH_USERS: dict[str, str] = {"sco": "default", "ingest": "default", "analytics": "default", "reports": "readonly"}
+CH_USERS: dict[str, str] = {"sco": "default", "ingest": "default", "analytics": "default", "relay": "default",
+                            "reports": "readonly"}
 
 _JS_STREAMS = ["$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.NAMES"]
 _JS_CONSUME = ["$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "$JS.API.STREAM.INFO.*", "$JS.API.INFO"]
@@ -217,7 +218,7 @@ def clickhouse_url(user: str, password: str, port: int) -> str:
 # component -> (PostgreSQL role key, NATS user, ClickHouse user); None: the component does not use that store
 _COMPONENTS: dict[str, tuple[str | None, str | None, str | None]] = {
     "controller": ("controller", "controller", None),
-    "relay": ("relay", "relay", None),
+    "relay": ("relay", "relay", "relay"),
     "ingest": ("ingest", "ingest", "ingest"),
     "analytics": ("analytics", None, "analytics"),
     "reports": ("reports", None, "reports"),
