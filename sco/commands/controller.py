@@ -183,7 +183,8 @@ def _run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signals.SIGTERM, signals.SIGINT):  # an orderly stop hands the lease over at once
             loop.add_signal_handler(sig, stop.set)
-        nc = await sco_nats.connect(args.nats, name=f"sco-controller-{holder}") if args.nats else None
+        nc = await sco_nats.connect(None if args.nats == "stack" else args.nats, name=f"sco-controller-{holder}",
+                                    component="controller") if args.nats else None
         try:
             await run(ctl, nc, interval_s=args.interval, stop=stop, on_pass=on_pass)
         finally:
@@ -317,7 +318,9 @@ def register(subparsers: Any) -> None:
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
                            help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
-            p.add_argument("--nats", default=None, help="NATS URL: wake on notices and losses (default: poll only)")
+            p.add_argument("--nats", default=None,
+                           help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
+                                "losses (default: poll only)")
             p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
