@@ -45,10 +45,29 @@ async def _ensure(js: Any, config: Any) -> Any:
     from nats.js.errors import NotFoundError
 
     try:
-        await js.stream_info(config.name)
+        info = await js.stream_info(config.name)
     except NotFoundError:
         return await js.add_stream(config)
+    if _same(info.config, config):
+        return info  # no update: a component's NATS user may read a stream's configuration, not change it
     return await js.update_stream(config)
+
+
+_COMPARED = ("subjects", "retention", "storage", "max_age", "duplicate_window", "discard", "num_replicas")
+
+
+def _same(have: Any, want: Any) -> bool:
+    """Whether the stream's configuration already has every field ``want`` sets."""
+    for name in _COMPARED:
+        wanted, got = getattr(want, name, None), getattr(have, name, None)
+        if wanted is None:
+            continue
+        if isinstance(wanted, float) or isinstance(got, float):
+            if got is None or abs(float(wanted) - float(got)) > 1e-3:
+                return False
+        elif (list(got or []) != list(wanted)) if name == "subjects" else got != wanted:
+            return False
+    return True
 
 
 async def ensure_events_stream(js: Any, *, duplicate_window_s: float = DUPLICATE_WINDOW_S,
