@@ -57,10 +57,10 @@ _COMPARED = ("subjects", "retention", "storage", "max_age", "duplicate_window", 
 
 
 def _same(have: Any, want: Any) -> bool:
-    """Whether the stream's configuration already has every field ``want`` sets."""
+    """Whether the stream's configuration already has every field ``want`` sets (to something other than 0)."""
     for name in _COMPARED:
         wanted, got = getattr(want, name, None), getattr(have, name, None)
-        if wanted is None:
+        if not wanted:  # not set (None, 0): the server's default stands, and is no difference
             continue
         if isinstance(wanted, float) or isinstance(got, float):
             if got is None or abs(float(wanted) - float(got)) > 1e-3:
