@@ -113,7 +113,7 @@ def test_no_component_but_the_administrator_may_delete_the_event_stream(
         own_inbox = {"inbox_prefix": agent_inbox_prefix(INSTANCE)} if url == stack.agent_url else {}
         nc = await _client(url, errors, **own_inbox)
         try:
-            await nc.jetstream(timeout=2).delete_stream("SCO_EVENTS")
+            await nc.jetstream(timeout=0.5).delete_stream("SCO_EVENTS")  # refused at once: -ERR
             errors.append("deleted")
         except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
