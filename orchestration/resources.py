@@ -25,8 +25,9 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
 
     def client(self) -> Any:
         from stores.clickhouse import client
+        from stores.config import resolve_url
 
-        return client(self.url or None)
+        return client(resolve_url("clickhouse", self.url or None, component="analytics"))
 
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         c = self.client()

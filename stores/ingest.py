@@ -305,10 +305,12 @@ async def _clickhouse(clickhouse_url: str | None) -> Any:
     from clickhouse_connect.driver.exceptions import OperationalError
 
     from .clickhouse import client as ch_client
+    from .config import resolve_url
 
+    url = resolve_url("clickhouse", clickhouse_url, component="ingest")  # the ingest's own user from the stack
     while True:
         try:
-            return await asyncio.to_thread(ch_client, clickhouse_url)
+            return await asyncio.to_thread(ch_client, url)
         except OperationalError as exc:
             log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
             await asyncio.sleep(1.0)
