@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from contracts.subjects import EventKind, advisory_subject, notice_subject
+from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
@@ -195,6 +195,8 @@ class Agent:
                 await nc.connect(servers=list(self.userdata.nats_urls), name=f"sco-agent-{self.node.instance}",
                                  connect_timeout=2, reconnect_time_wait=1, max_reconnect_attempts=-1,
                                  allow_reconnect=True, ping_interval=60,
+                                 # its own reply inbox: a per-instance credential may read no one else's
+                                 inbox_prefix=agent_inbox_prefix(self.node.instance),
                                  reconnected_cb=self._on_reconnect, error_cb=self._on_nats_error,
                                  **self._nats_auth())
             except Exception as exc:

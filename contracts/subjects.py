@@ -11,10 +11,12 @@ __all__ = [
     "RECLAIM_KINDS",
     "EventKind",
     "advisory_subject",
+    "agent_inbox_prefix",
     "event_subject",
     "is_reclaim",
     "notice_subject",
     "quarantine_subject",
+    "region_events_subject",
 ]
 
 
@@ -94,3 +96,16 @@ def advisory_subject(region: str, instance: str) -> str:
 def quarantine_subject(region: str, partition: str) -> str:
     """The subject of quarantine orders for one partition: ``sco.quarantine.<region>.<region_cluster>``."""
     return f"sco.quarantine.{_token(region)}.{_token(partition.replace('/', '_'))}"
+
+
+def region_events_subject(region: str) -> str:
+    """Every event subject of one region, ``sco.events.<region>.*`` (what an agent's credential may publish)."""
+    return f"{EVENT_SUBJECT_PREFIX}.{_token(region)}.*"
+
+
+def agent_inbox_prefix(instance: str) -> str:
+    """The reply-inbox prefix of one instance's agent, ``_INBOX_<instance>``.
+
+    Its NATS credential may subscribe to its own replies (``_INBOX_<instance>.>``) and not to anyone else's.
+    """
+    return f"_INBOX_{_token(instance)}"

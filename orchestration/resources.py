@@ -25,8 +25,9 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
 
     def client(self) -> Any:
         from stores.clickhouse import client
+        from stores.config import resolve_url
 
-        return client(self.url or None)
+        return client(resolve_url("clickhouse", self.url or None, component="analytics"))
 
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         c = self.client()
@@ -71,7 +72,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
     def connection(self) -> Iterator[Any]:
         from stores.postgres import connect
 
-        conn = connect(self.url or None)
+        conn = connect(self.url or None, component="analytics")
         try:
             yield conn
         finally:
@@ -81,9 +82,9 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
         from stores.migrate import migrate_postgres
         from stores.postgres import connect
 
-        conn = connect(self.url or None, autocommit=True)
+        conn = connect(self.url or None, autocommit=True, component="analytics")
         try:
-            migrate_postgres(conn)
+            migrate_postgres(conn)  # a no-op without DDL when `sco up` has applied them (analytics may not create)
         finally:
             conn.close()
 

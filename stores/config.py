@@ -3,6 +3,11 @@
 Resolution order for each store: the explicit argument, then ``SCO_POSTGRES_URL`` / ``SCO_NATS_URL`` /
 ``SCO_CLICKHOUSE_URL``, then ``$SCO_HOME/stack.json`` (``SCO_HOME`` defaults to ``.sco`` in the working
 directory). Production sets the environment variables and never runs ``sco up``.
+
+``sco up`` records each store's administrative URL (``services``) and one URL per component and store
+(``components``: the controller's PostgreSQL role, the ingest's NATS user, ...); a process that names its
+``component`` gets its own credential from the stack file, one that does not gets the administrative one.
+The stack file is mode 0600: a user who cannot read it has no URL from it.
 """
 
 from __future__ import annotations
@@ -48,30 +53,47 @@ def stack_file(home: Path | None = None) -> Path:
     return (home or sco_home()) / STACK_FILE
 
 
-def load_urls(home: Path | None = None) -> StoreUrls:
-    """The URLs in effect: environment first, then the stack file."""
-    recorded: dict[str, str] = {}
+def _recorded(path: Path, component: str | None) -> dict[str, str]:
+    try:
+        doc = json.loads(path.read_text())
+        services = doc.get("services", {})
+        recorded = {name: str(svc["url"]) for name, svc in services.items() if svc.get("url")}
+        if component is not None:
+            mine = doc.get("components", {}).get(component, {})
+            recorded = {name: url for name, url in recorded.items() if not services[name].get("managed")}
+            recorded.update({name: str(url) for name, url in mine.items()})
+    except (OSError, ValueError, KeyError, AttributeError):
+        return {}
+    return recorded
+
+
+def load_urls(home: Path | None = None, component: str | None = None) -> StoreUrls:
+    """The URLs in effect: environment first, then the stack file.
+
+    With ``component``: that component's own credential for each store ``sco up`` started (a store it has
+    none for is absent).
+    """
     path = stack_file(home)
-    if path.is_file():
-        try:
-            services = json.loads(path.read_text()).get("services", {})
-            recorded = {name: str(svc["url"]) for name, svc in services.items() if svc.get("url")}
-        except (ValueError, KeyError, AttributeError):
-            recorded = {}
+    recorded = _recorded(path, component) if path.is_file() else {}
     urls = {store: os.environ.get(var) or recorded.get(store) for store, var in ENV_VARS.items()}
     return StoreUrls(postgres=urls["postgres"], nats=urls["nats"], clickhouse=urls["clickhouse"])
 
 
-def resolve_url(store: Store, url: str | None = None, home: Path | None = None) -> str:
+def resolve_url(store: Store, url: str | None = None, home: Path | None = None, component: str | None = None) -> str:
     """The URL to use for ``store``: ``url`` when given, else the environment, else the stack file.
+
+    With ``component``, the stack file's URL is that component's own credential.
 
     Raises:
         StoreNotConfigured: none of them names one.
     """
     if url:
         return url
-    found = load_urls(home).get(store)
+    found = load_urls(home, component).get(store)
     if not found:
+        path = stack_file(home)
+        unreadable = path.is_file() and not os.access(path, os.R_OK)
         raise StoreNotConfigured(
-            f"no {store} URL: set {ENV_VARS[store]} or run `sco up` (looked in {stack_file(home)})")
+            f"no {store} URL{f' for {component}' if component else ''}: set {ENV_VARS[store]} or run `sco up` "
+            f"(looked in {path}{', which this user may not read' if unreadable else ''})")
     return found

@@ -305,10 +305,12 @@ async def _clickhouse(clickhouse_url: str | None) -> Any:
     from clickhouse_connect.driver.exceptions import OperationalError
 
     from .clickhouse import client as ch_client
+    from .config import resolve_url
 
+    url = resolve_url("clickhouse", clickhouse_url, component="ingest")  # the ingest's own user from the stack
     while True:
         try:
-            return await asyncio.to_thread(ch_client, clickhouse_url)
+            return await asyncio.to_thread(ch_client, url)
         except OperationalError as exc:
             log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
             await asyncio.sleep(1.0)
@@ -328,7 +330,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     inserted = dead = attempts = 0
     try:
         while True:
-            nc = await sco_nats.connect(nats_url, name="sco-ingest")
+            nc = await sco_nats.connect(nats_url, name="sco-ingest", component="ingest")
             ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
             try:
                 await ingest.start()

@@ -64,6 +64,12 @@ def migrate_postgres(conn: Any, directory: Path | None = None) -> MigrationRepor
     """
     if not conn.autocommit:
         raise ValueError("migrate_postgres needs an autocommit connection: connect(url, autocommit=True)")
+    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is not None:
+        # nothing pending: no DDL at all, so a component role without CREATE (analytics) may call this too
+        done = {r[0]: r[1] for r in conn.execute("SELECT name, checksum FROM schema_migrations").fetchall()}
+        todo, skipped, changed = _plan(pending("postgres", directory), done)
+        if not todo:
+            return MigrationReport((), tuple(skipped), tuple(changed))
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(7300)")
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "

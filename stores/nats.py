@@ -28,23 +28,46 @@ DEADLETTER_PREFIX = "sco.deadletter"
 REASON_HEADER = "Sco-Dead-Letter-Reason"
 
 
-async def connect(url: str | None = None, *, home: Path | None = None, name: str = "sco", **kwargs: Any) -> Any:
-    """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine)."""
+async def connect(url: str | None = None, *, home: Path | None = None, name: str = "sco",
+                  component: str | None = None, **kwargs: Any) -> Any:
+    """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine).
+
+    ``component``: its own credential from the stack file when ``url`` is not given.
+    """
     import nats
 
     options: dict[str, Any] = {"name": name, "max_reconnect_attempts": -1, "reconnect_time_wait": 0.25,
                                "connect_timeout": 2, "allow_reconnect": True, **kwargs}
-    return await nats.connect(resolve_url("nats", url, home), **options)
+    return await nats.connect(resolve_url("nats", url, home, component), **options)
 
 
 async def _ensure(js: Any, config: Any) -> Any:
     from nats.js.errors import NotFoundError
 
     try:
-        await js.stream_info(config.name)
+        info = await js.stream_info(config.name)
     except NotFoundError:
         return await js.add_stream(config)
+    if _same(info.config, config):
+        return info  # no update: a component's NATS user may read a stream's configuration, not change it
     return await js.update_stream(config)
+
+
+_COMPARED = ("subjects", "retention", "storage", "max_age", "duplicate_window", "discard", "num_replicas")
+
+
+def _same(have: Any, want: Any) -> bool:
+    """Whether the stream's configuration already has every field ``want`` sets (to something other than 0)."""
+    for name in _COMPARED:
+        wanted, got = getattr(want, name, None), getattr(have, name, None)
+        if not wanted:  # not set (None, 0): the server's default stands, and is no difference
+            continue
+        if isinstance(wanted, float) or isinstance(got, float):
+            if got is None or abs(float(wanted) - float(got)) > 1e-3:
+                return False
+        elif (list(got or []) != list(wanted)) if name == "subjects" else got != wanted:
+            return False
+    return True
 
 
 async def ensure_events_stream(js: Any, *, duplicate_window_s: float = DUPLICATE_WINDOW_S,

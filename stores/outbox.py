@@ -118,14 +118,16 @@ async def relay(postgres_url: str | None = None, nats_url: str | None = None, cl
                 *, once: bool = False, batch_size: int = 500,
                 after_publish: Callable[[list[int]], None] | None = None) -> Relay:
     from .clickhouse import client as ch_client
+    from .config import resolve_url
     from .postgres import connect
 
-    nc = await sco_nats.connect(nats_url, name="sco-outbox-relay")
+    nc = await sco_nats.connect(nats_url, name="sco-outbox-relay", component="relay")
     try:
         js = nc.jetstream()
         await sco_nats.ensure_events_stream(js)
-        with connect(postgres_url, autocommit=True) as conn:
-            worker = Relay(conn, js, ch_client(clickhouse_url), batch_size=batch_size, after_publish=after_publish)
+        with connect(postgres_url, autocommit=True, component="relay") as conn:
+            audit = ch_client(resolve_url("clickhouse", clickhouse_url, component="relay"))
+            worker = Relay(conn, js, audit, batch_size=batch_size, after_publish=after_publish)
             await worker.run(idle_exit=once)
             return worker
     finally:

@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     bucket = split_budget(args.region_budget, partitions)[args.partition]
     raw_provider = _provider(args)
     provider = BudgetedProvider(raw_provider, bucket)
-    conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
+    conn = psycopg.connect(resolve_url("postgres", args.postgres, component="controller"), autocommit=True)
     migrate.migrate_postgres(conn)
     _admit(args, payload, conn)
     from controllers.controller.store import publish_contracts_in_force
@@ -183,7 +183,8 @@ def _run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signals.SIGTERM, signals.SIGINT):  # an orderly stop hands the lease over at once
             loop.add_signal_handler(sig, stop.set)
-        nc = await sco_nats.connect(args.nats, name=f"sco-controller-{holder}") if args.nats else None
+        nc = await sco_nats.connect(None if args.nats == "stack" else args.nats, name=f"sco-controller-{holder}",
+                                    component="controller") if args.nats else None
         try:
             await run(ctl, nc, interval_s=args.interval, stop=stop, on_pass=on_pass)
         finally:
@@ -207,7 +208,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     from stores import migrate
     from stores.config import resolve_url
 
-    conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
+    conn = psycopg.connect(resolve_url("postgres", args.postgres, component="controller"), autocommit=True)
     migrate.migrate_postgres(conn)
     found = conn.execute("SELECT count(*) FROM instances WHERE region = %s", (args.region,)).fetchone()
     rows = int(found[0]) if found else 0
@@ -241,7 +242,7 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
 
     if args.wave_gap_s <= 0:
         raise CliError(f"--wave-gap-s must be above 0, got {args.wave_gap_s}")
-    conn = psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True)
+    conn = psycopg.connect(resolve_url("postgres", args.postgres, component="controller"), autocommit=True)
     migrate.migrate_postgres(conn)
     stream = ExclusionStream(Store(conn, args.region, f"{args.region}/*", actor="sco-exclusion-watcher"),
                              ExclusionConfig(wave_gap=timedelta(seconds=args.wave_gap_s)))
@@ -251,7 +252,7 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}")
+        nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}", component="controller")
         try:
             print(f"exclusion watcher for region {args.region}: three waves (gap {args.wave_gap_s:g} s) in 30 min "
                   "exclude a pool", flush=True)
@@ -317,7 +318,9 @@ def register(subparsers: Any) -> None:
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
                            help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
-            p.add_argument("--nats", default=None, help="NATS URL: wake on notices and losses (default: poll only)")
+            p.add_argument("--nats", default=None,
+                           help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
+                                "losses (default: poll only)")
             p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")

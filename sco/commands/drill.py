@@ -69,7 +69,7 @@ async def _run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except ProviderError as exc:
         raise CliError(f"provider at {args.provider}: {exc}") from None
-    nc = await nats_store.connect(args.nats, name="sco-drill")
+    nc = await nats_store.connect(args.nats, name="sco-drill", component="watcher")
     events: list[dict[str, Any]] = []
 
     async def collect(msg: Any) -> None:

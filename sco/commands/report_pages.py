@@ -59,11 +59,13 @@ def _connect(args: argparse.Namespace) -> tuple[Any, Any]:
     from stores.config import StoreNotConfigured
 
     try:
-        ch = clickhouse.client(args.clickhouse)
+        from stores.config import resolve_url
+
+        ch = clickhouse.client(resolve_url("clickhouse", args.clickhouse, component="reports"))  # read-only user
     except StoreNotConfigured as exc:
         raise CliError(str(exc)) from None
     try:
-        pg = postgres.connect(args.postgres, autocommit=True)
+        pg = postgres.connect(args.postgres, autocommit=True, component="reports")
     except Exception:  # PostgreSQL is optional for a report
         pg = None
     return ch, pg

@@ -105,6 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
     from controllers.simregion.region import SimulatedRegion
     from controllers.simregion.service import RegionService
     from sco.cli import CliError
+    from sco.stack.credentials import redact_url
 
     config = _config(args)
     if args.speed <= 0:
@@ -115,7 +116,7 @@ def _serve(args: argparse.Namespace) -> int:
         from stores.config import StoreNotConfigured, resolve_url
 
         try:
-            nats_url = resolve_url("nats", args.nats)
+            nats_url = resolve_url("nats", args.nats, component="region")
         except StoreNotConfigured as exc:
             raise CliError(f"{exc}; or pass --nats none to serve HTTP only") from None
     region = SimulatedRegion(config, clock)
@@ -128,7 +129,7 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await service.start()
         print(f"simulated region {config.region} (seed {config.seed}, {len(region.engine.specs)} pools) on "
-              f"{service.url}; notices on {nats_url or 'no NATS'}", flush=True)
+              f"{service.url}; notices on {redact_url(nats_url) if nats_url else 'no NATS'}", flush=True)
         await service.serve(stop)
         await service.stop()
 

@@ -23,9 +23,12 @@ def _print_services(rows: list[Any], as_json: bool) -> None:
         print(json.dumps([{"name": r.name, "url": r.url, "managed": r.managed, "pid": r.pid,
                            "healthy": r.healthy, "state": r.action} for r in rows], indent=2))
         return
+    from sco.stack.credentials import redact_url
+
     for r in rows:
         origin = "embedded" if r.managed else ("external" if r.url else "-")
-        print(f"{r.name:<11} {r.action:<8} {origin:<8} {r.url or '-'}" + (f"  (pid {r.pid})" if r.pid else ""))
+        url = redact_url(r.url) if r.url else "-"  # the password stays in stack.json (0600), not on the terminal
+        print(f"{r.name:<11} {r.action:<8} {origin:<8} {url}" + (f"  (pid {r.pid})" if r.pid else ""))
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -70,11 +70,14 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
                             phase: Callable[[str], None]) -> None:
     log = run_dir / "analytics.log"
     sco = [sys.executable, "-m", "sco"]
-    os.environ.update(SCO_CLICKHOUSE_URL=urls.clickhouse, SCO_POSTGRES_URL=urls.postgres,
+    # PostgreSQL: no SCO_POSTGRES_URL, so the analytics and the reports each read their own role's URL from
+    # the stack file (SCO_HOME); the ingest below likewise its own NATS user
+    os.environ.pop("SCO_POSTGRES_URL", None)
+    os.environ.update(SCO_CLICKHOUSE_URL=urls.clickhouse,
                       SCO_PROVIDER_URL=provider_url, SCO_ARCHIVE_DIR=str(run_dir / "archive"))
     summary.acting_since = _acting_passes(urls.postgres)
     phase("analytics: draining the event ingest into ClickHouse")
-    _run([*sco, "ingest", "--once", "--nats", urls.nats, "--clickhouse", urls.clickhouse], log)
+    _run([*sco, "ingest", "--once"], log)
 
     from dagster import materialize
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,13 @@ class RunContext:
     slurm_conf: str | None = None
     slurm_nodes: list[str] = field(default_factory=list)
     live_started: float = 0.0
+
+    def env(self, component: str) -> dict[str, str]:
+        """The ``SCO_*_URL`` variables of ``component``: its own credentials from the stack file, given through
+        the environment (a command line is readable by every local user); a store it has none for is left out."""
+        doc = json.loads((self.home / "stack" / "stack.json").read_text())
+        mine: dict[str, str] = doc.get("components", {}).get(component, {})
+        return {f"SCO_{store.upper()}_URL": url for store, url in mine.items()}
 
     def elapsed(self) -> float:
         """Seconds since the live timeline (or, before it, placement) started."""

@@ -46,7 +46,7 @@ class Fleet:
     provider: Any                      # contracts.provider.Provider (the simulated region's client)
     bundle_root: Path                  # <out> of `sco contracts compile`
     public_key: Path
-    nats_url: str
+    nats_url: str                      # used when ``mint`` is None
     metadata_url: str                  # the region's metadata base URL
     state_root: Path
     slurm_nodes: list[str] = field(default_factory=list)  # free real Slurm test-bed nodes (node1..node3)
@@ -55,6 +55,7 @@ class Fleet:
     on_change: Callable[[str, NodeAgent], None] | None = None
     agents: dict[str, NodeAgent] = field(default_factory=dict)
     slow_scheduler: bool = False       # the scheduler "stops answering" (forces the local path)
+    mint: Callable[[str, str], str] | None = None  # (region, instance) -> the agent's own NATS URL (sco up's)
 
     def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
         region, cluster = partition.split("/", 1)
@@ -71,7 +72,8 @@ class Fleet:
         node = NodeIdentity(region=partition.split("/")[0], partition=partition, instance=inst.instance_id,
                             node_name=node_name or f"node-{inst.instance_id[:8]}", pool=inst.pool_id,
                             scheduler=scheduler)
-        doc = userdata_document(node, raw, sig, [self.nats_url], f"{self.metadata_url}/metadata/{inst.instance_id}")
+        nats = self.mint(node.region, inst.instance_id) if self.mint else self.nats_url  # minted per instance
+        doc = userdata_document(node, raw, sig, [nats], f"{self.metadata_url}/metadata/{inst.instance_id}")
         return json.dumps(doc).encode(), ref, scheduler
 
     async def sync(self) -> None:

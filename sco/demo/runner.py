@@ -101,21 +101,21 @@ async def start_services(ctx: RunContext) -> None:
     cfg, urls, procs = ctx.cfg, ctx.urls, ctx.procs
     sim_port = free_port()
     ctx.sim_url = f"http://127.0.0.1:{sim_port}"
+    # each process gets its own credentials through its environment (ctx.env), never on its command line
     settings = [arg for key, value in region_settings(cfg).items() for arg in ("--set", f"{key}={value}")]
-    procs.start("simregion", sco_argv("sim", "region", "serve", "--port", str(sim_port), "--nats", urls.nats,
-                                      "--seed", str(cfg.seed), *settings))
+    procs.start("simregion", sco_argv("sim", "region", "serve", "--port", str(sim_port), "--seed", str(cfg.seed),
+                                      *settings), env=ctx.env("region"))
     # 14 days of the region's pool history, so the rankings and groups have something to learn from
-    procs.start("history", sco_argv("sim", "history", "--days", "14", "--seed", str(cfg.seed),
-                                    "--clickhouse", urls.clickhouse))
-    procs.start("ingest", sco_argv("ingest", "--nats", urls.nats, "--clickhouse", urls.clickhouse))
-    procs.start("outbox", sco_argv("outbox", "relay", "--postgres", urls.postgres, "--nats", urls.nats,
-                                   "--clickhouse", urls.clickhouse))
+    procs.start("history", sco_argv("sim", "history", "--days", "14", "--seed", str(cfg.seed)),
+                env={"SCO_CLICKHOUSE_URL": urls.clickhouse})
+    procs.start("ingest", sco_argv("ingest"), env=ctx.env("ingest"))
+    procs.start("outbox", sco_argv("outbox", "relay"), env=ctx.env("relay"))
     # the region's streaming exclusion watcher; waves closer than 5 s are one wave (compressed from 60 s)
-    procs.start("exclusions", sco_argv("controller", "watch-exclusions", "--region", "r1", "--nats", urls.nats,
-                                       "--postgres", urls.postgres, "--wave-gap-s", "5"))
+    procs.start("exclusions", sco_argv("controller", "watch-exclusions", "--region", "r1", "--wave-gap-s", "5"),
+                env=ctx.env("controller"))
     await asyncio.to_thread(wait_http, f"{ctx.sim_url}/healthz", 30)
     ctx.provider = SimulatedProvider(ctx.sim_url, region="r1")
-    ctx.nc = await nats_store.connect(urls.nats, name="sco-demo")
+    ctx.nc = await nats_store.connect(ctx.env("watcher")["SCO_NATS_URL"], name="sco-demo")
 
     async def on_event(msg: Any) -> None:
         ctx.display.on_event(msg.data)
@@ -133,9 +133,12 @@ async def place(ctx: RunContext) -> None:
     ctx.slurm_conf, ctx.slurm_nodes = slurm_testbed() if ctx.cfg.slurm else (None, [])
     if ctx.slurm_conf:
         await asyncio.to_thread(cancel_demo_jobs, ctx.slurm_conf)
+    from sco.stack.manager import mint_agent
+
+    stack_home = ctx.home / "stack"
     ctx.fleet = Fleet(ctx.provider, ctx.bundles, ctx.keys / "signing.pub.pem", ctx.urls.nats, ctx.sim_url,
                       ctx.run_dir / "nodes", slurm_nodes=ctx.slurm_nodes, slurm_conf=ctx.slurm_conf,
-                      seed=ctx.cfg.seed)
+                      seed=ctx.cfg.seed, mint=lambda region, instance: mint_agent(region, instance, stack_home))
     ctx.summary.real_agents_possible = len(ctx.slurm_nodes)
     ctx.live_started = time.monotonic()
     settled_at, size = time.monotonic(), -1

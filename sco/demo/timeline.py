@@ -43,8 +43,9 @@ def start_controllers(ctx: RunContext) -> None:
         ctx.procs.start(f"controller-{cluster}", sco_argv(
             "controller", "run", "--partition", partition, "--bundle", str(bundle),
             "--pubkey", str(ctx.keys / "signing.pub.pem"), "--governance-key", str(ctx.keys / "governance.pub.pem"),
-            "--sim-url", ctx.sim_url, "--postgres", ctx.urls.postgres, "--nats", ctx.urls.nats,
-            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions)))
+            "--sim-url", ctx.sim_url, "--nats", "stack",
+            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions)),
+            env=ctx.env("controller"))
 
 
 def stop_controllers(ctx: RunContext) -> None:

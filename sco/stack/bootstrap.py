@@ -36,8 +36,14 @@ def ensure_streams(url: str) -> tuple[str, ...]:
 
 
 def _migrate_postgres(url: str | None) -> migrate.MigrationReport:
+    """The migrations, as the owner role; then, where ``sco up`` created the component roles, their grants."""
+    from .pgroles import grant
+
     with postgres.connect(url, autocommit=True) as conn:
-        return migrate.migrate_postgres(conn)
+        report = migrate.migrate_postgres(conn)
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'sco_controller'").fetchone() is not None:
+            grant(conn)
+        return report
 
 
 def _migrate_clickhouse(url: str | None) -> migrate.MigrationReport:

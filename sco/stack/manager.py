@@ -4,6 +4,12 @@
 ports and records them in ``$SCO_HOME/stack.json``; a store given by URL (``SCO_POSTGRES_URL``,
 ``SCO_NATS_URL``, ``SCO_CLICKHOUSE_URL``) is recorded as external and never started or stopped. ``down``
 stops only what ``up`` started. Data stays under ``$SCO_HOME`` between runs.
+
+Every server it starts authenticates (``sco.stack.credentials``): the secrets are generated once into
+``$SCO_HOME/credentials.json`` (0600); ``stack.json`` (0600) records each store's administrative URL (the
+PostgreSQL owner role, the NATS ``admin`` user, the ClickHouse ``sco`` user) under ``services`` and one URL
+per component and store under ``components`` (``stores.config.load_urls(component=...)``). ``mint_agent``
+adds one instance's agent to NATS.
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ import os
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from stores.config import ENV_VARS, Store, sco_home, stack_file
 
+from . import credentials as creds_mod
 from . import services
+from .credentials import Credentials
 
-__all__ = ["STORES", "Decision", "ServiceStatus", "down", "plan_up", "status", "up"]
+__all__ = ["STORES", "Decision", "ServiceStatus", "down", "mint_agent", "plan_up", "status", "up"]
 
 STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
 
@@ -54,11 +62,12 @@ def _read(home: Path) -> dict[str, Any]:
     return data
 
 
-def _write(home: Path, data: dict[str, Any]) -> None:
-    path = stack_file(home)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+def _write(home: Path, data: dict[str, Any], creds: Credentials | None = None) -> None:
+    """stack.json, mode 0600; with ``creds``, the component URLs of the managed stores are rewritten."""
+    if creds is not None:
+        ports = {store: record.get("port") for store, record in data["services"].items() if record.get("managed")}
+        data["components"] = creds_mod.component_urls(creds, ports)
+    creds_mod.write_private(stack_file(home), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _healthy(record: dict[str, Any]) -> bool:
@@ -68,13 +77,35 @@ def _healthy(record: dict[str, Any]) -> bool:
     return True
 
 
-def _start(store: Store, home: Path, fast: bool, port: int) -> services.Running:
+def _start(store: Store, home: Path, fast: bool, port: int, creds: Credentials) -> services.Running:
     data = home / store
     if store == "postgres":
-        return services.start_postgres(data, port, fast=fast)
+        running = services.start_postgres(data, port, fast=fast, password=creds.postgres["postgres"])
+        try:
+            _roles(running.url, creds)
+        except BaseException:
+            services.stop_postgres(data)
+            raise
+        owner = creds_mod.PG_OWNER
+        return replace(running, url=creds_mod.pg_url(owner, creds.postgres[owner], running.port))
     if store == "nats":
-        return services.start_nats(data, port)
-    return services.start_clickhouse(data, port)
+        return services.start_nats(data, port, users=creds_mod.nats_users(creds))
+    data.mkdir(parents=True, exist_ok=True)
+    users_file = data / "users.json"
+    creds_mod.write_private(users_file, json.dumps(creds_mod.clickhouse_users_document(creds), indent=2) + "\n",
+                            services.service_account())
+    running = services.start_clickhouse(data, port, users_file=users_file)
+    return replace(running, url=creds_mod.clickhouse_url("sco", creds.clickhouse["sco"], running.port))
+
+
+def _roles(superuser_url: str, creds: Credentials) -> None:
+    """The owner and component roles and the database ``sco`` (the only use of the superuser)."""
+    import psycopg
+
+    from .pgroles import create_roles
+
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        create_roles(conn, creds.postgres)
 
 
 Decision = Literal["external", "reuse", "start"]
@@ -101,6 +132,8 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     environ = os.environ if env is None else env
     out: list[ServiceStatus] = []
     with _locked(home):
+        home.chmod(0o711)  # the servers' accounts reach their data directories; no one else lists it
+        creds = creds_mod.load_or_create(home)
         state = _read(home)
         decisions = plan_up(state["services"], environ, {s: _healthy(r) for s, r in state["services"].items()})
         to_start: list[Store] = []
@@ -120,7 +153,7 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         failures: dict[Store, BaseException] = {}
         ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
-            futures = {pool.submit(_start, store, home, fast, port): store for store, port in zip(
+            futures = {pool.submit(_start, store, home, fast, port, creds): store for store, port in zip(
                 to_start, ports, strict=True)}
             for future in as_completed(futures):
                 store = futures[future]
@@ -132,11 +165,33 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
                 state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
                                             "port": running.port, "data_dir": running.data_dir}
                 out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
-                _write(home, state)
-        _write(home, state)
+                _write(home, state, creds)
+        _write(home, state, creds)
         if failures:
             raise failures[min(failures, key=STORES.index)]
     return sorted(out, key=lambda s: STORES.index(s.name))
+
+
+def mint_agent(region: str, instance: str, home: Path | None = None) -> str:
+    """A NATS credential for one instance's agent (``sco.stack.credentials.agent_user``), added to the running
+    nats-server (configuration rewritten, SIGHUP); returns the agent's URL. Idempotent per instance."""
+    home = (home or sco_home()).resolve()
+    with _locked(home):
+        state = _read(home)
+        record = state["services"].get("nats") or {}
+        if not record.get("managed"):
+            raise RuntimeError(f"no NATS started by `sco up` in {home}: an external NATS mints its own "
+                               "agent credentials (docs/security.md)")
+        creds = creds_mod.load_or_create(home)
+        key = f"{region}/{instance}"
+        if key not in creds.agents:
+            creds = replace(creds, agents={**creds.agents, key: creds_mod.generate().nats["admin"]})
+            creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
+            port = int(record["port"])
+            services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
+            services.reload_nats(int(record["pid"]))
+        user = creds_mod.agent_user(region, instance, creds.agents[key])
+        return creds_mod.nats_url(user.name, user.password, int(record["port"]))
 
 
 def down(home: Path | None = None) -> list[ServiceStatus]:

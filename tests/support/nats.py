@@ -2,12 +2,17 @@
 
 ``nats_server`` (per test, ~50 ms) starts one in a temp dir; ``nats_url`` is its URL. ``NatsProcess`` works
 outside pytest too (benches) and for tests that need a relay that is down, comes back, or asks for a token:
-``.restart()`` / ``.kill()`` keep the port and the stored streams.
+``.restart()`` / ``.kill()`` keep the port, the stored streams and the credentials.
+
+Authentication is always on, as in ``sco up`` (``sco.stack.services.nats_launch``): ``url`` carries the
+``admin`` user's password; ``users`` adds the stack's component users (``sco.stack.credentials``) and
+``url_for(name)`` gives each one's URL; ``token`` starts a server that asks for that token instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sco.stack import services
+from sco.stack import credentials, services
+from sco.stack.credentials import NatsUser
 
 __all__ = ["NatsProcess", "nats_server", "nats_url"]
 
@@ -24,28 +30,46 @@ __all__ = ["NatsProcess", "nats_server", "nats_url"]
 class NatsProcess:
     """nats-server -js on a fixed port across restarts, storing streams under ``data_dir``."""
 
-    def __init__(self, data_dir: Path | None = None, port: int | None = None, token: str | None = None) -> None:
+    def __init__(self, data_dir: Path | None = None, port: int | None = None, token: str | None = None,
+                 users: list[NatsUser] | None = None) -> None:
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="sco-nats-"))
         self.port = port or services.free_port()
         self.token = token
+        self.users = [NatsUser("admin", secrets.token_urlsafe(18)), *(users or [])]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        """The ``admin`` user's URL (every subject), or the bare URL of a token server."""
+        return self.bare_url if self.token else self.url_for("admin")
+
+    @property
+    def bare_url(self) -> str:
+        """The URL without credentials (what a stranger on the host would try)."""
         return f"nats://127.0.0.1:{self.port}"
+
+    def url_for(self, name: str) -> str:
+        """The URL of user ``name``."""
+        user = next(u for u in self.users if u.name == name)
+        return credentials.nats_url(user.name, user.password, self.port)
+
+    def add_users(self, users: list[NatsUser]) -> None:
+        """Add users to the running server (configuration rewritten, then reloaded)."""
+        self.users += users
+        services.write_nats_config(self.data_dir, self.port, self.users, self.token)
+        if self.proc is not None:
+            services.reload_nats(self.proc.pid)
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
     def start(self, timeout: float = 30.0) -> NatsProcess:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        auth = ["--auth", self.token] if self.token else []
+        argv, as_user, _ = services.nats_launch(self.data_dir, self.port, self.users, self.token)
         with open(self.data_dir / "nats.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [services.nats_binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js",
-                 "-sd", str(self.data_dir / "jetstream"), "-n", f"sco-{self.port}", *auth],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(  # type: ignore[call-overload]
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                **as_user)
         services.wait_port(self.port, timeout, self.proc, "nats-server")
         return self
 

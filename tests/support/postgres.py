@@ -2,6 +2,9 @@
 
 ``postgres_server`` (session) starts it; ``pg_url`` gives each test a fresh empty database, ``pg_migrated_url``
 one with ``sco db migrate`` applied. ``PostgresProcess`` works outside pytest too (benches).
+
+Authentication is on, as in ``sco up``: SCRAM over loopback only; the URLs carry the superuser's generated
+password (the component roles and their grants are ``sco up``'s, tested in ``tests/security``).
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
         assert {s["state"] for s in reused.values()} == {"reused"}
         assert {n: s["pid"] for n, s in reused.items()} == {s["name"]: s["pid"] for s in json.loads(again.stdout)}
         urls = load_urls(home)
-        assert urls.clickhouse is not None and urls.clickhouse.startswith("http://127.0.0.1:")
+        assert urls.clickhouse is not None and urls.clickhouse.startswith("http://sco:")  # the admin user
+        assert "@127.0.0.1:" in urls.clickhouse
         services.stop_pid(reused["clickhouse"]["pid"])  # one server dies: status says so, up restarts only it
         assert _sco(home, "status").returncode == 1
         healed = {s["name"]: s["state"] for s in json.loads(_sco(home, "up", "--json").stdout)}
@@ -105,6 +106,23 @@ def test_store_urls_come_from_the_environment_before_the_stack_file(tmp_path: Pa
     monkeypatch.delenv("SCO_NATS_URL", raising=False)
     with pytest.raises(RuntimeError, match="SCO_NATS_URL"):
         resolve_url("nats", None, tmp_path)
+
+
+def test_a_component_gets_its_own_credential_from_the_stack_file_and_an_external_store_as_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "stack.json").write_text(json.dumps({
+        "services": {"postgres": {"url": "postgresql://owner@h/sco", "managed": True},
+                     "nats": {"url": "nats://admin@h", "managed": True},
+                     "clickhouse": {"url": "http://external:1", "managed": False}},
+        "components": {"controller": {"postgres": "postgresql://sco_controller@h/sco"}}}))
+    for var in ("SCO_POSTGRES_URL", "SCO_NATS_URL", "SCO_CLICKHOUSE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    mine = load_urls(tmp_path, "controller")
+    assert (mine.postgres, mine.nats, mine.clickhouse) == ("postgresql://sco_controller@h/sco", None,
+                                                           "http://external:1")
+    assert load_urls(tmp_path).postgres == "postgresql://owner@h/sco"
+    with pytest.raises(RuntimeError, match="no nats URL for controller"):
+        resolve_url("nats", None, tmp_path, component="controller")
 
 
 def test_sco_clickhouse_serve_refuses_a_missing_data_directory_with_a_clear_error(tmp_path: Path) -> None:

@@ -1,0 +1,56 @@
+"""What `sco up` derives from its secrets: pure functions, no server."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from sco.stack import credentials as c
+
+
+def test_the_credentials_file_is_created_0600_and_read_back_the_same(tmp_path: Path) -> None:
+    first = c.load_or_create(tmp_path)
+    assert stat.S_IMODE((tmp_path / c.CREDENTIALS_FILE).stat().st_mode) == 0o600
+    assert c.load_or_create(tmp_path) == first
+    assert len({*first.postgres.values(), *first.nats.values(), *first.clickhouse.values()}) == (
+        len(first.postgres) + len(first.nats) + len(first.clickhouse))  # every secret its own
+
+
+def test_an_agent_user_may_read_only_its_own_instance_and_publish_only_its_regions_events() -> None:
+    user = c.agent_user("r1", "i-7", "pw")
+    assert user.name == "agent.r1.i-7"
+    assert user.subscribe == ("sco.notice.r1.i-7", "sco.advisory.r1.i-7", "_INBOX_i-7.>")
+    assert user.publish == ("sco.events.r1.*",)
+
+
+def test_only_the_region_user_may_publish_notices_and_advisories() -> None:
+    may = {name: perms[0] for name, perms in c.NATS_PERMISSIONS.items() if perms is not None}
+    assert [name for name, pub in may.items() if "sco.notice.>" in pub or "sco.advisory.>" in pub] == ["region"]
+    assert not any(p.startswith(("$JS.API.STREAM.DELETE", "$JS.API.STREAM.PURGE", "$JS.API.>"))
+                   for pub in may.values() for p in pub)
+
+
+def test_the_nats_configuration_lists_each_user_with_its_permissions_and_quotes_every_value(tmp_path: Path) -> None:
+    text = c.nats_config_text(4222, tmp_path, [c.NatsUser("admin", 'a"b'), c.agent_user("r1", "i-1", "x")])
+    assert 'listen: "127.0.0.1:4222"' in text
+    assert '{ user: "admin", password: "a\\"b" }' in text
+    assert 'subscribe: { allow: ["sco.notice.r1.i-1", "sco.advisory.r1.i-1", "_INBOX_i-1.>"] }' in text
+    assert "token" not in text
+
+
+def test_component_urls_carry_each_components_own_user_and_skip_a_store_without_a_port() -> None:
+    creds = c.generate()
+    urls = c.component_urls(creds, {"postgres": 5432, "nats": 4222, "clickhouse": None})
+    assert urls["controller"]["postgres"].startswith("postgresql://sco_controller:")
+    assert urls["controller"]["nats"].startswith("nats://controller:")
+    assert "clickhouse" not in urls["reports"] and "nats" not in urls["analytics"]
+    assert c.redact_url(urls["ingest"]["nats"]) == "nats://ingest:***@127.0.0.1:4222"
+
+
+def test_the_clickhouse_users_file_holds_hashes_never_passwords() -> None:
+    creds = c.generate()
+    doc = c.clickhouse_users_document(creds)
+    text = json.dumps(doc)
+    assert {u["name"] for u in doc["users"]} == set(c.CH_USERS)
+    assert not any(secret in text for secret in creds.clickhouse.values())

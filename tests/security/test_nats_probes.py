@@ -1,0 +1,132 @@
+"""NATS: only the region's relay publishes notices; an agent's credential reaches only its own instance."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import nats
+import pytest
+
+from contracts.subjects import agent_inbox_prefix, notice_subject
+
+from .conftest import INSTANCE, OTHER, REGION, Probed, SecuredStack
+
+pytestmark = pytest.mark.services
+
+
+async def _client(url: str, errors: list[str], **options: Any) -> Any:
+    async def on_error(exc: Exception) -> None:
+        errors.append(str(exc))
+
+    return await nats.connect(url, error_cb=on_error, allow_reconnect=False, max_reconnect_attempts=0, **options)
+
+
+async def _listen(url: str, subject: str, **options: Any) -> tuple[Any, list[bytes], list[str]]:
+    errors: list[str] = []
+    got: list[bytes] = []
+    nc = await _client(url, errors, **options)
+
+    async def on_msg(msg: Any) -> None:
+        got.append(msg.data)
+
+    await nc.subscribe(subject, cb=on_msg)
+    await nc.flush(timeout=5)
+    return nc, got, errors
+
+
+async def _publish(url: str, subject: str, refused: bool = True, **options: Any) -> list[str]:
+    errors: list[str] = []
+    nc = await _client(url, errors, **options)
+    try:
+        await nc.publish(subject, b'{"spoofed": true}')
+        await nc.flush(timeout=5)
+        for _ in range(100 if refused else 0):  # the server's -ERR arrives soon after the flush's PONG
+            if errors:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await nc.close()
+    return errors
+
+
+def test_an_unauthenticated_publisher_of_a_notice_is_refused(probed: Probed) -> None:
+    probed.refused("nats_anonymous_notice", "Authorization Violation")
+    probed.refused("nats_guessed_relay_password", "Authorization Violation")
+    assert probed.after == probed.before
+
+
+def test_a_spoofed_notice_gets_a_permissions_violation_and_the_agent_sees_nothing_while_the_relays_arrives(
+        secured_stack: SecuredStack) -> None:
+    stack, subject = secured_stack, notice_subject(REGION, INSTANCE)
+
+    async def scenario() -> tuple[list[bytes], dict[str, list[str]]]:
+        agent, got, _ = await _listen(stack.agent_url, subject, inbox_prefix=agent_inbox_prefix(INSTANCE))
+        try:
+            refused = {who: await _publish(url, subject) for who, url in (
+                ("controller", stack.url("controller", "nats")), ("ingest", stack.url("ingest", "nats")),
+                ("watcher", stack.url("watcher", "nats")), ("the agent itself", stack.agent_url))}
+            await asyncio.sleep(0.2)
+            spoofed = list(got)
+            assert await _publish(stack.url("region", "nats"), subject, refused=False) == []  # the real relay
+            for _ in range(250):
+                if len(got) > len(spoofed):
+                    break
+                await asyncio.sleep(0.02)
+            return [*spoofed, b"--relay--", *got[len(spoofed):]], refused
+        finally:
+            await agent.close()
+
+    got, refused = asyncio.run(scenario())
+    for who, errors in refused.items():
+        assert any(f'permissions violation for publish to "{subject}"' in e for e in errors), (who, errors)
+    assert got == [b"--relay--", b'{"spoofed": true}'], got  # nothing before the relay's own notice
+
+
+def test_an_agent_credential_cannot_read_another_instances_subjects(secured_stack: SecuredStack) -> None:
+    stack = secured_stack
+
+    async def scenario() -> tuple[list[bytes], list[str], list[str]]:
+        agent, got, errors = await _listen(stack.agent_url, notice_subject(REGION, OTHER),
+                                           inbox_prefix=agent_inbox_prefix(INSTANCE))
+        try:
+            await _publish(stack.url("region", "nats"), notice_subject(REGION, OTHER), refused=False)
+            sniff, sniffed, sniff_errors = await _listen(stack.agent_url, "_INBOX.>")  # others' replies
+            await sniff.close()
+            await asyncio.sleep(0.3)
+            return list(got), errors, sniff_errors + sniffed  # type: ignore[operator]
+        finally:
+            await agent.close()
+
+    got, errors, sniff = asyncio.run(scenario())
+    assert got == []
+    assert any(f'permissions violation for subscription to "{notice_subject(REGION, OTHER)}"' in e for e in errors)
+    assert any('permissions violation for subscription to "_inbox.>"' in str(e).lower() for e in sniff), sniff
+
+
+def test_no_component_but_the_administrator_may_delete_the_event_stream(
+        secured_stack: SecuredStack, probed: Probed) -> None:
+    stack = secured_stack
+
+    async def delete(url: str) -> list[str]:
+        errors: list[str] = []
+        own_inbox = {"inbox_prefix": agent_inbox_prefix(INSTANCE)} if url == stack.agent_url else {}
+        nc = await _client(url, errors, **own_inbox)
+        try:
+            await nc.jetstream(timeout=0.5).delete_stream("SCO_EVENTS")  # refused at once: -ERR
+            errors.append("deleted")
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            await nc.close()
+        return errors
+
+    async def every() -> list[list[str]]:
+        urls = [stack.url(c, "nats") for c in ("controller", "ingest", "relay", "region", "watcher")]
+        return list(await asyncio.gather(*(delete(url) for url in [*urls, stack.agent_url])))
+
+    refusal = 'permissions violation for publish to "$JS.API.STREAM.DELETE.SCO_EVENTS"'.lower()
+    for errors in asyncio.run(every()):
+        assert "deleted" not in errors
+        assert any(refusal in e.lower() for e in errors), errors
+    assert probed.after.stream == probed.before.stream  # the stream and its messages are still there
