@@ -156,6 +156,25 @@ def test_a_reclaim_wave_is_replaced_while_the_old_instances_drain(world: World) 
     assert revoked == set(victims) and {s.rsplit("/", 1)[-1] for s in world.revoker.banned} == set(victims)
 
 
+def test_an_instance_lost_without_notice_is_published_with_its_wasted_work(world: World) -> None:
+    lossy = contract("lossy", "T2", checkpoint={"mode": "periodic", "interval_min": 60})
+    world.source.demand(lossy.ref, 20)
+    ctl = world.controller(contracts(lossy))
+    world.run(ctl, 6)
+    victim = world.mine()[0]
+    launched_at = world.conn.execute("SELECT launched_at FROM instances WHERE instance_id = %s",
+                                     (victim.instance_id,)).fetchone()[0]
+    world.clock.advance(minutes=95)
+    world.region.terminate(victim.instance_id)  # gone from the listing with no notice ever sent
+    ctl.step()
+    (lost,) = [e for e in world.events("lost") if e["instance"] == victim.instance_id]
+    elapsed = (world.clock.now() - launched_at).total_seconds()
+    assert lost["cause"] == "reclaimed-no-notice" and lost["workload"] == "lossy"
+    assert lost["attributes"]["wasted_s"] == round(elapsed % 3600) and 34 * 60 < elapsed % 3600 < 36 * 60
+    state = world.conn.execute("SELECT state FROM instances WHERE instance_id = %s", (victim.instance_id,)).fetchone()
+    assert state[0] == "lost"
+
+
 def test_a_hall_loss_restores_the_floor_from_other_halls_and_falls_back_within_the_cap(world: World) -> None:
     train = contract("train", "T1", floor_pct=50, fallback={"spend_cap_24h_eur": 60, "approver": "cfo@example.org"})
     world.source.demand(train.ref, 150)
