@@ -5,8 +5,8 @@ Each workload checkpoints into its own bucket under its own RGW identity (ADR-19
 the workload: ``owners`` maps an owner uid to a workload name when they differ (a uid absent from it is the
 workload's name itself); buckets of owners listed as ``None`` (the orchestrator's own, the finance archive)
 are not charged to any workload. Size is RGW's ``size_actual`` (bytes allocated, what the cluster stores),
-summed over a workload's buckets. A snapshot taken in an hour stands for that hour: the schedule reads it
-inside the hour it is written for.
+summed over a workload's buckets. The snapshot stands for the hour that just ended: the schedule reads it a
+minute past the hour, before that hour's attribution runs (five past).
 
 The production adapter (``RgwAdminOps``) signs ``GET /admin/bucket?stats=true`` with AWS SigV4 as RGW
 expects; the identity needs the ``buckets=read`` admin capability. A test double (``StaticBuckets``) sits beside it.
@@ -94,13 +94,13 @@ class RgwAdminOps:
         import urllib.error
         import urllib.request
 
-        from botocore.auth import SigV4Auth
+        from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
 
         url = f"{self.endpoint}/admin/bucket?format=json&stats=true"
         req = AWSRequest(method="GET", url=url)
-        SigV4Auth(Credentials(self.access_key, self.secret_key), "s3", self.region).add_auth(req)
+        S3SigV4Auth(Credentials(self.access_key, self.secret_key), "s3", self.region).add_auth(req)
         http = urllib.request.Request(url, headers=dict(req.headers.items()), method="GET")
         try:
             with urllib.request.urlopen(http, timeout=self.timeout_s) as resp:

@@ -296,7 +296,7 @@ def test_the_code_location_has_the_four_cadences_and_the_sensor() -> None:
     repo = build_definitions().get_repository_def()
     crons = {s.job_name: s.cron_schedule for s in repo.schedule_defs}
     assert crons == {"rankings_every_5_min": "*/5 * * * *", "attribution_hourly": "5 * * * *",
-                     "costs_hourly": "50 * * * *", "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}
+                     "costs_hourly": "1 * * * *", "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}
     assert [s.name for s in repo.sensor_defs] == ["new_events_sensor"]
 
 

@@ -68,7 +68,7 @@ def test_the_storage_asset_charges_rgw_bucket_sizes_to_the_owning_workload(
     me = env["identities"]["orchestrator"]
     found = {b.bucket: b for b in RgwAdminOps(env["endpoint"], me["access_key"], me["secret_key"]).buckets()}
     assert found[bucket].owner == "workload-a" and found[bucket].bytes >= size
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)  # the hour just ended
     workload = f"etl-{uuid.uuid4().hex[:6]}"  # this run's own name: the session's ClickHouse is shared
     rgw = RgwResource(endpoint=env["endpoint"], access_key=me["access_key"], secret_key=me["secret_key"],
                       owners=json.dumps({"workload-a": workload, "workload-b": None}), eur_per_gib_month="0.0730")

@@ -15,7 +15,7 @@ __all__ = ["ASSETS", "storage_usage"]
 
 @asset(group_name="analytics", partitions_def=HOURLY,
        description="Hourly: checkpoint storage per workload (GiB-hours, EUR per GiB-hour) from RGW bucket stats "
-                   "(Admin Ops API), the bucket's owner being the workload (ADR-19, ADR-26). Run inside the hour.")
+                   "(Admin Ops API), the bucket's owner being the workload (ADR-19, ADR-26); read at the hour's end.")
 def storage_usage(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                   rgw: RgwResource) -> MaterializeResult:
     if not rgw.endpoint:
