@@ -97,6 +97,8 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_dir: str = ".sco/archive"
     interruption_window_days: int = 30
     phi_window_days: int = 90
+    orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
+    orchestrator_eur_per_gib_h: str = "0.005"
 
     def data_now(self, ch: ClickHouseResource) -> datetime:
         """``now`` on the region's latest event time (the data's own clock)."""

@@ -121,6 +121,10 @@ def _ingest(args: argparse.Namespace) -> int:
     for flag in ("nats", "clickhouse"):
         if getattr(args, flag):
             argv += [f"--{flag}", getattr(args, flag)]
+    if not args.once:
+        from stores import footprint
+
+        footprint.start_for(None, None, "ingest")
     return ingest.main(argv)
 
 
@@ -131,6 +135,10 @@ def _relay(args: argparse.Namespace) -> int:
     for flag in ("postgres", "nats", "clickhouse"):
         if getattr(args, flag):
             argv += [f"--{flag}", getattr(args, flag)]
+    if not args.once:
+        from stores import footprint
+
+        footprint.start_for(args.postgres, None, "outbox-relay")
     return outbox.main(argv)
 
 
