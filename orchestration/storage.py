@@ -22,15 +22,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from .errors import StorageError
+
 __all__ = ["GIB", "HOURS_PER_MONTH", "BucketSize", "BucketStats", "RgwAdminOps", "StaticBuckets", "StorageError",
            "parse_buckets", "storage_rows"]
 
 GIB = 1024 ** 3
 HOURS_PER_MONTH = Decimal(730)  # the rate card's month: 8,760 h / 12
-
-
-class StorageError(Exception):
-    """RGW did not answer, refused the identity, or answered something that is not bucket stats."""
 
 
 @dataclass(frozen=True)
