@@ -33,6 +33,13 @@ class SchedulerAdapter(Protocol):
     def mark_unschedulable(self, reason: str) -> None:
         """Kubernetes: taint + cordon. Slurm: ``scontrol update nodename=X state=drain reason=...``."""
 
+    def mark_schedulable(self, reason: str) -> None:
+        """Undo ``mark_unschedulable`` after an advisory that no reclaim followed (ADR-16).
+
+        Kubernetes removes the reclaim taint and uncordons; Slurm resumes the node only when its drain reason
+        is the advisory's.
+        """
+
     def units(self) -> list[Unit]:
         """Contracted work still on this node (pods / jobs)."""
 

@@ -98,6 +98,12 @@ class KubeAdapter:
         taints.append({"key": RECLAIM_TAINT, "value": "notice", "effect": "NoSchedule"})
         self._patch_node(taints, {"unschedulable": True}, {"annotations": {"sco.io/drain-reason": reason[:200]}})
 
+    def mark_schedulable(self, reason: str) -> None:
+        """Remove the ``sco.io/reclaim`` taint and uncordon (an advisory lapsed without a reclaim)."""
+        taints = [t for t in self._taints() if t.get("key") != RECLAIM_TAINT]
+        self._patch_node(taints, {"unschedulable": False}, {"annotations": {"sco.io/drain-reason": None,
+                                                                           "sco.io/resumed-reason": reason[:200]}})
+
     def units(self) -> list[Unit]:
         """The pods on this node, less DaemonSet, mirror and finished pods."""
         selector = quote(f"spec.nodeName={self.node}")

@@ -44,6 +44,7 @@ class Notice:
     terminate_at: datetime | None = None
     drill: bool = False
     cause: str = "reclaim"
+    expected_at: datetime | None = None  # an advisory's forecast of the reclaim (the provider's clock)
 
 
 def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "notice") -> Notice:
@@ -66,8 +67,10 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
     try:
         issued = parse_time(str(doc["issued_at"])) if doc.get("issued_at") else None
         terminate = parse_time(str(doc["terminate_at"])) if doc.get("terminate_at") else None
+        expected = None
         if kind == "advisory":
             terminate = None  # an advisory's expected_at is a forecast, not a deadline
+            expected = parse_time(str(doc["expected_at"])) if doc.get("expected_at") else None
     except ValueError as exc:
         raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from exc
     notice_id = doc.get("notice_id") or doc.get("id")
@@ -78,7 +81,7 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
     return Notice(notice_id=str(notice_id), kind=kind, instance=str(instance), channel=channel, received=received,
                   region=doc.get("region"), pool=doc.get("pool_id") or doc.get("pool"), issued_at=issued,
                   terminate_at=terminate,
-                  drill=bool(doc.get("drill", False)), cause=str(doc.get("cause") or "reclaim"))
+                  drill=bool(doc.get("drill", False)), cause=str(doc.get("cause") or "reclaim"), expected_at=expected)
 
 
 def parse_metadata(data: bytes, received: float) -> list[Notice]:

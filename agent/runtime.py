@@ -20,6 +20,7 @@ from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, 
 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
+from .advisory import AdvisoryWatch
 from .bundle import BundleStore, fetch_bundle
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
@@ -88,7 +89,9 @@ class Agent:
         self.gate = NoticeGate()
         self.intake = NoticeIntake(self.node, self.metrics, self.clock.monotonic)
         self._advisory_drain: asyncio.Task[DrainReport] | None = None
-        self.engine = DrainEngine(scheduler, actuator, credentials, self._emit_engine, self.clock.now,
+        self.advisories = AdvisoryWatch(scheduler, self._emit, self.clock, lambda: self._advisory_drain,
+                                        lambda: self.bundles.current, lambda: self.draining)
+        self.engine = DrainEngine(scheduler, actuator, credentials, self._emit, self.clock.now,
                                   self.clock.monotonic, config.scheduler_timeout_s, self._first_action)
         self._first_action_cb = on_first_action
         # one thread writes the spool in order, off the event loop (the bench shares one across agents)
@@ -148,6 +151,7 @@ class Agent:
         if self.userdata.distributor_url:
             self._tasks.append(asyncio.create_task(self._refresh_loop(), name="refresh"))
         self._tasks.append(asyncio.create_task(self.shipper.run(), name="ship"))
+        self._tasks.append(asyncio.create_task(self.advisories.run(lambda: self._closing), name="advisory"))
 
     async def stop(self) -> None:
         """Stop every loop, close NATS and flush the spool writer."""
@@ -270,6 +274,7 @@ class Agent:
             return
         if notice.kind == "notice":
             self.draining = True
+            self.advisories.release()  # a reclaim followed any advisory: not a false positive
             self._writer.submit(self._save_notice, notice, False)  # a restart resumes this drain
         self._current_notice = notice
         kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
@@ -285,6 +290,7 @@ class Agent:
         self.drains.append(task)
         if notice.kind == "advisory":
             self._advisory_drain = task
+            self.advisories.hold(notice)
         task.add_done_callback(self._drain_done)
 
     # ---------- drains survive a restart ----------
@@ -366,9 +372,6 @@ class Agent:
             await self.refresh_once()
 
     # ---------- events ----------
-    def _emit_engine(self, kind: EventKind, **kw: Any) -> None:
-        self._emit(kind, **kw)
-
     def _emit(self, kind: EventKind, *, cause: str, drill: bool = False, workload: str | None = None,
               contract_version: str | None = None, attributes: dict[str, Any] | None = None) -> None:
         event = make_event(kind, now=self.clock.now(), node=self.node, cause=cause, workload=workload,

@@ -19,9 +19,10 @@ from .adapters import EVICT_DONE, EVICT_GONE
 from .errors import SlurmError
 from .model import STARTED_AT, Contract, Unit, format_time
 
-__all__ = ["NOT_READY_REASON", "SlurmAdapter", "SlurmError"]
+__all__ = ["ADVISORY_REASON", "NOT_READY_REASON", "SlurmAdapter", "SlurmError"]
 
 NOT_READY_REASON = "sco-agent: no valid contract bundle"
+ADVISORY_REASON = "sco advisory "  # agent.drain_plan: an advisory drain's reason starts so
 ACTIVE_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
 
 
@@ -113,6 +114,12 @@ class SlurmAdapter:
     async def amark_unschedulable(self, reason: str) -> None:
         """The asyncio twin of ``mark_unschedulable``."""
         await self._arun(*self._drain_argv(reason))
+
+    def mark_schedulable(self, reason: str) -> None:
+        """Resume the node when its drain reason is an advisory's (never a hard notice's or not-ready drain)."""
+        _state, current = self.node_state()
+        if current.startswith(ADVISORY_REASON):
+            self._run("scontrol", "update", f"nodename={self.node}", "state=resume")
 
     def _drain_argv(self, reason: str) -> tuple[str, ...]:
         return ("scontrol", "update", f"nodename={self.node}", "state=drain", f"reason={reason}")

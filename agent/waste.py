@@ -32,31 +32,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from contracts.cost_attributes import ATTR_WASTED_NO_START, ATTR_WASTED_S, ATTR_WASTED_UNITS
+from contracts.cost_attributes import (
+    ATTR_WASTED_NO_START,
+    ATTR_WASTED_S,
+    ATTR_WASTED_UNITS,
+    FINAL_MODES,
+    MODE_NONE,
+    REQUEUE_FRAMEWORK,
+    lost_work_s,
+)
 
 from .model import Contract, Unit
 
 __all__ = ["FINAL_MODES", "MODE_NONE", "REQUEUE_FRAMEWORK", "Waste", "drain_waste", "unit_lost_s"]
 
-MODE_NONE = "none"  # contracts.schema.CheckpointMode values (the agent does not import pydantic models)
-FINAL_MODES = ("final-on-notice+periodic", "framework")  # modes that write a final checkpoint on the signal
-REQUEUE_FRAMEWORK = "slurm-requeue"  # contracts.schema.Framework.SLURM_REQUEUE: restarts from the unit's start
-
-
 def unit_lost_s(contract: Contract, elapsed_s: float, final_written: bool) -> float:
-    """Seconds of one unit's work lost, ``elapsed_s`` after its start (negative: clock skew, taken as 0)."""
-    elapsed = max(0.0, elapsed_s)
-    cap = None if contract.max_unit_length_min is None else contract.max_unit_length_min * 60.0
-    since_start = elapsed if cap is None else min(elapsed, cap)
-    if contract.framework == REQUEUE_FRAMEWORK:
-        return since_start
-    if contract.checkpoint_mode == MODE_NONE:
-        return since_start if cap is not None else 0.0  # requeue within a unit length, or stateless
-    if final_written and contract.checkpoint_mode in FINAL_MODES:
-        return 0.0
-    if contract.checkpoint_interval_min:
-        return elapsed % (contract.checkpoint_interval_min * 60.0)
-    return since_start
+    """Seconds of one unit's work lost, ``elapsed_s`` after its start (``contracts.cost_attributes.lost_work_s``)."""
+    return lost_work_s(elapsed_s, checkpoint_mode=contract.checkpoint_mode, framework=contract.framework,
+                       interval_min=contract.checkpoint_interval_min,
+                       max_unit_length_min=contract.max_unit_length_min, final_written=final_written)
 
 
 @dataclass(frozen=True)

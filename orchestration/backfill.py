@@ -10,7 +10,13 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from contracts.cost_attributes import ATTR_DEPTH_PREMIUM, ATTR_PURPOSE, ATTR_WASTED_S, DEFECT_CAUSE_PREFIX
+from contracts.cost_attributes import (
+    ATTR_DEPTH_PREMIUM,
+    ATTR_PURPOSE,
+    ATTR_WASTED_S,
+    DEFECT_CAUSE_PREFIX,
+    FALSE_POSITIVE_CAUSE,
+)
 
 from .attribution import LedgerLine, Loss, Usage
 from .catalogue import load_catalogue
@@ -33,6 +39,13 @@ def _dec(value: object) -> Decimal:
         return Decimal(str(value)) if value not in (None, "") else ZERO
     except ArithmeticError:
         return ZERO
+
+
+def _loss_cause(cause: str) -> str:
+    """The ledger's loss cause of an event's ``cause``: defect, false-positive (ADR-16) or reclaim."""
+    if cause.startswith(DEFECT_CAUSE_PREFIX):
+        return "defect"
+    return "false-positive" if cause == FALSE_POSITIVE_CAUSE else "reclaim"
 
 
 def read_range(ch: ClickHouse, region: str, start: datetime, end: datetime, lookback_days: int = 90,
@@ -90,8 +103,7 @@ def read_range(ch: ClickHouse, region: str, start: datetime, end: datetime, look
         h = (_ms(t) - s_ms) // HOUR_MS
         cat = pools.get(str(pool))
         guaranteed = rates.get((str(pool), h), (ZERO, cat.guaranteed_rate_eur_h if cat else ZERO))[1]
-        losses[h].append(Loss(str(workload), str(pool), wasted / Decimal(3600), guaranteed,
-                              "defect" if str(cause).startswith(DEFECT_CAUSE_PREFIX) else "reclaim"))
+        losses[h].append(Loss(str(workload), str(pool), wasted / Decimal(3600), guaranteed, _loss_cause(str(cause))))
     storage: dict[int, dict[str, Decimal]] = defaultdict(dict)
     for hour, workload, eur in ch.rows(
             "SELECT hour, workload, sum(gib_hours * eur_per_gib_h) FROM storage_usage FINAL "

@@ -28,7 +28,7 @@ __all__ = ["build_definitions", "defs", "resources"]
 def resources() -> dict[str, Any]:
     """The resources, configured from the environment as every SCO process is (empty: the stack file)."""
     from .defs.finance.assets import dbt_resource
-    from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, ProviderFeedResource
+    from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, ProviderFeedResource, RgwResource
 
     return {
         "clickhouse": ClickHouseResource(url=os.environ.get("SCO_CLICKHOUSE_URL", "")),
@@ -38,6 +38,11 @@ def resources() -> dict[str, Any]:
                                       as_of=os.environ.get("SCO_ANALYTICS_AS_OF", ""),
                                       archive_dir=os.environ.get("SCO_ARCHIVE_DIR", ".sco/archive")),
         "dbt": dbt_resource(),
+        "rgw": RgwResource(endpoint=os.environ.get("SCO_RGW_ENDPOINT", ""),
+                           access_key=os.environ.get("SCO_RGW_ACCESS_KEY", ""),
+                           secret_key=os.environ.get("SCO_RGW_SECRET_KEY", ""),
+                           owners=os.environ.get("SCO_RGW_OWNERS", "{}"),
+                           eur_per_gib_month=os.environ.get("SCO_STORAGE_EUR_PER_GIB_MONTH", "0.02")),
     }
 
 

@@ -1,7 +1,9 @@
 """The errors the ``orchestration`` package defines. Standard library only.
 
     Exception
-    └── OrchestrationError     base of every error ``orchestration`` raises on purpose (none yet)
+    └── OrchestrationError     base of every error ``orchestration`` raises on purpose
+        └── StorageError       RGW did not answer, refused the identity, or answered something that is not
+                               bucket stats (``storage``, ORC101)
     ValueError                 what it raises today for data it cannot use: an unknown pool in the usage
                                ledger or the backfill, negative usage hours, an unknown purpose, no events
                                or no pools in ClickHouse for the configured region
@@ -13,8 +15,14 @@ and the fix is what an operator sees. A new error type of this package derives f
 
 from __future__ import annotations
 
-__all__ = ["OrchestrationError"]
+__all__ = ["OrchestrationError", "StorageError"]
 
 
 class OrchestrationError(Exception):
     """Base of every error the ``orchestration`` package raises on purpose."""
+
+
+class StorageError(OrchestrationError):
+    """RGW's bucket stats could not be read (``orchestration.storage``); the message names the URL and the fix."""
+
+    code = "ORC101"

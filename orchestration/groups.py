@@ -26,11 +26,13 @@ def reclaim_windows(ch: ClickHouse, region: str, now: datetime, days: int) -> tu
 
 def compute_groups(ch: ClickHouse, region: str, now: datetime, days: int = 90,
                    rules: GroupRules | None = None, topology: dict[str, str] | None = None) -> Groups:
+    """Topology groups (aggregates) refined by phi; merges stay inside a hall (the catalogue's)."""
     pools = load_catalogue(ch, region, "reclaimable")
     names = [p.pool for p in pools]
     topo = topology if topology is not None else {p.pool: p.aggregate for p in pools}
     hits, windows = reclaim_windows(ch, region, now, days)
-    return refine_groups(names, topo, indicator_matrix(names, hits, windows), rules)
+    return refine_groups(names, topo, indicator_matrix(names, hits, windows), rules,
+                         halls={p.pool: p.hall for p in pools})
 
 
 def write_groups(ch: ClickHouse, region: str, now: datetime, groups: Groups, topology: dict[str, str]) -> None:

@@ -19,7 +19,8 @@ ZERO = Decimal(0)
 LEDGER_COLUMNS = ("hour", "workload", "instance_hours", "useful_hours", "counterfactual_eur", "gross_saving_eur",
                   "reclaimable_eur", "floor_eur", "fallback_eur", "headroom_eur", "storage_eur", "orchestrator_eur",
                   "costs_eur", "net_saving_eur", "wasted_hours", "wasted_eur", "defect_wasted_hours",
-                  "defect_wasted_eur", "depth_premium_eur", "reclaimable_hours", "fallback_hours", "label")
+                  "defect_wasted_eur", "depth_premium_eur", "reclaimable_hours", "fallback_hours",
+                  "false_positive_hours", "false_positive_eur", "label")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ def hour_rows(region: str, inputs: HourInputs,
         r = rows[(lo.workload, lo.pool, models.get((lo.workload, lo.pool), "reclaimable"))]
         r["defect_wasted_eur" if lo.cause == "defect" else "wasted_eur"] += lo.hours * lo.guaranteed_rate_eur_h
         r["defect_wasted_hours" if lo.cause == "defect" else "wasted_hours"] += lo.hours
+        if lo.cause == "false-positive":
+            r["false_positive_eur"] += lo.hours * lo.guaranteed_rate_eur_h
+            r["false_positive_hours"] += lo.hours
     out: list[tuple[object, ...]] = []
     for (workload, pool, model), r in sorted(rows.items()):
         counterfactual = q6(r["useful_value_eur"] - r["wasted_eur"])

@@ -8,6 +8,11 @@ pair at once from the indicator matrix (pools × windows): phi = (N·n11 − n1�
 Refinement rules, each change recorded with its evidence:
 - merge: two pools in different groups with phi ≥ ``merge_phi`` and ≥ ``min_joint`` shared windows put
   their groups together (two pools that are reclaimed together are one pool, whatever the catalogue says);
+- halls: a hall is a correlation group beside its aggregates (ADR-06): merges join aggregates of one hall into
+  at most the hall, never across halls. Pools in different halls share no power, cooling or host aggregate;
+  what correlates them (the region-wide daily demand cycle) is not a common cause a placement can spread
+  around, and one region-wide group would make the 30 % cap meaningless. A refused cross-hall edge is recorded
+  as a ``cross-hall`` change with its evidence;
 - split: a pool whose strongest phi to every other member of its topology group is below ``split_phi``,
   while it and those members each have ≥ ``split_min_windows`` reclaim windows, leaves the group (strong
   evidence of independence is required: a thin sample never splits a group).
@@ -42,7 +47,7 @@ class GroupRules:
 class Change:
     """A merge or split with the evidence that caused it."""
 
-    kind: str            # merge | split
+    kind: str            # merge | split | cross-hall (a merge refused: the pools are in different halls)
     pools: tuple[str, str] | tuple[str]
     groups: tuple[str, ...]
     phi: float
@@ -105,8 +110,9 @@ class _UnionFind:
 
 
 def refine_groups(pools: Sequence[str], topology: Mapping[str, str], x: npt.NDArray[np.bool_],
-                  rules: GroupRules | None = None) -> Groups:
-    """Final groups for ``pools`` (rows of ``x``); ``topology`` maps pool → topology group (aggregate)."""
+                  rules: GroupRules | None = None, halls: Mapping[str, str] | None = None) -> Groups:
+    """Final groups for ``pools`` (rows of ``x``); ``topology`` maps pool → topology group (aggregate),
+    ``halls`` pool → hall (merges stay inside a hall; None: no hall known, merges anywhere)."""
     rules = rules or GroupRules()
     phi, joint = phi_matrix(x)
     counts = x.sum(axis=1)
@@ -136,6 +142,11 @@ def refine_groups(pools: Sequence[str], topology: Mapping[str, str], x: npt.NDAr
     for i, j in sorted(zip(rows.tolist(), cols.tolist(), strict=True), key=lambda ij: -phi[ij[0], ij[1]]):
         a, b = pools[i], pools[j]
         ga, gb = group_of[a], group_of[b]
+        if halls is not None and halls.get(a) != halls.get(b):
+            if uf.find(ga) != uf.find(gb):
+                changes.append(Change("cross-hall", (a, b), (uf.find(ga), uf.find(gb)), round(float(phi[i, j]), 4),
+                                      int(joint[i, j]), (int(counts[i]), int(counts[j]))))
+            continue
         if uf.find(ga) != uf.find(gb):
             changes.append(Change("merge", (a, b), (uf.find(ga), uf.find(gb)), round(float(phi[i, j]), 4),
                                   int(joint[i, j]), (int(counts[i]), int(counts[j]))))

@@ -15,7 +15,7 @@ from typing import Any
 
 from dagster import ConfigurableResource
 
-__all__ = ["AnalyticsSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource"]
+__all__ = ["AnalyticsSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource", "RgwResource"]
 
 
 class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
@@ -98,6 +98,8 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_dir: str = ".sco/archive"
     interruption_window_days: int = 30
     phi_window_days: int = 90
+    orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
+    orchestrator_eur_per_gib_h: str = "0.005"
 
     def data_now(self, ch: ClickHouseResource) -> datetime:
         """``now`` on the region's latest event time (the data's own clock)."""
@@ -149,3 +151,34 @@ class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
         if quota.instances_limit < 0:
             return 1.0
         return quota.instances_free / quota.instances_limit if quota.instances_limit else 0.0
+
+
+class RgwResource(ConfigurableResource):  # type: ignore[misc]
+    """Ceph RGW's Admin Ops API (checkpoint storage per workload, ``orchestration.storage``).
+
+    ``endpoint`` empty: no RGW in this region (the asset writes nothing and says so). ``owners``: JSON object
+    owner uid -> workload (null: not charged to a workload, e.g. the orchestrator's own archive bucket).
+    ``eur_per_gib_month``: the storage rate card.
+    """
+
+    endpoint: str = ""
+    access_key: str = ""
+    secret_key: str = ""
+    region: str = "default"
+    owners: str = "{}"
+    eur_per_gib_month: str = "0.02"
+
+    def stats(self) -> Any:
+        """The production adapter on this endpoint and identity."""
+        from .storage import RgwAdminOps
+
+        return RgwAdminOps(self.endpoint, self.access_key, self.secret_key, self.region)
+
+    def owner_map(self) -> dict[str, str | None]:
+        """``owners`` parsed."""
+        import json
+
+        doc = json.loads(self.owners or "{}")
+        if not isinstance(doc, dict):
+            raise ValueError(f"RgwResource.owners must be a JSON object of uid -> workload, got {self.owners!r}")
+        return {str(k): (None if v is None else str(v)) for k, v in doc.items()}

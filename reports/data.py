@@ -53,7 +53,8 @@ def _contracts(pg: Any) -> dict[str, dict[str, Any]]:
 
 def showback_data(ch: Any, pg: Any, workload: str, month: date) -> ShowbackData | None:
     cols = ["instance_hours", "counterfactual_eur", "gross_saving_eur", *LINES, "costs_eur", "net_saving_eur",
-            "wasted_hours", "defect_wasted_eur", "depth_premium_eur", "net_pct", "label"]
+            "wasted_hours", "defect_wasted_eur", "depth_premium_eur", "false_positive_hours", "false_positive_eur",
+            "net_pct", "label"]
     found = _rows(ch, f"SELECT {', '.join(cols)} FROM fct_showback_monthly WHERE workload = {{w:String}} "
                       "AND month = {m:Date}", {"w": workload, "m": month})
     if not found:

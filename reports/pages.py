@@ -52,7 +52,10 @@ def showback_page(d: ShowbackData) -> str:
             *(f"<tr><td>− {escape(name)}</td><td class=n>{_eur(m[k])}</td></tr>" for k, name in _NAMES.items()),
             f"<tr><th>net saving</th><th class=n>{_eur(m['net_saving_eur'])}</th></tr></table>",
             f"<p class=note>Wasted work {float(m['wasted_hours']):,.2f} instance-hours (removed from useful work, "
-            f"not added as a cost); losses from the workload's own defects {_eur(m['defect_wasted_eur'])} "
+            f"not added as a cost), of which {float(m['false_positive_hours']):,.2f} h "
+            f"({_eur(m['false_positive_eur'])}) drained by advisories no reclaim followed, charged because this "
+            "workload opted in to advisory drain (ADR-16); losses from the workload's own defects "
+            f"{_eur(m['defect_wasted_eur'])} "
             f"(reported here, not charged to reclaim); depth premium {_eur(m['depth_premium_eur'])} "
             "(inside the reclaimable spend).</p>"]
     body.append("<h2>Interruptions against the declared tolerance</h2>")

@@ -25,6 +25,7 @@ from .breaker import Safety
 from .claims import Normalised, normalise
 from .decision import Action, Decision, Desired, Memory, OpenBreaker, Place, Publish, Revoke, WriteClaims, WritePlans
 from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
+from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
 from .reconcile import desired_slots, diff, interleave
@@ -82,8 +83,9 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     mem = memory.copy()
     observed = seen.instances
     actions: list[Action] = [Publish(n) for n in mem.floor.update(observed, now)]
-    actions += [Revoke(iid, workload or None, pool, "instance gone from the provider's listing")
-                for iid, workload, pool in seen.gone]
+    actions += [Revoke(g.instance_id, g.workload or None, g.pool, "instance gone from the provider's listing")
+                for g in seen.gone]
+    actions += [Publish(n) for n in no_notice_losses(seen.gone, desired, now)]
     work = normalise(list(seen.items), desired.contracts)
     for item, note in work.refusals:
         if item.item_id not in mem.refused:

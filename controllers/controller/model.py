@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["Launch", "Note", "Observed", "Purpose", "SlotKey", "Terminate"]
+__all__ = ["Gone", "Launch", "Note", "Observed", "Purpose", "SlotKey", "Terminate"]
 
 
 class Purpose(StrEnum):
@@ -54,6 +54,23 @@ class Observed:
         """Counts toward the plan: building or active. A notified instance is leaving (its replacement is
         launched while it drains, ADR-09); deleted and error ones are gone."""
         return self.status in ("building", "active")
+
+
+@dataclass(frozen=True)
+class Gone:
+    """An instance row whose instance the provider's listing no longer has; ``was`` is the row's state
+    before (``draining``: it had a notice; ``running``/``launching``: it vanished without one)."""
+
+    instance_id: str
+    workload: str
+    pool: str
+    was: str = "running"
+    launched_at: datetime | None = None
+
+    @property
+    def without_notice(self) -> bool:
+        """Lost with no notice seen: the no-notice share of reclaims (ADR-17), or a listing glitch."""
+        return self.was in ("running", "launching")
 
 
 @dataclass(frozen=True)

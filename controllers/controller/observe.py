@@ -22,7 +22,7 @@ from contracts.provider import Instance, Provider
 from . import ledger
 from .claims import ClaimSource, WorkItem
 from .fallback import Approval
-from .model import Observed, Purpose
+from .model import Gone, Observed, Purpose
 from .store import InputsInForce, Store
 
 __all__ = ["Glance", "Market", "Observation", "Observer", "observe"]
@@ -70,7 +70,7 @@ class Observation:
 
     glance: Glance
     rows: Mapping[str, Mapping[str, Any]]   # instance rows after recording the listing (idle counters fresh)
-    gone: tuple[tuple[str, str, str], ...]  # (instance, workload, pool) rows the listing no longer has
+    gone: tuple[Gone, ...]                  # rows the listing no longer has (with the state they had)
     items: tuple[WorkItem, ...]             # the scheduler's pending and running work
     market: Market
     approvals: Mapping[str, Approval]

@@ -21,7 +21,7 @@ from stores.outbox import enqueue
 
 from .exclusion import Exclusion
 from .fallback import Approval
-from .model import Note, Observed
+from .model import Gone, Note, Observed
 
 __all__ = ["InputsInForce", "Store", "plan_json"]
 
@@ -116,10 +116,11 @@ class Store:
                           o.name) for o in missing])
             return len(missing)
 
-    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[tuple[str, str, str]]:
+    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[Gone]:
         """Refresh states and the idle-observation counters (reset when the scheduler reports work), in one
-        statement; rows whose instance the provider no longer lists become ``lost`` — returned as
-        (instance, workload, pool) so their credentials can be revoked (ADR-31)."""
+        statement; rows whose instance the provider no longer lists become ``lost`` — returned with the state
+        they had (a notice seen, or none) and their launch time, so their credentials can be revoked (ADR-31)
+        and a loss without notice charged its wasted work."""
         ids = [o.instance_id for o in observed]
         with self.conn.transaction():
             self.conn.execute(
@@ -128,10 +129,13 @@ class Store:
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
                 (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
             gone = self.conn.execute(
-                "UPDATE instances SET state = 'lost', updated_at = now() WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s)) "
-                "RETURNING instance_id, coalesce(workload, ''), pool", (self.region, self.partition, ids)).fetchall()
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in gone]
+                "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
+                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s)) FOR UPDATE) "
+                "UPDATE instances AS i SET state = 'lost', updated_at = now() FROM g "
+                "WHERE i.instance_id = g.instance_id "
+                "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
+                (self.region, self.partition, ids)).fetchall()
+        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in gone]
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
         with self.conn.transaction():

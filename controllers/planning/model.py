@@ -49,6 +49,9 @@ class Caps:
 
     pool_share: Decimal = Decimal("0.15")
     group_share: Decimal = Decimal("0.30")
+    # a hall is a correlation group beside the aggregates (ADR-06): a hall-wide loss takes every aggregate in it.
+    # 40 %, not 30 %: three halls at 30 % could not hold a whole claim; applied when the pools span >= 3 halls
+    hall_share: Decimal = Decimal("0.40")
     probation_share: Decimal = Decimal("0.05")
     min_pools: int = 8
     floor_min_halls: int = 3

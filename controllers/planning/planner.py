@@ -3,10 +3,11 @@
 Per workload, in priority order (floor-bearing tiers first, then deadlines), it fills the floor from
 guaranteed capacity (``floor.fill_floor``), then water-fills the reclaimable rest under the caps
 (``waterfill.fill``), and records the depth premium against the price-first placement under the same caps and
-the same residual capacity. Incremental: a workload whose claim is unchanged, whose plan placed all of it and
-none of whose pools is now excluded keeps its plan; only the others are re-planned, on the capacity the kept
-plans leave. A plan that left units short is re-planned every pass, so capacity that comes back is used (a kept
-short plan was the source of most of the replay's shortfall, issue 19).
+the same residual capacity. Incremental: a workload whose claim is unchanged, whose plan placed all of it, none
+of whose pools is now excluded and whose reclaimable units still respect the group cap under the groups in force
+(a merged group, ADR-06) keeps its plan; only the others are re-planned, on the capacity the kept plans leave. A
+plan that left units short is re-planned every pass, so capacity that comes back is used (a kept short plan was
+the source of most of the replay's shortfall, issue 19).
 """
 
 from __future__ import annotations
@@ -125,6 +126,19 @@ def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int]
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
+def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) -> bool:
+    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
+    if prev.strategy is Strategy.SINGLE_CHEAPEST:
+        return True
+    per: dict[str, int] = {}
+    for a in prev.allocations:
+        if a.purpose is Purpose.RECLAIMABLE:
+            group = groups.get(a.pool_id, a.pool_id)
+            per[group] = per.get(group, 0) + a.units
+    cap = max(1, math.floor(Decimal(sum(per.values())) * caps.group_share))
+    return all(units <= cap for units in per.values())
+
+
 def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
          config: PlannerConfig | None = None) -> PlanSet:
     """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments."""
@@ -132,6 +146,7 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
     residual = {s.pool_id: s.available_instances for s in pools}
     excluded = {s.pool_id for s in pools if s.excluded}
     known = set(residual)
+    groups = {s.pool_id: s.group_id for s in pools}
     kept: dict[str, WorkloadPlan] = {}
     todo: list[Claim] = []
     old = previous.plans if previous else {}
@@ -140,7 +155,8 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
         unchanged = (prev is not None and prev.claim_digest == claim.digest
                      and prev.strategy is _strategy(claim.contract, config))
         complete = prev is not None and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim)
-        if prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known:
+        if (prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known
+                and _within_group_cap(prev, groups, config.caps)):
             kept[claim.workload] = prev
             for a in prev.allocations:
                 residual[a.pool_id] -= a.instances

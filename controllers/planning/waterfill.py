@@ -1,9 +1,10 @@
 """Water-filling under caps (ADR-08): the reclaimable part of one workload's claim.
 
 Candidates are ordered by the strategy; each pool takes up to its cap (15 % of the workload's reclaimable
-units, 5 % on probation), each correlation group up to 30 %, and the fill keeps back one unit for every pool
-still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops up to the
-caps when later pools could not take their share; what still cannot be placed is shortfall.
+units, 5 % on probation), each correlation group up to 30 %, each hall up to 40 % when the pools span three
+halls or more (a hall is a correlation group beside its aggregates, ADR-06), and the fill keeps back one unit
+for every pool still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops
+up to the caps when later pools could not take their share; what still cannot be placed is shortfall.
 
 Pools whose one instance holds more units than the pool cap come last (``order``): the cap would leave such an
 instance part-empty at its full rate.
@@ -71,26 +72,31 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
     if target <= 0:
         return {}, 0
     if strategy is Strategy.SINGLE_CHEAPEST:
-        pool_cap, group_cap, min_pools = target, target, 1
+        pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
     else:
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
+        halls = {c.state.pool.hall for c in candidates if c.capacity_units > 0}
+        spread = len(halls) >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
+        hall_cap = max(_share(target, caps.hall_share, True), -(-target // len(halls))) if spread else target
     ranked = order(candidates, strategy, pool_cap)
     probation_cap = _share(target, caps.probation_share, False)
     placed: dict[str, int] = defaultdict(int)
     group_used: dict[str, int] = defaultdict(int)
+    hall_used: dict[str, int] = defaultdict(int)
     remaining = target
 
     def room(c: Candidate) -> int:
         cap = probation_cap if c.state.probation else pool_cap
         return max(0, min(cap - placed[c.state.pool_id], group_cap - group_used[c.state.group_id],
-                          c.capacity_units - placed[c.state.pool_id]))
+                          hall_cap - hall_used[c.state.pool.hall], c.capacity_units - placed[c.state.pool_id]))
 
     def take(c: Candidate, units: int) -> None:
         nonlocal remaining
         placed[c.state.pool_id] += units
         group_used[c.state.group_id] += units
+        hall_used[c.state.pool.hall] += units
         remaining -= units
 
     # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools

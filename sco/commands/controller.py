@@ -148,6 +148,9 @@ def _run(args: argparse.Namespace) -> int:
     from controllers.controller.store import publish_contracts_in_force
 
     publish_contracts_in_force(conn, payload)
+    from stores import footprint
+
+    footprint.start_for(args.postgres, args.region, "controller")  # the orchestrator's own cost (ADR-26)
     source: Any
     if args.claims_file:
         source = _FileSource(args.claims_file)
@@ -246,6 +249,9 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
     migrate.migrate_postgres(conn)
     stream = ExclusionStream(Store(conn, args.region, f"{args.region}/*", actor="sco-exclusion-watcher"),
                              ExclusionConfig(wave_gap=timedelta(seconds=args.wave_gap_s)))
+    from stores import footprint
+
+    footprint.start_for(args.postgres, args.region, "exclusion-watcher")
 
     async def main() -> None:
         stop = asyncio.Event()

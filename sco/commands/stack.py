@@ -124,6 +124,10 @@ def _ingest(args: argparse.Namespace) -> int:
     for flag in ("nats", "clickhouse"):
         if getattr(args, flag):
             argv += [f"--{flag}", getattr(args, flag)]
+    if not args.once:
+        from stores import footprint
+
+        footprint.start_for(None, None, "ingest")
     return ingest.main(argv)
 
 
@@ -134,6 +138,10 @@ def _relay(args: argparse.Namespace) -> int:
     for flag in ("postgres", "nats", "clickhouse"):
         if getattr(args, flag):
             argv += [f"--{flag}", getattr(args, flag)]
+    if not args.once:
+        from stores import footprint
+
+        footprint.start_for(args.postgres, None, "outbox-relay")
     return outbox.main(argv)
 
 

@@ -59,6 +59,10 @@ class SimScheduler:
         self._answer()
         self.unschedulable = True
 
+    def mark_schedulable(self, reason: str) -> None:
+        self._answer()
+        self.unschedulable = False
+
     def units(self) -> list[Unit]:
         self._answer()
         now = time.monotonic()

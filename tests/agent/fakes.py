@@ -32,6 +32,9 @@ class FakeScheduler:
     def mark_unschedulable(self, reason: str) -> None:
         self._log("unschedulable", reason)
 
+    def mark_schedulable(self, reason: str) -> None:
+        self._log("schedulable", reason)
+
     def units(self) -> list[Unit]:
         self._log("units")
         with self.lock:

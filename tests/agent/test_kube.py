@@ -197,3 +197,13 @@ def test_every_request_carries_the_node_bound_token_and_touches_only_its_own_nod
                      ("POST", "/api/v1/namespaces/team/pods/web-1/eviction")}
     assert all("fieldSelector=spec.nodeName%3Dkn1" in path for method, path, _ in seen if "/pods?" in path)
     assert "unschedulable" not in (other.get("spec") or {}) and agent.reports[0].path == "scheduler"
+
+
+def test_after_a_lapsed_advisory_the_node_is_uncordoned_and_only_the_reclaim_taint_removed(kube: KubeApiDouble) -> None:
+    adapter = KubeAdapter(kube.url, "kn1", token="node-bound-token")
+    adapter.mark_unschedulable("sco advisory a-1")
+    adapter.mark_schedulable("sco advisory a-1 lapsed without a reclaim")
+    node = kube.get_object("Node", "kn1") or {}
+    assert node["spec"]["unschedulable"] is False
+    assert {t["key"] for t in node["spec"]["taints"]} == {"reclaimable"}  # the pool's own taint stays
+    assert "sco.io/drain-reason" not in node["metadata"].get("annotations", {})

@@ -24,3 +24,26 @@ def test_the_listing_asks_squeue_for_the_start_time_in_the_same_call_as_epoch_se
     assert adapter.env["SLURM_TIME_FORMAT"] == "%s"
     assert start_from_epoch("Unknown") is None and start_from_epoch(" 60 ") == "1970-01-01T00:01:00Z"
     assert start_from_epoch("9" * 30) is None  # out of range: no start rather than an error
+
+
+class _Recorded(SlurmAdapter):
+    """The adapter with its commands recorded and ``sinfo`` answering a given state and reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("node1")
+        self.reason = reason
+        self.ran: list[tuple[str, ...]] = []
+
+    def _run(self, *argv: str) -> str:
+        self.ran.append(argv)
+        return f"drained|{self.reason}\n" if argv[0] == "sinfo" else ""
+
+
+def test_a_lapsed_advisory_resumes_the_node_only_from_the_advisorys_own_drain() -> None:
+    ours = _Recorded("sco advisory a-1")
+    ours.mark_schedulable("sco advisory a-1 lapsed without a reclaim")
+    assert ("scontrol", "update", "nodename=node1", "state=resume") in ours.ran
+    for reason in ("sco reclaim notice n-1", "sco-agent: no valid contract bundle: x", "admin maintenance"):
+        other = _Recorded(reason)
+        other.mark_schedulable("sco advisory a-1 lapsed without a reclaim")
+        assert [a for a in other.ran if a[0] == "scontrol"] == [], reason  # never undo another drain

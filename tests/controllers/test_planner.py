@@ -62,6 +62,19 @@ def test_no_correlation_group_gets_more_than_30_percent() -> None:
     assert max(groups.values()) <= 30 and sum(groups.values()) == 100
 
 
+def test_a_hall_is_a_correlation_group_beside_its_aggregates_and_holds_at_most_40_percent() -> None:
+    # h1's two aggregates hold the best-ranked pools: 30 % each would put 60 % of the claim in one hall
+    pools = [PoolState(pool(f"p{i:02d}", hall="h1" if i < 8 else f"h{2 + i % 2}", agg=f"agg-{i // 4}"), 1000,
+                       score=1 - i / 100) for i in range(16)]
+    result = plan([Claim(contract(), 100)], pools, NOW).plans["wk"]
+    halls, groups = Counter[str](), Counter[str]()
+    for a in result.allocations:
+        halls["h1" if int(a.pool_id[1:]) < 8 else "other"] += a.units
+        groups[f"agg-{int(a.pool_id[1:]) // 4}"] += a.units
+    assert halls["h1"] == 40 and result.shortfall_units == 0  # filled to the hall's cap, the rest elsewhere
+    assert max(groups.values()) <= 30
+
+
 def test_excluded_pools_get_nothing_and_probation_pools_at_most_five_percent() -> None:
     pools = states()
     pools[0] = PoolState(pools[0].pool, 1000, score=1.0, excluded=True)

@@ -45,6 +45,7 @@ def test_the_snapshot_names_the_four_cadences_and_only_the_rankings_run_by_defau
     assert {name: (s["cron"], s["default_status"]) for name, s in snapshot["schedules"].items()} == {
         "rankings_every_5_min_schedule": ("*/5 * * * *", "RUNNING"),
         "attribution_hourly_schedule": ("5 * * * *", "STOPPED"),
+        "costs_hourly_schedule": ("1 * * * *", "STOPPED"),
         "analytics_daily_schedule": ("20 0 * * *", "STOPPED"),
         "archive_monthly_schedule": ("0 2 1 * *", "STOPPED")}
     assert snapshot["sensors"]["new_events_sensor"]["jobs"] == ["rankings_every_5_min"]

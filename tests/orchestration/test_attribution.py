@@ -21,6 +21,7 @@ def _worked_example_usage() -> tuple[list[Usage], list[Loss]]:
     ]
     losses = [Loss("etl", ex.RC, D("0.5"), D("0.40")) for _ in range(3)]
     losses.append(Loss("etl", ex.RC, D(1), D("0.40"), "defect"))
+    losses.append(Loss("etl", ex.RC, D("0.5"), D("0.40"), "false-positive"))
     return usage, losses
 
 
@@ -30,8 +31,9 @@ def test_the_worked_example_reproduces_the_ledger_to_the_cent() -> None:
                      orchestrator_eur=D("0.05") * 24)
     for field, expected in ex.EXPECTED.items():
         assert cents(getattr(line, field)) == expected, field
-    assert line.net_saving_eur == D("56.640000")
-    assert line.useful_hours == D("291.5")  # 293 h of work minus 1.5 h wasted
+    assert line.net_saving_eur == D("56.440000")
+    assert line.useful_hours == D("291.0")  # 293 h of work minus 2 h wasted (0.5 h of it a false positive)
+    assert line.false_positive_hours == D("0.5")
     assert line.reclaimable_hours == 240 and line.fallback_hours == 5
     assert line.label == LABEL == "rate-card saving"
 

@@ -56,6 +56,18 @@ def test_pools_reclaimed_together_merge_across_topology_groups_and_independent_o
     assert groups.max_phi["a"] == groups.max_phi["b"] > 0.8
 
 
+def test_merges_join_aggregates_up_to_their_hall_and_never_across_halls() -> None:
+    pools, hits = _history()  # a and b reclaimed together (phi > 0.8)
+    x = indicator_matrix(pools, hits, 12960)
+    same_hall = refine_groups(pools, {p: f"agg-{p}" for p in pools}, x, halls=dict.fromkeys(pools, "h1"))
+    assert same_hall.group_of["a"] == same_hall.group_of["b"]  # two aggregates of h1: one group, the hall's
+    apart = refine_groups(pools, {p: f"agg-{p}" for p in pools}, x, halls={"a": "h1", "b": "h2", "c": "h1", "d": "h2"})
+    assert apart.group_of["a"] != apart.group_of["b"]
+    (refused,) = [c for c in apart.changes if c.kind == "cross-hall"]
+    assert set(refused.pools) == {"a", "b"} and refused.phi > 0.8 and refused.joint_windows > 400
+    assert not [c for c in apart.changes if c.kind == "merge"]
+
+
 def test_a_pool_independent_of_its_aggregate_is_split_out_with_its_evidence() -> None:
     pools, hits = _history()
     x = indicator_matrix(pools, hits, 12960)

@@ -13,6 +13,8 @@ with usage as (
         sum(wasted_eur) as wasted_eur,
         sum(wasted_hours) as wasted_hours,
         sum(defect_wasted_eur) as defect_wasted_eur,
+        sum(false_positive_hours) as false_positive_hours,
+        sum(false_positive_eur) as false_positive_eur,
         sum(depth_premium_eur) as depth_premium_eur
     from {{ ref('stg_instance_hours') }}
     group by hour, workload

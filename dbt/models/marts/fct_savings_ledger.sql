@@ -20,6 +20,8 @@ select
     toDecimal64(w.wasted_eur, 6) as wasted_eur,
     toDecimal64(w.defect_wasted_eur, 6) as defect_wasted_eur,
     toDecimal64(w.depth_premium_eur, 6) as depth_premium_eur,
+    toDecimal64(w.false_positive_hours, 6) as false_positive_hours,
+    toDecimal64(w.false_positive_eur, 6) as false_positive_eur,
     'rate-card saving' as label
 from {{ ref('int_workload_hours') }} as w
 inner join {{ ref('int_orchestrator_shares') }} as o on w.hour = o.hour and w.workload = o.workload

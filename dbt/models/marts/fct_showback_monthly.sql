@@ -17,6 +17,8 @@ select
     toDecimal64(sum(l.wasted_hours), 6) as wasted_hours,
     toDecimal64(sum(l.defect_wasted_eur), 6) as defect_wasted_eur,
     toDecimal64(sum(l.depth_premium_eur), 6) as depth_premium_eur,
+    toDecimal64(sum(l.false_positive_hours), 6) as false_positive_hours,
+    toDecimal64(sum(l.false_positive_eur), 6) as false_positive_eur,
     toFloat64(if(sum(l.counterfactual_eur) > 0, sum(l.net_saving_eur) / sum(l.counterfactual_eur) * 100, 0))
         as net_pct,
     'rate-card saving' as label

@@ -16,5 +16,7 @@ select
     toDecimal64OrZero(JSONExtractString(attributes, 'wasted_eur'), 6) as wasted_eur,
     toDecimal64OrZero(JSONExtractString(attributes, 'wasted_hours'), 6) as wasted_hours,
     toDecimal64OrZero(JSONExtractString(attributes, 'defect_wasted_eur'), 6) as defect_wasted_eur,
+    toDecimal64OrZero(JSONExtractString(attributes, 'false_positive_hours'), 6) as false_positive_hours,
+    toDecimal64OrZero(JSONExtractString(attributes, 'false_positive_eur'), 6) as false_positive_eur,
     toDecimal64OrZero(JSONExtractString(attributes, 'depth_premium_eur'), 6) as depth_premium_eur
 from {{ source('sco', 'cost_attribution') }} final

@@ -8,6 +8,7 @@ import base64
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -154,6 +155,72 @@ def test_a_reclaim_wave_is_replaced_while_the_old_instances_drain(world: World) 
     ctl.step()
     revoked = {e["instance"] for e in world.events("credentials-revoked")}
     assert revoked == set(victims) and {s.rsplit("/", 1)[-1] for s in world.revoker.banned} == set(victims)
+
+
+class _Pg:
+    """``orchestration.store.Postgres`` on the test's database: what the groups asset publishes through."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        conn = psycopg.connect(self.url)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+def test_a_merged_correlation_group_published_by_the_groups_asset_changes_the_controllers_placement(
+        world: World) -> None:
+    from orchestration.groups import publish_groups
+    from orchestration.phi import Groups
+
+    etl = contract("etl", "T3")
+    world.source.demand(etl.ref, 120)
+    pools = [p for p in world.region.catalogue().pools if p.purchase_model.value == "reclaimable"]
+    favoured = ("h1-agg-a", "h2-agg-a")  # ranked deepest: depth-first fills each up to the 30 % group cap
+    with world.conn.transaction():
+        for rank, p in enumerate(sorted(pools, key=lambda p: (p.aggregate not in favoured, p.pool_id)), 1):
+            world.conn.execute("INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at) "
+                               "VALUES ('r1', %s, %s, %s, 1, now())",
+                               (p.pool_id, rank, 0.9 if p.aggregate in favoured else 0.1))
+    ctl = world.controller(contracts(etl))
+    world.run(ctl, 6)
+    _, before, _ = _spread(world, "etl")
+    total = sum(before.values())
+    assert sum(before[a] for a in favoured) > 0.30 * total  # two groups, up to 30 % each
+    cat = {p.pool_id: p.aggregate for p in pools}
+    outside = sum(1 for i in world.mine() if cat.get(i.pool_id or "") not in favoured)
+
+    # the groups asset learned that the two aggregates are reclaimed together: one group in force
+    merged = {p.pool_id: "h1-agg-a+h2-agg-a" if p.aggregate in favoured else p.aggregate for p in pools}
+    publish_groups(_Pg(world.url), "r1", world.clock.now(), Groups(merged, {}))
+    world.run(ctl, 6)
+    _, after, _ = _spread(world, "etl")
+    assert sum(after[a] for a in favoured) <= 0.30 * sum(after.values())  # re-planned under the merged group
+    # and acted on: replacements launched outside the merged group (the surplus leaves under ADR-11's pace)
+    assert sum(1 for i in world.mine() if cat.get(i.pool_id or "") not in favoured) > outside
+
+
+def test_an_instance_lost_without_notice_is_published_with_its_wasted_work(world: World) -> None:
+    lossy = contract("lossy", "T2", checkpoint={"mode": "periodic", "interval_min": 60})
+    world.source.demand(lossy.ref, 20)
+    ctl = world.controller(contracts(lossy))
+    world.run(ctl, 6)
+    victim = world.mine()[0]
+    launched_at = world.conn.execute("SELECT launched_at FROM instances WHERE instance_id = %s",
+                                     (victim.instance_id,)).fetchone()[0]
+    world.clock.advance(minutes=95)
+    world.region.terminate(victim.instance_id)  # gone from the listing with no notice ever sent
+    ctl.step()
+    (lost,) = [e for e in world.events("lost") if e["instance"] == victim.instance_id]
+    elapsed = (world.clock.now() - launched_at).total_seconds()
+    assert lost["cause"] == "reclaimed-no-notice" and lost["workload"] == "lossy"
+    assert lost["attributes"]["wasted_s"] == round(elapsed % 3600) and 34 * 60 < elapsed % 3600 < 36 * 60
+    state = world.conn.execute("SELECT state FROM instances WHERE instance_id = %s", (victim.instance_id,)).fetchone()
+    assert state[0] == "lost"
 
 
 def test_a_hall_loss_restores_the_floor_from_other_halls_and_falls_back_within_the_cap(world: World) -> None:

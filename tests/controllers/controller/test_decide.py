@@ -24,11 +24,12 @@ from controllers.controller.decision import (
     OpenBreaker,
     Place,
     RecordShortfall,
+    Revoke,
     StartFallback,
 )
 from controllers.controller.fallback import Approval, GuaranteedOption, Need
 from controllers.controller.fallback_pass import decide_fallback
-from controllers.controller.model import Launch, Observed, Purpose, SlotKey, Terminate
+from controllers.controller.model import Gone, Launch, Observed, Purpose, SlotKey, Terminate
 from controllers.controller.observe import Glance, Market, Observation
 from controllers.controller.revocation import RecordingRevoker
 from controllers.controller.settings import ControllerSettings
@@ -344,3 +345,30 @@ def _request(w: World) -> LaunchRequest:
     pid = w.place(1, "seed").launch.key.pool
     return LaunchRequest(pool_id=pid, count=1, owner=OwnerTags(workload="etl", pool=pid, partition=PARTITION,
                                                                generation=1), metadata={})
+
+
+LOSSY = contract("lossy", "T2", checkpoint={"mode": "periodic", "interval_min": 60})
+
+
+@pytest.mark.parametrize(("was", "charged"), [
+    pytest.param("running", True, id="an instance gone while running lost its work since the last checkpoint"),
+    pytest.param("draining", False, id="an instance gone after its notice was drained by the agent: no charge here"),
+])
+def test_a_loss_without_notice_is_published_with_the_wasted_work_from_launch_time_and_interval(
+        was: str, charged: bool) -> None:
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(LOSSY))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    glance = Glance(1, False, 0, (), {})
+    mem, _ = begin(glance, desired, memory, T0)
+    gone = (Gone("i-9", "lossy", "p03", was, T0 - timedelta(minutes=95)),)
+    d = decide(Observation(glance, {}, gone, (), market(), {}, {}, 0), desired, mem, T0)
+    lost = [n for n in d.notes if n.kind == "lost"]
+    assert [a.instance_id for a in d.of(Revoke)] == ["i-9"]  # revoked either way (ADR-31)
+    if not charged:
+        assert lost == []
+        return
+    (note,) = lost
+    # 95 min after launch with a 60-min periodic checkpoint: 35 min since the last one
+    assert (note.workload, note.pool, note.instance, note.cause) == ("lossy", "p03", "i-9", "reclaimed-no-notice")
+    assert note.attributes["wasted_s"] == 35 * 60
