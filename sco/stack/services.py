@@ -171,13 +171,26 @@ def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0) -
 
 
 # -- ClickHouse front end -----------------------------------------------------------------------------------
-def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0) -> Running:
+def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0,
+                     users_file: Path | None = None) -> Running:
+    """Start the front end with ``users_file``; without one, a fresh ``sco`` user (default profile) is written to
+    ``data_dir/users.json`` (0600) and the returned URL carries its password."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    proc = _spawn([sys.executable, "-m", "sco.stack.clickhouse_http", str(data_dir / "chdb"), str(port)],
+    url = f"http://127.0.0.1:{port}"
+    if users_file is None:  # TODO(auth): sco up passes the per-component users file it generates
+        import secrets
+
+        from sco.stack.clickhouse_http.auth import write_users_file
+
+        password = secrets.token_urlsafe(24)
+        users_file = write_users_file(data_dir / "users.json", {"sco": (password, "default")})
+        url = f"http://sco:{password}@127.0.0.1:{port}"
+    proc = _spawn([sys.executable, "-m", "sco.stack.clickhouse_http", str(data_dir / "chdb"), str(port),
+                   "--users-file", str(users_file)],
                   data_dir / "clickhouse.log", cwd=str(Path(__file__).resolve().parents[2]))
     _listening(proc, port, timeout, "sco clickhouse serve")
-    return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))
+    return Running("clickhouse", url, proc.pid, port, str(data_dir))
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------------------

@@ -51,9 +51,9 @@ _REMOTE_KEYS = frozenset({"host", "port", "user", "password", "secure", "quota_k
 FIXED_SETTINGS = frozenset({
     "readonly", "allow_ddl", "allow_introspection_functions", "user_files_path", "format_schema",
     "format_schema_path", "format_template_resultset", "format_template_row", "format_template_resultset_format",
-    "format_template_row_format", "disk", "storage_policy", "max_execution_time", "max_memory_usage",
+    "format_template_row_format", "disk", "storage_policy",
     "max_concurrent_queries_for_user", "enable_url_encoding", "allow_experimental_database_materialized_postgresql",
-    "allow_experimental_database_materialized_mysql", "external_storage_connect_timeout_sec", "function_sleep_max_microseconds_per_block"})
+    "allow_experimental_database_materialized_mysql", "function_sleep_max_microseconds_per_block"})
 _FIXED_PREFIXES = ("s3_", "s3queue_", "hdfs_", "azure_", "engine_file_", "engine_url_", "storage_file_",
                    "remote_", "mysql_", "postgresql_", "odbc_", "external_storage_", "http_", "backup_",
                    "restore_", "filesystem_cache_", "iceberg_", "delta_lake_", "hudi_", "kafka_", "rabbitmq_",
@@ -183,8 +183,8 @@ def _check_keywords(tokens: list[Token], user: str, first: str, second: str) -> 
             return _outside(user, "INTO OUTFILE")
         if _word(token, "infile") and _word(prev, "from"):
             return _outside(user, "FROM INFILE")
-        if _word(token, "function") and (_word(prev, "into") or _word(prev, "table") and _word(
-                _at(tokens, i - 2), "into")) and first in ("insert", "explain"):
+        if _word(token, "function") and (_word(prev, "into") or (_word(prev, "table") and _word(
+                _at(tokens, i - 2), "into"))) and first in ("insert", "explain"):
             return _outside(user, "INSERT INTO FUNCTION")
         if _word(token, "from") and first == "attach":
             return _outside(user, "ATTACH ... FROM")
@@ -199,7 +199,7 @@ def _check_calls(tokens: list[Token], user: str, first: str) -> Refusal | None:
         if token.kind not in ("word", "ident") or not _punct(_at(tokens, i + 1), "("):
             continue
         prev = _at(tokens, i - 1)
-        names_table = prev is not None and prev.text in _NAME_POSITIONS and prev.kind in ("word", "punct") or (
+        names_table = (prev is not None and prev.text in _NAME_POSITIONS and prev.kind in ("word", "punct")) or (
             creates and _word(prev, "table", "dictionary", "exists"))
         if is_outside_function(token.text) and not names_table:
             return _outside(user, f"the function {token.text}()")
@@ -207,8 +207,8 @@ def _check_calls(tokens: list[Token], user: str, first: str) -> Refusal | None:
 
 
 def _check_engines_and_sources(tokens: list[Token], user: str, first: str, second: str) -> Refusal | None:
-    database = second.split(" ")[0] == "database" or second == "or replace" and any(
-        _word(t, "database") for t in tokens[:6])
+    database = second.split(" ")[0] == "database" or (second == "or replace" and any(
+        _word(t, "database") for t in tokens[:6]))
     for i, token in enumerate(tokens):
         if _word(token, "engine") and first in ("create", "attach", "replace", "alter", "explain"):
             j = i + 2 if _punct(_at(tokens, i + 1), "=") else i + 1

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .engine import ChdbEngine, Result
-from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status
 from .gate import make_gate
+from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status
 
 __all__ = ["ClickHouseHTTPServer", "serve"]
 

@@ -117,8 +117,8 @@ def tokenize(sql: str) -> list[Token]:
             continue
         if ord(char) > 127:  # a letter ClickHouse takes into a bare word: keep the word whole
             end = i
-            while end < n and (sql[end].isascii() and (sql[end].isalnum() or sql[end] in "_$")
-                               or not sql[end].isascii() and not _is_space(sql[end])):
+            while end < n and ((sql[end].isascii() and (sql[end].isalnum() or sql[end] in "_$"))
+                               or (not sql[end].isascii() and not _is_space(sql[end]))):
                 end += 1
             tokens.append(Token("word", sql[i:end].lower(), i))
             i = end

@@ -128,7 +128,7 @@ def test_a_connection_that_sends_its_headers_too_slowly_is_closed_by_the_read_ti
 @pytest.mark.services
 def test_past_max_connections_a_new_connection_gets_503_at_once() -> None:
     with running_frontend(max_connections=1) as server:
-        host, port = server.url.removeprefix("http://").split(":")
+        host, port = server.plain_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as holder:
             holder.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
             assert holder.recv(65536).startswith(b"HTTP/1.1 200")  # the one worker is taken by this connection
