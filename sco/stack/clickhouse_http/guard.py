@@ -7,10 +7,12 @@ Two readings of each statement, and a statement passes only if both pass:
    ``ATTACH ... FROM``, ``ALTER ... FETCH``), access management, every call of a function that reaches outside
    (``file``, ``url``, ``s3``, ``remote`` …, :data:`OUTSIDE_FUNCTIONS`), ``ENGINE =`` outside an allow-list,
    dictionary sources other than a local ``CLICKHOUSE``/``NULL``, and settings fixed by the profile
-   (``readonly``, paths, ``disk``, ``storage_policy`` …). A ``readonly`` user may only SELECT, SHOW,
+   (paths, ``disk``, ``storage_policy``, source credentials …). A ``readonly`` user may only SELECT, SHOW,
    DESCRIBE, EXISTS, EXPLAIN and USE, and may change no setting (ClickHouse's ``readonly=1``).
-2. :func:`check_ast` reads chDB's own parse (``EXPLAIN AST``, no execution): every function name, and the table
-   functions, engines and dictionary sources it finds must be on the allow-lists.
+2. :func:`check_ast` reads chDB's own parse (``EXPLAIN AST``, no execution): no function name (engines
+   included) may reach outside, and the table functions, dictionary sources and ``INSERT INTO FUNCTION``
+   targets it finds must be on the allow-lists (engines are allow-listed by the token reading: in the AST an
+   engine and a ``PARTITION BY`` expression look alike).
 
 Codes are the ones a ClickHouse server with the equivalent ``users.xml`` (``deploy/clickhouse/users.xml``: no
 source grants, no SYSTEM/KILL/access management, ``readonly`` constrained) answers: 497 ``ACCESS_DENIED``
@@ -49,7 +51,7 @@ DICTIONARY_SOURCES = frozenset({"clickhouse", "null"})
 _REMOTE_KEYS = frozenset({"host", "port", "user", "password", "secure", "quota_key", "name"})
 # Settings a client may not change (ClickHouse ``<constraints>`` ``<const/>`` in the profile): 452.
 FIXED_SETTINGS = frozenset({
-    "readonly", "allow_ddl", "allow_introspection_functions", "user_files_path", "format_schema",
+    "allow_ddl", "allow_introspection_functions", "user_files_path", "format_schema",
     "format_schema_path", "format_template_resultset", "format_template_row", "format_template_resultset_format",
     "format_template_row_format", "disk", "storage_policy",
     "max_concurrent_queries_for_user", "enable_url_encoding", "allow_experimental_database_materialized_postgresql",
@@ -108,6 +110,8 @@ def check_settings(names: Iterable[str], user: str, readonly: bool) -> Refusal |
     for name in names:
         if readonly:
             return _readonly(user, name)
+        if name.lower() == "readonly":
+            continue  # a default user may make itself read-only (ClickHouse then refuses to go back: 164)
         if _fixed_setting(name):
             return _fixed(user, name)
     return None
@@ -275,9 +279,6 @@ def check_ast(explain: str, user: str) -> Refusal | None:
             return _outside(user, f"the function {name}()")
         if up.startswith("TableExpression") and name not in TABLE_FUNCTIONS:
             return _outside(user, f"the table function {name}()")
-        if up.startswith("Storage definition") and name not in TABLE_ENGINES | DATABASE_ENGINES \
-                and not name.endswith("mergetree"):
-            return _outside(user, f"the engine {name}")
         if kind == "FunctionWithKeyValueArguments" and up.startswith("Dictionary definition") \
                 and name not in DICTIONARY_SOURCES:
             return _outside(user, f"the dictionary source {name}")

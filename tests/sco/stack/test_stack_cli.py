@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -62,7 +63,8 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
         assert {s["state"] for s in reused.values()} == {"reused"}
         assert {n: s["pid"] for n, s in reused.items()} == {s["name"]: s["pid"] for s in json.loads(again.stdout)}
         urls = load_urls(home)
-        assert urls.clickhouse is not None and urls.clickhouse.startswith("http://127.0.0.1:")
+        assert urls.clickhouse is not None and urlsplit(urls.clickhouse).hostname == "127.0.0.1"
+        assert urlsplit(urls.clickhouse).password  # the front end authenticates: its URL carries a password
         services.stop_pid(reused["clickhouse"]["pid"])  # one server dies: status says so, up restarts only it
         assert _sco(home, "status").returncode == 1
         healed = {s["name"]: s["state"] for s in json.loads(_sco(home, "up", "--json").stdout)}
