@@ -19,7 +19,9 @@ from types import FrameType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .auth import load_users_file
 from .engine import ChdbEngine, Result
+from .errors import AuthConfigError
 from .gate import make_gate
 from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status
 
@@ -214,6 +216,10 @@ def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, ready
 
     ``users_file``: the users and their profiles (see :mod:`.auth`); without it ``no_auth`` must be set.
     """
+    if users_file is None and not no_auth:
+        raise AuthConfigError()  # before the engine starts: nothing to undo
+    if users_file is not None:
+        load_users_file(users_file)  # a bad file is refused before the engine starts
     engine = ChdbEngine(data_dir)
     try:
         server = ClickHouseHTTPServer(host, port, engine, verbose, users_file=users_file, no_auth=no_auth)

@@ -101,7 +101,8 @@ def test_no_user_changes_its_own_profile_or_grants(clickhouse_server: ClickHouse
 def test_a_session_belongs_to_the_user_who_opened_it(clickhouse_server: ClickHouseProcess) -> None:
     session = f"mine-{uuid.uuid4().hex[:8]}"
     query = "SELECT value FROM system.settings WHERE name = 'max_block_size'"
-    opened = http(clickhouse_server.url + "/?" + urlencode({"session_id": session, "query": "SET max_block_size = 4242"}))
+    opened = http(clickhouse_server.url + "/?" + urlencode({"session_id": session,
+                                                           "query": "SET max_block_size = 4242"}))
     assert opened.status == 200
     assert http(clickhouse_server.url + "/?" + urlencode({"session_id": session, "query": query})).body == b"4242\n"
     taken = http(clickhouse_server.reader_url + "/?" + urlencode({"session_id": session, "query": query}))
@@ -150,9 +151,10 @@ def test_the_users_file_is_refused_when_others_can_read_it_or_its_shape_is_wrong
     good = write_users_file(tmp_path / "users.json", {"a": ("pw", "default"), "b": ("pw2", "readonly")})
     assert os.stat(good).st_mode & 0o777 == 0o600
     users = load_users_file(good)
-    assert users.get("b") is not None and users.get("b").profile == "readonly"  # type: ignore[union-attr]
+    reader = users.get("b")
+    assert reader is not None and reader.profile == "readonly"
     os.chmod(good, 0o640)
-    with pytest.raises(UsersFileError, match="CHA002.*mode.*chmod 600"):
+    with pytest.raises(UsersFileError, match=r"CHA002.*mode.*chmod 600"):
         load_users_file(good)
     cases = {"users[0].profile": {"users": [{"name": "a", "password_sha256_hex": hash_password("x"),
                                              "profile": "admin"}]},
