@@ -191,3 +191,19 @@ def test_the_server_refuses_to_start_without_a_users_file_unless_told_no_auth(tm
     refused = subprocess.run([sys.executable, "-m", "sco.stack.clickhouse_http", "-", "0"], cwd=REPO,
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "CHA005" in refused.stderr and "--no-auth" in refused.stderr
+
+
+def test_the_real_server_users_xml_grants_no_source_system_or_access_management() -> None:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(REPO / "deploy" / "clickhouse" / "users.xml").getroot()
+    profiles = {p.tag: p for p in root.findall("profiles/*")}
+    assert profiles["sco_readonly"].findtext("readonly") == "1"
+    users = root.findall("users/*")
+    assert {u.tag: u.findtext("profile") for u in users} == {
+        "ingest": "sco_default", "analytics": "sco_default", "reports": "sco_readonly"}
+    for user in users:
+        assert user.findtext("access_management") == "0"
+        grants = " ".join(q.text or "" for q in user.iter("query")).upper()
+        for forbidden in ("FILE", "URL", "S3", "REMOTE", "SOURCES", "SYSTEM", "KILL", "ALL", "ACCESS"):
+            assert f" {forbidden}" not in grants.replace(",", " "), (user.tag, forbidden)
