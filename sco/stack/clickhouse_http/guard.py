@@ -167,13 +167,13 @@ def _balanced_end(tokens: list[Token], open_at: int) -> int:
     return len(tokens)
 
 
-def _statement_kind(tokens: list[Token]) -> tuple[str, str]:
-    words = [t.text for t in tokens if t.kind == "word"][:3]
+def _statement_kind(tokens: list[Token], names: list[int]) -> tuple[str, str]:
+    words = [tokens[i].text for i in names[:3] if tokens[i].kind == "word"]
     first = next((t.text for t in tokens if not _punct(t, "(")), "")
     return first, " ".join(words[1:3])
 
 
-def _check_keywords(tokens: list[Token], user: str, first: str, second: str) -> Refusal | None:
+def _check_keywords(tokens: list[Token], names: list[int], user: str, first: str, second: str) -> Refusal | None:
     if first in ("system", "kill", "backup", "restore"):
         return _outside(user, f"{first.upper()} ...")
     if first in ("grant", "revoke") or (first in ("create", "alter", "drop", "move")
@@ -181,8 +181,8 @@ def _check_keywords(tokens: list[Token], user: str, first: str, second: str) -> 
             (first == "set" and second.split(" ")[0] in ("role", "default")) or (first == "execute"):
         return Refusal(497, "ACCESS_DENIED", "CHS006", f"{user}: Not enough privileges: access management "
                        f"({first.upper()} {second.upper()}) is refused; users and profiles live in the users file")
-    for i, token in enumerate(tokens):
-        prev = _at(tokens, i - 1)
+    for i in names:
+        token, prev = tokens[i], _at(tokens, i - 1)
         if _word(token, "outfile") and _word(prev, "into"):
             return _outside(user, "INTO OUTFILE")
         if _word(token, "infile") and _word(prev, "from"):
@@ -197,10 +197,11 @@ def _check_keywords(tokens: list[Token], user: str, first: str, second: str) -> 
     return None
 
 
-def _check_calls(tokens: list[Token], user: str, first: str) -> Refusal | None:
+def _check_calls(tokens: list[Token], names: list[int], user: str, first: str) -> Refusal | None:
     creates = first in ("create", "attach", "replace", "insert", "explain")
-    for i, token in enumerate(tokens):
-        if token.kind not in ("word", "ident") or not _punct(_at(tokens, i + 1), "("):
+    for i in names:
+        token = tokens[i]
+        if not _punct(_at(tokens, i + 1), "("):
             continue
         prev = _at(tokens, i - 1)
         names_table = (prev is not None and prev.text in _NAME_POSITIONS and prev.kind in ("word", "punct")) or (
@@ -210,10 +211,12 @@ def _check_calls(tokens: list[Token], user: str, first: str) -> Refusal | None:
     return None
 
 
-def _check_engines_and_sources(tokens: list[Token], user: str, first: str, second: str) -> Refusal | None:
+def _check_engines_and_sources(tokens: list[Token], names: list[int], user: str, first: str, second: str,
+                               ) -> Refusal | None:
     database = second.split(" ")[0] == "database" or (second == "or replace" and any(
         _word(t, "database") for t in tokens[:6]))
-    for i, token in enumerate(tokens):
+    for i in names:
+        token = tokens[i]
         if _word(token, "engine") and first in ("create", "attach", "replace", "alter", "explain"):
             j = i + 2 if _punct(_at(tokens, i + 1), "=") else i + 1
             engine = _at(tokens, j)
@@ -233,12 +236,30 @@ def _check_engines_and_sources(tokens: list[Token], user: str, first: str, secon
     return None
 
 
+_VALUES = re.compile(r"\bvalues\b", re.I)
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'")
+_LITERAL_CHARS = re.compile(r"[0-9eE.,()\[\]+\-' \t\r\n]*")  # digits, signs, exponents, brackets, emptied strings
+
+
+def _statements(sql: str) -> list[list[Token]]:
+    """The statements' tokens; an ``INSERT … VALUES`` whose rows are only literals is read up to ``VALUES``
+    (its rows hold no word, so nothing a rule looks at: a megabyte of rows costs one regular expression)."""
+    rows = _STRING.sub("''", sql[values.end():]) if len(sql) > 4096 and (values := _VALUES.search(sql)) else None
+    if rows is not None and values is not None and _LITERAL_CHARS.fullmatch(rows) and "--" not in rows:
+        # no letter, quote, comment or heredoc outside the strings: the strings end where ClickHouse ends them
+        head = tokenize(sql[: values.end()])
+        if head and head[-1] == Token("word", "values", values.start()) and _word(head[0], "insert"):
+            return [head]
+    return split_statements(tokenize(sql))
+
+
 def check_statement(sql: str, user: str, readonly: bool) -> Refusal | None:
     """The token reading of ``sql`` (every statement in it): a :class:`Refusal` or None."""
-    for tokens in split_statements(tokenize(sql)):
-        first, second = _statement_kind(tokens)
-        refusal = _check_keywords(tokens, user, first, second) or _check_calls(tokens, user, first) or \
-            _check_engines_and_sources(tokens, user, first, second)
+    for tokens in _statements(sql):
+        names = [i for i, t in enumerate(tokens) if t.kind == "word" or t.kind == "ident"]  # VALUES data has few
+        first, second = _statement_kind(tokens, names)
+        refusal = _check_keywords(tokens, names, user, first, second) or \
+            _check_calls(tokens, names, user, first) or _check_engines_and_sources(tokens, names, user, first, second)
         if refusal is not None:
             return refusal
         if first == "set":
@@ -247,8 +268,8 @@ def check_statement(sql: str, user: str, readonly: bool) -> Refusal | None:
                 return refusal or _readonly(user)
         if readonly and first not in _READ_STATEMENTS:
             return _readonly(user)
-        for i, token in enumerate(tokens):
-            if _word(token, "settings", "setting"):
+        for i in names:
+            if _word(tokens[i], "settings", "setting"):
                 refusal = check_settings(_setting_names(tokens, i + 1), user, readonly)
                 if refusal is not None:
                     return refusal

@@ -11,27 +11,31 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["Token", "split_statements", "tokenize"]
 
 Kind = Literal["word", "ident", "string", "number", "punct"]
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: Kind  # word: bare identifier or keyword; ident: quoted identifier
-    text: str  # words and quoted identifiers lower-cased (ClickHouse compares function names so), strings decoded
+    text: str  # words and quoted identifiers lower-cased (ClickHouse compares function names so); strings raw
     at: int
 
 
-_SIMPLE = re.compile(r"""
+_MASTER = re.compile(r"""
     (?P<ws>\s+)
   | (?P<line>(?:--|\#)[^\n]*)
+  | (?P<block>/\*)
+  | (?P<string>'[^'\\]*'(?!'))
+  | (?P<quoted>['`"\u2018\u201c])
+  | (?P<heredoc>\$[A-Za-z0-9_]*\$)
   | (?P<num>\d[\w.]*(?:[eE][+-]\d+)?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-""", re.X)
+  | (?P<punct>[(),;=.*\[\]])
+  | (?P<other>.)
+""", re.X | re.S)
 _QUOTES = {"'": ("'", "string"), "\u2018": ("\u2019", "string"), "`": ("`", "ident"), '"': ('"', "ident"),
            "\u201c": ("\u201d", "ident")}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "a": "\a", "v": "\v", "e": "\x1b"}
@@ -83,57 +87,71 @@ def _block_comment_end(sql: str, start: int) -> int:
     return n
 
 
+def _plain(sql: str) -> list[Token] | None:
+    """The fast path, one C-level scan: for text with no comment, heredoc, non-ASCII or quote to decode."""
+    tokens: list[Token] = []
+    append = tokens.append
+    for m in _MASTER.finditer(sql):
+        group = m.lastgroup
+        if group == "word" or group == "num":
+            append(Token("word" if group == "word" else "number", m.group().lower(), m.start()))
+        elif group == "punct":
+            append(Token("punct", m.group(), m.start()))
+        elif group == "string":
+            append(Token("string", m.group()[1:-1], m.start()))
+        elif group != "ws" and group != "line" and (group != "other" or not m.group().isascii()):
+            return None  # a quote, comment or heredoc to follow by hand
+        elif group == "other":
+            append(Token("punct", m.group(), m.start()))
+    return tokens
+
+
 def tokenize(sql: str) -> list[Token]:
     """The tokens of ``sql`` without whitespace and comments."""
+    fast = _plain(sql) if "/*" not in sql and "$" not in sql else None
+    if fast is not None:
+        return fast
     tokens: list[Token] = []
+    append = tokens.append
     i, n = 0, len(sql)
+    match = _MASTER.match
     while i < n:
-        char = sql[i]
-        if char in _QUOTES:
-            close, kind = _QUOTES[char]
-            text, end = _quoted(sql, i, close)
-            tokens.append(Token("string" if kind == "string" else "ident",
-                                text if kind == "string" else text.lower(), i))
-            i = end
-            continue
-        if sql.startswith("/*", i):
-            i = _block_comment_end(sql, i)
-            continue
-        if char == "$" and (heredoc := _HEREDOC.match(sql, i)):
-            end = sql.find(heredoc.group(0), heredoc.end())
-            end = n if end < 0 else end
-            tokens.append(Token("string", sql[heredoc.end(): end], i))
-            i = end + len(heredoc.group(0))
-            continue
-        match = _SIMPLE.match(sql, i)
-        if match is not None:
-            group = match.lastgroup
-            if group in ("word", "num"):
-                tokens.append(Token("word" if group == "word" else "number", match.group().lower(), i))
-            i = match.end()
-            continue
-        if _is_space(char):
-            i += 1
-            continue
-        if ord(char) > 127:  # a letter ClickHouse takes into a bare word: keep the word whole
-            end = i
-            while end < n and ((sql[end].isascii() and (sql[end].isalnum() or sql[end] in "_$"))
-                               or (not sql[end].isascii() and not _is_space(sql[end]))):
-                end += 1
-            tokens.append(Token("word", sql[i:end].lower(), i))
-            i = end
-            continue
-        tokens.append(Token("punct", char, i))
-        i += 1
+        m = match(sql, i)
+        assert m is not None  # the last alternative matches any character
+        group, text, end = m.lastgroup, m.group(), m.end()
+        if group == "word" or group == "num":
+            append(Token("word" if group == "word" else "number", text.lower(), i))
+        elif group == "punct":
+            append(Token("punct", text, i))
+        elif group == "string":
+            append(Token("string", text[1:-1], i))
+        elif group == "quoted":
+            close, kind = _QUOTES[text]
+            value, end = _quoted(sql, i, close)
+            append(Token("string" if kind == "string" else "ident", value if kind == "string" else value.lower(), i))
+        elif group == "block":
+            end = _block_comment_end(sql, i)
+        elif group == "heredoc":
+            close_at = sql.find(text, end)
+            close_at = n if close_at < 0 else close_at
+            append(Token("string", sql[end: close_at], i))
+            end = close_at + len(text)
+        elif group == "other":
+            if _is_space(text):
+                pass
+            elif ord(text) > 127:  # a letter ClickHouse takes into a bare word: keep the word whole
+                while end < n and ((sql[end].isascii() and (sql[end].isalnum() or sql[end] in "_$"))
+                                   or (not sql[end].isascii() and not _is_space(sql[end]))):
+                    end += 1
+                append(Token("word", sql[i:end].lower(), i))
+            else:
+                append(Token("punct", text, i))
+        i = end
     return tokens
 
 
 def split_statements(tokens: list[Token]) -> list[list[Token]]:
     """Statements separated by ``;`` (empty ones dropped)."""
-    statements: list[list[Token]] = [[]]
-    for token in tokens:
-        if token.kind == "punct" and token.text == ";":
-            statements.append([])
-        else:
-            statements[-1].append(token)
-    return [s for s in statements if s]
+    cuts = [i for i, t in enumerate(tokens) if t.text == ";" and t.kind == "punct"]
+    bounds = zip([-1, *cuts], [*cuts, len(tokens)], strict=True)
+    return [tokens[a + 1: b] for a, b in bounds if b > a + 1]

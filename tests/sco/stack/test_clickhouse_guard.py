@@ -197,3 +197,19 @@ def test_chdbs_own_parse_passes_the_lookalikes(explain: AstReader, sql: str) -> 
 
 def test_the_parse_is_not_asked_about_two_statements(explain: AstReader) -> None:
     assert explain("SELECT 1; SYSTEM SHUTDOWN") is None  # chDB counts the statements first: nothing runs
+
+
+_ROWS = ", ".join(f"({i}, 'row-{i}, it''s \\' file(x)', {i * 0.5}e3)" for i in range(500))
+
+
+@pytest.mark.parametrize("tail", [", (1, file('/etc/shadow'), 2)", ", (1, `file`('/etc/shadow'), 2)",
+                                  " -- '\n, (file(char(47, 101, 116, 99))) -- '",
+                                  " /* ' */ , (url(char(104))) /* ' */"])
+def test_a_long_insert_values_is_read_whole_when_its_rows_are_more_than_literals(tail: str) -> None:
+    refusal = check_statement(f"INSERT INTO t VALUES {_ROWS}{tail}", "sco", False)
+    assert refusal is not None and refusal.code == 497, tail
+
+
+def test_a_long_insert_values_of_literals_passes() -> None:
+    assert check_statement(f"INSERT INTO t VALUES {_ROWS}", "sco", False) is None
+    assert check_statement(f"INSERT INTO t VALUES {_ROWS}", "reader", True) is not None  # still readonly's no
