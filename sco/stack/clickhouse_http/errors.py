@@ -14,6 +14,7 @@ __all__ = ["REFUSAL_CODES", "AuthConfigError", "UsersFileError"]
 
 # Stable codes of the log lines written when a request is refused (``sco.clickhouse.security`` logger).
 REFUSAL_CODES = {
+    "CHS000": "started with --no-auth: every local client is 'default' without a password (tests/dev only)",
     "CHS001": "authentication failed (wrong or missing user/password)",
     "CHS002": "a statement, table function, engine or setting that reaches outside the database",
     "CHS003": "a write, DDL or SET by a readonly user",
