@@ -10,6 +10,8 @@ the log line that goes with it carries one of the ``REFUSAL_CODES`` and the user
 
 from __future__ import annotations
 
+from sco.errors import AuthConfigError, UsersFileError  # defined with the package's other errors
+
 __all__ = ["REFUSAL_CODES", "AuthConfigError", "UsersFileError"]
 
 # Stable codes of the log lines written when a request is refused (``sco.clickhouse.security`` logger).
@@ -22,22 +24,3 @@ REFUSAL_CODES = {
     "CHS005": "a session of another user",
     "CHS006": "access management (users, roles, grants, profiles)",
 }
-
-
-class UsersFileError(ValueError):
-    """The users file is missing, readable by others, or not the documented shape."""
-
-    def __init__(self, code: str, path: str, field: str, problem: str, next_step: str) -> None:
-        super().__init__(f"{code} users file {path}: {field}: {problem}; {next_step}")
-        self.code, self.path, self.field = code, path, field
-
-
-class AuthConfigError(ValueError):
-    """The front end was asked to start without a users file and without ``--no-auth``."""
-
-    code = "CHA005"
-
-    def __init__(self) -> None:
-        super().__init__("CHA005 the ClickHouse front end needs --users-file PATH (JSON, mode 0600: "
-                         '{"users": [{"name": ..., "password_sha256_hex": ..., "profile": "default"|"readonly"}]}); '
-                         "--no-auth (tests and development only) serves every local user without a password")
