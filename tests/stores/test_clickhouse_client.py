@@ -35,3 +35,17 @@ def test_a_client_from_the_url_authenticates_and_a_wrong_password_is_refused(
             client.close()
     with pytest.raises(DatabaseError, match="AUTHENTICATION_FAILED"):
         clickhouse.client(clickhouse_server.base_url.replace("http://", f"http://{READER}:nope@"))
+
+
+def test_the_dbt_process_environment_carries_the_credentials_only_while_it_is_started(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from orchestration.finance_models import dbt_credentials
+
+    monkeypatch.setenv("SCO_DBT_CLICKHOUSE_USER", "before")
+    monkeypatch.delenv("SCO_DBT_CLICKHOUSE_PASSWORD", raising=False)
+    with dbt_credentials("http://analytics:s3cret@127.0.0.1:8124"):
+        assert (os.environ["SCO_DBT_CLICKHOUSE_USER"], os.environ["SCO_DBT_CLICKHOUSE_PASSWORD"]) == (
+            "analytics", "s3cret")
+    assert os.environ["SCO_DBT_CLICKHOUSE_USER"] == "before" and "SCO_DBT_CLICKHOUSE_PASSWORD" not in os.environ
