@@ -10,12 +10,14 @@ insert (only the token reading applies there: chDB parses no more than max_query
 from __future__ import annotations
 
 import base64
+import functools
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from chdb.state import sqlitelike
 
@@ -39,6 +41,10 @@ def _median_s(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
+def _run_chdb(chdb: Any, sql: str) -> object:
+    return chdb.query(sql, "TabSeparated").bytes()
+
+
 def main() -> int:
     users = write_users_file(Path(tempfile.mkdtemp(prefix="sco-bench-gate-")) / "users.json",
                              {"bench": ("pw", "default")})
@@ -55,9 +61,8 @@ def main() -> int:
             ("SELECT 1", "SELECT 1", "SELECT 1", 200, 1.5),
             ("dbt model", _MODEL, _MODEL[_MODEL.index("WITH"):], 100, 1.5),
             (f"INSERT VALUES {len(_INSERT) / 1e6:.1f} MB", _INSERT, _INSERT, 5, 3.0)):
-        base = _median_s(lambda q=engine_sql: chdb.query(q, "TabSeparated").bytes(), runs)
-        body = sql.encode()
-        gated = _median_s(lambda body=body: gate.admit({}, headers, body), runs)
+        base = _median_s(functools.partial(_run_chdb, chdb, engine_sql), runs)
+        gated = _median_s(functools.partial(gate.admit, {}, headers, sql.encode()), runs)
         ok = gated / base <= target
         failed |= not ok
         print(f"{name:<22} {base * 1e3:>10.3f} ms {gated * 1e3:>9.3f} ms {gated / base:>6.2f}x  "
