@@ -7,16 +7,20 @@ scan alone, then two at once on two connections, then two at once on one connect
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 from chdb.state import sqlitelike
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
+from sco.stack.clickhouse_http.auth import write_users_file
 
 _SCAN = "SELECT count() FROM numbers(200000000) WHERE cityHash64(number) % 7 = 3 SETTINGS max_threads = 1"
 
@@ -65,12 +69,16 @@ def in_process(rounds: int) -> dict[str, float]:
 
 def through_front_end(rounds: int) -> dict[str, float]:
     engine = ChdbEngine(None)
-    server = ClickHouseHTTPServer("127.0.0.1", 0, engine)
+    password = secrets.token_urlsafe(18)
+    users = write_users_file(Path(tempfile.mkdtemp(prefix="sco-bench-users-")) / "users.json",
+                             {"bench": (password, "default")})
+    server = ClickHouseHTTPServer("127.0.0.1", 0, engine, users_file=users)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    auth = {"X-ClickHouse-User": "bench", "X-ClickHouse-Key": password}
 
     def post(sql: str) -> Callable[[], object]:
-        return lambda: urllib.request.urlopen(urllib.request.Request(server.url + "/", sql.encode()), timeout=120
-                                              ).read()
+        return lambda: urllib.request.urlopen(urllib.request.Request(server.url + "/", sql.encode(), headers=auth),
+                                              timeout=120).read()
 
     short = [_timed(post("SELECT 1")) for _ in range(20 * rounds)]
     behind: list[float] = []

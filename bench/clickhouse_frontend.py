@@ -21,6 +21,7 @@ from typing import Any
 
 from sco.stack import services
 from stores import clickhouse
+from tests.support.clickhouse import authorized
 
 SETUP = [
     "CREATE TABLE ev (event_id String, kind LowCardinality(String), time DateTime64(3, 'UTC'), "
@@ -71,7 +72,8 @@ def main() -> int:
 
             def raw_http(sql: str = sql, fmt: str = fmt) -> bytes:
                 body = f"{sql} FORMAT {fmt}".encode()
-                with urllib.request.urlopen(urllib.request.Request(server.url + "/", data=body), timeout=60) as r:
+                url, headers = authorized(server.url + "/")  # the URL's credentials as HTTP Basic
+                with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=60) as r:
                     data: bytes = r.read()
                     return data
 

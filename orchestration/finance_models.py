@@ -4,14 +4,19 @@ into assets (through dagster-dbt) the first time the code location is loaded, ne
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from stores.clickhouse import client_kwargs
 from stores.config import resolve_url
 
-__all__ = ["DBT_DIR", "SOURCE_ASSETS", "dbt_env", "dbt_executable", "dbt_vars", "prepare_manifest"]
+__all__ = ["DBT_DIR", "SOURCE_ASSETS", "dbt_credentials", "dbt_credentials_env", "dbt_env", "dbt_executable",
+           "dbt_vars", "prepare_manifest"]
 
 DBT_DIR = Path(__file__).resolve().parents[1] / "dbt"
 # the ``sco`` sources and the assets that write them (a source not named here becomes ``sco_<name>``)
@@ -21,6 +26,7 @@ SOURCE_ASSETS = {"cost_attribution": "savings_attribution", "provider_pools": "p
 
 _VARS = {"SCO_DBT_CLICKHOUSE_HOST": "sco_clickhouse_host", "SCO_DBT_CLICKHOUSE_PORT": "sco_clickhouse_port",
          "SCO_DBT_CLICKHOUSE_DATABASE": "sco_clickhouse_database"}
+_ENV_LOCK = threading.RLock()
 
 
 def dbt_executable() -> str:
@@ -34,13 +40,39 @@ def dbt_env(clickhouse_url: str | None = None) -> dict[str, str]:
     env = {"SCO_DBT_CLICKHOUSE_HOST": str(kw["host"]), "SCO_DBT_CLICKHOUSE_PORT": str(kw["port"])}
     if "database" in kw:
         env["SCO_DBT_CLICKHOUSE_DATABASE"] = str(kw["database"])
-    return env
+    return {**env, **dbt_credentials_env(clickhouse_url)}
+
+
+def dbt_credentials_env(clickhouse_url: str | None = None) -> dict[str, str]:
+    """The URL's user and password as the profile reads them (``SCO_DBT_CLICKHOUSE_USER``/``_PASSWORD``): in
+    the environment only, which other local users cannot read, never in ``--vars`` (the command line)."""
+    kw = client_kwargs(resolve_url("clickhouse", clickhouse_url or None))
+    return {"SCO_DBT_CLICKHOUSE_USER": str(kw.get("username") or "default"),
+            "SCO_DBT_CLICKHOUSE_PASSWORD": str(kw.get("password") or "")}
+
+
+@contextmanager
+def dbt_credentials(clickhouse_url: str | None = None) -> Iterator[None]:
+    """``os.environ`` carries the URL's credentials while a dbt process is started from this one (dagster-dbt
+    passes the environment and nothing else); the previous values come back afterwards."""
+    env = dbt_credentials_env(clickhouse_url)
+    with _ENV_LOCK:
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def dbt_vars(clickhouse_url: str | None = None) -> dict[str, str]:
-    """The same connection as ``--vars`` (``sco_clickhouse_host`` …): the profile prefers them to the
-    environment, so an asset passes its ClickHouse to the dbt process without touching ``os.environ``."""
-    return {_VARS[k]: v for k, v in dbt_env(clickhouse_url).items()}
+    """The connection without its credentials as ``--vars`` (``sco_clickhouse_host`` …): the profile prefers
+    them to the environment; the credentials go through :func:`dbt_credentials` (the command line is public)."""
+    return {_VARS[k]: v for k, v in dbt_env(clickhouse_url).items() if k in _VARS}
 
 
 def prepare_manifest() -> Path:

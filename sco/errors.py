@@ -2,18 +2,23 @@
 
     Exception
     ├── CliError             a usage or input error, printed as one line; exit code 2 unless ``code`` says
-    └── ClickHouseError      the embedded ClickHouse front end's error, in ClickHouse's own shape
-                             (``Code: N. DB::Exception: …``); ``http_status`` maps it to an HTTP status
+    ├── ClickHouseError      the embedded ClickHouse front end's error, in ClickHouse's own shape
+    │                        (``Code: N. DB::Exception: …``); ``http_status`` maps it to an HTTP status
+    └── ValueError
+        ├── UsersFileError   the front end's users file is missing, readable by others or malformed
+        │                    (``CHA001``–``CHA004``, naming the file and the field): it does not start
+        └── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
 
 The commands turn the lower floors' errors (``ContractsError``, ``StoresError``, ``AgentError``, ...) into
-``CliError``, chaining the cause where it helps. ``sco.stack.clickhouse_http`` re-exports ``ClickHouseError``.
+``CliError``, chaining the cause where it helps. ``sco.stack.clickhouse_http`` re-exports ``ClickHouseError``,
+``sco.stack.clickhouse_http.errors`` the two users-file errors.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["CliError", "ClickHouseError"]
+__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -44,3 +49,22 @@ class ClickHouseError(Exception):
     @classmethod
     def make(cls, code: int, name: str, message: str) -> ClickHouseError:
         return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", name)
+
+
+class UsersFileError(ValueError):
+    """The ClickHouse front end's users file is missing, readable by others, or not the documented shape."""
+
+    def __init__(self, code: str, path: str, field: str, problem: str, next_step: str) -> None:
+        super().__init__(f"{code} users file {path}: {field}: {problem}; {next_step}")
+        self.code, self.path, self.field = code, path, field
+
+
+class AuthConfigError(ValueError):
+    """The ClickHouse front end was asked to start without a users file and without ``--no-auth``."""
+
+    code = "CHA005"
+
+    def __init__(self) -> None:
+        super().__init__("CHA005 the ClickHouse front end needs --users-file PATH (JSON, mode 0600: "
+                         '{"users": [{"name": ..., "password_sha256_hex": ..., "profile": "default"|"readonly"}]}); '
+                         "--no-auth (tests and development only) serves every local user without a password")

@@ -112,7 +112,13 @@ def _ch_serve(args: argparse.Namespace) -> int:
         raise CliError("--data: give the chDB data directory (or --memory for a throw-away engine)")
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port {args.port}: must be 0..65535 (0 picks a free port)")
-    return serve(None if args.memory else str(args.data), host=args.host, port=args.port, verbose=args.verbose)
+    from sco.stack.clickhouse_http.errors import AuthConfigError, UsersFileError
+
+    try:
+        return serve(None if args.memory else str(args.data), host=args.host, port=args.port, verbose=args.verbose,
+                     users_file=args.users_file, no_auth=args.no_auth)
+    except (UsersFileError, AuthConfigError) as exc:
+        raise CliError(str(exc)) from None
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -173,6 +179,8 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8123, help="0 picks a free port (printed on start)")
     p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--users-file", type=Path, help="users JSON, mode 0600 (name, password_sha256_hex, profile)")
+    p.add_argument("--no-auth", action="store_true", help="serve without authentication (tests/development only)")
     p.set_defaults(handler=_ch_serve)
     p = ch.add_parser("migrate", parents=[home], help="apply the ClickHouse migrations (idempotent)")
     p.add_argument("--url", help="ClickHouse URL (default: $SCO_CLICKHOUSE_URL or the stack file)")

@@ -261,28 +261,36 @@ def reload_nats(pid: int) -> None:
 
 
 # -- ClickHouse front end -----------------------------------------------------------------------------------
-def _front_end_takes_users_file() -> bool:
-    main = Path(__file__).with_name("clickhouse_http") / "__main__.py"
-    return "--users-file" in main.read_text()
-
-
 def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0, *,
                      users_file: Path | None = None) -> Running:
-    """The ClickHouse front end over chDB in ``data_dir/chdb``, as the service account when root;
-    ``users_file``: the users it authenticates (``sco.stack.credentials.clickhouse_users_document``)."""
+    """The ClickHouse front end over chDB in ``data_dir/chdb``, as the service account when root.
+
+    ``users_file``: the users it authenticates (``sco up`` writes ``credentials.clickhouse_users_document``);
+    without one, a fresh ``sco`` user (default profile) is written to ``data_dir/users.json`` (0600, owned by the
+    service account) and the returned URL carries its password.
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     chdb = data_dir / "chdb"
     chdb.mkdir(exist_ok=True)
     repo = Path(__file__).resolve().parents[2]
     _hand_over(chdb, Path(sys.executable), repo / "sco")
     port = port or free_port()
-    argv = [sys.executable, "-m", "sco.stack.clickhouse_http", str(chdb), str(port)]
-    if users_file is not None and _front_end_takes_users_file():
-        # TODO(chauth merge): the front end learns --users-file on the h-chauth branch; the lead wires it there.
-        argv += ["--users-file", str(users_file)]
+    url = f"http://127.0.0.1:{port}"
+    if users_file is None:
+        import secrets
+
+        from sco.stack.clickhouse_http.auth import write_users_file
+
+        password = secrets.token_urlsafe(24)
+        users_file = write_users_file(data_dir / "users.json", {"sco": (password, "default")})
+        account = service_account()
+        if account is not None:
+            os.chown(users_file, *account)
+        url = f"http://sco:{password}@127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "sco.stack.clickhouse_http", str(chdb), str(port), "--users-file", str(users_file)]
     proc = _spawn(argv, data_dir / "clickhouse.log", cwd=str(repo), **_as_service())
     _listening(proc, port, timeout, "sco clickhouse serve")
-    return Running("clickhouse", f"http://127.0.0.1:{port}", proc.pid, port, str(data_dir))
+    return Running("clickhouse", url, proc.pid, port, str(data_dir))
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from contracts.events import Event, EventKind
+from tests.support.clickhouse import authorized
 
 
 @dataclass
@@ -20,7 +21,8 @@ class Reply:
 
 def http(url: str, body: bytes | None = None, headers: dict[str, str] | None = None, method: str | None = None,
          ) -> Reply:
-    request = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
+    url, headers = authorized(url, headers)  # credentials in the URL travel as HTTP Basic
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return Reply(response.status, dict(response.headers.items()), response.read())

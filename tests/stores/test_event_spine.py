@@ -20,6 +20,7 @@ from stores import clickhouse, migrate, outbox, postgres
 from stores import nats as sco_nats
 from stores.ingest import CONSUMER, drain, run
 from tests.stores.helpers import make_event
+from tests.support.clickhouse import ClickHouseProcess
 from tests.support.paths import REPO
 
 
@@ -161,9 +162,8 @@ def test_sco_outbox_relay_and_sco_ingest_commands_move_outbox_rows_into_clickhou
 
 
 def test_ingest_waits_out_a_clickhouse_outage_and_loses_nothing(nats_url: str, tmp_path: Path) -> None:
-    port = services.free_port()
-    front = services.start_clickhouse(tmp_path / "ch", port)
-    url = f"http://127.0.0.1:{port}"
+    front = ClickHouseProcess(tmp_path / "ch", services.free_port()).start()  # one users file for both starts
+    url = front.url
     client = clickhouse.client(url)
     migrate.migrate_clickhouse(client)
     client.close()
@@ -175,9 +175,9 @@ def test_ingest_waits_out_a_clickhouse_outage_and_loses_nothing(nats_url: str, t
         task = asyncio.create_task(run(nats_url, url, batch_size=200, stop=stop))
         while await asyncio.to_thread(_count_rows, url) == 0:
             await asyncio.sleep(0.02)
-        await asyncio.to_thread(services.stop_pid, front.pid)  # ClickHouse goes away mid-run
+        await asyncio.to_thread(front.stop)  # ClickHouse goes away mid-run
         await asyncio.sleep(1.5)
-        restarted = await asyncio.to_thread(services.start_clickhouse, tmp_path / "ch", port)
+        await asyncio.to_thread(front.start)  # same port, same users
         for _ in range(300):
             if await asyncio.to_thread(_count_rows, url) >= n:
                 break
@@ -185,7 +185,7 @@ def test_ingest_waits_out_a_clickhouse_outage_and_loses_nothing(nats_url: str, t
         stop.set()
         ingest = await task
         stored = await asyncio.to_thread(_count_rows, url)
-        await asyncio.to_thread(services.stop_pid, restarted.pid)
+        await asyncio.to_thread(front.stop)
         return ingest.inserted, stored
 
     inserted, stored = asyncio.run(ingest_across_the_outage())

@@ -11,7 +11,14 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
-from orchestration.finance_models import DBT_DIR, SOURCE_ASSETS, dbt_executable, dbt_vars, prepare_manifest
+from orchestration.finance_models import (
+    DBT_DIR,
+    SOURCE_ASSETS,
+    dbt_credentials,
+    dbt_executable,
+    dbt_vars,
+    prepare_manifest,
+)
 from orchestration.resources import ClickHouseResource
 
 __all__ = ["dbt_resource", "finance_models"]
@@ -44,6 +51,8 @@ def finance_models() -> AssetsDefinition:
         args = ["build", "--exclude", "resource_type:unit_test", "--vars", json.dumps(dbt_vars(clickhouse.url))]
         with warnings.catch_warnings():  # dagster-dbt 0.29 calls the deprecated AssetExecutionContext.op
             warnings.simplefilter("ignore", DeprecationWarning)
-            yield from dbt.cli(args, context=context).stream()
+            with dbt_credentials(clickhouse.url):  # the dbt process is started here, with them in its environment
+                invocation = dbt.cli(args, context=context)
+            yield from invocation.stream()
 
     return _finance_models

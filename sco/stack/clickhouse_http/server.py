@@ -1,9 +1,9 @@
 """``sco clickhouse serve``: a ClickHouse HTTP-protocol server over one chDB engine (standard library only).
 
 The process owns the chDB data directory (chDB refuses a second process), so clickhouse-connect,
-dbt-clickhouse (``driver: http``) and any number of Dagster processes reach the data through it. No
-authentication: it binds to loopback by default; production points ``SCO_CLICKHOUSE_URL`` at a real
-ClickHouse instead.
+dbt-clickhouse (``driver: http``) and any number of Dagster processes reach the data through it. Every
+request is authenticated against the users file and its statement checked (:mod:`.gate`) before the engine
+sees it; production points ``SCO_CLICKHOUSE_URL`` at a real ClickHouse instead.
 """
 
 from __future__ import annotations
@@ -14,14 +14,18 @@ import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .auth import load_users_file
 from .compression import choose_encoding
 from .disconnect import DisconnectWatch
 from .engine import ChdbEngine
-from .protocol import DEFAULT_MAX_BODY, ClickHouseError, Request, http_status, parse_request
+from .errors import AuthConfigError
+from .gate import make_gate
+from .protocol import DEFAULT_MAX_BODY, ClickHouseError, Request, http_status
 from .streaming import ResponseWriter
 
 __all__ = ["ClickHouseHTTPServer", "serve"]
@@ -154,8 +158,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, f"There is no handle {url.path}\n\nUse / or /ping for health checks.\n".encode(),
                            {"Content-Type": "text/plain; charset=UTF-8"})
                 return
-            request = parse_request(params, {k.lower(): v for k, v in self.headers.items()}, body,
-                                    self.server.max_body_bytes)
+            request = self.server.gate.admit(params, {k.lower(): v for k, v in self.headers.items()}, body,
+                                             self.server.max_body_bytes)  # auth + guard + parse_request
             query_id = request.query_id
             self._respond(request)
         except ClickHouseError as error:
@@ -216,7 +220,8 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, host: str, port: int, engine: ChdbEngine, verbose: bool = False, *,
                  read_timeout_s: float = 30.0, max_body_bytes: int = DEFAULT_MAX_BODY,
-                 max_connections: int = 256) -> None:
+                 max_connections: int = 256, users_file: str | Path | None = None, no_auth: bool = False) -> None:
+        self.gate = make_gate(engine, users_file, no_auth)  # before binding: a bad users file starts nothing
         super().__init__((host, port), _Handler)
         self.engine = engine
         self.verbose = verbose
@@ -259,10 +264,21 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
 
 
 def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, ready: threading.Event | None = None,
-          verbose: bool = False) -> int:
-    """Serve until SIGTERM/SIGINT; ``port`` 0 picks a free one (printed as the first line on stdout)."""
+          verbose: bool = False, *, users_file: str | Path | None = None, no_auth: bool = False) -> int:
+    """Serve until SIGTERM/SIGINT; ``port`` 0 picks a free one (printed as the first line on stdout).
+
+    ``users_file``: the users and their profiles (see :mod:`.auth`); without it ``no_auth`` must be set.
+    """
+    if users_file is None and not no_auth:
+        raise AuthConfigError()  # before the engine starts: nothing to undo
+    if users_file is not None:
+        load_users_file(users_file)  # a bad file is refused before the engine starts
     engine = ChdbEngine(data_dir)
-    server = ClickHouseHTTPServer(host, port, engine, verbose)
+    try:
+        server = ClickHouseHTTPServer(host, port, engine, verbose, users_file=users_file, no_auth=no_auth)
+    except BaseException:
+        engine.close()
+        raise
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()

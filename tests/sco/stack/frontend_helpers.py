@@ -1,28 +1,64 @@
-"""An in-process front end with chosen limits, for the tests that need a small timeout, pool or body limit."""
+"""An in-process front end with chosen limits, for the tests that need a small timeout, pool or body limit.
+
+It authenticates like every front end: its users file has the writer and the reader of
+``tests.support.clickhouse``; ``server.url`` carries the writer's credentials (``plain_url`` none).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import secrets
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
+from sco.stack.clickhouse_http.auth import write_users_file
+from tests.support.clickhouse import READER, WRITER, authorized
 
-__all__ = ["StreamedReply", "raw_exchange", "running_frontend", "streamed"]
+__all__ = ["PASSWORDS", "StreamedReply", "TestFrontend", "raw_exchange", "running_frontend", "streamed", "users_file"]
+
+PASSWORDS = {WRITER: secrets.token_urlsafe(18), READER: secrets.token_urlsafe(18)}
+_USERS_DIR = tempfile.mkdtemp(prefix="sco-ch-users-")
+
+
+def users_file() -> Path:
+    """This process's users file for in-process front ends (writer: default profile, reader: readonly)."""
+    return write_users_file(Path(_USERS_DIR) / "users.json", {
+        WRITER: (PASSWORDS[WRITER], "default"), READER: (PASSWORDS[READER], "readonly")})
+
+
+class TestFrontend(ClickHouseHTTPServer):
+    """The server, with ``url`` carrying the writer's credentials."""
+
+    __test__ = False  # not a test class for pytest
+
+    @property
+    def plain_url(self) -> str:
+        return super().url
+
+    @property
+    def url(self) -> str:
+        return self.url_for(WRITER)
+
+    def url_for(self, user: str) -> str:
+        return self.plain_url.replace("http://", f"http://{user}:{PASSWORDS[user]}@")
 
 
 @contextmanager
 def running_frontend(engine_options: dict[str, Any] | None = None, **server_options: Any,
-                     ) -> Iterator[ClickHouseHTTPServer]:
+                     ) -> Iterator[TestFrontend]:
     """A front end over an in-memory chDB on a free loopback port, shut down on exit."""
     engine = ChdbEngine(None, **(engine_options or {}))
-    server = ClickHouseHTTPServer("127.0.0.1", 0, engine, **server_options)
+    server_options.setdefault("users_file", users_file())
+    server = TestFrontend("127.0.0.1", 0, engine, **server_options)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -35,8 +71,16 @@ def running_frontend(engine_options: dict[str, Any] | None = None, **server_opti
 
 
 def raw_exchange(url: str, request: bytes, close_write: bool = True, timeout_s: float = 30.0) -> bytes:
-    """Send ``request`` bytes as they are on one connection and read until the server closes it."""
-    host, port = url.removeprefix("http://").split("/")[0].split(":")
+    """Send ``request`` bytes as they are on one connection and read until the server closes it.
+
+    Credentials in ``url`` go in as an ``Authorization`` header after the request line.
+    """
+    plain, headers = authorized(url)
+    if "Authorization" in headers and b"\r\n" in request:
+        line, rest = request.split(b"\r\n", 1)
+        request = line + b"\r\nAuthorization: " + headers["Authorization"].encode() + b"\r\n" + rest
+    parts = urlsplit(plain)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(request)
         if close_write:
@@ -58,13 +102,16 @@ class StreamedReply:
 
 def streamed(url: str, body: bytes | None = None, headers: dict[str, str] | None = None,
              timeout_s: float = 60.0) -> StreamedReply:
-    """POST (or GET without ``body``) with http.client and read the reply, complete or cut short."""
-    parts = urlsplit(url)
+    """POST (or GET without ``body``) with http.client and read the reply, complete or cut short (credentials in
+    ``url`` go in as an ``Authorization`` header)."""
+    plain, auth = authorized(url)
+    headers = {**auth, **(headers or {})}
+    parts = urlsplit(plain)
     connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout_s)
     try:
         target = parts.path or "/"
         connection.request("POST" if body is not None else "GET", target + (f"?{parts.query}" if parts.query else ""),
-                           body=body, headers=headers or {})
+                           body=body, headers=headers)
         response = connection.getresponse()
         try:
             return StreamedReply(response.status, response.headers, response.read(), True)

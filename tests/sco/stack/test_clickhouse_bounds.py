@@ -15,7 +15,7 @@ import pytest
 
 from sco.stack.clickhouse_http import ClickHouseHTTPServer
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess
+from tests.support.clickhouse import ClickHouseProcess, authorized
 
 from .frontend_helpers import raw_exchange, running_frontend
 
@@ -91,11 +91,13 @@ def test_a_1_1_mb_gzip_expanding_to_1_1_gb_is_refused_by_default_with_rss_under_
 
 
 def test_64_simultaneous_connections_are_all_answered(clickhouse_server: ClickHouseProcess) -> None:
-    host, port = clickhouse_server.url.removeprefix("http://").split(":")
+    host, port = clickhouse_server.base_url.removeprefix("http://").split(":")
+    auth = authorized(clickhouse_server.url)[1]["Authorization"]
     sockets = [socket.create_connection((host, int(port)), timeout=60) for _ in range(64)]
     try:
         for i, sock in enumerate(sockets):
-            sock.sendall(f"GET /?query=SELECT%20{i} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            sock.sendall(f"GET /?query=SELECT%20{i} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n"
+                         "Connection: close\r\n\r\n".encode())
         replies = []
         for sock in sockets:
             data = b""
@@ -128,7 +130,7 @@ def test_a_connection_that_sends_its_headers_too_slowly_is_closed_by_the_read_ti
 @pytest.mark.services
 def test_past_max_connections_a_new_connection_gets_503_at_once() -> None:
     with running_frontend(max_connections=1) as server:
-        host, port = server.url.removeprefix("http://").split(":")
+        host, port = server.plain_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as holder:
             holder.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
             assert holder.recv(65536).startswith(b"HTTP/1.1 200")  # the one worker is taken by this connection

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stores import clickhouse
-from tests.support.clickhouse import ClickHouseProcess
+from tests.support.clickhouse import WRITER, ClickHouseProcess
 from tests.support.paths import REPO
 
 PROJECT = Path(__file__).with_name("dbt_project")
@@ -37,7 +37,7 @@ def test_a_dbt_project_builds_table_incremental_and_tests_through_the_front_end(
     (project / "profiles.yml").write_text(
         "sco_stack_check:\n  target: dev\n  outputs:\n    dev:\n      type: clickhouse\n      driver: http\n"
         f"      host: 127.0.0.1\n      port: {clickhouse_server.running.port}\n      schema: {schema}\n"
-        "      user: default\n      password: ''\n      threads: 4\n")
+        f"      user: {WRITER}\n      password: '{clickhouse_server.passwords[WRITER]}'\n      threads: 4\n")
     first = _dbt(project, "build")
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     assert "PASS=5" in first.stdout  # 2 models + 3 tests

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -64,6 +65,8 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
         urls = load_urls(home)
         assert urls.clickhouse is not None and urls.clickhouse.startswith("http://sco:")  # the admin user
         assert "@127.0.0.1:" in urls.clickhouse
+        assert urls.clickhouse is not None and urlsplit(urls.clickhouse).hostname == "127.0.0.1"
+        assert urlsplit(urls.clickhouse).password  # the front end authenticates: its URL carries a password
         services.stop_pid(reused["clickhouse"]["pid"])  # one server dies: status says so, up restarts only it
         assert _sco(home, "status").returncode == 1
         healed = {s["name"]: s["state"] for s in json.loads(_sco(home, "up", "--json").stdout)}
