@@ -283,10 +283,10 @@ def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 3
 
         password = secrets.token_urlsafe(24)
         users_file = write_users_file(data_dir / "users.json", {"sco": (password, "default")})
-        account = service_account()
-        if account is not None:
-            os.chown(users_file, *account)
         url = f"http://sco:{password}@127.0.0.1:{port}"
+    account = service_account()
+    if account is not None:  # the server reads it as the service account (the file stays 0600)
+        os.chown(users_file, *account)
     argv = [sys.executable, "-m", "sco.stack.clickhouse_http", str(chdb), str(port), "--users-file", str(users_file)]
     proc = _spawn(argv, data_dir / "clickhouse.log", cwd=str(repo), **_as_service())
     _listening(proc, port, timeout, "sco clickhouse serve")

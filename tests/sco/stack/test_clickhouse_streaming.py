@@ -17,7 +17,7 @@ from backports import zstd
 from clickhouse_connect.driver.exceptions import DatabaseError, StreamFailureError
 
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess
+from tests.support.clickhouse import ClickHouseProcess, authorized
 from tests.support.wait import wait_for
 
 from .frontend_helpers import running_frontend, streamed
@@ -40,7 +40,9 @@ def test_a_large_result_is_streamed_with_bounded_memory() -> None:
         query = f"SELECT number, repeat('x', {width}) FROM numbers({rows}) FORMAT Native".encode()
         host, port = server.server_address[:2]
         connection = socket.create_connection((str(host), int(port)), timeout=60)
-        connection.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(query), query))
+        auth = authorized(server.url)[1]["Authorization"].encode()
+        connection.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: %d\r\n\r\n%s"
+                           % (auth, len(query), query))
         received = 0
         with connection, connection.makefile("rb") as reply:
             head = b""
@@ -150,9 +152,11 @@ def test_compression_follows_the_servers_preference_and_needs_the_setting(
 
 
 def _slow_query_on_a_socket(url: str, extra: str = "") -> socket.socket:
-    host, port = url.removeprefix("http://").split(":")
+    plain, headers = authorized(url)
+    host, port = plain.removeprefix("http://").rstrip("/").split(":")
     sock = socket.create_connection((host, int(port)), timeout=30)
-    sock.sendall(f"GET /?query={quote(_SLOW)}{extra} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    sock.sendall(f"GET /?query={quote(_SLOW)}{extra} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: {headers['Authorization']}\r\n\r\n".encode())
     return sock
 
 
@@ -170,9 +174,11 @@ def test_a_client_that_closes_its_connection_gets_its_query_cancelled() -> None:
 
 def test_a_client_that_stops_reading_a_streamed_result_frees_its_slot() -> None:
     with running_frontend({"max_queries": 1, "queue_timeout_s": 60}) as server:
-        host, port = server.url.removeprefix("http://").split(":")
-        sock = socket.create_connection((host, int(port)), timeout=30)
-        sock.sendall(b"GET /?query=SELECT%20number%20FROM%20numbers(10000000000) HTTP/1.1\r\nHost: x\r\n\r\n")
+        host, port = server.server_address[:2]
+        auth = authorized(server.url)[1]["Authorization"].encode()
+        sock = socket.create_connection((str(host), int(port)), timeout=30)
+        sock.sendall(b"GET /?query=SELECT%%20number%%20FROM%%20numbers(10000000000) HTTP/1.1\r\nHost: x\r\n"
+                     b"Authorization: %s\r\n\r\n" % auth)
         first = sock.recv(65536)
         sock.close()
         wait_for(lambda: server.engine.running == 0, what="the endless stream was stopped")
