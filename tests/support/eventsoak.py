@@ -347,13 +347,20 @@ class _Soak:
             self.ingest.tend()
             await asyncio.sleep(0.2)
 
+    def _ready(self, restarted: float, before: int, at: int) -> bool:
+        """A fresh count (after the last restart) that moved past the last fault's and reached ``at``."""
+        if not self.samples:
+            return False
+        when, count, _ = self.samples[-1]
+        return when > restarted and (count > before or count >= self.plan.events) and count >= at
+
     async def chaos(self) -> None:
         assert self.ingest is not None
-        restarted = 0.0
-        for fault in self.plan.kills:  # each at a fresh count, taken after the previous fault's restart
-            while not self.samples or self.samples[-1][0] <= restarted or self.samples[-1][1] < fault.at:
+        restarted, before = 0.0, -1
+        for fault in self.plan.kills:  # each once the pipeline stored again after the previous fault
+            while not self._ready(restarted, before, fault.at):
                 await asyncio.sleep(0.05)
-            stored = self.samples[-1][1]
+            stored = before = self.samples[-1][1]
             record = KillRecord(fault.target, self.published, stored, time.monotonic())
             self.faulting = True
             if fault.target == "ingest":
