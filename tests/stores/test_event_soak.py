@@ -1,7 +1,8 @@
 """The fault soak of issue 15, small: publishers → JetStream → ``sco ingest`` → the ClickHouse front end with
 the ingest, nats-server and the front end each SIGKILLed once at a seeded point and restarted, poison events
 mixed in; every valid event exactly once in ClickHouse, every poison dead-lettered with its reason.
-The full size is ``bench/event_soak.py`` (1,000,000 events); the engine is ``tests/support/eventsoak.py``."""
+The full size is ``bench/event_soak.py`` (1,000,000 events); the engine is ``tests/support/eventsoak.py``
+and ``tests/support/soakrun.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.eventsoak import POISON_KINDS, TARGETS, SoakResult, _longest_stall, _ranges, plan_soak, run_soak
+from tests.support.eventsoak import POISON_KINDS, TARGETS, SoakResult, longest_stall, plan_soak, ranges
+from tests.support.soakrun import run_soak
 
 EVENTS = 10_000
 
@@ -24,13 +26,13 @@ def test_the_soak_plan_is_a_function_of_the_seed_with_every_poison_kind_and_each
 
 
 def test_the_reconciliation_names_lost_events_as_ranges_and_a_stall_only_while_the_servers_are_up() -> None:
-    assert _ranges([3, 4, 5, 9, 11, 12]) == [(3, 5), (9, 9), (11, 12)]
+    assert ranges([3, 4, 5, 9, 11, 12]) == [(3, 5), (9, 9), (11, 12)]
     result = SoakResult(valid=10, elapsed_s=1.0, publish_s=0.5, poisons_streamed=0, poisons_refused=0,
                         final_count=8, distinct=8, missing=[(3, 4)], drained=True)
     assert (result.lost, result.duplicated, result.ok) == (2, 0, False)
     samples = [(0.0, 0, 10), (1.0, 5, 10), (2.0, 5, 10), (3.0, 5, -1), (9.0, 5, -1), (10.0, 5, 10),
                (14.0, 5, 10), (15.0, 10, 10), (30.0, 10, 10)]
-    assert _longest_stall(samples) == 4.0  # 1→2 s, then 10→14 s after the fault; the fault's 6 s and the
+    assert longest_stall(samples) == 4.0  # 1→2 s, then 10→14 s after the fault; the fault's 6 s and the
     # quiet end with everything stored are not stalls
 
 
@@ -40,7 +42,7 @@ def test_ten_thousand_events_survive_a_sigkill_of_the_ingest_nats_and_the_front_
         tmp_path: Path) -> None:
     plan = plan_soak(EVENTS, 3, seed=15, poison_every=2000)
 
-    result = run_soak(plan, tmp_path / "soak", drain_timeout_s=300)
+    result = run_soak(plan, tmp_path / "soak", ack_wait_s=3.0, drain_timeout_s=300)
 
     print("\n".join(result.lines()))
     assert [kill.target for kill in result.kills] == [kill.target for kill in plan.kills]

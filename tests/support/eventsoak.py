@@ -4,7 +4,7 @@ poison events mixed in; then a reconciliation of every published id against Clic
 
 Used by ``tests/stores/test_event_soak.py`` (small) and ``bench/event_soak.py`` (1,000,000 events). The plan
 (where the poisons and the kills fall, how long each server stays down) is a pure function of the seed
-(:func:`plan_soak`); the run (:func:`run_soak`) is real processes on free ports under ``root``.
+(:func:`plan_soak`); the run (``tests.support.soakrun.run_soak``) is real processes on free ports.
 
 What is checked, after the consumer has nothing pending and nothing unacknowledged:
 - every valid event exactly once: ``count()`` with ``FINAL`` = distinct ids = published valid, and the ids
@@ -17,30 +17,16 @@ What is checked, after the consumer has nothing pending and nothing unacknowledg
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from contracts.subjects import EVENTS_STREAM, event_subject
-from sco.stack import services
-from stores import clickhouse, migrate
-from stores import nats as sco_nats
-from stores.ingest import CONSUMER
-from tests.support.clickhouse import ClickHouseProcess
-from tests.support.nats import NatsProcess
-from tests.support.paths import REPO
+from contracts.subjects import event_subject
+from stores import clickhouse
 
-__all__ = ["KillPlan", "KillRecord", "SoakPlan", "SoakResult", "payload", "plan_soak", "poison", "run_soak"]
+__all__ = ["KillPlan", "KillRecord", "SoakPlan", "SoakResult", "event_id", "payload", "plan_soak", "poison",
+           "reconcile"]
 
 ID_HIGH = 0x50AC  # high 64 bits of every valid event id: uuid.UUID(int=(ID_HIGH << 64) + index)
 TARGETS = ("ingest", "nats", "frontend")
@@ -194,226 +180,7 @@ class SoakResult:
         return out
 
 
-class IngestSupervisor:
-    """``python -m stores.ingest`` as a supervisor runs it: restarted whenever it exits."""
-
-    def __init__(self, nats_url: str, clickhouse_url: str, log: Path, batch: int, ack_wait_s: float) -> None:
-        self.argv = [sys.executable, "-m", "stores.ingest", "--nats", nats_url, "--clickhouse", clickhouse_url,
-                     "--batch", str(batch), "--ack-wait", str(ack_wait_s)]
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.restarts = 0
-        self.held = False  # killed on purpose: the fault restarts it, not the supervisor
-
-    def start(self) -> None:
-        """Start the ingest."""
-        self.held = False
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-    def kill(self) -> None:
-        """SIGKILL and reap; held down until ``start``."""
-        self.held = True
-        if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            self.proc.wait()
-
-    def tend(self) -> None:
-        """Restart the ingest when it exited on its own (ING001 after NATS stayed away)."""
-        if not self.held and self.proc is not None and self.proc.poll() is not None:
-            self.restarts += 1
-            self.start()
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-class _Publisher:
-    """Core-NATS publishes with a reply inbox per message and the PubAcks collected by one subscription:
-    a window of 1,000 in one go, without nats-py's future and timer per JetStream publish (3–5× faster)."""
-
-    def __init__(self, nc: Any, timeout_s: float = 2.0) -> None:
-        self.nc, self.timeout_s = nc, timeout_s
-        self.prefix = nc.new_inbox()
-        self.acked: set[str] = set()
-        self.refused: set[str] = set()
-
-    async def start(self) -> None:
-        """Subscribe to the acknowledgements (nats-py renews the subscription after a reconnect)."""
-        await self.nc.subscribe(self.prefix + ".*", cb=self._on_ack)
-
-    async def _on_ack(self, msg: Any) -> None:
-        if msg.headers and msg.headers.get("Status"):
-            return  # 503 no responders (the stream is not up yet)
-        if msg.data.startswith(b"{") and b'"error"' not in msg.data:
-            self.acked.add(msg.subject.rsplit(".", 1)[1])
-
-    async def send(self, window: dict[str, tuple[str, bytes, str]]) -> None:
-        """Publish ``window`` (key → subject, data, msg id) until each is acknowledged or refused as too big."""
-        import nats.errors
-
-        while pending := [k for k in window if k not in self.acked and k not in self.refused]:
-            for key in pending:
-                subject, data, msg_id = window[key]
-                try:
-                    await self.nc.publish(subject, data, reply=f"{self.prefix}.{key}",
-                                          headers={"Nats-Msg-Id": msg_id})
-                except nats.errors.MaxPayloadError:
-                    self.refused.add(key)
-                except Exception:
-                    await asyncio.sleep(0.2)  # reconnecting with a full buffer: the rest go next round
-                    break
-            deadline = time.monotonic() + self.timeout_s
-            while time.monotonic() < deadline and any(k not in self.acked and k not in self.refused
-                                                      for k in pending):
-                await asyncio.sleep(0.005)
-
-
-def _kill_frontend(front: ClickHouseProcess) -> None:
-    assert front.running is not None
-    pid = front.running.pid
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    services.reap(pid, 30)
-    front.running = None
-
-
-class _Soak:
-    """One run's processes and tasks."""
-
-    def __init__(self, plan: SoakPlan, root: Path, batch: int, window: int) -> None:
-        self.plan, self.root, self.window = plan, root, window
-        self.nats = NatsProcess(root / "nats")
-        self.front = ClickHouseProcess(root / "ch")
-        self.ch_url = ""
-        self.ingest: IngestSupervisor | None = None
-        self.batch = batch
-        self.published = 0
-        self.publishing = True
-        self.samples: list[tuple[float, int, int]] = []  # (when, rows stored, valid published; -1 during a fault)
-        self.kills: list[KillRecord] = []
-        self.stop = asyncio.Event()
-        self.faulting = False  # from a kill until its restart returned
-
-    def start(self) -> None:
-        self.nats.start()
-        self.front.start()
-        admin = clickhouse.client(self.front.url)
-        admin.command("CREATE DATABASE IF NOT EXISTS soak")
-        admin.close()
-        self.ch_url = f"{self.front.url}/?database=soak"
-        client = clickhouse.client(self.ch_url)
-        migrate.migrate_clickhouse(client)
-        client.close()
-        self.ingest = IngestSupervisor(self.nats.url, self.ch_url, self.root / "ingest.log", self.batch, 5.0)
-        self.ingest.start()
-
-    def close(self) -> None:
-        if self.ingest is not None:
-            self.ingest.stop()
-        self.front.stop()
-        self.nats.stop()
-
-    def count(self) -> int | None:
-        try:
-            client = clickhouse.client(self.ch_url)
-        except Exception:
-            return None
-        try:
-            return int(client.command("SELECT count() FROM events"))
-        except Exception:
-            return None
-        finally:
-            client.close()
-
-    async def sample(self) -> None:
-        while not self.stop.is_set():
-            value = await asyncio.to_thread(self.count)
-            if value is not None:
-                self.samples.append((time.monotonic(), value, -1 if self.faulting else self.published))
-            await asyncio.sleep(0.25)
-
-    async def supervise(self) -> None:
-        assert self.ingest is not None
-        while not self.stop.is_set():
-            self.ingest.tend()
-            await asyncio.sleep(0.2)
-
-    def _ready(self, restarted: float, before: int, at: int) -> bool:
-        """A fresh count (after the last restart) that moved past the last fault's and reached ``at``."""
-        if not self.samples:
-            return False
-        when, count, _ = self.samples[-1]
-        return when > restarted and (count > before or count >= self.plan.events) and count >= at
-
-    async def chaos(self) -> None:
-        assert self.ingest is not None
-        restarted, before = 0.0, -1
-        for fault in self.plan.kills:  # each once the pipeline stored again after the previous fault
-            while not self._ready(restarted, before, fault.at):
-                await asyncio.sleep(0.05)
-            stored = before = self.samples[-1][1]
-            record = KillRecord(fault.target, self.published, stored, time.monotonic())
-            self.faulting = True
-            if fault.target == "ingest":
-                self.ingest.kill()
-            elif fault.target == "nats":
-                self.nats.kill()
-            else:
-                await asyncio.to_thread(_kill_frontend, self.front)
-            self.kills.append(record)
-            await asyncio.sleep(fault.down_s)
-            if fault.target == "ingest":
-                self.ingest.start()
-            elif fault.target == "nats":
-                await asyncio.to_thread(self.nats.start)
-            else:
-                await asyncio.to_thread(self.front.start)
-            self.faulting = False
-            restarted = time.monotonic()
-
-    async def publish(self, nc: Any, max_payload: int) -> tuple[int, int]:
-        """Publish every valid event and the poisons, a window at a time, each resent with the same
-        ``Nats-Msg-Id`` until the stream acknowledged it (an agent's spool)."""
-        poisons: dict[int, list[tuple[int, str]]] = {}
-        for number, (after, kind) in enumerate(self.plan.poisons):
-            poisons.setdefault(after, []).append((number, kind))
-        publisher = _Publisher(nc)
-        await publisher.start()
-        streamed = refused = 0
-        for start in range(0, self.plan.events, self.window):
-            stop = min(start + self.window, self.plan.events)
-            window = {f"v{i}": payload(i) for i in range(start, stop)}
-            kinds = {f"p{n}": k for i in range(start, stop) for n, k in poisons.get(i, [])}
-            window.update({key: poison(int(key[1:]), kind, max_payload) for key, kind in kinds.items()})
-            await publisher.send(window)
-            streamed += sum(1 for key in kinds if key in publisher.acked)
-            refused += sum(1 for key, kind in kinds.items() if key in publisher.refused and kind == "oversize")
-            self.published = stop
-        return streamed, refused
-
-    async def drained(self, js: Any, deadline: float) -> bool:
-        """Wait until the consumer has nothing pending and nothing unacknowledged (the ingest is done)."""
-        while time.monotonic() < deadline:
-            try:
-                info = await js.consumer_info(EVENTS_STREAM, CONSUMER, timeout=2)
-                if int(info.num_pending) == 0 and int(info.num_ack_pending) == 0:
-                    return True
-            except Exception:
-                pass
-            await asyncio.sleep(0.5)
-        return False
-
-
-def _recoveries(kills: list[KillRecord], samples: list[tuple[float, int, int]], valid: int) -> None:
+def recoveries(kills: list[KillRecord], samples: list[tuple[float, int, int]], valid: int) -> None:
     for kill in kills:
         for at, count, _ in samples:
             if at > kill.killed_at and (count > kill.stored_before or count >= valid):
@@ -421,7 +188,7 @@ def _recoveries(kills: list[KillRecord], samples: list[tuple[float, int, int]], 
                 break
 
 
-def _longest_stall(samples: list[tuple[float, int, int]]) -> float:
+def longest_stall(samples: list[tuple[float, int, int]]) -> float:
     """The longest time the stored row count stood still while fewer rows than published were stored, the
     servers all up (counted from the first stored row and from each restart: a fault's own downtime is not
     a wedge, the time the ingest takes to notice the server is back is)."""
@@ -438,7 +205,7 @@ def _longest_stall(samples: list[tuple[float, int, int]]) -> float:
     return longest
 
 
-def _ranges(indexes: list[int]) -> list[tuple[int, int]]:
+def ranges(indexes: list[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for i in indexes:
         if out and out[-1][1] == i - 1:
@@ -463,7 +230,7 @@ def reconcile(ch_url: str, plan: SoakPlan, result: SoakResult, max_payload: int)
             stored = client.query(f"SELECT DISTINCT {INDEX_SQL} AS i FROM events WHERE startsWith(event_id, "
                                   f"'{prefix}') ORDER BY i").result_columns
             have = set(stored[0]) if stored else set()
-            result.missing = _ranges([i for i in range(plan.events) if i not in have])
+            result.missing = ranges([i for i in range(plan.events) if i not in have])
         letters = dict(client.query("SELECT msg_id, any(reason) FROM events_dead_letter GROUP BY msg_id").result_rows)
     finally:
         client.close()
@@ -480,46 +247,3 @@ def reconcile(ch_url: str, plan: SoakPlan, result: SoakResult, max_payload: int)
         else:
             result.dead_letter_ok += 1
     result.dead_letter_problems += [f"{m} dead-lettered but not a poison: {r[:80]!r}" for m, r in letters.items()]
-
-
-async def _run(soak: _Soak, drain_timeout_s: float) -> SoakResult:
-    async def quiet(_exc: Exception) -> None:  # nats-py prints every failed reconnect otherwise
-        return None
-
-    nc = await sco_nats.connect(soak.nats.url, name="soak-publisher", error_cb=quiet)
-    js = nc.jetstream()
-    await sco_nats.ensure_events_stream(js)
-    max_payload = int(nc.max_payload)
-    valid = soak.plan.events
-    tasks = [asyncio.create_task(t) for t in (soak.sample(), soak.supervise())]
-    chaos = asyncio.create_task(soak.chaos())
-    started = time.monotonic()
-    try:
-        streamed, refused = await soak.publish(nc, max_payload)
-        publish_s = time.monotonic() - started
-        await chaos
-        ok = await soak.drained(js, time.monotonic() + drain_timeout_s)
-        elapsed = time.monotonic() - started
-    finally:
-        chaos.cancel()
-        soak.stop.set()
-        await asyncio.gather(*tasks, chaos, return_exceptions=True)
-        await nc.close()
-    assert soak.ingest is not None
-    result = SoakResult(valid, elapsed, publish_s, streamed, refused, kills=soak.kills,
-                        ingest_restarts=soak.ingest.restarts, drained=ok)
-    _recoveries(soak.kills, soak.samples, valid)
-    result.longest_stall_s = _longest_stall(soak.samples)
-    await asyncio.to_thread(reconcile, soak.ch_url, soak.plan, result, max_payload)
-    return result
-
-
-def run_soak(plan: SoakPlan, root: Path, *, batch: int = 2000, window: int = 1000,
-             drain_timeout_s: float = 180.0) -> SoakResult:
-    """Run ``plan`` with its servers and ingest under ``root``; everything is stopped before returning."""
-    soak = _Soak(plan, root, batch, window)
-    try:
-        soak.start()
-        return asyncio.run(_run(soak, drain_timeout_s))
-    finally:
-        soak.close()
