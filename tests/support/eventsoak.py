@@ -180,12 +180,18 @@ class SoakResult:
         return out
 
 
-def recoveries(kills: list[KillRecord], samples: list[tuple[float, int, int]], valid: int) -> None:
+def recoveries(kills: list[KillRecord], samples: list[tuple[float, int, int]], valid: int,
+               drained_at: float | None) -> None:
+    """Each kill's recovery: the first sample after it with more rows (or all); else, when the consumer was
+    drained (a kill just before the end, the rest stored between two samples), the time it was found drained."""
     for kill in kills:
         for at, count, _ in samples:
             if at > kill.killed_at and (count > kill.stored_before or count >= valid):
                 kill.recovered_s = at - kill.killed_at
                 break
+        else:
+            if drained_at is not None:
+                kill.recovered_s = drained_at - kill.killed_at
 
 
 def longest_stall(samples: list[tuple[float, int, int]]) -> float:

@@ -282,7 +282,7 @@ async def _run(soak: _Soak, drain_timeout_s: float) -> SoakResult:
     assert soak.ingest is not None
     result = SoakResult(valid, elapsed, publish_s, streamed, refused, kills=soak.kills,
                         ingest_restarts=soak.ingest.restarts, drained=ok)
-    recoveries(soak.kills, soak.samples, valid)
+    recoveries(soak.kills, soak.samples, valid, started + elapsed if ok else None)
     result.longest_stall_s = longest_stall(soak.samples)
     await asyncio.to_thread(reconcile, soak.ch_url, soak.plan, result, max_payload)
     return result
