@@ -1,9 +1,12 @@
-"""Event shipping: the spooled events go to JetStream in order, acknowledged one by one, retried with backoff.
+"""Event shipping: the spooled events go to JetStream oldest first, a batch in flight, retried with backoff.
 
 The spool is the source of truth (ADR-15): an event leaves it only once JetStream has acknowledged it, under
-its event id as ``Nats-Msg-Id`` so a retry after a lost acknowledgement is deduplicated by the server. File
-reads and deletes run on the spool's writer thread, never on the event loop, and shipping waits while a
-drain's first action is pending: the notice path first.
+its event id as ``Nats-Msg-Id`` so a retry after a lost acknowledgement is deduplicated by the server. A
+batch (64 events) is published at once and each event deleted when its own acknowledgement came; a failure
+keeps the rest for the next pass. File reads and deletes run on a worker thread of their own, never on the
+event loop and never queued behind the spool writer's fsync'd appends (issue 15: 72 of 10,000 events shipped
+in 40 s under a flood when they shared the writer thread); shipping waits while a drain's first action is
+pending: the notice path first.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ class EventShipper:
 
     def __init__(self, spool: Spool, writer: ThreadPoolExecutor, metrics: Metrics, wake: asyncio.Event,
                  connection: Callable[[], Any], closing: Callable[[], bool]) -> None:
-        """Ship ``spool`` (read on ``writer``) over ``connection()`` until ``closing()``; ``wake`` starts a pass."""
+        """Ship ``spool`` over ``connection()`` until ``closing()``; ``wake`` starts a pass.
+
+        ``writer`` is the spool's writer (``flush`` waits for the appends queued on it); shipping reads and
+        deletes on a thread of its own.
+        """
         self.spool = spool
         self.writer = writer
         self.metrics = metrics
@@ -41,7 +48,6 @@ class EventShipper:
 
     async def run(self) -> None:
         """Ship spooled events in order until closing; a failure keeps the spool and retries with backoff."""
-        loop = asyncio.get_running_loop()
         backoff = 0.5
         while not self._closing():
             with contextlib.suppress(TimeoutError):
@@ -53,24 +59,27 @@ class EventShipper:
                 continue
             js = nc.jetstream()
             try:
-                while True:
-                    batch = await loop.run_in_executor(self.writer, self._read_batch)
-                    if not batch:
-                        break
-                    done = []
-                    try:
-                        for entry, data, event_id, subject in batch:
-                            await js.publish(subject, data, timeout=2.0, headers={"Nats-Msg-Id": event_id})
-                            done.append(entry)
-                            self.metrics.inc("sco_agent_events_shipped_total")
-                    finally:
-                        await loop.run_in_executor(self.writer, self._ack_batch, done)
+                while batch := await asyncio.to_thread(self._read_batch):
+                    await self._ship(js, batch)
                 backoff = 0.5
             except Exception as exc:  # NATS down, stream missing, timeout: keep the spool, retry
                 log.info("event shipping paused (%s); %d spooled", exc, self.spool.depth)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
                 self.wake.set()
+
+    async def _ship(self, js: Any, batch: list[tuple[SpoolEntry, bytes, str, str]]) -> None:
+        """Publish a batch at once; delete each event JetStream acknowledged; raise the first failure."""
+        results = await asyncio.gather(*(js.publish(subject, data, timeout=2.0, headers={"Nats-Msg-Id": event_id})
+                                         for _, data, event_id, subject in batch), return_exceptions=True)
+        done = [entry for (entry, *_), result in zip(batch, results, strict=True)
+                if not isinstance(result, BaseException)]
+        await asyncio.to_thread(self._ack_batch, done)
+        if done:
+            self.metrics.inc("sco_agent_events_shipped_total", len(done))
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
 
     def _read_batch(self, limit: int = 64) -> list[tuple[SpoolEntry, bytes, str, str]]:
         out = []

@@ -7,6 +7,11 @@ a duplicate the stream discards. Bound: ``max_events`` files and ``max_bytes`` b
 16 MiB — weeks of an idle node's events, hundreds of drains). When an append would exceed the bound the
 *oldest* events are deleted and counted (``dropped``, persisted in ``dropped.count`` and exported as
 ``sco_agent_spool_dropped_total``): the newest events — the drain in progress — are the ones worth keeping.
+
+Two locks, so appends and shipping never wait for each other's disk work (issue 15: shipping starved behind
+fsync'd appends): ``_append_lock`` keeps appends in sequence order and is held across the write and fsync;
+``_lock`` guards only the in-memory index and is held for microseconds, so ``head`` and ``ack`` from the
+shipper's thread proceed while an append is fsyncing, and an append never waits for a ship.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ class Spool:
         self.max_events = max_events
         self.max_bytes = max_bytes
         self.fsync = fsync
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the index: _entries, _bytes (held briefly)
+        self._append_lock = threading.Lock()  # appends in sequence order (held across write and fsync)
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob("*.tmp"):
             stale.unlink(missing_ok=True)
@@ -89,16 +95,13 @@ class Spool:
     def append(self, event: dict[str, Any]) -> SpoolEntry:
         """Write an event durably, dropping the oldest ones first when the bound would be exceeded."""
         data = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
-        with self._lock:
-            dropped = 0
-            while self._entries and (len(self._entries) + 1 > self.max_events
-                                     or self._bytes + len(data) > self.max_bytes):
-                old = self._entries.popleft()
-                self._bytes -= old.size
+        with self._append_lock:
+            with self._lock:
+                gone = self._make_room(len(data))
+                seq = self._next
+                self._next += 1
+            for old in gone:
                 old.path.unlink(missing_ok=True)
-                dropped += 1
-            seq = self._next
-            self._next += 1
             path = self.directory / f"{seq:016d}{_SUFFIX}"
             tmp = path.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -110,13 +113,23 @@ class Spool:
                 os.close(fd)
             os.replace(tmp, path)
             entry = SpoolEntry(seq, path, len(data))
-            self._entries.append(entry)
-            self._bytes += len(data)
-            self.appended += 1
-            if dropped:
-                self.dropped += dropped
+            with self._lock:
+                self._entries.append(entry)
+                self._bytes += len(data)
+                self.appended += 1
+            if gone:
+                self.dropped += len(gone)
                 self._dropped_file.write_text(str(self.dropped))
             return entry
+
+    def _make_room(self, size: int) -> list[SpoolEntry]:
+        """Take the oldest entries off the index until one more of ``size`` bytes fits (``_lock`` held)."""
+        gone = []
+        while self._entries and (len(self._entries) + 1 > self.max_events or self._bytes + size > self.max_bytes):
+            old = self._entries.popleft()
+            self._bytes -= old.size
+            gone.append(old)
+        return gone
 
     def head(self, limit: int = 256) -> list[SpoolEntry]:
         """The oldest ``limit`` events, in order."""
@@ -131,4 +144,4 @@ class Spool:
             except ValueError:
                 return  # already dropped by the bound
             self._bytes -= entry.size
-            entry.path.unlink(missing_ok=True)
+        entry.path.unlink(missing_ok=True)
