@@ -190,6 +190,8 @@ def mint_agent(region: str, instance: str, home: Path | None = None) -> str:
             port = int(record["port"])
             services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
             services.reload_nats(int(record["pid"]))
+            minted = creds_mod.agent_user(region, instance, creds.agents[key])
+            services.await_nats_user(port, minted.name, minted.password)
         user = creds_mod.agent_user(region, instance, creds.agents[key])
         return creds_mod.nats_url(user.name, user.password, int(record["port"]))
 

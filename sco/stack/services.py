@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.util
+import json
 import os
 import pwd
 import secrets
@@ -29,9 +30,10 @@ from pathlib import Path
 
 from .credentials import NatsUser, nats_config_text, nats_url, pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "free_port", "free_ports", "nats_launch", "pid_alive",
-           "port_open", "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_postgres",
-           "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_nats_user", "free_port", "free_ports",
+           "nats_accepts", "nats_launch", "pid_alive", "port_open", "reap", "reload_nats", "service_account",
+           "start_clickhouse", "start_nats", "start_postgres", "stop_pid", "stop_postgres", "wait_port",
+           "write_nats_config"]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -258,6 +260,32 @@ def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0, *
 def reload_nats(pid: int) -> None:
     """Make a running nats-server reread its configuration (new or removed users) — SIGHUP."""
     os.kill(pid, signal.SIGHUP)
+
+
+def nats_accepts(port: int, user: str, password: str, timeout: float = 2.0) -> bool:
+    """Whether nats-server on ``port`` accepts ``user``/``password`` now: one CONNECT (verbose) + PING on a raw
+    socket; ``+OK`` then ``PONG`` is yes, ``-ERR`` (an authorization violation) no."""
+    doc = {"verbose": True, "pedantic": False, "user": user, "pass": password, "lang": "python", "version": "0",
+           "protocol": 1}
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock, sock.makefile("rb") as reply:
+            if not reply.readline().startswith(b"INFO"):
+                return False
+            sock.sendall(b"CONNECT " + json.dumps(doc).encode() + b"\r\nPING\r\n")
+            return reply.readline().startswith(b"+OK")
+    except OSError:
+        return False
+
+
+def await_nats_user(port: int, user: str, password: str, timeout: float = 30.0) -> None:
+    """Return once a reloaded nats-server accepts ``user`` (a reload is asynchronous: an agent started at once
+    would be refused and back off for seconds, missing a notice on its first channel)."""
+    deadline = time.monotonic() + timeout
+    while not nats_accepts(port, user, password):
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"nats-server on 127.0.0.1:{port} did not accept the new user {user} within "
+                               f"{timeout:.0f} s of its reload: see its log under the stack's nats/ directory")
+        time.sleep(0.05)
 
 
 # -- ClickHouse front end -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -121,12 +122,21 @@ def secured_stack() -> Iterator[SecuredStack]:
 
 
 def run_as_nobody(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Run ``tests.security.nobody_probes`` as ``nobody`` with ``spec``; its results by probe name."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO), "HOME": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    """Run ``tests/security/nobody_probes.py`` as ``nobody`` with ``spec``; its results by probe name.
+
+    The script runs from a copy in a fresh world-readable directory: the checkout may be a mode-700
+    ``mktemp -d`` (CI's clean clone) that ``nobody`` can cross (``sco up`` adds the search bit) but not list, so
+    it could not import ``tests`` from there. The probes need only the venv's site-packages.
+    """
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
     python = str(REPO / ".venv" / "bin" / "python")
-    done = subprocess.run(["runuser", "-u", NOBODY, "--", python, "-m", "tests.security.nobody_probes",
-                           json.dumps(spec)], cwd=str(REPO), env=env, capture_output=True, text=True, timeout=120)
+    with tempfile.TemporaryDirectory(prefix="sco-probes-") as tmp:
+        os.chmod(tmp, 0o755)
+        script = Path(tmp) / "nobody_probes.py"
+        shutil.copyfile(Path(__file__).with_name("nobody_probes.py"), script)
+        script.chmod(0o644)
+        done = subprocess.run(["runuser", "-u", NOBODY, "--", python, str(script), json.dumps(spec)], cwd=tmp,
+                              env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"the probes did not run as {NOBODY}: {done.stderr[-2000:]}"
     results: dict[str, dict[str, Any]] = json.loads(done.stdout)
     return results

@@ -59,6 +59,8 @@ class NatsProcess:
         services.write_nats_config(self.data_dir, self.port, self.users, self.token)
         if self.proc is not None:
             services.reload_nats(self.proc.pid)
+            for user in users:  # a reload is asynchronous: return once the server takes them
+                services.await_nats_user(self.port, user.name, user.password)
 
     @property
     def pid(self) -> int | None:
