@@ -99,6 +99,10 @@ class Agent:
         self._writer = writer or ThreadPoolExecutor(1, thread_name_prefix="sco-agent-spool")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
+        # set once the notice subscriptions exist: the metadata endpoint is read at once, so a notice published
+        # while the agent was still connecting (core NATS keeps none for a late subscriber) is not left to the
+        # next poll
+        self._subscribed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._subs: list[Any] = []
         self.nc: Any = None
@@ -188,6 +192,7 @@ class Agent:
         self._subs = subs
         self.nc = nc
         self._wake.set()
+        self._subscribed.set()
 
     async def _nats_loop(self) -> None:
         from nats.aio.client import Client  # imported here: `sco-agent check` does not load it
@@ -345,7 +350,9 @@ class Agent:
                 log.debug("metadata poll: %s", exc)
             else:
                 self.on_metadata(data)
-            await asyncio.sleep(self.cfg.metadata_poll_s)
+            with contextlib.suppress(TimeoutError):  # the poll interval, or at once when the subscriptions land
+                await asyncio.wait_for(self._subscribed.wait(), self.cfg.metadata_poll_s)
+                self._subscribed.clear()
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:

@@ -106,12 +106,18 @@ def _seed(stack: SecuredStack) -> None:
 @pytest.fixture(scope="session")
 def secured_stack() -> Iterator[SecuredStack]:
     from sco.stack import bootstrap, manager
-    from stores.config import load_urls
+    from stores.config import ENV_VARS, load_urls
 
     home = Path(tempfile.mkdtemp(prefix="sco-security-")) / ".sco"
     try:
         manager.up(home, env={}, fast=True)
-        bootstrap.prepare(load_urls(home))
+        # this stack's own URLs: another fixture of the session (tests/orchestration's stack) may have set
+        # SCO_*_URL in this process's environment, which load_urls would prefer
+        saved = {var: os.environ.pop(var) for var in ENV_VARS.values() if var in os.environ}
+        try:
+            bootstrap.prepare(load_urls(home))
+        finally:
+            os.environ.update(saved)
         agent_url = manager.mint_agent(REGION, INSTANCE, home)
         stack = SecuredStack(home, json.loads((home / "stack.json").read_text()), agent_url)
         _seed(stack)
