@@ -4,46 +4,30 @@ It comes from the business unit's committed reservations first and on-demand gua
 over at least three halls with no hall above 40 %. Units are placed one at a time in the hall with the fewest
 floor units that still has room, which is the spread that keeps the most of the floor through the loss of any
 one hall.
+
+The candidates are a guaranteed shape's pools with capacity left (``tables``), in the shape's per-hall
+preference order (committed before on-demand, then cheapest rate per unit, then pool id). Every pool read
+while looking for a hall's next pool with room is part of the result, with zero units when it got none (as
+the planner has always recorded it).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass
 from decimal import Decimal
 
-from contracts.pools import PurchaseModel
+from .model import Caps
+from .tables import PoolTable, Shape
 
-from .model import Caps, PoolState
-
-__all__ = ["FloorCandidate", "fill_floor"]
-
-
-@dataclass(frozen=True)
-class FloorCandidate:
-    """A guaranteed pool that could hold floor units: its state, units per instance and units left."""
-
-    state: PoolState
-    per_instance: int
-    capacity_units: int
-
-    @property
-    def committed(self) -> bool:
-        """Whether the pool is the business unit's committed (reserved) capacity."""
-        return self.state.pool.purchase_model is PurchaseModel.COMMITTED
-
-    def preference(self) -> tuple[int, Decimal, str]:
-        """Sort key: committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
-        return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
+__all__ = ["fill_floor"]
 
 
-def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tuple[dict[str, int], int, list[str]]:
-    """Returns units per pool id, the shortfall and notes (e.g. a floor too small to spread)."""
+def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
+    """Returns units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
     notes: list[str] = []
     if units <= 0:
         return {}, 0, notes
-    halls = sorted({c.state.pool.hall for c in candidates if c.capacity_units > 0})
+    halls = shape.halls_alive()
     hall_cap = max(1, math.floor(Decimal(units) * caps.floor_hall_share))
     if len(halls) < caps.floor_min_halls:
         notes.append(f"guaranteed capacity fitting this unit exists in {len(halls)} hall(s), fewer than "
@@ -51,18 +35,40 @@ def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tupl
         hall_cap = units
     elif units < caps.floor_min_halls:
         notes.append(f"a floor of {units} unit(s) cannot span {caps.floor_min_halls} halls")
-    ranked = sorted(candidates, key=FloorCandidate.preference)
-    placed: dict[str, int] = defaultdict(int)
-    per_hall: dict[str, int] = defaultdict(int)
+    residual = table.residual
+    placed: dict[int, int] = {}
+    per_hall = dict.fromkeys(halls, 0)
+    at = dict.fromkeys(halls, 0)
+
+    def head(hall: str) -> int:
+        """Position of the hall's first pool with room (len when none), recording every pool read."""
+        entries, j = shape.by_hall[hall], at[hall]
+        while j < len(entries):
+            i, k = entries[j]
+            if residual[i] > 0 and placed.setdefault(i, 0) < residual[i] * k:
+                break
+            j += 1
+        at[hall] = j
+        return j
+
     remaining = units
     while remaining:
-        open_halls = [h for h in halls if per_hall[h] < hall_cap and any(
-            c.state.pool.hall == h and placed[c.state.pool_id] < c.capacity_units for c in ranked)]
-        if not open_halls:
+        best = second = None
+        for h in halls:
+            if per_hall[h] < hall_cap and head(h) < len(shape.by_hall[h]):
+                if best is None or per_hall[h] < per_hall[best]:
+                    best, second = h, best
+                elif second is None or per_hall[h] < per_hall[second]:
+                    second = h
+        if best is None:
             break
-        hall = min(open_halls, key=lambda h: (per_hall[h], h))
-        pool = next(c for c in ranked if c.state.pool.hall == hall and placed[c.state.pool_id] < c.capacity_units)
-        placed[pool.state.pool_id] += 1
-        per_hall[hall] += 1
-        remaining -= 1
-    return dict(placed), remaining, notes
+        i, k = shape.by_hall[best][at[best]]
+        # the units one at a time would go here until the pool fills, the hall reaches its cap, or another
+        # hall has fewer floor units (ties to the first hall by name): place them at once
+        run = min(remaining, residual[i] * k - placed[i], hall_cap - per_hall[best])
+        if second is not None:
+            run = min(run, per_hall[second] - per_hall[best] + (1 if best < second else 0))
+        placed[i] += run
+        per_hall[best] += run
+        remaining -= run
+    return placed, remaining, notes

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from contracts.pools import PurchaseModel
 from contracts.schema import Contract, PlacementStrategy, TierName
 
-from .floor import FloorCandidate, fill_floor
-from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, units_per_instance
-from .waterfill import Candidate, fill
+from .floor import fill_floor
+from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
+from .tables import PoolTable, Shape
+from .waterfill import fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]
 
@@ -51,73 +51,41 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
     return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
 
 
-def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
-                 threshold: Decimal) -> list[Candidate]:
-    out = []
-    for s in pools:
-        p = s.pool
-        if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
-                or s.discount_ratio >= threshold or not p.fits(contract)):
-            continue
-        k = units_per_instance(p, contract)
-        if k > 0 and residual.get(p.pool_id, 0) > 0:
-            out.append(Candidate(s, k, residual[p.pool_id] * k))
-    return out
-
-
-def _guaranteed(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int]) -> list[FloorCandidate]:
-    out = []
-    for s in pools:
-        p = s.pool
-        if s.excluded:
-            continue
-        committed_ours = p.purchase_model is PurchaseModel.COMMITTED and p.business_unit == contract.business_unit
-        if not (committed_ours or p.purchase_model is PurchaseModel.GUARANTEED) or p.region != contract.region:
-            continue
-        k = units_per_instance(p, contract)
-        if k > 0 and residual.get(p.pool_id, 0) > 0:
-            out.append(FloorCandidate(s, k, residual[p.pool_id] * k))
-    return out
-
-
-def _allocations(placed: dict[str, int], per_instance: dict[str, int], rates: dict[str, Decimal],
-                 purpose: Purpose) -> list[Allocation]:
-    return [Allocation(pid, purpose, units, math.ceil(units / per_instance[pid]), rates[pid])
-            for pid, units in sorted(placed.items())]
+def _allocations(placed: dict[int, int], shape: Shape, table: PoolTable, purpose: Purpose) -> list[Allocation]:
+    k, ids, rate = shape.k, table.ids, table.rate
+    return [Allocation(ids[i], purpose, units, math.ceil(units / k[i]), rate[i])
+            for i, units in sorted(placed.items(), key=lambda item: ids[item[0]])]
 
 
 def _floor_wanted(claim: Claim) -> int:
     return math.ceil(claim.units * claim.contract.floor_pct / 100)
 
 
-def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
-              config: PlannerConfig) -> WorkloadPlan:
+def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> WorkloadPlan:
     contract = claim.contract
     strategy = _strategy(contract, config)
     floor_units = _floor_wanted(claim)
-    rates = {s.pool_id: s.rate_eur_h for s in pools}
     notes: list[str] = []
 
-    guaranteed = _guaranteed(contract, pools, residual)
-    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps)
+    guaranteed = table.guaranteed(contract)
+    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps, table)
     notes += floor_notes
-    k_floor = {c.state.pool_id: c.per_instance for c in guaranteed}
-    allocations = _allocations(floor_placed, k_floor, rates, Purpose.FLOOR)
-    for a in allocations:
-        residual[a.pool_id] -= a.instances
+    allocations = _allocations(floor_placed, guaranteed, table, Purpose.FLOOR)
+    for i, a in zip(sorted(floor_placed, key=table.ids.__getitem__), allocations, strict=True):
+        table.take(i, a.instances)
 
     target = claim.units - floor_units + floor_short  # floor shortfall is sought on reclaimable capacity
-    candidates = _reclaimable(contract, pools, residual, config.discount_threshold)
-    if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
-        notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed, short = fill(target, candidates, strategy, config.caps)
-    cheapest, _ = fill(target, candidates, Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST
-                       else Strategy.SINGLE_CHEAPEST, config.caps)
-    k = {c.state.pool_id: c.per_instance for c in candidates}
-    reclaim = _allocations(placed, k, rates, Purpose.RECLAIMABLE)
-    for a in reclaim:
-        residual[a.pool_id] -= a.instances
-    cheapest_cost = sum((rates[pid] * math.ceil(u / k[pid]) for pid, u in cheapest.items()), Decimal(0))
+    shape = table.reclaimable(contract)
+    if shape.live < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
+    placed, short = fill(target, shape, strategy, config.caps, table)
+    shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
+    cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)[0]
+    k = shape.k
+    reclaim = _allocations(placed, shape, table, Purpose.RECLAIMABLE)
+    cheapest_cost = sum((table.rate[i] * math.ceil(u / k[i]) for i, u in cheapest.items()), Decimal(0))
+    for i, a in zip(sorted(placed, key=table.ids.__getitem__), reclaim, strict=True):
+        table.take(i, a.instances)
     if short:
         notes.append(f"{short} unit(s) short: caps or capacity exhausted")
     return WorkloadPlan(
@@ -163,8 +131,9 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
         else:
             todo.append(claim)
     plans = dict(kept)
+    table = PoolTable(pools, residual, config.discount_threshold)
     for claim in todo:
-        plans[claim.workload] = _plan_one(claim, pools, residual, config)
+        plans[claim.workload] = _plan_one(claim, table, config)
     removed = set(old) - set(plans)
     changed = bool(todo or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
