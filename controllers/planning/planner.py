@@ -21,8 +21,9 @@ from decimal import Decimal
 from contracts.schema import Contract, PlacementStrategy, TierName
 
 from .floor import fill_floor
+from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
-from .tables import PoolTable, Shape
+from .tables import PoolTable, Shape, Static
 from .waterfill import fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]
@@ -94,47 +95,72 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
-def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) -> bool:
-    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
-    if prev.strategy is Strategy.SINGLE_CHEAPEST:
-        return True
-    per: dict[str, int] = {}
-    for a in prev.allocations:
-        if a.purpose is Purpose.RECLAIMABLE:
-            group = groups.get(a.pool_id, a.pool_id)
-            per[group] = per.get(group, 0) + a.units
-    cap = max(1, math.floor(Decimal(sum(per.values())) * caps.group_share))
-    return all(units <= cap for units in per.values())
+def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
+    return (prev.claim_digest == claim.digest and prev.strategy is _strategy(claim.contract, config)
+            and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim))
 
 
 def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
          config: PlannerConfig | None = None) -> PlanSet:
     """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments."""
     config = config or PlannerConfig()
-    residual = {s.pool_id: s.available_instances for s in pools}
-    excluded = {s.pool_id for s in pools if s.excluded}
-    known = set(residual)
-    groups = {s.pool_id: s.group_id for s in pools}
-    kept: dict[str, WorkloadPlan] = {}
-    todo: list[Claim] = []
+    states = tuple(pools)
+    summary = summary_of(previous)
+    same = (summary is not None and summary.static is not None and summary.config == config
+            and summary.static.same(states, config.discount_threshold))
+    trusted: Summary | None = None
+    if summary is not None and same:
+        facts, static, trusted = summary.facts, summary.static, summary
+    else:
+        facts, static = Facts.of(states, config.caps), None
+        if summary is not None and summary.facts == facts:
+            trusted = summary
     old = previous.plans if previous else {}
-    for claim in sorted(claims, key=lambda c: priority(c.contract)):
-        prev = old.get(claim.workload)
-        unchanged = (prev is not None and prev.claim_digest == claim.digest
-                     and prev.strategy is _strategy(claim.contract, config))
-        complete = prev is not None and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim)
-        if (prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known
-                and _within_group_cap(prev, groups, config.caps)):
-            kept[claim.workload] = prev
-            for a in prev.allocations:
-                residual[a.pool_id] -= a.instances
-        else:
-            todo.append(claim)
+    kept, todo, seen = _sort(claims, old, config, facts, trusted, same)
+    if trusted:  # what the previous plans hold, less the plans not kept
+        held = dict(trusted.usage)
+        for pid, n in usage_of(old[name] for name in old.keys() - kept.keys()).items():
+            held[pid] -= n
+    else:
+        held = usage_of(kept.values())
     plans = dict(kept)
-    table = PoolTable(pools, residual, config.discount_threshold)
-    for claim in todo:
-        plans[claim.workload] = _plan_one(claim, table, config)
+    if todo:
+        static = static or Static(states, config.discount_threshold)
+        residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
+        table = PoolTable(static, residual)
+        for claim in todo:
+            plans[claim.workload] = _plan_one(claim, table, config)
     removed = set(old) - set(plans)
     changed = bool(todo or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
-    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    new = [plans[c.workload] for c in todo]
+    for pid, n in usage_of(new).items():
+        held[pid] = held.get(pid, 0) + n
+    fitting = {c.workload for c, p in zip(todo, new, strict=True) if fits_pools(p, facts)}
+    settled = {c.workload for c, p in zip(todo, new, strict=True)
+               if c.workload in fitting and _unchanged_and_complete(p, c, config)}
+    remember(result, Summary(facts, held, frozenset(kept.keys() | fitting), static, config, seen,
+                             frozenset(kept.keys() | settled)))
+    return result
+
+
+def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: PlannerConfig, facts: Facts,
+          trusted: Summary | None, same: bool) -> tuple[dict[str, WorkloadPlan], list[Claim], dict[str, Claim]]:
+    """Plans kept and claims to plan, in priority order, and the claim object of each workload."""
+    kept: dict[str, WorkloadPlan] = {}
+    todo: list[Claim] = []
+    seen: dict[str, Claim] = {}
+    checked = trusted.claims if trusted is not None and same else {}
+    settled = trusted.settled if trusted is not None and same else frozenset()
+    for claim in sorted(claims, key=lambda c: priority(c.contract)):
+        name = claim.workload
+        seen[name] = claim
+        prev = old.get(name)
+        if prev is not None and ((claim is checked.get(name) and name in settled) or (
+                _unchanged_and_complete(prev, claim, config)
+                and (name in trusted.fitting if trusted else fits_pools(prev, facts)))):
+            kept[name] = prev
+        else:
+            todo.append(claim)
+    return kept, todo, seen

@@ -11,6 +11,7 @@ and the rank orders drop such pools as they meet them.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
@@ -20,7 +21,7 @@ from contracts.schema import Contract, Resources
 
 from .model import PoolState
 
-__all__ = ["Order", "PoolTable", "Shape"]
+__all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
 
@@ -39,10 +40,11 @@ class Order:
     A lane holds the pools of one hall and one number of units per instance, each with its position in the
     whole order. A fill merges the lanes of the pools that fit its pool cap, and drops a hall's lanes when the
     hall is full. Pools that ran out stay in the lists (a plan's residual capacity only shrinks, so they never
-    come back); ``start`` skips those at the head of a lane, where the best-ranked pools run out first.
+    come back); a shape's ``starts`` skip those at the head of a lane, where the best-ranked pools run out
+    first. An order depends on the pools in force only, so a table's ``Static`` part keeps it across plans.
     """
 
-    __slots__ = ("entries", "hall", "lanes", "start")
+    __slots__ = ("entries", "hall", "lanes")
 
     def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
@@ -56,7 +58,6 @@ class Order:
             if lane is None:
                 lane = lanes[(hall[i], 0)] = []
             lane.append((pos, i, k))
-        self.start = dict.fromkeys(self.lanes, 0)
 
     def split(self) -> None:
         """Add the (hall, k) lanes."""
@@ -65,26 +66,39 @@ class Order:
         for (hall, _), entries in list(self.lanes.items()):
             for e in entries:
                 self.lanes.setdefault((hall, e[2]), []).append(e)
-        self.start.update({lane: 0 for lane in self.lanes if lane not in self.start})
 
 
-class Shape:
-    """The eligible pools of one shape with units per instance, their rank orders and live counts."""
+class ShapeStatic:
+    """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "k", "live", "live_by_k", "live_halls", "max_k", "orders")
+    __slots__ = ("by_hall", "entries", "k", "max_k", "orders")
 
-    def __init__(self, entries: list[Entry], table: PoolTable) -> None:
+    def __init__(self, entries: list[Entry]) -> None:
         self.entries = entries
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
+        self.orders: dict[str, Order] = {}
+        self.by_hall: dict[str, list[Entry]] = {}
+
+
+class Shape:
+    """A shape in one plan: its static part, and how many of its pools have capacity left.
+
+    The counts (in all, per hall, per units an instance) are updated when a pool runs out.
+    """
+
+    __slots__ = ("by_hall", "entries", "k", "live", "live_by_k", "live_halls", "max_k", "orders", "starts")
+
+    def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
+        self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
+        self.orders, self.by_hall = static.orders, static.by_hall
         residual, halls = table.residual, table.hall
-        alive = [(i, k) for i, k in entries if residual[i] > 0]
+        alive = [(i, k) for i, k in self.entries if residual[i] > 0]
         self.live = len(alive)
         self.live_halls = Counter(halls[i] for i, _ in alive)
         self.live_by_k = Counter(k for _, k in alive)
-        self.orders: dict[str, Order] = {}
-        self.by_hall: dict[str, list[Entry]] = {}
-        for i, _ in entries:
+        self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
+        for i, _ in self.entries:
             table.member_of[i].append(self)
 
     def ran_out(self, i: int, hall: str) -> None:
@@ -102,23 +116,44 @@ class Shape:
         return sum(n for k, n in self.live_by_k.items() if k > units)
 
 
-class PoolTable:
-    """The pools in force for one plan: per-pool columns, residual capacity, and shapes built on demand."""
+class Static:
+    """The per-pool columns of the pools in force, and the shapes' static parts, built on demand.
 
-    def __init__(self, pools: Sequence[PoolState], residual: dict[str, int], threshold: Decimal) -> None:
-        self.states = list(pools)
+    It depends on the pool states and the discount threshold only, not on residual capacity, so the planner
+    keeps it beside a plan set and a next pass over the very same pool states reuses it.
+    """
+
+    def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
+        self.states = tuple(pools)
         self.ids = [s.pool_id for s in self.states]
-        self.residual = [residual.get(pid, 0) for pid in self.ids]
         self.rate = [s.rate_eur_h for s in self.states]
         self.hall = [s.pool.hall for s in self.states]
         self.group = [s.group_id for s in self.states]
         self.score = [s.score for s in self.states]
         self.probation = [s.probation for s in self.states]
-        self.member_of: list[list[Shape]] = [[] for _ in self.states]
         self.threshold = threshold
+        self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
+        self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
+        self.bases: dict[tuple[str, str], list[int]] = {}
+
+    def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
+        """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
+        return (threshold == self.threshold and len(pools) == len(self.states)
+                and all(map(operator.is_, pools, self.states)))
+
+
+class PoolTable:
+    """The pools in force for one plan: the static columns and shapes, residual capacity, live counts."""
+
+    def __init__(self, static: Static, residual: list[int]) -> None:
+        self.static = static
+        self.states, self.ids, self.rate, self.hall = static.states, static.ids, static.rate, static.hall
+        self.group, self.score, self.probation = static.group, static.score, static.probation
+        self.threshold = static.threshold
+        self.residual = residual
+        self.member_of: list[list[Shape]] = [[] for _ in self.states]
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
-        self._bases: dict[tuple[str, str], list[int]] = {}
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
@@ -134,9 +169,9 @@ class PoolTable:
         Reclaimable: discount pools not excluded; guaranteed: committed and guaranteed pools not excluded.
         """
         key = (kind, region)
-        base = self._bases.get(key)
+        base = self.static.bases.get(key)
         if base is None:
-            base = self._bases[key] = []
+            base = self.static.bases[key] = []
             for i, s in enumerate(self.states):
                 p = s.pool
                 if s.excluded or p.region != region:
@@ -153,7 +188,10 @@ class PoolTable:
         r, e = contract.resources, contract.eligible
         key = (contract.region, r.vcpu, r.memory_gib, r.gpu, e.sku_families, e.sizes, e.halls)
         shape = self._reclaimable.get(key)
-        if shape is None:
+        if shape is not None:
+            return shape
+        static = self.static.reclaimable.get(key)
+        if static is None:
             entries = []
             for i in self._base("reclaimable", key[0]):
                 p = self.states[i].pool
@@ -163,7 +201,8 @@ class PoolTable:
                 k = _units(p, r) if p.vcpu >= r.vcpu and p.memory_gib >= r.memory_gib and p.gpu >= r.gpu else 0
                 if k > 0:
                     entries.append((i, k))
-            shape = self._reclaimable[key] = Shape(entries, self)
+            static = self.static.reclaimable[key] = ShapeStatic(entries)
+        shape = self._reclaimable[key] = Shape(static, self)
         return shape
 
     def guaranteed(self, contract: Contract) -> Shape:
@@ -171,7 +210,10 @@ class PoolTable:
         r, bu = contract.resources, contract.business_unit
         key = (contract.region, r.vcpu, r.memory_gib, r.gpu, bu)
         shape = self._guaranteed.get(key)
-        if shape is None:
+        if shape is not None:
+            return shape
+        static = self.static.guaranteed.get(key)
+        if static is None:
             entries = []
             for i in self._base("guaranteed", key[0]):
                 p = self.states[i].pool
@@ -180,11 +222,12 @@ class PoolTable:
                 k = _units(p, r)
                 if k > 0:
                     entries.append((i, k))
-            shape = self._guaranteed[key] = Shape(entries, self)
-            self._floor_order(shape)
+            static = self.static.guaranteed[key] = ShapeStatic(entries)
+            self._floor_order(static)
+        shape = self._guaranteed[key] = Shape(static, self)
         return shape
 
-    def _floor_order(self, shape: Shape) -> None:
+    def _floor_order(self, shape: ShapeStatic) -> None:
         """Per hall, committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
         states = self.states
 

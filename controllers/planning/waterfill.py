@@ -64,7 +64,8 @@ def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversi
     return sorted(live, key=_key(table, strategy, cap))
 
 
-def _heads(order: Order, residual: list[int], cut: int, max_k: int) -> list[tuple[int, tuple[str, int], int]]:
+def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,
+           max_k: int) -> list[tuple[int, tuple[str, int], int]]:
     """The first pool with capacity left of each lane that fits ``cut`` units an instance, as a heap."""
     heads = []
     if cut < max_k:
@@ -72,10 +73,10 @@ def _heads(order: Order, residual: list[int], cut: int, max_k: int) -> list[tupl
     for lane, entries in order.lanes.items():
         if (lane[1] != 0) if cut >= max_k else (lane[1] == 0 or lane[1] > cut):
             continue
-        j = order.start[lane]
+        j = start.get(lane, 0)
         while j < len(entries) and residual[entries[j][1]] <= 0:
             j += 1
-        order.start[lane] = j
+        start[lane] = j
         if j < len(entries):
             heads.append((entries[j][0], lane, j))
     heapq.heapify(heads)
@@ -106,7 +107,8 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
             break
         if residual[i] > 0 and k <= pool_cap:
             after[i] = over + len(after)
-    heads = _heads(order, residual, pool_cap, shape.max_k)
+    start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
+    heads = _heads(order, start, residual, pool_cap, shape.max_k)
     lanes = order.lanes
     while heads:
         _, lane, j = heapq.heappop(heads)
