@@ -53,22 +53,43 @@ def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[
 
     remaining = units
     while remaining:
-        best = second = None
-        for h in halls:
-            if per_hall[h] < hall_cap and head(h) < len(shape.by_hall[h]):
-                if best is None or per_hall[h] < per_hall[best]:
-                    best, second = h, best
-                elif second is None or per_hall[h] < per_hall[second]:
-                    second = h
-        if best is None:
+        open_halls = [h for h in halls if per_hall[h] < hall_cap and head(h) < len(shape.by_hall[h])]
+        if not open_halls:
             break
+        rounds = _level_rounds(open_halls, shape, at, placed, residual, per_hall, hall_cap, remaining)
+        if rounds:  # open halls level: one unit each in name order, ``rounds`` times, changes nothing else
+            for h in open_halls:
+                placed[shape.by_hall[h][at[h]][0]] += rounds
+                per_hall[h] += rounds
+            remaining -= rounds * len(open_halls)
+            continue
+        best = min(open_halls, key=lambda h: (per_hall[h], h))
         i, k = shape.by_hall[best][at[best]]
         # the units one at a time would go here until the pool fills, the hall reaches its cap, or another
         # hall has fewer floor units (ties to the first hall by name): place them at once
         run = min(remaining, residual[i] * k - placed[i], hall_cap - per_hall[best])
-        if second is not None:
-            run = min(run, per_hall[second] - per_hall[best] + (1 if best < second else 0))
+        others = [(per_hall[h], h) for h in open_halls if h != best]
+        if others:
+            level, second = min(others)
+            run = min(run, level - per_hall[best] + (1 if best < second else 0))
         placed[i] += run
         per_hall[best] += run
         remaining -= run
     return placed, remaining, notes
+
+
+def _level_rounds(open_halls: list[str], shape: Shape, at: dict[str, int], placed: dict[int, int],
+                  residual: list[int], per_hall: dict[str, int], hall_cap: int, remaining: int) -> int:
+    """Whole rounds of one unit per open hall that overfill no pool and pass no hall cap (0 unless level).
+
+    They leave a unit to place: a pool that fills in the last round must still be seen to have filled by the
+    next look at its hall, as it would have been one unit at a time.
+    """
+    level = per_hall[open_halls[0]]
+    if len(open_halls) < 2 or any(per_hall[h] != level for h in open_halls):
+        return 0
+    rounds = min((remaining - 1) // len(open_halls), hall_cap - level)
+    for h in open_halls:
+        i, k = shape.by_hall[h][at[h]]
+        rounds = min(rounds, residual[i] * k - placed[i])
+    return rounds

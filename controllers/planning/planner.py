@@ -137,10 +137,10 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
     new = [plans[c.workload] for c in todo]
     for pid, n in usage_of(new).items():
         held[pid] = held.get(pid, 0) + n
-    fitting = {c.workload for c, p in zip(todo, new, strict=True) if fits_pools(p, facts)}
+    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check
     settled = {c.workload for c, p in zip(todo, new, strict=True)
-               if c.workload in fitting and _unchanged_and_complete(p, c, config)}
-    remember(result, Summary(facts, held, frozenset(kept.keys() | fitting), static, config, seen,
+               if _unchanged_and_complete(p, c, config) and fits_pools(p, facts)}
+    remember(result, Summary(facts, held, frozenset(kept.keys() | settled), static, config, seen,
                              frozenset(kept.keys() | settled)))
     return result
 

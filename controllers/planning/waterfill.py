@@ -102,11 +102,13 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     residual = table.residual
     over = shape.live_bigger_than(pool_cap)
     after: dict[int, int] = {}
+    behind = over
     for i, k in reversed(order.entries):  # the last fitting candidates, when few oversize ones follow
-        if over + len(after) >= horizon:
+        if behind >= horizon:
             break
         if residual[i] > 0 and k <= pool_cap:
-            after[i] = over + len(after)
+            after[i] = behind
+            behind += 1
     start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
     heads = _heads(order, start, residual, pool_cap, shape.max_k)
     lanes = order.lanes
