@@ -119,3 +119,25 @@ def test_the_comparison_would_see_a_different_plan() -> None:
     changed = plan(claims, [replace(s, score=1 - s.score) for s in pools], NOW)
     with pytest.raises(AssertionError):
         same(changed, ours)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_plan_keeps_the_caps_the_spread_and_the_floor_first(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    pools = region(rng, 150)
+    claims = [claim(rng, f"wk-{i:03d}") for i in range(60)]
+    for p in plan(claims, pools, NOW).plans.values():
+        if p.strategy is Strategy.SINGLE_CHEAPEST:
+            continue
+        reclaim = [a for a in p.allocations if a.purpose.value == "reclaimable"]
+        floor = [a for a in p.allocations if a.purpose.value == "floor"]
+        assert p.allocations[:len(floor)] == tuple(floor)  # the floor first
+        target = sum(a.units for a in reclaim) + p.shortfall_units
+        groups: dict[str, int] = {}
+        for a in reclaim:
+            assert a.units <= max(1, target * 15 // 100), (p.workload, a)
+            group = next(s.group_id for s in pools if s.pool_id == a.pool_id)
+            groups[group] = groups.get(group, 0) + a.units
+        assert all(units <= max(1, target * 30 // 100) for units in groups.values()), p.workload
+        if target >= 8 and not p.shortfall_units and not any("fewer than 8" in n for n in p.notes):
+            assert len(reclaim) >= 8, p.workload
