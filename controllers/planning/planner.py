@@ -8,6 +8,11 @@ of whose pools is now excluded and whose reclaimable units still respect the gro
 (a merged group, ADR-06) keeps its plan; only the others are re-planned, on the capacity the kept plans leave. A
 plan that left units short is re-planned every pass, so capacity that comes back is used (a kept short plan was
 the source of most of the replay's shortfall, issue 19).
+
+At fleet scale (issue 18): eligibility and rank orders come from per-plan tables built once per workload
+shape (``tables``), and which plans are kept is decided from what the planner remembers of the plan set it
+made last (``keep``), so a pass with one changed claim does not read the plans it keeps. The plans are the
+same as they were before both (``tests/controllers/planning/test_equivalence.py``).
 """
 
 from __future__ import annotations
