@@ -4,46 +4,30 @@ It comes from the business unit's committed reservations first and on-demand gua
 over at least three halls with no hall above 40 %. Units are placed one at a time in the hall with the fewest
 floor units that still has room, which is the spread that keeps the most of the floor through the loss of any
 one hall.
+
+The candidates are a guaranteed shape's pools with capacity left (``tables``), in the shape's per-hall
+preference order (committed before on-demand, then cheapest rate per unit, then pool id). Every pool read
+while looking for a hall's next pool with room is part of the result, with zero units when it got none (as
+the planner has always recorded it).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass
 from decimal import Decimal
 
-from contracts.pools import PurchaseModel
+from .model import Caps
+from .tables import PoolTable, Shape
 
-from .model import Caps, PoolState
-
-__all__ = ["FloorCandidate", "fill_floor"]
-
-
-@dataclass(frozen=True)
-class FloorCandidate:
-    """A guaranteed pool that could hold floor units: its state, units per instance and units left."""
-
-    state: PoolState
-    per_instance: int
-    capacity_units: int
-
-    @property
-    def committed(self) -> bool:
-        """Whether the pool is the business unit's committed (reserved) capacity."""
-        return self.state.pool.purchase_model is PurchaseModel.COMMITTED
-
-    def preference(self) -> tuple[int, Decimal, str]:
-        """Sort key: committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
-        return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
+__all__ = ["fill_floor"]
 
 
-def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tuple[dict[str, int], int, list[str]]:
-    """Returns units per pool id, the shortfall and notes (e.g. a floor too small to spread)."""
+def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
+    """Returns units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
     notes: list[str] = []
     if units <= 0:
         return {}, 0, notes
-    halls = sorted({c.state.pool.hall for c in candidates if c.capacity_units > 0})
+    halls = shape.halls_alive()
     hall_cap = max(1, math.floor(Decimal(units) * caps.floor_hall_share))
     if len(halls) < caps.floor_min_halls:
         notes.append(f"guaranteed capacity fitting this unit exists in {len(halls)} hall(s), fewer than "
@@ -51,18 +35,61 @@ def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tupl
         hall_cap = units
     elif units < caps.floor_min_halls:
         notes.append(f"a floor of {units} unit(s) cannot span {caps.floor_min_halls} halls")
-    ranked = sorted(candidates, key=FloorCandidate.preference)
-    placed: dict[str, int] = defaultdict(int)
-    per_hall: dict[str, int] = defaultdict(int)
+    residual = table.residual
+    placed: dict[int, int] = {}
+    per_hall = dict.fromkeys(halls, 0)
+    at = dict.fromkeys(halls, 0)
+
+    def head(hall: str) -> int:
+        """Position of the hall's first pool with room (len when none), recording every pool read."""
+        entries, j = shape.by_hall[hall], at[hall]
+        while j < len(entries):
+            i, k = entries[j]
+            if residual[i] > 0 and placed.setdefault(i, 0) < residual[i] * k:
+                break
+            j += 1
+        at[hall] = j
+        return j
+
     remaining = units
     while remaining:
-        open_halls = [h for h in halls if per_hall[h] < hall_cap and any(
-            c.state.pool.hall == h and placed[c.state.pool_id] < c.capacity_units for c in ranked)]
+        open_halls = [h for h in halls if per_hall[h] < hall_cap and head(h) < len(shape.by_hall[h])]
         if not open_halls:
             break
-        hall = min(open_halls, key=lambda h: (per_hall[h], h))
-        pool = next(c for c in ranked if c.state.pool.hall == hall and placed[c.state.pool_id] < c.capacity_units)
-        placed[pool.state.pool_id] += 1
-        per_hall[hall] += 1
-        remaining -= 1
-    return dict(placed), remaining, notes
+        rounds = _level_rounds(open_halls, shape, at, placed, residual, per_hall, hall_cap, remaining)
+        if rounds:  # open halls level: one unit each in name order, ``rounds`` times, changes nothing else
+            for h in open_halls:
+                placed[shape.by_hall[h][at[h]][0]] += rounds
+                per_hall[h] += rounds
+            remaining -= rounds * len(open_halls)
+            continue
+        best = min(open_halls, key=lambda h: (per_hall[h], h))
+        i, k = shape.by_hall[best][at[best]]
+        # the units one at a time would go here until the pool fills, the hall reaches its cap, or another
+        # hall has fewer floor units (ties to the first hall by name): place them at once
+        run = min(remaining, residual[i] * k - placed[i], hall_cap - per_hall[best])
+        others = [(per_hall[h], h) for h in open_halls if h != best]
+        if others:
+            level, second = min(others)
+            run = min(run, level - per_hall[best] + (1 if best < second else 0))
+        placed[i] += run
+        per_hall[best] += run
+        remaining -= run
+    return placed, remaining, notes
+
+
+def _level_rounds(open_halls: list[str], shape: Shape, at: dict[str, int], placed: dict[int, int],
+                  residual: list[int], per_hall: dict[str, int], hall_cap: int, remaining: int) -> int:
+    """Whole rounds of one unit per open hall that overfill no pool and pass no hall cap (0 unless level).
+
+    They leave a unit to place: a pool that fills in the last round must still be seen to have filled by the
+    next look at its hall, as it would have been one unit at a time.
+    """
+    level = per_hall[open_halls[0]]
+    if len(open_halls) < 2 or any(per_hall[h] != level for h in open_halls):
+        return 0
+    rounds = min((remaining - 1) // len(open_halls), hall_cap - level)
+    for h in open_halls:
+        i, k = shape.by_hall[h][at[h]]
+        rounds = min(rounds, residual[i] * k - placed[i])
+    return rounds

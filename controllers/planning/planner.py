@@ -8,6 +8,11 @@ of whose pools is now excluded and whose reclaimable units still respect the gro
 (a merged group, ADR-06) keeps its plan; only the others are re-planned, on the capacity the kept plans leave. A
 plan that left units short is re-planned every pass, so capacity that comes back is used (a kept short plan was
 the source of most of the replay's shortfall, issue 19).
+
+At fleet scale (issue 18): eligibility and rank orders come from per-plan tables built once per workload
+shape (``tables``), and which plans are kept is decided from what the planner remembers of the plan set it
+made last (``keep``), so a pass with one changed claim does not read the plans it keeps. The plans are the
+same as they were before both (``tests/controllers/planning/test_equivalence.py``).
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from contracts.pools import PurchaseModel
 from contracts.schema import Contract, PlacementStrategy, TierName
 
-from .floor import FloorCandidate, fill_floor
-from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, units_per_instance
-from .waterfill import Candidate, fill
+from .floor import fill_floor
+from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
+from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
+from .tables import PoolTable, Shape, Static
+from .waterfill import fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]
 
@@ -51,73 +57,41 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
     return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
 
 
-def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
-                 threshold: Decimal) -> list[Candidate]:
-    out = []
-    for s in pools:
-        p = s.pool
-        if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
-                or s.discount_ratio >= threshold or not p.fits(contract)):
-            continue
-        k = units_per_instance(p, contract)
-        if k > 0 and residual.get(p.pool_id, 0) > 0:
-            out.append(Candidate(s, k, residual[p.pool_id] * k))
-    return out
-
-
-def _guaranteed(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int]) -> list[FloorCandidate]:
-    out = []
-    for s in pools:
-        p = s.pool
-        if s.excluded:
-            continue
-        committed_ours = p.purchase_model is PurchaseModel.COMMITTED and p.business_unit == contract.business_unit
-        if not (committed_ours or p.purchase_model is PurchaseModel.GUARANTEED) or p.region != contract.region:
-            continue
-        k = units_per_instance(p, contract)
-        if k > 0 and residual.get(p.pool_id, 0) > 0:
-            out.append(FloorCandidate(s, k, residual[p.pool_id] * k))
-    return out
-
-
-def _allocations(placed: dict[str, int], per_instance: dict[str, int], rates: dict[str, Decimal],
-                 purpose: Purpose) -> list[Allocation]:
-    return [Allocation(pid, purpose, units, math.ceil(units / per_instance[pid]), rates[pid])
-            for pid, units in sorted(placed.items())]
+def _allocations(placed: dict[int, int], shape: Shape, table: PoolTable, purpose: Purpose) -> list[Allocation]:
+    k, ids, rate = shape.k, table.ids, table.rate
+    return [Allocation(ids[i], purpose, units, math.ceil(units / k[i]), rate[i])
+            for i, units in sorted(placed.items(), key=lambda item: ids[item[0]])]
 
 
 def _floor_wanted(claim: Claim) -> int:
     return math.ceil(claim.units * claim.contract.floor_pct / 100)
 
 
-def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
-              config: PlannerConfig) -> WorkloadPlan:
+def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> WorkloadPlan:
     contract = claim.contract
     strategy = _strategy(contract, config)
     floor_units = _floor_wanted(claim)
-    rates = {s.pool_id: s.rate_eur_h for s in pools}
     notes: list[str] = []
 
-    guaranteed = _guaranteed(contract, pools, residual)
-    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps)
+    guaranteed = table.guaranteed(contract)
+    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps, table)
     notes += floor_notes
-    k_floor = {c.state.pool_id: c.per_instance for c in guaranteed}
-    allocations = _allocations(floor_placed, k_floor, rates, Purpose.FLOOR)
-    for a in allocations:
-        residual[a.pool_id] -= a.instances
+    allocations = _allocations(floor_placed, guaranteed, table, Purpose.FLOOR)
+    for i, a in zip(sorted(floor_placed, key=table.ids.__getitem__), allocations, strict=True):
+        table.take(i, a.instances)
 
     target = claim.units - floor_units + floor_short  # floor shortfall is sought on reclaimable capacity
-    candidates = _reclaimable(contract, pools, residual, config.discount_threshold)
-    if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
-        notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed, short = fill(target, candidates, strategy, config.caps)
-    cheapest, _ = fill(target, candidates, Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST
-                       else Strategy.SINGLE_CHEAPEST, config.caps)
-    k = {c.state.pool_id: c.per_instance for c in candidates}
-    reclaim = _allocations(placed, k, rates, Purpose.RECLAIMABLE)
-    for a in reclaim:
-        residual[a.pool_id] -= a.instances
-    cheapest_cost = sum((rates[pid] * math.ceil(u / k[pid]) for pid, u in cheapest.items()), Decimal(0))
+    shape = table.reclaimable(contract)
+    if shape.live < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
+    placed, short = fill(target, shape, strategy, config.caps, table)
+    shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
+    cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)[0]
+    k = shape.k
+    reclaim = _allocations(placed, shape, table, Purpose.RECLAIMABLE)
+    cheapest_cost = sum((table.rate[i] * math.ceil(u / k[i]) for i, u in cheapest.items()), Decimal(0))
+    for i, a in zip(sorted(placed, key=table.ids.__getitem__), reclaim, strict=True):
+        table.take(i, a.instances)
     if short:
         notes.append(f"{short} unit(s) short: caps or capacity exhausted")
     return WorkloadPlan(
@@ -126,46 +100,72 @@ def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int]
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
-def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) -> bool:
-    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
-    if prev.strategy is Strategy.SINGLE_CHEAPEST:
-        return True
-    per: dict[str, int] = {}
-    for a in prev.allocations:
-        if a.purpose is Purpose.RECLAIMABLE:
-            group = groups.get(a.pool_id, a.pool_id)
-            per[group] = per.get(group, 0) + a.units
-    cap = max(1, math.floor(Decimal(sum(per.values())) * caps.group_share))
-    return all(units <= cap for units in per.values())
+def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
+    return (prev.claim_digest == claim.digest and prev.strategy is _strategy(claim.contract, config)
+            and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim))
 
 
 def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
          config: PlannerConfig | None = None) -> PlanSet:
     """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments."""
     config = config or PlannerConfig()
-    residual = {s.pool_id: s.available_instances for s in pools}
-    excluded = {s.pool_id for s in pools if s.excluded}
-    known = set(residual)
-    groups = {s.pool_id: s.group_id for s in pools}
-    kept: dict[str, WorkloadPlan] = {}
-    todo: list[Claim] = []
+    states = tuple(pools)
+    summary = summary_of(previous)
+    same = (summary is not None and summary.static is not None and summary.config == config
+            and summary.static.same(states, config.discount_threshold))
+    trusted: Summary | None = None
+    if summary is not None and same:
+        facts, static, trusted = summary.facts, summary.static, summary
+    else:
+        facts, static = Facts.of(states, config.caps), None
+        if summary is not None and summary.facts == facts:
+            trusted = summary
     old = previous.plans if previous else {}
-    for claim in sorted(claims, key=lambda c: priority(c.contract)):
-        prev = old.get(claim.workload)
-        unchanged = (prev is not None and prev.claim_digest == claim.digest
-                     and prev.strategy is _strategy(claim.contract, config))
-        complete = prev is not None and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim)
-        if (prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known
-                and _within_group_cap(prev, groups, config.caps)):
-            kept[claim.workload] = prev
-            for a in prev.allocations:
-                residual[a.pool_id] -= a.instances
-        else:
-            todo.append(claim)
+    kept, todo, seen = _sort(claims, old, config, facts, trusted, same)
+    if trusted:  # what the previous plans hold, less the plans not kept
+        held = dict(trusted.usage)
+        for pid, n in usage_of(old[name] for name in old.keys() - kept.keys()).items():
+            held[pid] -= n
+    else:
+        held = usage_of(kept.values())
     plans = dict(kept)
-    for claim in todo:
-        plans[claim.workload] = _plan_one(claim, pools, residual, config)
+    if todo:
+        static = static or Static(states, config.discount_threshold)
+        residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
+        table = PoolTable(static, residual)
+        for claim in todo:
+            plans[claim.workload] = _plan_one(claim, table, config)
     removed = set(old) - set(plans)
     changed = bool(todo or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
-    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    new = [plans[c.workload] for c in todo]
+    for pid, n in usage_of(new).items():
+        held[pid] = held.get(pid, 0) + n
+    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check
+    settled = {c.workload for c, p in zip(todo, new, strict=True)
+               if _unchanged_and_complete(p, c, config) and fits_pools(p, facts)}
+    remember(result, Summary(facts, held, frozenset(kept.keys() | settled), static, config, seen,
+                             frozenset(kept.keys() | settled)))
+    return result
+
+
+def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: PlannerConfig, facts: Facts,
+          trusted: Summary | None, same: bool) -> tuple[dict[str, WorkloadPlan], list[Claim], dict[str, Claim]]:
+    """Plans kept and claims to plan, in priority order, and the claim object of each workload."""
+    kept: dict[str, WorkloadPlan] = {}
+    todo: list[Claim] = []
+    seen: dict[str, Claim] = {}
+    checked = trusted.claims if trusted is not None and same else {}
+    settled = trusted.settled if trusted is not None and same else frozenset()
+    for claim in sorted(claims, key=lambda c: priority(c.contract)):
+        name = claim.workload
+        seen[name] = claim
+        prev = old.get(name)
+        if prev is not None and ((claim is checked.get(name) and name in settled) or (
+                _unchanged_and_complete(prev, claim, config)
+                and (name in trusted.fitting if trusted else fits_pools(prev, facts)))):
+            kept[name] = prev
+        else:
+            todo.append(claim)
+    return kept, todo, seen

@@ -6,69 +6,132 @@ halls or more (a hall is a correlation group beside its aggregates, ADR-06), and
 for every pool still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops
 up to the caps when later pools could not take their share; what still cannot be placed is shortfall.
 
-Pools whose one instance holds more units than the pool cap come last (``order``): the cap would leave such an
-instance part-empty at its full rate.
+Pools whose one instance holds more units than the pool cap come last: the cap would leave such an instance
+part-empty at its full rate.
 
 Small claims: a share cap never rounds below one unit (a 4-unit claim puts one unit in each of four pools),
 except probation, which may round to zero.
+
+The candidates are a shape's pools with capacity left (``tables``). Depth-first and price-first walk the
+shape's rank order, built once per plan, and stop as soon as the claim is placed; capacity-optimised and
+single-cheapest (baselines) sort the candidates per claim.
 """
 
 from __future__ import annotations
 
-import math
+import heapq
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from decimal import Decimal
+from typing import Any
 
-from .model import Caps, PoolState, Strategy
+from .model import Caps, Strategy
+from .tables import Entry, Order, PoolTable, Shape
 
-__all__ = ["Candidate", "fill", "order"]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A reclaimable pool that could take units of one workload."""
-
-    state: PoolState
-    per_instance: int       # units one instance holds
-    capacity_units: int     # residual available instances × per_instance
-
-    @property
-    def rate_per_unit(self) -> Decimal:
-        """The pool's rate per workload unit (EUR/h)."""
-        return self.state.rate_eur_h / self.per_instance
+__all__ = ["fill"]
 
 
-def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None = None) -> list[Candidate]:
-    """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id).
-
-    With ``pool_cap`` (the most units one pool may take), a pool whose one instance holds more units than that
-    comes after every pool whose instance fits: the cap leaves such an instance part-empty and its whole rate
-    is paid for the units it holds (a 4-vCPU unit capped at 6 units a pool pays a 64-vCPU instance's 16). Rate
-    per unit is then the rate of an instance over the units the cap lets it hold.
-    """
-    cap = pool_cap or 0
-
-    def oversize(c: Candidate) -> bool:
-        return cap > 0 and c.per_instance > cap
-
-    def rate(c: Candidate) -> Decimal:
-        return c.state.rate_eur_h / min(c.per_instance, cap) if cap else c.rate_per_unit
-
-    if strategy is Strategy.DEPTH_FIRST:
-        return sorted(candidates, key=lambda c: (oversize(c), -c.state.score, rate(c), c.state.pool_id))
-    if strategy is Strategy.CAPACITY_OPTIMISED:
-        return sorted(candidates, key=lambda c: (oversize(c), -c.capacity_units, rate(c), c.state.pool_id))
-    return sorted(candidates, key=lambda c: (oversize(c), rate(c), -c.state.score, c.state.pool_id))
+_RATIOS: dict[Decimal, tuple[int, int]] = {}
 
 
 def _share(target: int, share: Decimal, at_least_one: bool) -> int:
-    units = math.floor(Decimal(target) * share)
+    """``floor(target x share)``, in integers (exact, like the ``Decimal`` product of an int and a share)."""
+    ratio = _RATIOS.get(share)
+    if ratio is None:
+        ratio = _RATIOS[share] = share.as_integer_ratio()
+    units = target * ratio[0] // ratio[1]
     return max(1, units) if at_least_one else units
 
 
-def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps) -> tuple[dict[str, int], int]:
-    """Place ``target`` units; returns units per pool id and the shortfall."""
+def _key(table: PoolTable, strategy: Strategy, cap: int) -> Callable[[Entry], tuple[Any, ...]]:
+    """The sort key of the water-fill order for ``strategy`` (ties broken by rate, then pool id)."""
+    rate, score, ids, residual = table.rate, table.score, table.ids, table.residual
+
+    def per_unit(i: int, k: int) -> Decimal:
+        return rate[i] / min(k, cap) if cap else rate[i] / k
+
+    if strategy is Strategy.DEPTH_FIRST:
+        return lambda e: (cap > 0 and e[1] > cap, -score[e[0]], per_unit(*e), ids[e[0]])
+    if strategy is Strategy.CAPACITY_OPTIMISED:
+        return lambda e: (cap > 0 and e[1] > cap, -(residual[e[0]] * e[1]), per_unit(*e), ids[e[0]])
+    return lambda e: (cap > 0 and e[1] > cap, per_unit(*e), -score[e[0]], ids[e[0]])
+
+
+def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversize: bool = False) -> list[Entry]:
+    """The shape's pools with capacity left (only those bigger than ``cap``: ``oversize``) in fill order."""
+    residual = table.residual
+    live = [e for e in shape.entries if residual[e[0]] > 0 and (not oversize or e[1] > cap)]
+    return sorted(live, key=_key(table, strategy, cap))
+
+
+def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,
+           max_k: int) -> list[tuple[int, tuple[str, int], int]]:
+    """The first pool with capacity left of each lane that fits ``cut`` units an instance, as a heap."""
+    heads = []
+    if cut < max_k:
+        order.split()
+    for lane, entries in order.lanes.items():
+        if (lane[1] != 0) if cut >= max_k else (lane[1] == 0 or lane[1] > cut):
+            continue
+        j = start.get(lane, 0)
+        while j < len(entries) and residual[entries[j][1]] <= 0:
+            j += 1
+        start[lane] = j
+        if j < len(entries):
+            heads.append((entries[j][0], lane, j))
+    heapq.heapify(heads)
+    return heads
+
+
+def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, min_pools: int,
+            full: Callable[[str], bool]) -> Iterator[tuple[int, int, int]]:
+    """The candidates in fill order, each with how many candidates come after it.
+
+    That count is exact below ``min_pools - 1`` and ``min_pools - 1`` above it, which is all the fill's
+    reserve needs to know (it keeps back at most one unit for each of ``min_pools - 1`` further pools).
+    The pools of a hall ``full`` says is full are skipped: a hall that fills stays full for the rest of the
+    fill, so its pools would have no room, and the best-ranked pools often sit in one hall.
+    """
+    if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST):
+        ranked = _sorted(table, shape, strategy, pool_cap)
+        for index, (i, k) in enumerate(ranked):
+            yield i, k, len(ranked) - index - 1
+        return
+    horizon = max(0, min_pools - 1)
+    order = table.order(shape, strategy is Strategy.PRICE_FIRST)
+    residual = table.residual
+    over = shape.live_bigger_than(pool_cap)
+    after: dict[int, int] = {}
+    behind = over
+    for i, k in reversed(order.entries):  # the last fitting candidates, when few oversize ones follow
+        if behind >= horizon:
+            break
+        if residual[i] > 0 and k <= pool_cap:
+            after[i] = behind
+            behind += 1
+    start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
+    heads = _heads(order, start, residual, pool_cap, shape.max_k)
+    lanes = order.lanes
+    while heads:
+        _, lane, j = heapq.heappop(heads)
+        if full(lane[0]):
+            continue
+        entries = lanes[lane]
+        _, i, k = entries[j]
+        yield i, k, after.get(i, horizon)
+        j += 1
+        while j < len(entries) and residual[entries[j][1]] <= 0:
+            j += 1
+        if j < len(entries):
+            heapq.heappush(heads, (entries[j][0], lane, j))
+    if over:
+        oversize = _sorted(table, shape, strategy, pool_cap, oversize=True)
+        for index, (i, k) in enumerate(oversize):
+            yield i, k, min(horizon, len(oversize) - index - 1)
+
+
+def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int]:
+    """Place ``target`` units on the shape's pools with capacity left; returns units per pool index, shortfall."""
     if target <= 0:
         return {}, 0
     if strategy is Strategy.SINGLE_CHEAPEST:
@@ -77,43 +140,48 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
-        halls = {c.state.pool.hall for c in candidates if c.capacity_units > 0}
-        spread = len(halls) >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
-        hall_cap = max(_share(target, caps.hall_share, True), -(-target // len(halls))) if spread else target
-    ranked = order(candidates, strategy, pool_cap)
+        halls = sum(1 for n in shape.live_halls.values() if n > 0)
+        spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
+        hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
     probation_cap = _share(target, caps.probation_share, False)
-    placed: dict[str, int] = defaultdict(int)
+    residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
+    placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
     hall_used: dict[str, int] = defaultdict(int)
-    remaining = target
+    remaining, used = target, 0
 
-    def room(c: Candidate) -> int:
-        cap = probation_cap if c.state.probation else pool_cap
-        return max(0, min(cap - placed[c.state.pool_id], group_cap - group_used[c.state.group_id],
-                          hall_cap - hall_used[c.state.pool.hall], c.capacity_units - placed[c.state.pool_id]))
+    def room(i: int, k: int) -> int:
+        done = placed.get(i, 0)
+        cap = probation_cap if probation[i] else pool_cap
+        return max(0, min(cap - done, group_cap - group_used[group[i]], hall_cap - hall_used[hall[i]],
+                          residual[i] * k - done))
 
-    def take(c: Candidate, units: int) -> None:
-        nonlocal remaining
-        placed[c.state.pool_id] += units
-        group_used[c.state.group_id] += units
-        hall_used[c.state.pool.hall] += units
+    def take(i: int, units: int) -> None:
+        nonlocal remaining, used
+        before = placed.get(i, 0)
+        used += before == 0
+        placed[i] = before + units
+        group_used[group[i]] += units
+        hall_used[hall[i]] += units
         remaining -= units
 
-    # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools
-    for index, c in enumerate(ranked):
+    # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools (a pool in
+    # a hall already at its cap has no room: the walk skips it)
+    seen: list[Entry] = []
+    for i, k, after in _ranked(table, shape, strategy, pool_cap, min_pools, lambda h: hall_used[h] >= hall_cap):
+        seen.append((i, k))
+        reserve = min(max(0, min_pools - used - 1), after, remaining - 1)
+        units = min(room(i, k), remaining - reserve)
+        if units > 0:
+            take(i, units)
         if remaining == 0:
             break
-        used = sum(1 for v in placed.values() if v)
-        still_needed = max(0, min_pools - used - 1)
-        reserve = min(still_needed, len(ranked) - index - 1, remaining - 1)
-        units = min(room(c), remaining - reserve)
-        if units > 0:
-            take(c, units)
-    # pass 2: top up to the caps in rank order
-    for c in ranked:
+    # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
+    # is left to place)
+    for i, k in seen:
         if remaining == 0:
             break
-        units = min(room(c), remaining)
+        units = min(room(i, k), remaining)
         if units > 0:
-            take(c, units)
-    return {k: v for k, v in placed.items() if v}, remaining
+            take(i, units)
+    return placed, remaining

@@ -1,0 +1,291 @@
+"""The planner as it was before the per-plan tables (main at a9c10ad): the oracle of the equivalence tests.
+
+Verbatim logic of ``controllers/planning/{floor,waterfill,planner}.py`` before issue 18, merged into one module;
+the optimised planner must produce the same plans for the same inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from contracts.pools import PurchaseModel
+from contracts.schema import Contract, PlacementStrategy
+from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, WorkloadPlan, priority
+from controllers.planning.model import Allocation, Purpose, units_per_instance
+
+
+@dataclass(frozen=True)
+class FloorCandidate:
+    """A guaranteed pool that could hold floor units: its state, units per instance and units left."""
+
+    state: PoolState
+    per_instance: int
+    capacity_units: int
+
+    @property
+    def committed(self) -> bool:
+        """Whether the pool is the business unit's committed (reserved) capacity."""
+        return self.state.pool.purchase_model is PurchaseModel.COMMITTED
+
+    def preference(self) -> tuple[int, Decimal, str]:
+        """Sort key: committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
+        return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
+
+
+def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tuple[dict[str, int], int, list[str]]:
+    """Returns units per pool id, the shortfall and notes (e.g. a floor too small to spread)."""
+    notes: list[str] = []
+    if units <= 0:
+        return {}, 0, notes
+    halls = sorted({c.state.pool.hall for c in candidates if c.capacity_units > 0})
+    hall_cap = max(1, math.floor(Decimal(units) * caps.floor_hall_share))
+    if len(halls) < caps.floor_min_halls:
+        notes.append(f"guaranteed capacity fitting this unit exists in {len(halls)} hall(s), fewer than "
+                     f"{caps.floor_min_halls}; the floor is not spread")
+        hall_cap = units
+    elif units < caps.floor_min_halls:
+        notes.append(f"a floor of {units} unit(s) cannot span {caps.floor_min_halls} halls")
+    ranked = sorted(candidates, key=FloorCandidate.preference)
+    placed: dict[str, int] = defaultdict(int)
+    per_hall: dict[str, int] = defaultdict(int)
+    remaining = units
+    while remaining:
+        open_halls = [h for h in halls if per_hall[h] < hall_cap and any(
+            c.state.pool.hall == h and placed[c.state.pool_id] < c.capacity_units for c in ranked)]
+        if not open_halls:
+            break
+        hall = min(open_halls, key=lambda h: (per_hall[h], h))
+        pool = next(c for c in ranked if c.state.pool.hall == hall and placed[c.state.pool_id] < c.capacity_units)
+        placed[pool.state.pool_id] += 1
+        per_hall[hall] += 1
+        remaining -= 1
+    return dict(placed), remaining, notes
+
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A reclaimable pool that could take units of one workload."""
+
+    state: PoolState
+    per_instance: int       # units one instance holds
+    capacity_units: int     # residual available instances × per_instance
+
+    @property
+    def rate_per_unit(self) -> Decimal:
+        """The pool's rate per workload unit (EUR/h)."""
+        return self.state.rate_eur_h / self.per_instance
+
+
+def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None = None) -> list[Candidate]:
+    """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id).
+
+    With ``pool_cap`` (the most units one pool may take), a pool whose one instance holds more units than that
+    comes after every pool whose instance fits: the cap leaves such an instance part-empty and its whole rate
+    is paid for the units it holds (a 4-vCPU unit capped at 6 units a pool pays a 64-vCPU instance's 16). Rate
+    per unit is then the rate of an instance over the units the cap lets it hold.
+    """
+    cap = pool_cap or 0
+
+    def oversize(c: Candidate) -> bool:
+        return cap > 0 and c.per_instance > cap
+
+    def rate(c: Candidate) -> Decimal:
+        return c.state.rate_eur_h / min(c.per_instance, cap) if cap else c.rate_per_unit
+
+    if strategy is Strategy.DEPTH_FIRST:
+        return sorted(candidates, key=lambda c: (oversize(c), -c.state.score, rate(c), c.state.pool_id))
+    if strategy is Strategy.CAPACITY_OPTIMISED:
+        return sorted(candidates, key=lambda c: (oversize(c), -c.capacity_units, rate(c), c.state.pool_id))
+    return sorted(candidates, key=lambda c: (oversize(c), rate(c), -c.state.score, c.state.pool_id))
+
+
+def _share(target: int, share: Decimal, at_least_one: bool) -> int:
+    units = math.floor(Decimal(target) * share)
+    return max(1, units) if at_least_one else units
+
+
+def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps) -> tuple[dict[str, int], int]:
+    """Place ``target`` units; returns units per pool id and the shortfall."""
+    if target <= 0:
+        return {}, 0
+    if strategy is Strategy.SINGLE_CHEAPEST:
+        pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
+    else:
+        pool_cap = _share(target, caps.pool_share, True)
+        group_cap = _share(target, caps.group_share, True)
+        min_pools = caps.min_pools
+        halls = {c.state.pool.hall for c in candidates if c.capacity_units > 0}
+        spread = len(halls) >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
+        hall_cap = max(_share(target, caps.hall_share, True), -(-target // len(halls))) if spread else target
+    ranked = order(candidates, strategy, pool_cap)
+    probation_cap = _share(target, caps.probation_share, False)
+    placed: dict[str, int] = defaultdict(int)
+    group_used: dict[str, int] = defaultdict(int)
+    hall_used: dict[str, int] = defaultdict(int)
+    remaining = target
+
+    def room(c: Candidate) -> int:
+        cap = probation_cap if c.state.probation else pool_cap
+        return max(0, min(cap - placed[c.state.pool_id], group_cap - group_used[c.state.group_id],
+                          hall_cap - hall_used[c.state.pool.hall], c.capacity_units - placed[c.state.pool_id]))
+
+    def take(c: Candidate, units: int) -> None:
+        nonlocal remaining
+        placed[c.state.pool_id] += units
+        group_used[c.state.group_id] += units
+        hall_used[c.state.pool.hall] += units
+        remaining -= units
+
+    # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools
+    for index, c in enumerate(ranked):
+        if remaining == 0:
+            break
+        used = sum(1 for v in placed.values() if v)
+        still_needed = max(0, min_pools - used - 1)
+        reserve = min(still_needed, len(ranked) - index - 1, remaining - 1)
+        units = min(room(c), remaining - reserve)
+        if units > 0:
+            take(c, units)
+    # pass 2: top up to the caps in rank order
+    for c in ranked:
+        if remaining == 0:
+            break
+        units = min(room(c), remaining)
+        if units > 0:
+            take(c, units)
+    return {k: v for k, v in placed.items() if v}, remaining
+
+
+
+
+def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
+    if config.strategy is not None:
+        return config.strategy
+    price_first = contract.placement_strategy is PlacementStrategy.PRICE_FIRST
+    return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
+
+
+def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
+                 threshold: Decimal) -> list[Candidate]:
+    out = []
+    for s in pools:
+        p = s.pool
+        if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
+                or s.discount_ratio >= threshold or not p.fits(contract)):
+            continue
+        k = units_per_instance(p, contract)
+        if k > 0 and residual.get(p.pool_id, 0) > 0:
+            out.append(Candidate(s, k, residual[p.pool_id] * k))
+    return out
+
+
+def _guaranteed(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int]) -> list[FloorCandidate]:
+    out = []
+    for s in pools:
+        p = s.pool
+        if s.excluded:
+            continue
+        committed_ours = p.purchase_model is PurchaseModel.COMMITTED and p.business_unit == contract.business_unit
+        if not (committed_ours or p.purchase_model is PurchaseModel.GUARANTEED) or p.region != contract.region:
+            continue
+        k = units_per_instance(p, contract)
+        if k > 0 and residual.get(p.pool_id, 0) > 0:
+            out.append(FloorCandidate(s, k, residual[p.pool_id] * k))
+    return out
+
+
+def _allocations(placed: dict[str, int], per_instance: dict[str, int], rates: dict[str, Decimal],
+                 purpose: Purpose) -> list[Allocation]:
+    return [Allocation(pid, purpose, units, math.ceil(units / per_instance[pid]), rates[pid])
+            for pid, units in sorted(placed.items())]
+
+
+def _floor_wanted(claim: Claim) -> int:
+    return math.ceil(claim.units * claim.contract.floor_pct / 100)
+
+
+def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
+              config: PlannerConfig) -> WorkloadPlan:
+    contract = claim.contract
+    strategy = _strategy(contract, config)
+    floor_units = _floor_wanted(claim)
+    rates = {s.pool_id: s.rate_eur_h for s in pools}
+    notes: list[str] = []
+
+    guaranteed = _guaranteed(contract, pools, residual)
+    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps)
+    notes += floor_notes
+    k_floor = {c.state.pool_id: c.per_instance for c in guaranteed}
+    allocations = _allocations(floor_placed, k_floor, rates, Purpose.FLOOR)
+    for a in allocations:
+        residual[a.pool_id] -= a.instances
+
+    target = claim.units - floor_units + floor_short  # floor shortfall is sought on reclaimable capacity
+    candidates = _reclaimable(contract, pools, residual, config.discount_threshold)
+    if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
+    placed, short = fill(target, candidates, strategy, config.caps)
+    cheapest, _ = fill(target, candidates, Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST
+                       else Strategy.SINGLE_CHEAPEST, config.caps)
+    k = {c.state.pool_id: c.per_instance for c in candidates}
+    reclaim = _allocations(placed, k, rates, Purpose.RECLAIMABLE)
+    for a in reclaim:
+        residual[a.pool_id] -= a.instances
+    cheapest_cost = sum((rates[pid] * math.ceil(u / k[pid]) for pid, u in cheapest.items()), Decimal(0))
+    if short:
+        notes.append(f"{short} unit(s) short: caps or capacity exhausted")
+    return WorkloadPlan(
+        workload=contract.workload, claim_digest=claim.digest, strategy=strategy,
+        allocations=tuple(allocations + reclaim), wanted_units=claim.units, floor_units=floor_units - floor_short,
+        shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
+
+
+def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) -> bool:
+    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
+    if prev.strategy is Strategy.SINGLE_CHEAPEST:
+        return True
+    per: dict[str, int] = {}
+    for a in prev.allocations:
+        if a.purpose is Purpose.RECLAIMABLE:
+            group = groups.get(a.pool_id, a.pool_id)
+            per[group] = per.get(group, 0) + a.units
+    cap = max(1, math.floor(Decimal(sum(per.values())) * caps.group_share))
+    return all(units <= cap for units in per.values())
+
+
+def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
+         config: PlannerConfig | None = None) -> PlanSet:
+    """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments."""
+    config = config or PlannerConfig()
+    residual = {s.pool_id: s.available_instances for s in pools}
+    excluded = {s.pool_id for s in pools if s.excluded}
+    known = set(residual)
+    groups = {s.pool_id: s.group_id for s in pools}
+    kept: dict[str, WorkloadPlan] = {}
+    todo: list[Claim] = []
+    old = previous.plans if previous else {}
+    for claim in sorted(claims, key=lambda c: priority(c.contract)):
+        prev = old.get(claim.workload)
+        unchanged = (prev is not None and prev.claim_digest == claim.digest
+                     and prev.strategy is _strategy(claim.contract, config))
+        complete = prev is not None and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim)
+        if (prev is not None and unchanged and complete and not (prev.pools & excluded) and prev.pools <= known
+                and _within_group_cap(prev, groups, config.caps)):
+            kept[claim.workload] = prev
+            for a in prev.allocations:
+                residual[a.pool_id] -= a.instances
+        else:
+            todo.append(claim)
+    plans = dict(kept)
+    for claim in todo:
+        plans[claim.workload] = _plan_one(claim, pools, residual, config)
+    removed = set(old) - set(plans)
+    changed = bool(todo or removed) or previous is None
+    generation = (previous.generation if previous else 0) + (1 if changed else 0)
+    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
