@@ -26,6 +26,8 @@ from .approval_judge import Answer, OpenRequest, Verdict
 
 __all__ = ["Answer", "Judged", "judged", "open_requests", "record_verdict", "submit", "unjudged"]
 
+MAX_PER_PASS = 100           # answers judged a pass (the rest wait for the next one)
+MAX_RECORD_CHARS = 16_384    # a signed decision is well under 1 KiB; anything larger is refused unparsed
 _COLUMNS = "request_id, workload, region, approver, raised_by, requested_at, state, options"
 
 
@@ -89,12 +91,15 @@ def unjudged(conn: Any, region: str) -> list[Answer]:
         rows = conn.execute(
             f"SELECT d.decision_id, d.signed, {cols} FROM approval_decisions d JOIN approval_requests r "
             "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
-            "d.decision_id", (region,)).fetchall()
+            "d.decision_id LIMIT %s", (region, MAX_PER_PASS)).fetchall()
     out = []
     for row in rows:
         request = _request(row[2:])
+        raw = row[1] if isinstance(row[1], str) else json.dumps(row[1])
+        if len(raw) > MAX_RECORD_CHARS:
+            out.append(Answer(str(row[0]), request, None, f"{len(raw)} characters, above {MAX_RECORD_CHARS}"))
+            continue
         try:
-            raw = row[1] if isinstance(row[1], str) else json.dumps(row[1])
             out.append(Answer(str(row[0]), request, SignedDecision.model_validate_json(raw)))
         except ValidationError as exc:
             out.append(Answer(str(row[0]), request, None, f"{exc.error_count()} error(s): "

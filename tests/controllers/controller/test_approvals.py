@@ -206,3 +206,16 @@ def test_the_cli_refuses_an_expired_request_and_a_missing_one_naming_the_fix(
                 "--postgres", approvals_url)
     assert nokey.returncode == 2 and "sco keys init --approver" in nokey.stderr
 
+
+
+def test_a_malformed_or_oversized_answer_is_refused_unparsed(world: World, approvals_url: str) -> None:  # noqa: F811
+    rid = uuid.uuid4()
+    world.conn.execute("INSERT INTO approval_requests (request_id, workload, region, approver, requested_at, options) "
+                       "VALUES (%s, 'train', 'r1', %s, %s, '[]')", (rid, CFO, world.clock.now()))
+    with psycopg.connect(approvals_url, autocommit=True) as conn:
+        for body in ('{"decision": "grant"}', '{"pad": "' + "x" * 20_000 + '"}'):
+            conn.execute("INSERT INTO approval_decisions (decision_id, request_id, approver, decision, signed) "
+                         "VALUES (gen_random_uuid(), %s, %s, 'grant', %s)", (rid, CFO, body))
+    answers = approval_store.unjudged(world.conn, "r1")
+    assert [a.signed for a in answers] == [None, None]
+    assert any("above 16384" in a.error for a in answers) and any("error(s)" in a.error for a in answers)
