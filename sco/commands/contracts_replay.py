@@ -149,8 +149,9 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
                      f"{o.wasted_pct:.2f}%", f"{o.fallback_starts} ({o.fallback_starts / days:.2f}/day)",
                      f"{100 * o.shortfall_s / o.wanted_s if o.wanted_s else 0:.2f}%", f"€{o.net_saving:,.0f}",
                      f"{pct:.1f}%"])
-    out = [f"Replay (ADR-03): {trace.description}; {len(trace.reclaims)} reclaim waves over "
-           f"{len(trace.pools)} pools"]
+    inside = sum(1 for r in trace.reclaims if r.time >= trace.start)
+    out = [f"Replay (ADR-03): {trace.description}; {inside} reclaim waves in the window "
+           f"({len(trace.reclaims)} with the warm-up) over {len(trace.pools)} pools"]
     out.append(render_table(["workload", "units", "interruptions", "rate", "wasted work", "fallback starts",
                              "shortfall", "net saving", "net %"], rows))
     out += [f"  claim {n}" for n in notes]
