@@ -50,6 +50,8 @@ class EventKind(StrEnum):
     READMITTED = "readmitted"
     APPROVAL_REQUESTED = "approval-requested"
     APPROVAL_GRANTED = "approval-granted"
+    APPROVAL_DENIED = "approval-denied"
+    APPROVAL_REFUSED = "approval-refused"      # an answer the arbiter did not accept (stable code APR001..)
     CLAIM_REFUSED = "claim-refused"
     BREAKER_TRIPPED = "breaker-tripped"
     QUARANTINED = "quarantined"

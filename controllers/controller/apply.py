@@ -24,7 +24,7 @@ from contracts.provider import LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, ProviderError, QuotaExceeded, Throttled
 from contracts.schema import Contract
 
-from . import ledger
+from . import approval_store, ledger
 from .approvals import alertmanager_payload
 from .decision import (
     AskApproval,
@@ -34,6 +34,7 @@ from .decision import (
     Place,
     Publish,
     RecordShortfall,
+    RecordVerdict,
     Revoke,
     StartFallback,
     WriteClaims,
@@ -98,6 +99,8 @@ class Actuator:
             event = self._event(Note("shortfall", action.cause, action.workload, attributes={"units": action.units}),
                                 now)
             self.store.expire_approval(action.workload, now, event)
+        elif isinstance(action, RecordVerdict):
+            self._verdict(action, run, now)
         elif isinstance(action, OpenBreaker):
             self.store.breaker(True, action.reason, now)
         elif isinstance(action, Place | Terminate):
@@ -204,6 +207,20 @@ class Actuator:
                 self.webhook(alertmanager_payload(self.s, ar.workload, ar.approver, ar.options, ar.cause, now))
             except Exception as exc:
                 log.warning("approval webhook failed: %s", exc)
+
+    def _verdict(self, action: RecordVerdict, run: _Run, now: datetime) -> None:
+        a, v = action.answer, action.verdict
+        kind = ("approval-refused" if not v.accepted else "approval-granted" if v.decision == "grant"
+                else "approval-denied")
+        signer = a.signed.decision.approver if a.signed is not None else ""
+        ev = self._event(Note(kind, v.message, a.request.workload, attributes={
+            "request": a.request.request_id, "decision": a.decision_id, "code": v.code, "approver": signer,
+            "granted_eur": str(v.granted_eur)}), now)
+        approval_store.record_verdict(self.conn, a, v, now, ev, self.store.actor)
+        if v.accepted and v.decision == "deny":
+            units = max((int(o.get("units", "0")) for o in a.request.options), default=0)
+            run.notes.append(Note("shortfall", f"{signer} denied fallback beyond the 24 h cap", a.request.workload,
+                                  attributes={"units": units}))
 
     # --- formatting -----------------------------------------------------------------------------------
     def _event(self, n: Note, now: datetime) -> Event:

@@ -21,9 +21,22 @@ from typing import Any
 from contracts.pools import PurchaseModel
 from controllers.planning import PlanSet, PoolState, plan, pool_states
 
+from .approval_judge import judge_answers, with_verdicts
 from .breaker import Safety
 from .claims import Normalised, normalise
-from .decision import Action, Decision, Desired, Memory, OpenBreaker, Place, Publish, Revoke, WriteClaims, WritePlans
+from .decision import (
+    Action,
+    Decision,
+    Desired,
+    Memory,
+    OpenBreaker,
+    Place,
+    Publish,
+    RecordVerdict,
+    Revoke,
+    WriteClaims,
+    WritePlans,
+)
 from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
 from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
@@ -102,8 +115,11 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
             fallback_live[o.key] += 1
     slots = desired_slots(planned.plans, fallback_live)
     d = diff(slots, observed, partition=s.partition, generation=planned.generation, tiers=tiers)
+    verdicts = judge_answers(seen.answers, desired.contract, now, keys=dict(s.approver_keys),
+                             timeout=s.fallback.approval_timeout)
+    actions += [RecordVerdict(a, v) for a, v in verdicts]       # before any reservation that counts a grant
     wanted = needs(planned, observed, states, seen.glance.notices, desired, mem, now,
-                   committed_eur=seen.committed_eur, approvals=seen.approvals)
+                   committed_eur=seen.committed_eur, approvals=with_verdicts(seen.approvals, verdicts))
     fb = decide_fallback(wanted, observed, desired, mem, now, generation=planned.generation,
                          launched_last_minute=seen.fallback_launched_last_minute, dry=mem.safety.read_only)
     actions += fb.actions

@@ -18,6 +18,7 @@ from typing import TypeVar
 from contracts.schema import Contract
 from controllers.planning import PlanSet, WorkloadPlan
 
+from .approval_judge import Answer, Verdict
 from .breaker import Gated, Safety
 from .fallback import ApprovalRequest, FallbackLaunch
 from .floor_keeper import FloorKeeper
@@ -25,7 +26,7 @@ from .model import Launch, Note, Terminate
 from .settings import ControllerSettings
 
 __all__ = ["Action", "AskApproval", "Decision", "Desired", "Memory", "OpenBreaker", "Place", "Publish",
-           "RecordShortfall", "Revoke", "StartFallback", "WriteClaims", "WritePlans"]
+           "RecordShortfall", "RecordVerdict", "Revoke", "StartFallback", "WriteClaims", "WritePlans"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,14 @@ class RecordShortfall:
 
 
 @dataclass(frozen=True)
+class RecordVerdict:
+    """The arbiter's verdict on a signed answer to an approval request (before any reservation that counts it)."""
+
+    answer: Answer
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
 class OpenBreaker:
     reason: str
 
@@ -128,8 +137,8 @@ class Place:
     replacing: tuple[str, ...] = ()
 
 
-Action = (Publish | Revoke | WritePlans | WriteClaims | StartFallback | AskApproval | RecordShortfall | OpenBreaker
-          | Place | Terminate)
+Action = (Publish | Revoke | WritePlans | WriteClaims | StartFallback | AskApproval | RecordShortfall | RecordVerdict
+          | OpenBreaker | Place | Terminate)
 
 A = TypeVar("A")
 

@@ -42,7 +42,8 @@ class Controller:
         from . import lease as lease_mod
 
         self.s = settings
-        self.store = Store(conn, settings.region, settings.partition, actor=settings.holder)
+        self.store = Store(conn, settings.region, settings.partition, actor=settings.holder,
+                           operator=settings.operator)
         self.conn = conn
         self.contracts = {k: c for k, c in contracts.items() if c.partition == settings.partition}
         self.clock = clock

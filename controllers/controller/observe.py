@@ -19,7 +19,8 @@ from typing import Any
 from contracts.pools import Pool
 from contracts.provider import Instance, Provider
 
-from . import ledger
+from . import approval_store, ledger
+from .approval_judge import Answer
 from .claims import ClaimSource, WorkItem
 from .fallback import Approval
 from .model import Gone, Observed, Purpose
@@ -76,6 +77,7 @@ class Observation:
     approvals: Mapping[str, Approval]
     committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
     fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
+    answers: tuple[Answer, ...] = ()        # signed answers to approval requests the arbiter has not judged
 
     @property
     def instances(self) -> tuple[Observed, ...]:
@@ -122,7 +124,8 @@ class Observer:
         with self.conn.transaction():
             row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
                                     "launched_at > %s", (self.store.region, now - timedelta(minutes=1))).fetchone()
-        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]))
+        answers = tuple(approval_store.unjudged(self.conn, self.store.region))
+        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]), answers)
 
     def market(self, now: datetime) -> Market:
         if self._catalogue is None:

@@ -29,6 +29,8 @@ class ControllerSettings:
     mass_loss_min: int = 5
     trust_domain: str = "sco.internal"
     nats_urls: tuple[str, ...] = ()
+    operator: str | None = None          # who operates this controller: it raises spend, so it may not approve it
+    approver_keys: tuple[tuple[str, bytes], ...] = ()   # (approver e-mail, PEM public key): whose answers verify
 
 
 @dataclass(frozen=True)

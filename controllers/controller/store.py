@@ -43,8 +43,10 @@ def plan_json(p: WorkloadPlan) -> dict[str, Any]:
 
 
 class Store:
-    def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller") -> None:
+    def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller",
+                 operator: str | None = None) -> None:
         self.conn, self.region, self.partition, self.actor = conn, region, partition, actor
+        self.raised_by = operator or actor      # recorded on approval requests: it may not approve them (ADR-30)
 
     # --- inputs written by others ------------------------------------------------------------------
     def inputs(self, now: datetime) -> InputsInForce:
@@ -242,8 +244,9 @@ class Store:
         rid = uuid.uuid4()
         with self.conn.transaction():
             self.conn.execute(
-                "INSERT INTO approval_requests (request_id, workload, region, approver, requested_at, options) VALUES "
-                "(%s, %s, %s, %s, %s, %s)", (rid, workload, self.region, approver, now, json.dumps(list(options))))
+                "INSERT INTO approval_requests (request_id, workload, region, approver, requested_at, options, "
+                "raised_by) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (rid, workload, self.region, approver, now, json.dumps(list(options)), self.raised_by))
             enqueue(self.conn, event, action="approval", actor=self.actor)
         return rid
 

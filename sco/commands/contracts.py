@@ -38,8 +38,17 @@ def register(sub: Any) -> None:
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.set_defaults(handler=_check)
 
-    report = cmds.add_parser("report", help="the compiler report: every workload with its derived figures")
+    report = cmds.add_parser("report", help="the compiler report: every workload with its derived figures and its "
+                                            "replay over the pool history in ClickHouse (ADR-03)")
     repo_args(report)
+    report.add_argument("--no-replay", action="store_true", help="the compiler's figures only, no replay")
+    report.add_argument("--replay-days", type=float, default=30.0, help="days of history to replay (default 30)")
+    report.add_argument("--warmup-days", type=float, default=7.0,
+                        help="history before them the rankings learn from (default 7)")
+    report.add_argument("--units", type=int, default=40, help="units each workload claims in the replay (40)")
+    report.add_argument("--clickhouse", default=None,
+                        help="ClickHouse URL with the pool history (default SCO_CLICKHOUSE_URL / the stack's "
+                             "read-only reports user)")
     report.set_defaults(handler=_report)
 
     comp = cmds.add_parser("compile", help="compile and write signed agent and controller bundles per partition")
@@ -96,7 +105,40 @@ def _check(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     result = _load(args)
     print(render_report(result, args.repo))
+    if not args.no_replay and result.workloads:
+        print()
+        print(_replay(args, [w.contract for w in result.workloads]))
     return 1 if result.errors else 0
+
+
+def _replay(args: argparse.Namespace, contracts: list[Any]) -> str:
+    """Each region's workloads replayed over that region's history (``contracts_replay``)."""
+    if not 0 < args.replay_days <= 400 or args.warmup_days < 0 or args.units < 1:
+        raise CliError(f"--replay-days must be in (0, 400], --warmup-days >= 0 and --units >= 1; got "
+                       f"{args.replay_days:g}, {args.warmup_days:g}, {args.units}")
+    from stores import clickhouse
+    from stores.config import StoreNotConfigured, resolve_url
+
+    from .contracts_replay import ReplayWindow, read_trace, render_replay, replay_contracts
+
+    try:
+        client = clickhouse.client(resolve_url("clickhouse", args.clickhouse, component="reports"))
+    except StoreNotConfigured as exc:
+        raise CliError(f"RPL001: no ClickHouse with the pool history to replay: {exc}; or pass --no-replay") \
+            from None
+    except Exception as exc:  # refused, bad credentials
+        raise CliError(f"RPL002: cannot reach ClickHouse for the replay: {str(exc).strip()[:300]}; check "
+                       "--clickhouse (or pass --no-replay)") from None
+    out = []
+    try:
+        for region in sorted({c.partition.split("/")[0] for c in contracts}):
+            mine = [c for c in contracts if c.partition.split("/")[0] == region]
+            trace = read_trace(client, ReplayWindow(region, args.replay_days, args.warmup_days))
+            outcomes, notes = replay_contracts(trace, mine, args.units)
+            out.append(render_replay(trace, outcomes, notes))
+    finally:
+        client.close()
+    return "\n\n".join(out)
 
 
 def _compile(args: argparse.Namespace) -> int:

@@ -169,7 +169,11 @@ def _run(args: argparse.Namespace) -> int:
         source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
-    ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
+    from .keys import approver_keys
+
+    settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety,
+                                  operator=args.operator or None, approver_keys=approver_keys(args.approver_keys))
+    ctl = Controller(settings, provider, conn,
                      source, contracts, WallClock(), agent_bundle=agent_bundle, revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
     count = 0
@@ -337,6 +341,12 @@ def register(subparsers: Any) -> None:
                            help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
                                 "losses (default: poll only)")
             p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
+            p.add_argument("--approver-keys", type=Path, default=None,
+                           help="directory of approvers' public keys, <e-mail>.pub.pem (default "
+                                "$SCO_HOME/keys/approvers): whose signed answers the arbiter accepts")
+            p.add_argument("--operator", default="",
+                           help="who operates this controller (e-mail); recorded on approval requests, it may "
+                                "not approve them (ADR-30; default the lease holder id)")
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
         else:

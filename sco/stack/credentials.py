@@ -47,7 +47,7 @@ PG_DATABASE = "sco"
 PG_OWNER = "sco_owner"
 # component -> PostgreSQL login role (grants in sco.stack.pgroles)
 PG_ROLES: dict[str, str] = {"controller": "sco_controller", "analytics": "sco_analytics", "relay": "sco_relay",
-                            "ingest": "sco_ingest", "reports": "sco_reports"}
+                            "ingest": "sco_ingest", "reports": "sco_reports", "approvals": "sco_approvals"}
 # ClickHouse front-end users: name -> profile (the lead's interface with the front end's --users-file)
 CH_USERS: dict[str, str] = {"sco": "default", "ingest": "default", "analytics": "default", "relay": "default",
                             "reports": "readonly"}
@@ -256,6 +256,7 @@ _COMPONENTS: dict[str, tuple[str | None, str | None, str | None]] = {
     "ingest": ("ingest", "ingest", "ingest"),
     "analytics": ("analytics", None, "analytics"),
     "reports": ("reports", None, "reports"),
+    "approvals": ("approvals", None, None),
     "region": (None, "region", None),
     "watcher": (None, "watcher", None),
 }

@@ -12,6 +12,7 @@ granted to ``PUBLIC``. After ``sco up`` nothing uses the superuser.
 | sco_relay        | read and mark the outbox                                                              |
 | sco_ingest       | the outbox only                                                                       |
 | sco_reports      | read what is in force and the exclusions                                              |
+| sco_approvals    | read the approval requests and decisions; insert a signed decision (its own columns)  |
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from psycopg import sql
 
 from .credentials import PG_DATABASE, PG_OWNER, PG_ROLES
 
-__all__ = ["FLEET_TABLES", "GRANTS", "create_roles", "grant"]
+__all__ = ["FLEET_TABLES", "GRANTS", "create_roles", "grant", "grant_component"]
 
 # the fleet state the controller owns (stores/migrations/postgres)
 FLEET_TABLES = ("instances", "claims", "plans", "breakers", "spend_reservations", "spends", "partition_leases",
-                "approval_requests", "controller_cycles", "controller_bundles", "exclusions", "contracts_in_force")
+                "approval_requests", "approval_decisions", "controller_cycles", "controller_bundles", "exclusions",
+                "contracts_in_force")
 IN_FORCE = ("rankings_in_force", "correlation_groups")
 _RW = "SELECT, INSERT, UPDATE, DELETE"
 
@@ -37,6 +39,10 @@ GRANTS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "relay": [("SELECT, UPDATE, DELETE", ("outbox",))],
     "ingest": [("SELECT, INSERT", ("outbox",))],
     "reports": [("SELECT", ("exclusions", "contracts_in_force", "instances", *IN_FORCE))],
+    # `sco fallback approvals|approve|deny`: submit a signed answer; only the controller judges it and grants
+    "approvals": [("SELECT", ("approval_requests", "approval_decisions")),
+                  ("INSERT (decision_id, request_id, approver, decision, amount_eur, signed)",
+                   ("approval_decisions",))],
 }
 
 
@@ -69,21 +75,28 @@ def create_roles(conn: Any, passwords: dict[str, str]) -> None:
 def grant(conn: Any) -> list[str]:
     """As the owner, after the migrations: each component role's grants; returns the statements run.
     A table a migration has not created yet is skipped (the next ``sco up`` grants it)."""
+    conn.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
+    done: list[str] = []
+    for key, role in PG_ROLES.items():
+        done += grant_component(conn, key, role)
+    return done
+
+
+def grant_component(conn: Any, key: str, role: str) -> list[str]:
+    """The grants of component ``key`` (``GRANTS``) to the login role ``role``; returns the statements run."""
     tables = {r[0] for r in conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
     done: list[str] = []
-    conn.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
-    for key, role in PG_ROLES.items():
-        ident = sql.Identifier(role)
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
-        for privileges, names in GRANTS[key]:
-            present = [t for t in names if t in tables]
-            if not present:
-                continue
-            stmt = sql.SQL("GRANT {} ON TABLE {} TO {}").format(
-                sql.SQL(privileges), sql.SQL(", ").join(sql.Identifier(t) for t in present), ident)
-            conn.execute(stmt)
-            done.append(stmt.as_string(conn))
-        if key != "reports":
-            conn.execute(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(ident))
+    ident = sql.Identifier(role)
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
+    for privileges, names in GRANTS[key]:
+        present = [t for t in names if t in tables]
+        if not present:
+            continue
+        stmt = sql.SQL("GRANT {} ON TABLE {} TO {}").format(
+            sql.SQL(privileges), sql.SQL(", ").join(sql.Identifier(t) for t in present), ident)
+        conn.execute(stmt)
+        done.append(stmt.as_string(conn))
+    if key not in ("reports", "approvals"):
+        conn.execute(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(ident))
     return done

@@ -40,7 +40,7 @@ def test_copy_to_program_is_out_of_reach_of_nobody_and_of_every_component_role(
 def test_the_fleet_tables_are_writable_only_with_the_controllers_credential(
         probed: Probed, secured_stack: SecuredStack) -> None:
     probed.refused("pg_controller_without_password", "no password supplied")
-    for component in ("analytics", "relay", "ingest", "reports"):
+    for component in ("analytics", "relay", "ingest", "reports", "approvals"):
         with psycopg.connect(secured_stack.url(component, "postgres"), autocommit=True) as conn:
             for statement in ("UPDATE breakers SET state = 'closed'", "DELETE FROM spend_reservations",
                               "INSERT INTO partition_leases (region, partition) VALUES ('r1', 'x')"):
@@ -62,6 +62,10 @@ def test_each_component_role_has_what_it_uses(secured_stack: SecuredStack) -> No
         conn.execute("SELECT count(*) FROM outbox")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT count(*) FROM breakers")  # the outbox only
+    with psycopg.connect(secured_stack.url("approvals", "postgres")) as conn:
+        conn.execute("SELECT count(*) FROM approval_requests")  # lists the requests
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE approval_requests SET state = 'granted'")  # only the arbiter grants
     with psycopg.connect(secured_stack.url("controller", "postgres")) as conn, \
             pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute("DELETE FROM rankings_in_force")  # analytics' table: read only for the controller
