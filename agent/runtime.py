@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
+from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, agent_nats_name, notice_subject
 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
@@ -219,7 +219,17 @@ class Agent:
             return
 
     def _nats_auth(self) -> dict[str, Any]:
-        """Per-instance relay credentials (ADR-17): a token file, or a NATS .creds file (needs ``nkeys``)."""
+        """Per-instance relay credentials (ADR-17): the instance's own user, a token file or a .creds file.
+
+        The own user is ``agent.<region>.<instance>`` with the password cloud-init wrote; a .creds file needs the
+        ``nkeys`` package.
+        """
+        if self.cfg.nats_password_file is not None:
+            try:
+                return {"user": agent_nats_name(self.node.region, self.node.instance),
+                        "password": self.cfg.nats_password_file.read_text().strip()}
+            except OSError as exc:
+                log.warning("NATS password %s unreadable: %s", self.cfg.nats_password_file, exc)
         if self.cfg.nats_token_file is not None:
             try:
                 return {"token": self.cfg.nats_token_file.read_text().strip()}

@@ -11,6 +11,8 @@ from typing import Any
 
 from sco.cli import CliError
 
+from .controller_userdata import add_agent_options, register_into
+
 __all__ = ["register"]
 
 
@@ -164,8 +166,11 @@ def _run(args: argparse.Namespace) -> int:
         source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
-    ctl = Controller(ControllerSettings(args.region, args.partition, holder=holder, safety=safety), provider, conn,
-                     source, contracts, WallClock(), agent_bundle=agent_bundle, revoker=_revoker(raw_provider),
+    from .controller_userdata import agent_credentials, agent_settings
+
+    settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety, **agent_settings(args))
+    ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
+                     agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
     count = 0
 
@@ -330,9 +335,11 @@ def register(subparsers: Any) -> None:
             p.add_argument("--approval-webhook", default=None, help="Alertmanager-format webhook URL for approvals")
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
+            add_agent_options(p)
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")
         p.set_defaults(handler=handler)
+    register_into(sub)
     p = sub.add_parser("reset-breaker", help="close a partition's open termination breaker (after investigation)")
     p.add_argument("--region", default="r1")
     p.add_argument("--partition", required=True, help="<region>/<cluster>")

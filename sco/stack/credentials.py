@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from contracts.subjects import advisory_subject, agent_inbox_prefix, notice_subject, region_events_subject
+from contracts.subjects import (
+    advisory_subject,
+    agent_inbox_prefix,
+    agent_nats_name,
+    notice_subject,
+    region_events_subject,
+)
 
 __all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "PG_DATABASE", "PG_OWNER", "PG_ROLES", "Credentials",
            "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document", "component_urls", "load_or_create",
@@ -132,11 +138,6 @@ def agent_user(region: str, instance: str, password: str) -> NatsUser:
     return NatsUser(agent_nats_name(region, instance), password, publish=(region_events_subject(region),),
                     subscribe=(notice_subject(region, instance), advisory_subject(region, instance),
                                f"{agent_inbox_prefix(instance)}.>"))
-
-
-def agent_nats_name(region: str, instance: str) -> str:
-    """The NATS user name of one instance's agent: ``agent.<region>.<instance>`` (subject-token spelling)."""
-    return "agent" + notice_subject(region, instance)[len("sco.notice"):]
 
 
 def nats_users(creds: Credentials) -> list[NatsUser]:
