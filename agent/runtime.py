@@ -8,6 +8,7 @@ absent for hours; the agent keeps retrying them and never waits for them before 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import time
@@ -112,6 +113,7 @@ class Agent:
         self.draining = False
         self._current_notice: Notice | None = None
         self._closing = False
+        self._bundle_etag: str | None = None  # of the last bundle the distributor sent (If-None-Match)
         self.shipper = EventShipper(self.spool, self._writer, self.metrics, self._wake, lambda: self.nc,
                                     lambda: self._closing)
         instruments.watch(self.metrics, self.bundles, self.spool, self.clock.now,
@@ -366,22 +368,42 @@ class Agent:
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
-        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``."""
+        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``.
+
+        The bundle is asked for with the ETag of the last one fetched: a 304 is ``unchanged`` without a download.
+        """
         url = str(self.userdata.distributor_url)
         try:
-            raw, sig = await asyncio.to_thread(fetch_bundle, url, 5.0)
+            got = await asyncio.to_thread(fetch_bundle, url, 5.0, self._distributor_headers(), self._bundle_etag)
         except AgentError as exc:
             self.metrics.inc("sco_agent_bundle_refresh_failures_total")
             log.debug("%s", exc)
             await self._apply_readiness()
             return "unreachable"
+        if got is None:
+            await self._apply_readiness()
+            return "unchanged"
+        raw, sig, etag = got
         offer = self.bundles.offer(raw, sig, "distributor")
+        if offer.outcome in ("accepted", "unchanged"):
+            self._bundle_etag = etag
         if offer.outcome == "refused":
             self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
                 "origin": "distributor", "reason": offer.reason[:300],
                 "held_generation": self.bundles.current.generation if self.bundles.current else 0})
         await self._apply_readiness()
         return offer.outcome
+
+    def _distributor_headers(self) -> dict[str, str]:
+        """The instance's own credential (its NATS user and password) as HTTP Basic, when it has one."""
+        if self.cfg.nats_password_file is None:
+            return {}
+        try:
+            password = self.cfg.nats_password_file.read_text().strip()
+        except OSError:
+            return {}  # removed at the end of a drain: nothing more to fetch
+        user = agent_nats_name(self.node.region, self.node.instance)
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
     async def _refresh_loop(self) -> None:
         while not self._closing:

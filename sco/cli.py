@@ -30,6 +30,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.report_pages",  # report showback|fleet (issue 7)
     "sco.commands.simulate",  # simulate --days --strategy (issue 10)
     "sco.commands.drill",  # drill --partition --fraction | --game-day --hall (issue 10)
+    "sco.commands.distributor",  # distributor serve (issue 16)
 )
 
 
