@@ -11,17 +11,19 @@ bundle is a metric (``sco_agent_bundle_age_seconds``).
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from contracts.bundle_verify import BundleError, verify_bundle_bytes
+from contracts.subjects import agent_nats_name
 
 from .httpwire import exchange
 from .model import AgentError, Contract, contract_from_entry, parse_time
 
-__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
+__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle", "instance_basic_auth"]
 
 BUNDLE_NAME = "agent-bundle.json"
 SIG_NAME = BUNDLE_NAME + ".sig"
@@ -186,3 +188,18 @@ def fetch_bundle(base_url: str, timeout: float = 5.0, headers: dict[str, str] | 
             tag = fields.get("etag")
         out.append(body)
     return out[0], out[1], tag
+
+
+def instance_basic_auth(region: str, instance: str, password_file: Path | None) -> dict[str, str]:
+    """The instance's own credential (its NATS user and password) as an HTTP Basic header.
+
+    None without a password file, or once the file is gone (it is removed at the end of a drain).
+    """
+    if password_file is None:
+        return {}
+    try:
+        password = password_file.read_text().strip()
+    except OSError:
+        return {}
+    user = agent_nats_name(region, instance)
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}

@@ -8,7 +8,6 @@ absent for hours; the agent keeps retrying them and never waits for them before 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -22,7 +21,7 @@ from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
-from .bundle import BundleStore, fetch_bundle
+from .bundle import BundleStore, fetch_bundle, instance_basic_auth
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
@@ -373,8 +372,9 @@ class Agent:
         The bundle is asked for with the ETag of the last one fetched: a 304 is ``unchanged`` without a download.
         """
         url = str(self.userdata.distributor_url)
+        auth = instance_basic_auth(self.node.region, self.node.instance, self.cfg.nats_password_file)
         try:
-            got = await asyncio.to_thread(fetch_bundle, url, 5.0, self._distributor_headers(), self._bundle_etag)
+            got = await asyncio.to_thread(fetch_bundle, url, 5.0, auth, self._bundle_etag)
         except AgentError as exc:
             self.metrics.inc("sco_agent_bundle_refresh_failures_total")
             log.debug("%s", exc)
@@ -393,17 +393,6 @@ class Agent:
                 "held_generation": self.bundles.current.generation if self.bundles.current else 0})
         await self._apply_readiness()
         return offer.outcome
-
-    def _distributor_headers(self) -> dict[str, str]:
-        """The instance's own credential (its NATS user and password) as HTTP Basic, when it has one."""
-        if self.cfg.nats_password_file is None:
-            return {}
-        try:
-            password = self.cfg.nats_password_file.read_text().strip()
-        except OSError:
-            return {}  # removed at the end of a drain: nothing more to fetch
-        user = agent_nats_name(self.node.region, self.node.instance)
-        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
     async def _refresh_loop(self) -> None:
         while not self._closing:
