@@ -43,11 +43,14 @@ def bed() -> Iterator[dict[str, Any]]:
     from controllers.providers.openstack import OpenStackProvider, _connect
 
     doc = yaml.safe_load(OPENSTACK_CLOUDS.read_text())
+    admin = _connect(**doc["clouds"]["sco-testbed-admin"])  # reads user_data back; the topology for capacity
     provider = OpenStackProvider.from_clouds_yaml(OPENSTACK_CLOUDS, "sco-testbed", image=doc["sco"]["image"],
-                                                  project=doc["sco"]["project"])
+                                                  project=doc["sco"]["project"], topology=admin,
+                                                  region="r1")
     tag = uuid.uuid4().hex[:8]
-    state = {"provider": provider, "admin": _connect(**doc["clouds"]["sco-testbed-admin"]),
-             "workload": f"ud-{tag}", "partition": f"r1/ud-{tag}"}  # a partition of its own: it touches no other
+    region = "r1"  # the region the controller names its partitions, pools and agents by
+    state = {"provider": provider, "admin": admin, "region": region,
+             "workload": f"ud-{tag}", "partition": f"{region}/ud-{tag}"}  # a partition of its own: touches no other
     yield state
     conn = provider._conn
     for server in list(conn.compute.servers()):
@@ -60,6 +63,7 @@ def bed() -> Iterator[dict[str, Any]]:
 def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_agent_check(
         bed: dict[str, Any], pg_migrated_url: str, tmp_path: Path) -> None:
     provider, admin, workload, partition = bed["provider"], bed["admin"], bed["workload"], bed["partition"]
+    region = bed["region"]
     spec = base("T3", workload=workload, partition=partition, resources={"vcpu": 1, "memory_gib": 1})
     contract, findings = resolve(ContractSpec.model_validate(spec))
     assert contract is not None, findings
@@ -69,7 +73,7 @@ def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_
     source = FakeSource()
     source.demand(contract.ref, 2, vcpu=1, mem=1)
     creds, clock = MemoryAgentCredentials(), StepClock()
-    settings = ControllerSettings("r1", partition, holder="userdata-test",
+    settings = ControllerSettings(region, partition, holder="userdata-test",
                                   safety=SafetyConfig(recovery_share=Decimal(1)),
                                   nats_urls=("nats://relay.hall-a.r1:4222",),
                                   metadata_url="http://169.254.169.254/sco/metadata/{instance}",
@@ -91,7 +95,7 @@ def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_
         work = tmp_path / inst.instance_id
         work.mkdir()
         data = cloudinit.instance_data(inst.instance_id, server["OS-EXT-SRV-ATTR:hostname"] or inst.name,
-                                       zone=inst.hall or "hall-a")
+                                       region=region, zone=inst.hall or "hall-a")
         rendered = cloudinit.render(text, data, work)
         valid = cloudinit.schema(rendered, work)
         assert valid.returncode == 0, valid.stdout + valid.stderr
@@ -99,5 +103,5 @@ def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_
         check = cloudinit.agent_check(files, tmp_path / "bundle.pub", work / "state")
         assert check.returncode == 0, check.stderr
         assert f"ok: {partition} generation 1" in check.stdout and f"instance {inst.instance_id}," in check.stdout
-        assert f"as agent.r1.{inst.instance_id}" in check.stdout
-        assert creds.minted[("r1", inst.instance_id)] == files["/etc/sco/nats.password"].read_text()
+        assert f"as agent.{region}.{inst.instance_id}" in check.stdout
+        assert creds.minted[(region, inst.instance_id)] == files["/etc/sco/nats.password"].read_text()
