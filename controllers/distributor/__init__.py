@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .auth import Authenticator, PasswordTable, Principal, Role, allowed, digest
 from .catalog import AGENT_FILES, CONTROLLER_FILES, BundleFile, Catalog, etag_matches
+from .client import AgentBundleFeed
 from .server import Distributor
 
-__all__ = ["AGENT_FILES", "CONTROLLER_FILES", "Authenticator", "BundleFile", "Catalog", "Distributor",
-           "PasswordTable", "Principal", "Role", "allowed", "digest", "etag_matches"]
+__all__ = ["AGENT_FILES", "CONTROLLER_FILES", "AgentBundleFeed", "Authenticator", "BundleFile", "Catalog",
+           "Distributor", "PasswordTable", "Principal", "Role", "allowed", "digest", "etag_matches"]

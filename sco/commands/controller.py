@@ -166,23 +166,29 @@ def _run(args: argparse.Namespace) -> int:
         source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
-    from .controller_userdata import agent_credentials, agent_settings
+    from .controller_userdata import agent_bundle_feed, agent_credentials, agent_settings
 
     settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety, **agent_settings(args))
     ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
                      agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
+    feed = agent_bundle_feed(args, args.pubkey, agent_bundle)
     count = 0
 
     async def main() -> None:
         stop = asyncio.Event()
 
-        def on_pass(report: PassReport) -> None:
+        async def on_pass(report: PassReport) -> None:
             nonlocal count
             count += 1
             print(f"pass {count}: leader={report.leader} read_only={report.read_only} "
                   f"generation={report.generation} launched={report.launched} terminated={report.terminated} "
                   f"held={report.held}", flush=True)
+            if feed is not None:  # the agent bundle the next launches carry, fresh from the distributor
+                newer = await asyncio.to_thread(feed.poll)
+                if newer is not None:
+                    ctl.actuator.agent_bundle = newer
+                    print(f"agent bundle refreshed from {feed.url}", flush=True)
             if args.passes and count >= args.passes:
                 stop.set()
 

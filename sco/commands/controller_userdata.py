@@ -5,13 +5,14 @@ and who mints their NATS credentials)."""
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 from pathlib import Path
 from typing import Any
 
 from sco.cli import CliError
 
-__all__ = ["add_agent_options", "agent_credentials", "agent_settings", "register_into"]
+__all__ = ["add_agent_options", "agent_bundle_feed", "agent_credentials", "agent_settings", "register_into"]
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="the agents' metadata endpoint; '{instance}' is the instance id, "
                         "e.g. http://169.254.169.254/metadata/{instance}")
     p.add_argument("--distributor-url", default=None,
-                   help="the bundle distributor's base URL (`sco distributor serve`); the partition is appended")
+                   help="the bundle distributor's base URL (`sco distributor serve`); the partition is appended. "
+                        "With --agent-credentials stack, `run` also refreshes the launches' agent bundle from it")
 
 
 def agent_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -52,6 +54,24 @@ def agent_credentials(args: argparse.Namespace) -> Any:
     from sco.stack.manager import StackAgentCredentials
 
     return StackAgentCredentials()
+
+
+def agent_bundle_feed(args: argparse.Namespace, pubkey: Path, held: tuple[bytes, bytes] | None) -> Any:
+    """With ``--distributor-url`` and ``--agent-credentials stack``: the feed that refreshes the agent bundle
+    the launches carry from the distributor (as the stack's controller, by bearer token); else None."""
+    if not args.distributor_url or args.agent_credentials != "stack":
+        return None
+    from controllers.distributor import AgentBundleFeed
+    from sco.stack import credentials as creds_mod
+    from stores.config import sco_home
+
+    path = sco_home().resolve() / creds_mod.CREDENTIALS_FILE
+    try:
+        token = json.loads(path.read_text())["nats"]["controller"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise CliError(f"--distributor-url with --agent-credentials stack reads the controller's credential from "
+                       f"{path}: {exc}; run `sco up`") from exc
+    return AgentBundleFeed(args.distributor_url, args.partition, pubkey.read_bytes(), f"Bearer {token}", held=held)
 
 
 def _bundles(args: argparse.Namespace) -> tuple[dict[str, Any], bytes, bytes]:
