@@ -113,7 +113,10 @@ def _user_data(args: argparse.Namespace) -> int:
 
 def register_into(sub: Any) -> None:
     """Add ``user-data`` to the ``sco controller`` group."""
-    p = sub.add_parser("user-data", help="print the cloud-config the partition's controller sends at launch")
+    p = sub.add_parser("user-data", help="print the cloud-config the partition's controller sends at launch",
+                       description="Print the cloud-config `sco controller run` sends with a launch of this partition "
+                                   "(the same options). With a NATS relay it carries a fresh password that is minted "
+                                   "nowhere: the controller makes one per launch and mints it per instance.")
     p.add_argument("--partition", required=True, help="<region>/<cluster>, e.g. r1/slurm-hpc")
     p.add_argument("--bundles", type=Path, default=Path("bundles"),
                    help="the output directory of `sco contracts compile --out` (default ./bundles)")
