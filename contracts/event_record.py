@@ -59,4 +59,5 @@ def encode_event(event: dict[str, Any]) -> bytes:
 
 def subject_of(event: dict[str, Any]) -> str:
     """The NATS subject an event record is published on."""
-    return event_subject(str(event["region"]), str(event["kind"]))
+    instance = event.get("instance")
+    return event_subject(str(event["region"]), str(event["kind"]), str(instance) if instance else None)

@@ -66,7 +66,7 @@ class Event(BaseModel):
     @property
     def subject(self) -> str:
         """The NATS subject this event is published on."""
-        return event_subject(self.region, self.kind)
+        return event_subject(self.region, self.kind, self.instance)
 
     def to_json(self) -> bytes:
         """The event as JSON bytes."""

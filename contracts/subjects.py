@@ -6,18 +6,21 @@ import re
 from enum import StrEnum
 
 __all__ = [
+    "AGENT_EVENT_KINDS",
     "EVENTS_STREAM",
     "EVENT_SUBJECT_PREFIX",
     "RECLAIM_KINDS",
     "EventKind",
     "advisory_subject",
+    "agent_event_subjects",
     "agent_inbox_prefix",
     "agent_nats_name",
     "event_subject",
+    "event_subject_problem",
     "is_reclaim",
     "notice_subject",
     "quarantine_subject",
-    "region_events_subject",
+    "user_inbox_prefix",
 ]
 
 
@@ -80,9 +83,44 @@ def _token(value: str) -> str:
     return _TOKEN.sub("_", value) or "_"
 
 
-def event_subject(region: str, kind: EventKind | str) -> str:
-    """``sco.events.<region>.<kind>``; the stream ``SCO_EVENTS`` captures ``sco.events.>``."""
-    return f"{EVENT_SUBJECT_PREFIX}.{_token(region)}.{_token(str(kind))}"
+# What a node agent publishes (its drain, its notices and advisories as it saw them, the workload's checkpoint
+# reports it relays, its own refusals); its NATS credential may publish these kinds, for its own instance only.
+AGENT_EVENT_KINDS = frozenset({
+    EventKind.NOTICE, EventKind.ADVISORY, EventKind.ADVISORY_LAPSED, EventKind.DRAIN_STARTED,
+    EventKind.DRAIN_LOCAL, EventKind.DRAINED, EventKind.OVERRUN, EventKind.CHECKPOINT_WRITTEN,
+    EventKind.CHECKPOINT_FAILED, EventKind.CREDENTIALS_REVOKED, EventKind.BUNDLE_REFUSED,
+})
+
+
+def event_subject(region: str, kind: EventKind | str, instance: str | None = None) -> str:
+    """``sco.events.<region>.<kind>``, or ``sco.events.<region>.<kind>.<instance>`` about one instance.
+
+    The stream ``SCO_EVENTS`` captures ``sco.events.>``.
+    The instance token lets NATS permissions bind a subject to one node: an agent's credential may publish
+    only on its own instance's subjects (``agent_event_subjects``), and the ingest refuses an event whose
+    body names another instance, region or kind than its subject (``event_subject_problem``).
+    """
+    base = f"{EVENT_SUBJECT_PREFIX}.{_token(region)}.{_token(str(kind))}"
+    return f"{base}.{_token(instance)}" if instance else base
+
+
+def agent_event_subjects(region: str, instance: str) -> tuple[str, ...]:
+    """The event subjects one instance's agent may publish: ``AGENT_EVENT_KINDS`` for its own instance."""
+    return tuple(event_subject(region, kind, instance) for kind in sorted(AGENT_EVENT_KINDS))
+
+
+def event_subject_problem(subject: str, region: object, kind: object, instance: object) -> str | None:
+    """Why an event with these fields may not ride ``subject`` (None when it may).
+
+    A publisher's NATS permissions hold the subject; this holds the body to the subject, so a credential that
+    may publish only one instance's events cannot speak for another instance, region or kind. A subject
+    without an instance token (``sco.events.<region>.<kind>``: only the region, the relay and the controller
+    may publish those) binds region and kind only — the form events had before subjects named the instance.
+    """
+    with_instance = event_subject(str(region), str(kind), str(instance) if instance else None)
+    if subject == with_instance or subject == event_subject(str(region), str(kind)):
+        return None
+    return f"subject-mismatch: published on {subject!r}, the body's region/kind/instance belong on {with_instance!r}"
 
 
 def notice_subject(region: str, instance: str) -> str:
@@ -100,9 +138,13 @@ def quarantine_subject(region: str, partition: str) -> str:
     return f"sco.quarantine.{_token(region)}.{_token(partition.replace('/', '_'))}"
 
 
-def region_events_subject(region: str) -> str:
-    """Every event subject of one region, ``sco.events.<region>.*`` (what an agent's credential may publish)."""
-    return f"{EVENT_SUBJECT_PREFIX}.{_token(region)}.*"
+def user_inbox_prefix(user: str) -> str:
+    """The reply-inbox prefix of a component's NATS user, ``_INBOX_<user>``.
+
+    It may subscribe to its own replies (``_INBOX_<user>.>``) and to no one else's (``_INBOX.>`` would let it
+    read every reply).
+    """
+    return f"_INBOX_{_token(user)}"
 
 
 def agent_inbox_prefix(instance: str) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.subjects import EVENTS_STREAM
+from contracts.subjects import EVENTS_STREAM, event_subject_problem
 
 from . import nats as sco_nats
 from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
@@ -60,8 +60,16 @@ class Batch:
 def split_batch(messages: list[Any], now: dt.datetime | None = None) -> Batch:
     """Parse messages into ClickHouse rows; what is not a valid event inside the time window is set aside."""
     parsed = parse_events([bytes(m.data) for m in messages], now or _utcnow())
-    return Batch(rows=parsed.rows, good=[messages[i] for i in parsed.indexes],
-                 dead=[(messages[i], why) for i, why in parsed.rejected])
+    batch = Batch(dead=[(messages[i], why) for i, why in parsed.rejected])
+    for row, index in zip(parsed.rows, parsed.indexes, strict=True):
+        # the body must belong on its subject: an agent's credential publishes only its own instance's subjects
+        problem = event_subject_problem(messages[index].subject, row[3], row[1], row[6])
+        if problem is None:
+            batch.rows.append(row)
+            batch.good.append(messages[index])
+        else:
+            batch.dead.append((messages[index], problem))
+    return batch
 
 
 def _seq(msg: Any) -> int:

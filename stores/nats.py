@@ -12,14 +12,25 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from contracts.subjects import EVENT_SUBJECT_PREFIX, EVENTS_STREAM
+from contracts.subjects import EVENT_SUBJECT_PREFIX, EVENTS_STREAM, user_inbox_prefix
 
 from .config import resolve_url
 
-__all__ = ["DEADLETTER_PREFIX", "DEADLETTER_STREAM", "DUPLICATE_WINDOW_S", "EVENTS_MAX_AGE_S",
-           "REASON_HEADER", "connect", "ensure_deadletter_stream", "ensure_events_stream", "publish_event",
-           "publish_raw"]
+__all__ = [
+    "DEADLETTER_PREFIX",
+    "DEADLETTER_STREAM",
+    "DUPLICATE_WINDOW_S",
+    "EVENTS_MAX_AGE_S",
+    "REASON_HEADER",
+    "connect",
+    "ensure_deadletter_stream",
+    "ensure_events_stream",
+    "inbox_user",
+    "publish_event",
+    "publish_raw",
+]
 
 DUPLICATE_WINDOW_S = 24 * 3600
 EVENTS_MAX_AGE_S = 7 * 24 * 3600
@@ -32,13 +43,24 @@ async def connect(url: str | None = None, *, home: Path | None = None, name: str
                   component: str | None = None, **kwargs: Any) -> Any:
     """A connected ``nats.aio.client.Client`` that reconnects forever (NATS restarts are routine).
 
-    ``component``: its own credential from the stack file when ``url`` is not given.
+    ``component``: its own credential from the stack file when ``url`` is not given. A URL with a user name
+    gets that user's reply inbox (``_INBOX_<user>``): the stack's users may subscribe to their own replies only.
     """
     import nats
 
+    resolved = resolve_url("nats", url, home, component)
     options: dict[str, Any] = {"name": name, "max_reconnect_attempts": -1, "reconnect_time_wait": 0.25,
                                "connect_timeout": 2, "allow_reconnect": True, **kwargs}
-    return await nats.connect(resolve_url("nats", url, home, component), **options)
+    user = inbox_user(resolved)
+    if user is not None:
+        options.setdefault("inbox_prefix", user_inbox_prefix(user))
+    return await nats.connect(resolved, **options)
+
+
+def inbox_user(url: str) -> str | None:
+    """The user name in a NATS URL (None without one, or for the administrator, who may use ``_INBOX``)."""
+    user = urlsplit(url.split(",")[0]).username
+    return None if not user or unquote(user) == "admin" else unquote(user)
 
 
 async def _ensure(js: Any, config: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 _EXPORTS = {
     "OpenStackProvider": "openstack", "KeystoneNodeCredentials": "openstack", "SimulatedProvider": "simulated",
-    "FeedClient": "feeds",
+    "FeedClient": "feeds", "RenewingConnection": "appcred", "KeystoneIssuer": "appcred",
     "TokenBucket": "budget", "MutatingHook": "budget",
 }
 

@@ -78,8 +78,10 @@ class OpenStackProvider:
                  node_credentials: KeystoneNodeCredentials | None = None) -> None:
         """``topology``: an optional read-only (reader/admin) connection for host aggregates and Placement,
         which Nova's default policy hides from the orchestrator's member credential. ``node_credentials``: issue
-        a Keystone application credential per launched instance (off by default: ADR-29, nodes hold none)."""
-        self._conn = conn
+        a Keystone application credential per launched instance (off by default: ADR-29, nodes hold none).
+        ``conn``: an openstacksdk connection, or a ``RenewingConnection`` (``appcred``) whose credential expires
+        and is renewed before it lapses."""
+        self._connection = conn
         self._topology = topology
         self._region = region
         self._image_name = image
@@ -92,6 +94,13 @@ class OpenStackProvider:
         self._ram_mib: dict[str, int] = {}  # pool_id -> flavour RAM
         self.node_credentials = node_credentials
 
+    @property
+    def _conn(self) -> Any:
+        """The connection for this call: a ``RenewingConnection`` renews the controller's expiring application
+        credential before it lapses (ADR-29); a plain connection is used as it is."""
+        current = getattr(self._connection, "current", None)
+        return current() if callable(current) else self._connection
+
     @classmethod
     def from_clouds_yaml(cls, path: Path, cloud: str, **kwargs: Any) -> OpenStackProvider:
         """Connect with an entry of a clouds.yaml (an application credential, ADR-29)."""
@@ -103,6 +112,24 @@ class OpenStackProvider:
         conf.setdefault("compute_api_version", "2.90")
         kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
         return cls(_connect(**conf), **kwargs)
+
+    @classmethod
+    def from_credential_issuer(cls, path: Path, issuer: str, *, clock: Callable[[], datetime] = _utcnow,
+                               **kwargs: Any) -> OpenStackProvider:
+        """Connect on an application credential that the clouds.yaml entry ``issuer`` (the orchestrator user's
+        authority: OpenBao's plugin or a rotation job) issues for one hour and renews before it lapses (ADR-29)."""
+        from .appcred import KeystoneIssuer, RenewingConnection, keystone_connector
+
+        doc = yaml.safe_load(path.read_text())
+        try:
+            conf = dict(doc["clouds"][issuer])
+        except KeyError:
+            raise NotFound("cloud", issuer, tuple(doc.get("clouds", {}))) from None
+        options = {k: conf[k] for k in ("region_name", "identity_api_version") if k in conf}
+        connect = keystone_connector(conf["auth"]["auth_url"], compute_api_version="2.90", **options)
+        kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
+        renewing = RenewingConnection(KeystoneIssuer(_connect(**conf)), connect, name="sco-controller", clock=clock)
+        return cls(renewing, clock=clock, **kwargs)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> OpenStackProvider:

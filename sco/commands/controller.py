@@ -20,10 +20,15 @@ def _provider(args: argparse.Namespace) -> Any:
     if args.sim_url and args.clouds_yaml:
         raise CliError("give either --sim-url (the simulated region) or --clouds-yaml/--cloud (OpenStack), not both")
     if args.clouds_yaml:
-        if not args.cloud or not args.image:
-            raise CliError("--clouds-yaml needs --cloud <entry> and --image <name> (the image baked with the agent)")
+        issuer = getattr(args, "credential_issuer", "")
+        if not (args.cloud or issuer) or not args.image:
+            raise CliError("--clouds-yaml needs --image <name> (the image baked with the agent) and --cloud <entry> "
+                           "or --credential-issuer <entry>")
         from controllers.providers.openstack import OpenStackProvider
 
+        if issuer:
+            return OpenStackProvider.from_credential_issuer(args.clouds_yaml, issuer, region=args.region,
+                                                            image=args.image, node_credentials=_node_credentials(args))
         return OpenStackProvider.from_clouds_yaml(args.clouds_yaml, args.cloud, region=args.region, image=args.image,
                                                   node_credentials=_node_credentials(args))
     if not args.sim_url:
@@ -314,6 +319,10 @@ def register(subparsers: Any) -> None:
         p.add_argument("--sim-url", default=None, help="simulated region base URL (sco sim region serve)")
         p.add_argument("--clouds-yaml", type=Path, default=None, help="OpenStack clouds.yaml (application credential)")
         p.add_argument("--cloud", default="", help="entry in --clouds-yaml")
+        p.add_argument("--credential-issuer", default="",
+                       help="clouds.yaml entry with the orchestrator user's authority: the controller connects on an "
+                            "application credential it issues for 1 h and renews 15 min before it lapses (ADR-29), "
+                            "instead of --cloud's fixed credential")
         p.add_argument("--image", default="", help="OpenStack image with the agent baked in")
         p.add_argument("--postgres", default=None, help="PostgreSQL URL (default SCO_POSTGRES_URL / sco up)")
         if name == "run":

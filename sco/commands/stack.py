@@ -98,11 +98,33 @@ def _ch_migrate(args: argparse.Namespace) -> int:
     from stores import clickhouse, migrate
     from stores.config import StoreNotConfigured
 
+    if args.cluster or args.print:
+        return _ch_cluster_ddl(args)
+
     try:
         client = clickhouse.client(args.url, home=_home(args))
     except StoreNotConfigured as exc:
         raise CliError(str(exc)) from None
     return _report("clickhouse", migrate.migrate_clickhouse(client))
+
+
+def _ch_cluster_ddl(args: argparse.Namespace) -> int:
+    """``--cluster NAME --print``: the migrations as a ClickHouse cluster runs them (replicated local tables,
+    Distributed tables over them), for ``clickhouse-client --multiquery`` on one host of the cluster."""
+    from stores.clickhouse_cluster import ClusterRenderError, render_migrations
+
+    if not (args.cluster and args.print):
+        raise CliError("--cluster NAME and --print go together: print the cluster DDL, then run it with "
+                       "clickhouse-client --multiquery on one host of the cluster")
+    try:
+        rendered = render_migrations(args.cluster)
+    except ClusterRenderError as exc:
+        raise CliError(f"--cluster {args.cluster!r}: {exc}") from None
+    for name, statements in rendered:
+        print(f"-- {name}")
+        for statement in statements:
+            print(f"{statement};\n")
+    return 0
 
 
 def _ch_serve(args: argparse.Namespace) -> int:
@@ -184,6 +206,9 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_ch_serve)
     p = ch.add_parser("migrate", parents=[home], help="apply the ClickHouse migrations (idempotent)")
     p.add_argument("--url", help="ClickHouse URL (default: $SCO_CLICKHOUSE_URL or the stack file)")
+    p.add_argument("--cluster", default="", help="a ClickHouse cluster's name (remote_servers): with --print, the "
+                   "migrations as ReplicatedMergeTree tables ON CLUSTER with Distributed tables over them")
+    p.add_argument("--print", action="store_true", help="print the DDL instead of applying it (with --cluster)")
     p.set_defaults(handler=_ch_migrate)
 
     p = sub.add_parser("ingest", help="move events from JetStream into ClickHouse (durable consumer)")

@@ -7,7 +7,9 @@ component connects with.
   grants of ``sco.stack.pgroles``.
 * NATS: one user per component with subject permissions (``NATS_PERMISSIONS``), and one user per agent,
   minted for its instance (``agent_user``): it may subscribe only to its own instance's notice and advisory
-  subjects and its own reply inbox, and publish only its region's events.
+  subjects and its own reply inbox, and publish only the agent's event kinds for its own instance. Every user
+  subscribes only to its own reply inbox (``_INBOX_<user>.>``), never to ``_INBOX.>``. ``nats.conf`` holds
+  bcrypt hashes, never a password.
 * ClickHouse front end: the users file (``--users-file``, SHA-256 of each password) with one user per
   component; ``reports`` is read-only.
 
@@ -26,17 +28,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import bcrypt
+
 from contracts.subjects import (
     advisory_subject,
+    agent_event_subjects,
     agent_inbox_prefix,
     agent_nats_name,
     notice_subject,
-    region_events_subject,
+    user_inbox_prefix,
 )
 
 __all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "PG_DATABASE", "PG_OWNER", "PG_ROLES", "Credentials",
            "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document", "component_urls", "load_or_create",
-           "nats_config_text", "nats_users", "redact_url", "write_private"]
+           "nats_config_text", "nats_users", "password_hash", "redact_url", "write_private"]
 
 CREDENTIALS_FILE = "credentials.json"
 PG_DATABASE = "sco"
@@ -50,19 +55,25 @@ CH_USERS: dict[str, str] = {"sco": "default", "ingest": "default", "analytics": 
 
 _JS_STREAMS = ["$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.NAMES"]
 _JS_CONSUME = ["$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "$JS.API.STREAM.INFO.*", "$JS.API.INFO"]
+
+def _inbox(user: str) -> str:
+    """What ``user`` may subscribe to for replies: its own inbox prefix only (``stores.nats.connect`` sets it)."""
+    return f"{user_inbox_prefix(user)}.>"
+
+
 # NATS user -> (publish allow, subscribe allow); None: every subject (the stack's administrator).
 NATS_PERMISSIONS: dict[str, tuple[list[str], list[str]] | None] = {
     "admin": None,
     # the region's relay (the simulated region's service): the only publisher of notices and advisories
-    "region": (["sco.notice.>", "sco.advisory.>", "sco.events.>", *_JS_STREAMS], ["_INBOX.>"]),
+    "region": (["sco.notice.>", "sco.advisory.>", "sco.events.>", *_JS_STREAMS], [_inbox("region")]),
     # the outbox relay: the controllers' events from PostgreSQL to the event stream
-    "relay": (["sco.events.>", "sco.quarantine.>", *_JS_STREAMS], ["_INBOX.>"]),
+    "relay": (["sco.events.>", "sco.quarantine.>", *_JS_STREAMS], [_inbox("relay")]),
     # the event ingest: consumes the stream, dead-letters what ClickHouse refuses
-    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME], ["_INBOX.>"]),
+    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME], [_inbox("ingest")]),
     # controllers and their exclusion watcher: read the region's events (core and a durable pull consumer)
-    "controller": (["sco.quarantine.>", *_JS_CONSUME], ["sco.events.>", "sco.quarantine.>", "_INBOX.>"]),
+    "controller": (["sco.quarantine.>", *_JS_CONSUME], ["sco.events.>", "sco.quarantine.>", _inbox("controller")]),
     # read-only observers (the demo's display, `sco drill`)
-    "watcher": ([*_JS_CONSUME], ["sco.events.>", "_INBOX.>"]),
+    "watcher": ([*_JS_CONSUME], ["sco.events.>", _inbox("watcher")]),
 }
 
 
@@ -134,8 +145,8 @@ def load_or_create(home: Path) -> Credentials:
 
 def agent_user(region: str, instance: str, password: str) -> NatsUser:
     """An agent's NATS user, minted for one instance: its own notice/advisory subjects and reply inbox, and
-    its region's events."""
-    return NatsUser(agent_nats_name(region, instance), password, publish=(region_events_subject(region),),
+    the agent's event kinds for its own instance (``contracts.subjects.agent_event_subjects``)."""
+    return NatsUser(agent_nats_name(region, instance), password, publish=agent_event_subjects(region, instance),
                     subscribe=(notice_subject(region, instance), advisory_subject(region, instance),
                                f"{agent_inbox_prefix(instance)}.>"))
 
@@ -168,7 +179,7 @@ def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], serv
     lines = ["listen: " + _conf_string(f"127.0.0.1:{port}"), f"server_name: {_conf_string(name)}",
              f"jetstream {{ store_dir: {_conf_string(str(store_dir))} }}", "authorization {"]
     if token is not None:
-        lines.append(f"  token: {_conf_string(token)}")
+        lines.append(f"  token: {_conf_string(password_hash(token))}")
     else:
         lines.append("  users = [")
         for u in users:
@@ -176,10 +187,28 @@ def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], serv
             if u.publish is not None or u.subscribe is not None:
                 perms = (f", permissions: {{ publish: {{ allow: {_conf_list(u.publish or ())} }}, "
                          f"subscribe: {{ allow: {_conf_list(u.subscribe or ())} }} }}")
-            lines.append(f"    {{ user: {_conf_string(u.name)}, password: {_conf_string(u.password)}{perms} }}")
+            lines.append(f"    {{ user: {_conf_string(u.name)}, password: {_conf_string(password_hash(u.password))}"
+                         f"{perms} }}")
         lines.append("  ]")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# bcrypt's cost: the secrets are 24 random bytes (``_secret``), so no cost factor adds to their strength; the
+# hash only keeps a usable credential out of nats.conf. The minimum cost keeps a connect (which nats-server
+# verifies with bcrypt) and the config rewrite per minted agent cheap.
+BCRYPT_COST = 4
+_HASHES: dict[str, str] = {}
+
+
+def password_hash(password: str) -> str:
+    """The bcrypt hash nats-server accepts in place of a password or token (cached: a config rewrite per minted
+    agent re-hashes nothing it hashed before)."""
+    found = _HASHES.get(password)
+    if found is None:
+        found = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=BCRYPT_COST)).decode()
+        _HASHES[password] = found
+    return found
 
 
 def clickhouse_users_document(creds: Credentials) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 
@@ -27,21 +28,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     except Exception:
         ch.close()
         raise
-    old = {k: os.environ.get(k) for k in ("SCO_CLICKHOUSE_URL", "SCO_POSTGRES_URL")}
-    os.environ["SCO_CLICKHOUSE_URL"], os.environ["SCO_POSTGRES_URL"] = ch.url, pg.url
     try:
-        c = client(ch.url)
-        migrate_clickhouse(c)
-        c.close()
-        with connect(pg.url, autocommit=True) as conn:
-            migrate_postgres(conn)
-        yield Stack(ch.url, pg.url, root)
+        with mock.patch.dict(os.environ, {"SCO_CLICKHOUSE_URL": ch.url, "SCO_POSTGRES_URL": pg.url}):
+            c = client(ch.url)
+            migrate_clickhouse(c)
+            c.close()
+            with connect(pg.url, autocommit=True) as conn:
+                migrate_postgres(conn)
+            yield Stack(ch.url, pg.url, root)
     finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         ch.close()
         pg.close()
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -113,11 +114,10 @@ def secured_stack() -> Iterator[SecuredStack]:
         manager.up(home, env={}, fast=True)
         # this stack's own URLs: another fixture of the session (tests/orchestration's stack) may have set
         # SCO_*_URL in this process's environment, which load_urls would prefer
-        saved = {var: os.environ.pop(var) for var in ENV_VARS.values() if var in os.environ}
-        try:
+        with mock.patch.dict(os.environ):  # restored as it was on leaving
+            for var in ENV_VARS.values():
+                os.environ.pop(var, None)
             bootstrap.prepare(load_urls(home))
-        finally:
-            os.environ.update(saved)
         agent_url = manager.mint_agent(REGION, INSTANCE, home)
         stack = SecuredStack(home, json.loads((home / "stack.json").read_text()), agent_url)
         _seed(stack)

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import nats
 import pytest
 
-from contracts.subjects import agent_inbox_prefix, notice_subject
+from contracts.subjects import agent_inbox_prefix, event_subject, notice_subject, user_inbox_prefix
 
 from .conftest import INSTANCE, OTHER, REGION, Probed, SecuredStack
 
 pytestmark = pytest.mark.services
+COMPONENTS = ("controller", "ingest", "relay", "region", "watcher")
+
+
+def _own_inbox(stack: SecuredStack, url: str) -> str:
+    """The reply inbox a credential may use: the agent's per instance, a component's per user."""
+    if url == stack.agent_url:
+        return agent_inbox_prefix(INSTANCE)
+    return next(user_inbox_prefix(c) for c in COMPONENTS if stack.url(c, "nats") == url)
 
 
 async def _client(url: str, errors: list[str], **options: Any) -> Any:
@@ -110,8 +119,7 @@ def test_no_component_but_the_administrator_may_delete_the_event_stream(
 
     async def delete(url: str) -> list[str]:
         errors: list[str] = []
-        own_inbox = {"inbox_prefix": agent_inbox_prefix(INSTANCE)} if url == stack.agent_url else {}
-        nc = await _client(url, errors, **own_inbox)
+        nc = await _client(url, errors, inbox_prefix=_own_inbox(stack, url))
         try:
             await nc.jetstream(timeout=0.5).delete_stream("SCO_EVENTS")  # refused at once: -ERR
             errors.append("deleted")
@@ -122,7 +130,7 @@ def test_no_component_but_the_administrator_may_delete_the_event_stream(
         return errors
 
     async def every() -> list[list[str]]:
-        urls = [stack.url(c, "nats") for c in ("controller", "ingest", "relay", "region", "watcher")]
+        urls = [stack.url(c, "nats") for c in COMPONENTS]
         return list(await asyncio.gather(*(delete(url) for url in [*urls, stack.agent_url])))
 
     refusal = 'permissions violation for publish to "$JS.API.STREAM.DELETE.SCO_EVENTS"'.lower()
@@ -130,3 +138,55 @@ def test_no_component_but_the_administrator_may_delete_the_event_stream(
         assert "deleted" not in errors
         assert any(refusal in e.lower() for e in errors), errors
     assert probed.after.stream == probed.before.stream  # the stream and its messages are still there
+
+
+def test_an_agent_publishes_only_its_own_instances_agent_events(secured_stack: SecuredStack) -> None:
+    stack = secured_stack
+    own = event_subject(REGION, "drained", INSTANCE)
+    forbidden = [event_subject(REGION, "drained", OTHER),     # another instance's drain
+                 event_subject(REGION, "excluded"),           # a controller's kind, no instance
+                 event_subject(REGION, "drained"),            # the instance-less form a relay may use
+                 event_subject(REGION, "placed", INSTANCE)]   # a controller's kind on its own instance
+
+    async def scenario() -> tuple[list[str], dict[str, list[str]]]:
+        inbox = agent_inbox_prefix(INSTANCE)
+        allowed = await _publish(stack.agent_url, own, refused=False, inbox_prefix=inbox)
+        return allowed, {s: await _publish(stack.agent_url, s, inbox_prefix=inbox) for s in forbidden}
+
+    allowed, refused = asyncio.run(scenario())
+    assert allowed == []
+    for subject, errors in refused.items():
+        assert any(f'permissions violation for publish to "{subject}"' in e.lower() for e in errors), (subject, errors)
+
+
+def test_no_component_can_read_another_components_replies(secured_stack: SecuredStack) -> None:
+    stack = secured_stack
+
+    async def scenario() -> dict[tuple[str, str], list[str]]:
+        out: dict[tuple[str, str], list[str]] = {}
+        for component in COMPONENTS:
+            url = stack.url(component, "nats")
+            for inbox in ("_INBOX.>", f"{user_inbox_prefix('ingest' if component != 'ingest' else 'relay')}.>",
+                          f"{user_inbox_prefix(component)}.>"):
+                nc, _, errors = await _listen(url, inbox, inbox_prefix=user_inbox_prefix(component))
+                await asyncio.sleep(0.05)
+                await nc.close()
+                out[(component, inbox)] = errors
+        return out
+
+    for (component, inbox), errors in asyncio.run(scenario()).items():
+        refused = any("permissions violation for subscription" in e.lower() for e in errors)
+        assert refused == (inbox != f"{user_inbox_prefix(component)}.>"), (component, inbox, errors)
+
+
+def test_the_nats_configuration_holds_bcrypt_hashes_and_no_password(secured_stack: SecuredStack) -> None:
+    import bcrypt
+
+    conf = (secured_stack.home / "nats" / "nats.conf").read_text()
+    doc = json.loads((secured_stack.home / "credentials.json").read_text())
+    secrets = [*doc["nats"].values(), *doc["agents"].values()]
+    assert secrets and not [s for s in secrets if s in conf]
+    hashes = [line.split('password: "', 1)[1].split('"', 1)[0] for line in conf.splitlines() if "password:" in line]
+    assert len(hashes) == len(secrets)
+    for secret in secrets:  # every credential still logs in: its hash is in the file
+        assert any(bcrypt.checkpw(secret.encode(), h.encode()) for h in hashes), "a credential has no hash"

@@ -120,6 +120,13 @@ def resources() -> None:
                      "application_credential_secret": cred.secret},
             "region_name": "RegionOne", "compute_api_version": "2.90", "identity_api_version": 3,
         },
+        # the orchestrator user's own authority, as OpenBao's plugin or a rotation job holds it: it issues the
+        # controller's expiring application credentials (ADR-29; controllers.providers.appcred)
+        "sco-testbed-issuer": {
+            "auth": {"auth_url": KS, "username": USER, "password": password, "project_name": PROJECT,
+                     "user_domain_name": "Default", "project_domain_name": "Default"},
+            "region_name": "RegionOne", "compute_api_version": "2.90", "identity_api_version": 3,
+        },
         "sco-testbed-admin": {
             "auth": {"auth_url": KS, "username": "admin", "password": ADMINPASS, "project_name": "admin",
                      "user_domain_name": "Default", "project_domain_name": "Default"},
@@ -135,7 +142,10 @@ def resources() -> None:
 
 
 def check() -> None:
-    conf = yaml.safe_load((STATE / "clouds.yaml").read_text())["clouds"]["sco-testbed"]
+    clouds = yaml.safe_load((STATE / "clouds.yaml").read_text())["clouds"]
+    conf = clouds["sco-testbed"]
+    if "sco-testbed-issuer" not in clouds:
+        raise SystemExit("clouds.yaml predates the credential issuer entry: set up again")
     conn = openstack.connect(**conf)
     list(conn.compute.servers())
     _wait_hosts(admin())

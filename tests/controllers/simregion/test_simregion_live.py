@@ -12,7 +12,7 @@ from typing import Any
 
 from contracts.events import Event
 from contracts.provider import LaunchRequest, Notice, OwnerTags
-from contracts.subjects import EventKind
+from contracts.subjects import EventKind, event_subject
 
 from .helpers import START
 
@@ -68,7 +68,7 @@ async def _drill(nats_url: str) -> dict[str, Any]:
     (inst,) = region.launch(LaunchRequest(pool_id=pool, count=1,
                                           owner=OwnerTags(workload="w", pool=pool, partition="r1/a", generation=1)))
     await nc.subscribe(f"sco.notice.r1.{inst.instance_id}", cb=on_notice)
-    await nc.subscribe("sco.events.r1.terminated", cb=on_event)
+    await nc.subscribe(event_subject("r1", EventKind.TERMINATED, inst.instance_id), cb=on_event)
     await nc.flush()
     got["reclaimed_clock"] = reclaimed = clock.now()
     region.reclaim((inst.instance_id,))

@@ -17,11 +17,21 @@ def test_the_credentials_file_is_created_0600_and_read_back_the_same(tmp_path: P
         len(first.postgres) + len(first.nats) + len(first.clickhouse))  # every secret its own
 
 
-def test_an_agent_user_may_read_only_its_own_instance_and_publish_only_its_regions_events() -> None:
+def test_an_agent_user_may_read_only_its_own_instance_and_publish_only_its_own_agent_events() -> None:
     user = c.agent_user("r1", "i-7", "pw")
     assert user.name == "agent.r1.i-7"
     assert user.subscribe == ("sco.notice.r1.i-7", "sco.advisory.r1.i-7", "_INBOX_i-7.>")
-    assert user.publish == ("sco.events.r1.*",)
+    assert user.publish is not None and "sco.events.r1.drained.i-7" in user.publish
+    assert all(s.startswith("sco.events.r1.") and s.endswith(".i-7") for s in user.publish)
+    assert "sco.events.r1.placed.i-7" not in user.publish  # a controller's kind
+
+
+def test_every_component_subscribes_to_its_own_reply_inbox_and_to_no_one_elses() -> None:
+    for name, perms in c.NATS_PERMISSIONS.items():
+        if perms is None:
+            continue
+        inboxes = [s for s in perms[1] if s.startswith("_INBOX")]
+        assert inboxes == [f"_INBOX_{name}.>"], (name, perms[1])
 
 
 def test_only_the_region_user_may_publish_notices_and_advisories() -> None:
@@ -32,9 +42,13 @@ def test_only_the_region_user_may_publish_notices_and_advisories() -> None:
 
 
 def test_the_nats_configuration_lists_each_user_with_its_permissions_and_quotes_every_value(tmp_path: Path) -> None:
+    import bcrypt
+
     text = c.nats_config_text(4222, tmp_path, [c.NatsUser("admin", 'a"b'), c.agent_user("r1", "i-1", "x")])
     assert 'listen: "127.0.0.1:4222"' in text
-    assert '{ user: "admin", password: "a\\"b" }' in text
+    hashed = text.split('{ user: "admin", password: "', 1)[1].split('"', 1)[0]
+    assert hashed.startswith("$2") and bcrypt.checkpw(b'a"b', hashed.encode())  # a hash, never the password
+    assert 'a\\"b' not in text
     assert 'subscribe: { allow: ["sco.notice.r1.i-1", "sco.advisory.r1.i-1", "_INBOX_i-1.>"] }' in text
     assert "token" not in text
 

