@@ -11,17 +11,19 @@ bundle is a metric (``sco_agent_bundle_age_seconds``).
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from contracts.bundle_verify import BundleError, verify_bundle_bytes
+from contracts.subjects import agent_nats_name
 
-from .httpwire import request
+from .httpwire import exchange
 from .model import AgentError, Contract, contract_from_entry, parse_time
 
-__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle"]
+__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle", "instance_basic_auth"]
 
 BUNDLE_NAME = "agent-bundle.json"
 SIG_NAME = BUNDLE_NAME + ".sig"
@@ -156,16 +158,48 @@ class BundleStore:
         return max(0.0, (now - self.current.issued_at).total_seconds())
 
 
-def fetch_bundle(base_url: str, timeout: float = 5.0) -> tuple[bytes, bytes]:
-    """GET ``<base>/agent-bundle.json`` and ``.sig`` from the distributor (plain HTTP(S) file server)."""
+def fetch_bundle(base_url: str, timeout: float = 5.0, headers: dict[str, str] | None = None,
+                 etag: str | None = None) -> tuple[bytes, bytes, str | None] | None:
+    """GET ``<base>/agent-bundle.json`` and ``.sig`` from the distributor (``sco distributor serve``).
+
+    ``headers`` carry the credential; with ``etag`` (the last bundle's) the bundle is asked for with
+    ``If-None-Match`` and None is returned when the distributor answers 304 Not Modified. Otherwise the bundle,
+    its signature and the bundle's ETag.
+
+    Raises:
+        AgentError: the distributor is unreachable or answers anything but 200 (or 304).
+    """
     base = base_url if base_url.endswith("/") else base_url + "/"
-    out = []
+    out: list[bytes] = []
+    tag: str | None = None
     for name in (BUNDLE_NAME, SIG_NAME):
+        sent = dict(headers or {})
+        if name == BUNDLE_NAME and etag:
+            sent["If-None-Match"] = etag
         try:
-            status, body = request("GET", base + name, timeout=timeout)
+            status, fields, body = exchange("GET", base + name, headers=sent, timeout=timeout)
         except OSError as exc:
             raise AgentError(f"distributor {base + name} unreachable: {exc}") from exc
+        if status == 304 and name == BUNDLE_NAME and etag:
+            return None
         if status != 200:
             raise AgentError(f"distributor {base + name} answered {status}")
+        if name == BUNDLE_NAME:
+            tag = fields.get("etag")
         out.append(body)
-    return out[0], out[1]
+    return out[0], out[1], tag
+
+
+def instance_basic_auth(region: str, instance: str, password_file: Path | None) -> dict[str, str]:
+    """The instance's own credential (its NATS user and password) as an HTTP Basic header.
+
+    None without a password file, or once the file is gone (it is removed at the end of a drain).
+    """
+    if password_file is None:
+        return {}
+    try:
+        password = password_file.read_text().strip()
+    except OSError:
+        return {}
+    user = agent_nats_name(region, instance)
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}

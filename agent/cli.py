@@ -89,6 +89,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return asyncio.run(_run(_config(args)))
 
 
+def _nats_credential(cfg: AgentConfig, userdata: object) -> str:
+    """What the agent will log in to NATS with; refuses relays named without a usable credential."""
+    from contracts.subjects import agent_nats_name
+
+    from .config import UserData
+
+    assert isinstance(userdata, UserData)
+    if not userdata.nats_urls:
+        return "no NATS relay (metadata poll only)"
+    for name, path in (("password", cfg.nats_password_file), ("token", cfg.nats_token_file),
+                       ("creds", cfg.nats_creds)):
+        if path is None:
+            continue
+        try:
+            secret = path.read_text().strip()
+        except OSError as exc:
+            raise AgentError(f"NATS {name} file {path} unreadable: {exc.strerror}; cloud-init writes it "
+                             "(SCO_AGENT_NATS_PASSWORD_FILE in /etc/sco/agent.env).") from exc
+        if not secret:
+            raise AgentError(f"NATS {name} file {path} is empty; the launch's cloud-config writes the instance's own.")
+        who = agent_nats_name(userdata.node.region, userdata.node.instance) if name == "password" else name
+        return f"NATS {', '.join(userdata.nats_urls)} as {who}"
+    raise AgentError(f"user-data names NATS relays {', '.join(userdata.nats_urls)} but no credential is configured: "
+                     "set SCO_AGENT_NATS_PASSWORD_FILE (the cloud-config's agent.env does), _TOKEN_FILE or _CREDS.")
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from .bundle import BundleStore
 
@@ -102,8 +128,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         raise AgentError(f"cannot read public key {cfg.public_key}: {exc.strerror}") from exc
     store = BundleStore(cfg.state_dir, key, userdata.node.partition)
     held = store.parse(userdata.bundle, userdata.bundle_sig, "user-data")
+    nats = _nats_credential(cfg, userdata)
     print(f"ok: {held.partition} generation {held.generation}, {len(held.contracts)} workload(s): "
           + ", ".join(sorted(held.contracts)))
+    node = userdata.node
+    print(f"node: instance {node.instance}, name {node.node_name}, pool {node.pool}, {node.scheduler}")
+    print(f"channels: {nats}; metadata {userdata.metadata_url or 'none'}; "
+          f"distributor {userdata.distributor_url or 'none'}")
     return 0
 
 

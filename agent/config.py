@@ -15,11 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from contracts import agent_userdata as wire
+
 from .model import AgentError, NodeIdentity
 
 __all__ = ["AgentConfig", "UserData", "load_userdata", "userdata_document"]
 
-USERDATA_KIND = "AgentUserData"
+USERDATA_KIND = wire.USERDATA_KIND
 SCHEDULERS = ("slurm", "kubernetes")
 
 
@@ -40,7 +42,15 @@ def _field(doc: dict[str, Any], name: str, source: str) -> str:
     if not isinstance(value, str) or not value:
         raise AgentError(f"user-data {source}: field {name!r} is {value!r}; it must be a non-empty string "
                          "(see docs/agent.md, 'User-data').")
+    _rendered(name, value, source)
     return value
+
+
+def _rendered(name: str, value: str, source: str) -> None:
+    if wire.unrendered(value):
+        raise AgentError(f"user-data {source}: field {name!r} is {value!r}, a template cloud-init did not render; "
+                         "the cloud-config must start with '## template: jinja' and the instance data must have "
+                         "the variable (cloud-init query --all).")
 
 
 def parse_userdata(data: bytes, source: str = "<user-data>") -> UserData:
@@ -57,6 +67,10 @@ def parse_userdata(data: bytes, source: str = "<user-data>") -> UserData:
                         instance=_field(doc, "instance", source), node_name=_field(doc, "node_name", source),
                         pool=doc.get("pool") or None, scheduler=scheduler)
     nats = doc.get("nats_urls") or ([doc["nats_url"]] if doc.get("nats_url") else [])
+    for name, value in (("metadata_url", doc.get("metadata_url")), ("distributor_url", doc.get("distributor_url")),
+                        *(("nats_urls", str(u)) for u in nats)):
+        if isinstance(value, str):
+            _rendered(name, value, source)
     bundle = sig = None
     if doc.get("bundle"):
         try:
@@ -84,12 +98,11 @@ def load_userdata(path: Path) -> UserData:
 
 def userdata_document(node: NodeIdentity, bundle: bytes, bundle_sig: bytes, nats_urls: list[str],
                       metadata_url: str | None = None, distributor_url: str | None = None) -> dict[str, Any]:
-    """The user-data JSON the controller writes at launch (also used by tests)."""
-    return {"apiVersion": "sco/v1", "kind": USERDATA_KIND, "region": node.region, "partition": node.partition,
-            "pool": node.pool, "instance": node.instance, "node_name": node.node_name,
-            "scheduler": node.scheduler, "nats_urls": nats_urls, "metadata_url": metadata_url,
-            "distributor_url": distributor_url, "bundle": base64.b64encode(bundle).decode(),
-            "bundle_sig": bundle_sig.decode().strip()}
+    """The user-data JSON the controller writes at launch (``contracts.agent_userdata``; also used by tests)."""
+    return wire.userdata_document(region=node.region, partition=node.partition, pool=node.pool,
+                                  instance=node.instance, node_name=node.node_name, scheduler=node.scheduler,
+                                  nats_urls=nats_urls, metadata_url=metadata_url, distributor_url=distributor_url,
+                                  bundle=bundle, bundle_sig=bundle_sig)
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,7 @@ class AgentConfig:
     spool_max_bytes: int = 16 * 1024 * 1024
     spool_fsync: bool = True
     nats_token_file: Path | None = None  # per-instance relay token (written by cloud-init)
+    nats_password_file: Path | None = None  # or the instance's own NATS user's password (user agent.<region>.<id>)
     nats_creds: Path | None = None  # or a NATS .creds file (JWT + nkey seed; needs the `nkeys` package)
     slurm_conf: str | None = None  # SLURM_CONF for scontrol/squeue/scancel
     slurm_bin: str = ""  # directory of the Slurm client binaries ("" = PATH)
@@ -138,7 +152,7 @@ class AgentConfig:
                     values[name] = float(raw)
                 elif isinstance(default, tuple):
                     values[name] = tuple(Path(p) for p in raw.split(":") if p)
-                elif name in ("kube_ca_file", "leases_dir", "nats_token_file", "nats_creds") \
+                elif name in ("kube_ca_file", "leases_dir", "nats_token_file", "nats_password_file", "nats_creds") \
                         or isinstance(default, Path):
                     values[name] = Path(raw)
                 else:

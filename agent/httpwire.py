@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from .errors import HttpError
 
-__all__ = ["HttpError", "request", "start_text_server"]
+__all__ = ["HttpError", "exchange", "request", "start_text_server"]
 
 MAX_BODY = 64 * 1024 * 1024
 
@@ -48,6 +48,17 @@ def _read_exact(sock: socket.socket, buf: bytearray, n: int) -> bytes:
 def request(method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None,
             timeout: float = 5.0, context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
     """Send one request; return (status, body). Raises ``HttpError`` (an ``OSError``) on transport errors."""
+    status, _, data = exchange(method, url, body, headers, timeout, context)
+    return status, data
+
+
+def exchange(method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+             timeout: float = 5.0, context: ssl.SSLContext | None = None) -> tuple[int, dict[str, str], bytes]:
+    """Send one request; return (status, response headers with lower-case names, body).
+
+    Raises:
+        HttpError: a transport error (it is an ``OSError``).
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HttpError(f"unsupported URL {url!r}: use http:// or https://")
@@ -84,7 +95,7 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
             key, _, value = line.partition(":")
             fields[key.strip().lower()] = value.strip()
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
-            return status, b""
+            return status, fields, b""
         if "chunked" in fields.get("transfer-encoding", "").lower():
             out = bytearray()
             while True:
@@ -92,16 +103,16 @@ def request(method: str, url: str, body: bytes | None = None, headers: dict[str,
                 size = int(bytes(buf[:at]).split(b";")[0].strip() or b"0", 16)
                 del buf[:at + 2]
                 if size == 0:
-                    return status, bytes(out)
+                    return status, fields, bytes(out)
                 out += _read_exact(sock, buf, size + 2)[:-2]
                 if len(out) > MAX_BODY:
                     raise HttpError("response too large")
         if "content-length" in fields:
-            return status, _read_exact(sock, buf, int(fields["content-length"]))
+            return status, fields, _read_exact(sock, buf, int(fields["content-length"]))
         while True:  # read to close
             chunk = sock.recv(65536)
             if not chunk:
-                return status, bytes(buf)
+                return status, fields, bytes(buf)
             buf += chunk
             if len(buf) > MAX_BODY:
                 raise HttpError("response too large")

@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
+from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, agent_nats_name, notice_subject
 
 from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
-from .bundle import BundleStore, fetch_bundle
+from .bundle import BundleStore, fetch_bundle, instance_basic_auth
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
@@ -112,6 +112,7 @@ class Agent:
         self.draining = False
         self._current_notice: Notice | None = None
         self._closing = False
+        self._bundle_etag: str | None = None  # of the last bundle the distributor sent (If-None-Match)
         self.shipper = EventShipper(self.spool, self._writer, self.metrics, self._wake, lambda: self.nc,
                                     lambda: self._closing)
         instruments.watch(self.metrics, self.bundles, self.spool, self.clock.now,
@@ -219,7 +220,17 @@ class Agent:
             return
 
     def _nats_auth(self) -> dict[str, Any]:
-        """Per-instance relay credentials (ADR-17): a token file, or a NATS .creds file (needs ``nkeys``)."""
+        """Per-instance relay credentials (ADR-17): the instance's own user, a token file or a .creds file.
+
+        The own user is ``agent.<region>.<instance>`` with the password cloud-init wrote; a .creds file needs the
+        ``nkeys`` package.
+        """
+        if self.cfg.nats_password_file is not None:
+            try:
+                return {"user": agent_nats_name(self.node.region, self.node.instance),
+                        "password": self.cfg.nats_password_file.read_text().strip()}
+            except OSError as exc:
+                log.warning("NATS password %s unreadable: %s", self.cfg.nats_password_file, exc)
         if self.cfg.nats_token_file is not None:
             try:
                 return {"token": self.cfg.nats_token_file.read_text().strip()}
@@ -356,16 +367,26 @@ class Agent:
 
     # ---------- bundle refresh ----------
     async def refresh_once(self) -> str:
-        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``."""
+        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``.
+
+        The bundle is asked for with the ETag of the last one fetched: a 304 is ``unchanged`` without a download.
+        """
         url = str(self.userdata.distributor_url)
+        auth = instance_basic_auth(self.node.region, self.node.instance, self.cfg.nats_password_file)
         try:
-            raw, sig = await asyncio.to_thread(fetch_bundle, url, 5.0)
+            got = await asyncio.to_thread(fetch_bundle, url, 5.0, auth, self._bundle_etag)
         except AgentError as exc:
             self.metrics.inc("sco_agent_bundle_refresh_failures_total")
             log.debug("%s", exc)
             await self._apply_readiness()
             return "unreachable"
+        if got is None:
+            await self._apply_readiness()
+            return "unchanged"
+        raw, sig, etag = got
         offer = self.bundles.offer(raw, sig, "distributor")
+        if offer.outcome in ("accepted", "unchanged"):
+            self._bundle_etag = etag
         if offer.outcome == "refused":
             self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
                 "origin": "distributor", "reason": offer.reason[:300],

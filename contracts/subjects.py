@@ -14,6 +14,7 @@ __all__ = [
     "advisory_subject",
     "agent_event_subjects",
     "agent_inbox_prefix",
+    "agent_nats_name",
     "event_subject",
     "event_subject_problem",
     "is_reclaim",
@@ -154,3 +155,11 @@ def agent_inbox_prefix(instance: str) -> str:
     Its NATS credential may subscribe to its own replies (``_INBOX_<instance>.>``) and not to anyone else's.
     """
     return f"_INBOX_{_token(instance)}"
+
+
+def agent_nats_name(region: str, instance: str) -> str:
+    """The NATS user of one instance's agent, ``agent.<region>.<instance>`` (subject-token spelling).
+
+    The stack mints it; the agent logs in as it with the password its cloud-config wrote.
+    """
+    return f"agent.{_token(region)}.{_token(instance)}"

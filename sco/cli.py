@@ -31,6 +31,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.simulate",  # simulate --days --strategy (issue 10)
     "sco.commands.drill",  # drill --partition --fraction | --game-day --hall (issue 10)
     "sco.commands.fallback",  # fallback approvals | approve | deny (ADR-23, ADR-30)
+    "sco.commands.distributor",  # distributor serve (issue 16)
 )
 
 

@@ -11,9 +11,9 @@ event of what was done goes out through the outbox; each pass writes its ``contr
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +45,7 @@ from .observe import observe
 from .revocation import Revocation, Revoker, spiffe_id
 from .settings import PassReport
 from .store import Store, note_event
+from .userdata import AgentCredentials, LaunchUserData, UserDataError, render
 
 __all__ = ["Actuator"]
 
@@ -65,10 +66,11 @@ class Actuator:
 
     def __init__(self, desired: Desired, provider: Provider, store: Store, conn: Any, revoker: Revoker, *,
                  webhook: Callable[[dict[str, Any]], None] | None = None,
-                 agent_bundle: tuple[bytes, bytes] | None = None) -> None:
+                 agent_bundle: tuple[bytes, bytes] | None = None,
+                 agent_credentials: AgentCredentials | None = None) -> None:
         self.desired, self.s = desired, desired.settings
         self.provider, self.store, self.conn, self.revoker = provider, store, conn, revoker
-        self.webhook, self.agent_bundle = webhook, agent_bundle
+        self.webhook, self.agent_bundle, self.agent_credentials = webhook, agent_bundle, agent_credentials
 
     def apply(self, decision: Decision, now: datetime) -> PassReport:
         run = _Run()
@@ -124,12 +126,19 @@ class Actuator:
     # --- the provider ---------------------------------------------------------------------------------
     def _launch(self, a: Launch, now: datetime, replacing: list[str]) -> list[Observed]:
         contract = self.desired.contract(a.workload)
+        password = secrets.token_urlsafe(24) if self.agent_credentials is not None else None
+        try:
+            user_data = self._user_data(contract, a.key.pool, password)
+        except UserDataError as exc:
+            self.store.emit([self._event(Note("launch-failed", str(exc), a.workload, a.key.pool, attributes={
+                "count": a.count, "launch_key": a.launch_key, "code": exc.code}), now)])
+            return []
         request = LaunchRequest(
             pool_id=a.key.pool, count=a.count,
             owner=OwnerTags(workload=a.workload, pool=a.key.pool, partition=self.s.partition, generation=a.generation),
             metadata={"sco_purpose": str(a.key.purpose), "sco_tier": a.tier, "sco_launch_key": a.launch_key,
                       "sco_contract": contract.ref if contract else ""},
-            user_data=self._user_data(contract, a.key.pool))
+            user_data=user_data)
         try:
             made = self.provider.launch(request)
         except Throttled:
@@ -139,10 +148,11 @@ class Actuator:
                 "count": a.count, "launch_key": a.launch_key}), now)])
             return []
         obs = observe(made)
+        minted = self._mint(obs, password) if user_data is not None else 0
         cause = (f"replacement of {', '.join(replacing[:5])}" if replacing else f"plan generation {a.generation}")
         events = [self._event(Note("placed", cause, a.workload, a.key.pool, attributes={
             "count": len(made), "purpose": str(a.key.purpose), "launch_key": a.launch_key,
-            "instances": ",".join(o.instance_id for o in obs)[:1000]}), now)]
+            "instances": ",".join(o.instance_id for o in obs)[:1000], "agent_credentials": minted}), now)]
         if replacing:
             events.append(self._event(Note("replaced", cause, a.workload, a.key.pool, attributes={
                 "replaced": ",".join(replacing), "count": len(made)}), now))
@@ -227,12 +237,25 @@ class Actuator:
         versions = {c.workload: str(c.version) for c in self.desired.contracts.values()}
         return note_event(n, region=self.s.region, partition=self.s.partition, now=now, contract_versions=versions)
 
-    def _user_data(self, contract: Contract | None, pool: str) -> str | None:
+    def _user_data(self, contract: Contract | None, pool: str, password: str | None) -> str | None:
+        """The cloud-config that boots the agent (``userdata.render``); None without an agent bundle."""
         if self.agent_bundle is None or contract is None:
             return None
         bundle, sig = self.agent_bundle
-        return json.dumps({"apiVersion": "sco/v1", "kind": "AgentUserData", "region": self.s.region,
-                           "partition": self.s.partition, "pool": pool, "instance": "{{ v1.instance_id }}",
-                           "node_name": "{{ v1.local_hostname }}", "scheduler": str(contract.scheduler),
-                           "nats_urls": list(self.s.nats_urls), "metadata_url": None, "distributor_url": None,
-                           "bundle": base64.b64encode(bundle).decode(), "bundle_sig": sig.decode().strip()})
+        return render(LaunchUserData(
+            region=self.s.region, partition=self.s.partition, pool=pool, scheduler=str(contract.scheduler),
+            bundle=bundle, bundle_sig=sig, nats_urls=self.s.nats_urls, nats_password=password,
+            metadata_url=self.s.metadata_url, distributor_url=self.s.distributor_url))
+
+    def _mint(self, made: list[Observed], password: str | None) -> int:
+        """Register each launched instance's own NATS user with the launch's password; how many were."""
+        if self.agent_credentials is None or password is None:
+            return 0
+        minted = 0
+        for o in made:
+            try:
+                self.agent_credentials.mint(self.s.region, o.instance_id, password)
+                minted += 1
+            except Exception as exc:  # the agent still has its metadata poll; the event counts the miss
+                log.warning("no NATS credential for %s: %s", o.instance_id, exc)
+        return minted

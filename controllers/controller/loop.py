@@ -29,6 +29,7 @@ from .observe import Observer, observe
 from .revocation import LoggingRevoker, Revoker
 from .settings import ControllerSettings, PassReport
 from .store import Store
+from .userdata import AgentCredentials
 
 __all__ = ["Controller", "ControllerSettings", "PassReport", "alertmanager_payload", "observe"]
 
@@ -38,6 +39,7 @@ class Controller:
                  contracts: Mapping[str, Contract], clock: Clock, *, revoker: Revoker | None = None,
                  webhook: Callable[[dict[str, Any]], None] | None = None,
                  agent_bundle: tuple[bytes, bytes] | None = None,
+                 agent_credentials: AgentCredentials | None = None,
                  lease: Callable[[Any, str, str, str, datetime, timedelta], Any] | None = None) -> None:
         from . import lease as lease_mod
 
@@ -51,7 +53,8 @@ class Controller:
         self.memory = Memory.fresh(settings)
         self.observer = Observer(provider, self.store, conn, source)
         self.actuator = Actuator(self.desired, provider, self.store, conn, revoker or LoggingRevoker(),
-                                 webhook=webhook, agent_bundle=agent_bundle)
+                                 webhook=webhook, agent_bundle=agent_bundle,
+                                 agent_credentials=agent_credentials)
         self._lease = lease or lease_mod.acquire
         self.last: Decision | None = None
 

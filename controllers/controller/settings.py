@@ -28,7 +28,9 @@ class ControllerSettings:
     mass_loss_share: float = 0.10        # running instances vanishing unannounced in one pass that mean "stop"
     mass_loss_min: int = 5
     trust_domain: str = "sco.internal"
-    nats_urls: tuple[str, ...] = ()
+    nats_urls: tuple[str, ...] = ()       # the agents' relay (without credentials: each instance gets its own)
+    metadata_url: str | None = None       # the agents' metadata endpoint; "{instance}" is the instance's id
+    distributor_url: str | None = None    # the bundle distributor's base URL (docs/agent.md)
     operator: str | None = None          # who operates this controller: it raises spend, so it may not approve it
     approver_keys: tuple[tuple[str, bytes], ...] = ()   # (approver e-mail, PEM public key): whose answers verify
 

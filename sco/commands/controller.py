@@ -11,6 +11,8 @@ from typing import Any
 
 from sco.cli import CliError
 
+from .controller_userdata import add_agent_options, register_into
+
 __all__ = ["register"]
 
 
@@ -169,24 +171,32 @@ def _run(args: argparse.Namespace) -> int:
         source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
+    from .controller_userdata import agent_bundle_feed, agent_credentials, agent_settings
     from .keys import approver_keys
 
     settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety,
-                                  operator=args.operator or None, approver_keys=approver_keys(args.approver_keys))
-    ctl = Controller(settings, provider, conn,
-                     source, contracts, WallClock(), agent_bundle=agent_bundle, revoker=_revoker(raw_provider),
+                                  operator=args.operator or None, approver_keys=approver_keys(args.approver_keys),
+                                  **agent_settings(args))
+    ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
+                     agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
+    feed = agent_bundle_feed(args, args.pubkey, agent_bundle)
     count = 0
 
     async def main() -> None:
         stop = asyncio.Event()
 
-        def on_pass(report: PassReport) -> None:
+        async def on_pass(report: PassReport) -> None:
             nonlocal count
             count += 1
             print(f"pass {count}: leader={report.leader} read_only={report.read_only} "
                   f"generation={report.generation} launched={report.launched} terminated={report.terminated} "
                   f"held={report.held}", flush=True)
+            if feed is not None:  # the agent bundle the next launches carry, fresh from the distributor
+                newer = await asyncio.to_thread(feed.poll)
+                if newer is not None:
+                    ctl.actuator.agent_bundle = newer
+                    print(f"agent bundle refreshed from {feed.url}", flush=True)
             if args.passes and count >= args.passes:
                 stop.set()
 
@@ -349,9 +359,11 @@ def register(subparsers: Any) -> None:
                                 "not approve them (ADR-30; default the lease holder id)")
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
+            add_agent_options(p)
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")
         p.set_defaults(handler=handler)
+    register_into(sub)
     p = sub.add_parser("reset-breaker", help="close a partition's open termination breaker (after investigation)")
     p.add_argument("--region", default="r1")
     p.add_argument("--partition", required=True, help="<region>/<cluster>")

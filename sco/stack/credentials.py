@@ -34,6 +34,7 @@ from contracts.subjects import (
     advisory_subject,
     agent_event_subjects,
     agent_inbox_prefix,
+    agent_nats_name,
     notice_subject,
     user_inbox_prefix,
 )
@@ -148,11 +149,6 @@ def agent_user(region: str, instance: str, password: str) -> NatsUser:
     return NatsUser(agent_nats_name(region, instance), password, publish=agent_event_subjects(region, instance),
                     subscribe=(notice_subject(region, instance), advisory_subject(region, instance),
                                f"{agent_inbox_prefix(instance)}.>"))
-
-
-def agent_nats_name(region: str, instance: str) -> str:
-    """The NATS user name of one instance's agent: ``agent.<region>.<instance>`` (subject-token spelling)."""
-    return "agent" + notice_subject(region, instance)[len("sco.notice"):]
 
 
 def nats_users(creds: Credentials) -> list[NatsUser]:

@@ -30,7 +30,8 @@ from . import credentials as creds_mod
 from . import services
 from .credentials import Credentials
 
-__all__ = ["STORES", "Decision", "ServiceStatus", "down", "mint_agent", "plan_up", "status", "up"]
+__all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "down", "mint_agent",
+           "plan_up", "status", "up"]
 
 STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
 
@@ -172,9 +173,13 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     return sorted(out, key=lambda s: STORES.index(s.name))
 
 
-def mint_agent(region: str, instance: str, home: Path | None = None) -> str:
+def mint_agent(region: str, instance: str, home: Path | None = None, *, password: str | None = None) -> str:
     """A NATS credential for one instance's agent (``sco.stack.credentials.agent_user``), added to the running
-    nats-server (configuration rewritten, SIGHUP); returns the agent's URL. Idempotent per instance."""
+    nats-server (configuration rewritten, SIGHUP); returns the agent's URL. Idempotent per instance.
+
+    ``password``: the one the launch's cloud-config carries (``controllers.controller.userdata``); without it
+    the stack generates one. A different password for an instance already minted replaces the old one.
+    """
     home = (home or sco_home()).resolve()
     with _locked(home):
         state = _read(home)
@@ -184,8 +189,9 @@ def mint_agent(region: str, instance: str, home: Path | None = None) -> str:
                                "agent credentials (docs/security.md)")
         creds = creds_mod.load_or_create(home)
         key = f"{region}/{instance}"
-        if key not in creds.agents:
-            creds = replace(creds, agents={**creds.agents, key: creds_mod.generate().nats["admin"]})
+        if key not in creds.agents or (password is not None and creds.agents[key] != password):
+            secret = password if password is not None else creds_mod.generate().nats["admin"]
+            creds = replace(creds, agents={**creds.agents, key: secret})
             creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
             port = int(record["port"])
             services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
@@ -194,6 +200,28 @@ def mint_agent(region: str, instance: str, home: Path | None = None) -> str:
             services.await_nats_user(port, minted.name, minted.password)
         user = creds_mod.agent_user(region, instance, creds.agents[key])
         return creds_mod.nats_url(user.name, user.password, int(record["port"]))
+
+
+def agent_relay_url(home: Path | None = None) -> str:
+    """The stack's NATS URL for agents, without credentials (each instance logs in as its own user)."""
+    home = (home or sco_home()).resolve()
+    record = _read(home)["services"].get("nats") or {}
+    if not record.get("managed"):
+        raise RuntimeError(f"no NATS started by `sco up` in {home}: give the agents' relay URL instead")
+    return f"nats://127.0.0.1:{int(record['port'])}"
+
+
+class StackAgentCredentials:
+    """``controllers.controller.userdata.AgentCredentials`` on the stack's NATS: ``mint_agent`` with the
+    launch's password."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        """The stack under ``home`` (default ``$SCO_HOME``)."""
+        self.home = home
+
+    def mint(self, region: str, instance_id: str, password: str) -> None:
+        """Add ``agent.<region>.<instance_id>`` to the running nats-server with ``password``."""
+        mint_agent(region, instance_id, self.home, password=password)
 
 
 def down(home: Path | None = None) -> list[ServiceStatus]:

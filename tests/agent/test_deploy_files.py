@@ -3,17 +3,16 @@ graceful-shutdown configuration."""
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from agent.config import AgentConfig, parse_userdata, userdata_document
+from agent.config import AgentConfig, parse_userdata
 from tests.agent.helpers import make_bundle, new_keys, node_identity, workload_entry
 from tests.support.paths import REPO
 
@@ -50,22 +49,29 @@ def test_systemd_accepts_the_unit_and_rates_its_exposure_ok(tmp_path: Path) -> N
     assert level and float(level.group(1)) <= 3.0, security.stdout[-500:]
 
 
-def test_the_cloud_init_snippet_writes_user_data_the_agent_boots_from() -> None:
-    text = (DEPLOY / "cloud-init.yaml").read_text()
-    assert text.startswith("#cloud-config")
+def test_the_cloud_init_example_has_the_shape_the_controller_renders() -> None:
+    from controllers.controller.userdata import LaunchUserData, render
+
     keys = new_keys()
     node = node_identity()
     raw, sig = make_bundle(keys, node.partition, 1, [workload_entry("etl")])
-    doc = userdata_document(node, raw, sig, ["nats://relay:4222"], "http://169.254.169.254/sco/v1/notices")
-    rendered = text.replace("${AGENT_USERDATA_B64}", base64.b64encode(json.dumps(doc).encode()).decode()) \
-        .replace("${NATS_TOKEN_B64}", base64.b64encode(b"token").decode())
-    config = yaml.safe_load(rendered)
-    files = {f["path"]: f for f in config["write_files"]}
-    written = files[str(AgentConfig().userdata)]
-    assert written["permissions"] == "0600"
-    parsed = parse_userdata(base64.b64decode(written["content"]))
+    real = render(LaunchUserData(region=node.region, partition=node.partition, pool=node.pool,
+                                 scheduler=node.scheduler, bundle=raw, bundle_sig=sig,
+                                 nats_urls=("nats://relay:4222",), nats_password="pw"))
+    example = (DEPLOY / "cloud-init.yaml").read_text()
+    assert example.splitlines()[:2] == real.splitlines()[:2] == ["## template: jinja", "#cloud-config"]
+
+    def shape(text: str) -> dict[str, Any]:
+        config = yaml.safe_load(text)
+        return {"files": [(f["path"], f["permissions"], f.get("encoding")) for f in config["write_files"]],
+                "env": next(f["content"] for f in config["write_files"] if f["path"] == "/etc/sco/agent.env"),
+                "runcmd": config["runcmd"]}
+
+    assert shape(example) == shape(real)
+    written = {f["path"]: f for f in yaml.safe_load(real)["write_files"]}[str(AgentConfig().userdata)]
+    parsed = parse_userdata(written["content"].replace("{{ v1.instance_id }}", node.instance)
+                            .replace("{{ v1.local_hostname }}", node.node_name).encode())
     assert parsed.bundle == raw and parsed.node == node
-    assert ["systemctl", "enable", "--now", "sco-agent.service"] in config["runcmd"]
 
 
 def test_the_kubernetes_identity_grants_only_drain_verbs_and_the_policy_pins_them_to_the_own_node() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts
          "contracts.event_record",  # the event record the agent and the output commit share (standard library only)
          "contracts.errors",  # the package's error hierarchy (standard library only)
          "contracts.agent_record",  # the agent bundle entry (standard library only)
+         "contracts.agent_userdata",  # the user-data record the controller writes (standard library only)
          "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)
 
 
@@ -66,11 +68,17 @@ def test_sco_agent_userdata_prints_a_document_the_agent_boots_from(tmp_path: Pat
                           "--nats-url", "nats://relay:4222"], capture_output=True, text=True, cwd=REPO, check=True)
     (tmp_path / "ud.json").write_text(out.stdout)
     (tmp_path / "k.pub").write_bytes(keys.public_pem)
-    check = subprocess.run([sys.executable, "-m", "agent.cli", "check", "--userdata", str(tmp_path / "ud.json"),
-                            "--public-key", str(tmp_path / "k.pub"), "--state-dir", str(tmp_path / "s")],
-                           capture_output=True, text=True, cwd=REPO)
+    (tmp_path / "nats.password").write_text("pw\n")
+    command = [sys.executable, "-m", "agent.cli", "check", "--userdata", str(tmp_path / "ud.json"),
+               "--public-key", str(tmp_path / "k.pub"), "--state-dir", str(tmp_path / "s")]
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("SCO_AGENT_")}
+    check = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
+                           env={**bare, "SCO_AGENT_NATS_PASSWORD_FILE": str(tmp_path / "nats.password")})
     assert check.returncode == 0, check.stderr
+    assert "as agent.r1.i-9" in check.stdout
     assert json.loads(out.stdout)["partition"] == "r1/slurm-batch"
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=bare)
+    assert refused.returncode == 2 and "no credential is configured" in refused.stderr
 
 
 def test_the_metrics_endpoint_serves_notices_drain_seconds_overruns_bundle_age_and_spool_depth(

@@ -3,13 +3,16 @@
 The Slurm and Ceph beds live under this checkout's ``.sco/testbed/<name>/`` on free ports picked by their
 ``up``, which records them in ``<dir>/env.json``; so two clones on one machine each test against their own
 bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and ``SCO_SLURM_CONF`` still point a test elsewhere.
-The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``).
+The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``). The
+cloud-init bed is Debian's ``cloud-init`` package (``deploy/testbed/cloudinit/up``): ``CLOUD_INIT`` is its command
+(``SCO_CLOUD_INIT`` overrides), None when it is not installed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from tests.support.paths import REPO
 __all__ = [
     "CEPH_DIR",
     "CEPH_ENV",
+    "CLOUD_INIT",
     "OPENSTACK_CLOUDS",
     "OPENSTACK_STATE",
     "SLURM_CONF",
@@ -41,6 +45,7 @@ CEPH_DIR = bed_dir("ceph", "SCO_CEPH_TESTBED_DIR")
 CEPH_ENV = CEPH_DIR / "env.json"
 OPENSTACK_STATE = Path(os.environ.get("SCO_TESTBED_STATE") or "/var/lib/sco-testbed/openstack")
 OPENSTACK_CLOUDS = OPENSTACK_STATE / "clouds.yaml"
+CLOUD_INIT = os.environ.get("SCO_CLOUD_INIT") or shutil.which("cloud-init")
 
 
 def slurm_env() -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import yaml
 
 from contracts.schema import Contract
 from controllers.controller.breaker import SafetyConfig
@@ -27,6 +28,7 @@ from controllers.controller.loop import Controller, ControllerSettings
 from controllers.controller.rebuild import ownership, rebuild
 from controllers.controller.revocation import RecordingRevoker
 from controllers.controller.store import Store
+from controllers.controller.userdata import MemoryAgentCredentials
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import migrate
@@ -56,7 +58,8 @@ class World:
     url: str = ""
 
     def controller(self, cs: dict[str, Contract], safety: SafetyConfig = FAST, holder: str = "c1",
-                   budget: bool = True, agent_bundle: tuple[bytes, bytes] | None = None, **kw: Any) -> Controller:
+                   budget: bool = True, agent_bundle: tuple[bytes, bytes] | None = None,
+                   agent_credentials: Any = None, **kw: Any) -> Controller:
         provider: Any = self.log
         if budget:
             buckets = split_budget(10, [PARTITION, "r1/k8s-a"], monotonic=lambda: self.clock.now().timestamp())
@@ -64,7 +67,7 @@ class World:
             provider = BudgetedProvider(self.log, bucket)
         settings = ControllerSettings("r1", PARTITION, holder=holder, safety=safety, **kw)
         return Controller(settings, provider, self.conn, self.source, cs, self.clock, revoker=self.revoker,
-                          webhook=self.hooks.append, agent_bundle=agent_bundle)
+                          webhook=self.hooks.append, agent_bundle=agent_bundle, agent_credentials=agent_credentials)
 
     def run(self, ctl: Controller, passes: int, every_s: float = 1.0) -> None:
         for _ in range(passes):
@@ -375,19 +378,47 @@ def test_dropping_the_database_and_rebuilding_from_tags_yields_the_same_ownershi
     fresh.close()
 
 
-def test_launches_carry_owner_tags_and_user_data_with_the_signed_agent_bundle(world: World) -> None:
+def test_launches_carry_owner_tags_and_a_cloud_config_with_the_signed_agent_bundle_and_a_minted_credential(
+        world: World) -> None:
     etl = contract("etl", "T3")
     world.source.demand(etl.ref, 30)
-    world.run(world.controller(contracts(etl), agent_bundle=(b'{"kind":"AgentBundle"}', b"c2lnbmF0dXJl\n")), 6)
+    creds = MemoryAgentCredentials()
+    ctl = world.controller(contracts(etl), agent_bundle=(b'{"kind":"AgentBundle"}', b"c2lnbmF0dXJl\n"),
+                           agent_credentials=creds, nats_urls=("nats://relay.h1:4222",),
+                           metadata_url="http://169.254.169.254/metadata/{instance}",
+                           distributor_url="https://bundles.r1:8443")
+    world.run(ctl, 6)
     assert world.log.requests
+    launched: dict[str, str] = {}
     for request in world.log.requests:
-        doc = json.loads(request.user_data or "{}")
+        text = request.user_data or ""
+        assert text.startswith("## template: jinja\n#cloud-config\n")
+        files = {f["path"]: f for f in yaml.safe_load(text)["write_files"]}
+        doc = json.loads(files["/etc/sco/agent-userdata.json"]["content"])
         assert doc["kind"] == "AgentUserData" and doc["partition"] == PARTITION and doc["scheduler"] == "slurm"
+        assert doc["instance"] == "{{ v1.instance_id }}" and doc["nats_urls"] == ["nats://relay.h1:4222"]
+        assert doc["metadata_url"] == "http://169.254.169.254/metadata/{{ v1.instance_id }}"
+        assert doc["distributor_url"] == f"https://bundles.r1:8443/{PARTITION}/"
         assert base64.b64decode(doc["bundle"]) == b'{"kind":"AgentBundle"}' and doc["bundle_sig"] == "c2lnbmF0dXJl"
+        password = base64.b64decode(files["/etc/sco/nats.password"]["content"]).decode()
+        launched.update({i.instance_id: password for i in world.region.list_instances()
+                         if i.metadata.get("sco_launch_key") == request.metadata["sco_launch_key"]})
         assert request.owner.workload == "etl" and request.owner.partition == PARTITION
         assert request.metadata["sco_purpose"] == "reclaimable" and request.metadata["sco_launch_key"]
+    assert launched and creds.minted == {("r1", iid): password for iid, password in launched.items()}
+    assert len(set(launched.values())) == len(world.log.requests), "one password per launch request"
     tags = world.mine()[0].tags
     assert {t.split("=")[0] for t in tags} >= {"sco:workload", "sco:pool", "sco:partition", "sco:generation"}
+
+
+def test_a_controller_given_relay_urls_but_no_credential_source_launches_nothing_and_says_why(world: World) -> None:
+    etl = contract("etl", "T3")
+    world.source.demand(etl.ref, 30)
+    world.run(world.controller(contracts(etl), agent_bundle=(b'{"kind":"AgentBundle"}', b"c2ln\n"),
+                               nats_urls=("nats://relay.h1:4222",)), 3)
+    assert not world.log.requests
+    failed = world.events("launch-failed")
+    assert failed and failed[0]["attributes"]["code"] == "userdata-nats-credential"
 
 
 class BrokenScheduler(FakeSource):

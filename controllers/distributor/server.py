@@ -1,0 +1,120 @@
+"""``sco distributor serve``: each partition's signed agent and controller bundles over HTTP (ADR-15, ADR-32).
+
+``GET /<region>/<cluster>/<file>`` serves the files ``sco contracts compile --out`` wrote (``agent-bundle.json``
+and ``.sig`` to agents and controllers, ``controller-bundle.json`` with its signatures to controllers), with a
+strong ``ETag`` and ``304 Not Modified`` for a matching ``If-None-Match``; ``GET /metrics`` (controllers)
+reports each bundle's generation and age (``sco_distributor_bundle_age_seconds``). Every path needs a
+credential (``auth.Authenticator``): 401 without one, 403 for a role that may not read the file, 404 for
+anything else. The directory is read on every request, so a new compile is served at once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from .auth import Authenticator, Principal, allowed
+from .catalog import Catalog, etag_matches
+
+__all__ = ["Distributor"]
+
+_REALM = 'Basic realm="sco-distributor", Bearer realm="sco-distributor"'
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Distributor:
+    """The HTTP front of a ``Catalog`` behind an ``Authenticator``."""
+
+    def __init__(self, catalog: Catalog, auth: Authenticator, clock: Callable[[], datetime] = _utcnow) -> None:
+        """Serve ``catalog`` to whoever ``auth`` accepts; ``clock`` dates the bundles' age."""
+        self.catalog, self.auth, self.clock = catalog, auth, clock
+        self.responses: Counter[int] = Counter()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    def app(self) -> web.Application:
+        """The aiohttp application."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/{region}/{cluster}/{name}", self._file)
+        app.middlewares.append(self._count)
+        return app
+
+    @web.middleware
+    async def _count(self, request: web.Request, handler: Callable[[web.Request], object]) -> web.StreamResponse:
+        try:
+            response = await handler(request)  # type: ignore[misc]
+        except web.HTTPException as exc:
+            self.responses[exc.status] += 1
+            raise
+        assert isinstance(response, web.StreamResponse)
+        self.responses[response.status] += 1
+        return response
+
+    def _who(self, request: web.Request) -> Principal:
+        principal = self.auth.authenticate(request.headers.get("Authorization"))
+        if principal is None:
+            raise web.HTTPUnauthorized(text="a credential is required: HTTP Basic (your own user) or a bearer token\n",
+                                       headers={"WWW-Authenticate": _REALM})
+        return principal
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        principal = self._who(request)
+        m = request.match_info
+        found = self.catalog.get(m["region"], m["cluster"], m["name"])
+        if found is None:
+            raise web.HTTPNotFound(text=f"no bundle file {request.path}\n")
+        if not allowed(principal, found.kind):
+            raise web.HTTPForbidden(text=f"{principal.name} ({principal.role}) may not read {found.kind} bundles\n")
+        headers = {"ETag": found.etag, "Cache-Control": "no-cache"}
+        if etag_matches(request.headers.get("If-None-Match"), found.etag):
+            return web.Response(status=304, headers=headers)
+        kind = "application/json" if found.name.endswith(".json") else "text/plain"
+        return web.Response(body=found.data, headers=headers, content_type=kind)
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        principal = self._who(request)
+        if not allowed(principal, "metrics"):
+            raise web.HTTPForbidden(text=f"{principal.name} ({principal.role}) may not read the metrics\n")
+        return web.Response(text=self.render_metrics(), content_type="text/plain")
+
+    def render_metrics(self) -> str:
+        """Prometheus text: every bundle's age and generation, responses by status."""
+        now = self.clock()
+        lines = ["# HELP sco_distributor_bundle_age_seconds Seconds since the served bundle was issued.",
+                 "# TYPE sco_distributor_bundle_age_seconds gauge"]
+        served = self.catalog.served()
+        for s in served:
+            age = max(0.0, (now - s.issued_at).total_seconds()) if s.issued_at else float("nan")
+            lines.append(f'sco_distributor_bundle_age_seconds{{partition="{s.partition}",kind="{s.kind}"}} {age:.3f}')
+        lines += ["# HELP sco_distributor_bundle_generation Generation of the served bundle.",
+                  "# TYPE sco_distributor_bundle_generation gauge"]
+        lines += [f'sco_distributor_bundle_generation{{partition="{s.partition}",kind="{s.kind}"}} {s.generation}'
+                  for s in served]
+        lines += ["# HELP sco_distributor_responses_total Responses by HTTP status.",
+                  "# TYPE sco_distributor_responses_total counter"]
+        lines += [f'sco_distributor_responses_total{{code="{code}"}} {n}' for code, n in sorted(self.responses.items())]
+        return "\n".join(lines) + "\n"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Listen; return the port."""
+        self._runner = web.AppRunner(self.app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
