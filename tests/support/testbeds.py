@@ -4,12 +4,15 @@ The Slurm and Ceph beds live under this checkout's ``.sco/testbed/<name>/`` on f
 ``up``, which records them in ``<dir>/env.json``; so two clones on one machine each test against their own
 bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and ``SCO_SLURM_CONF`` still point a test elsewhere.
 The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``).
+The monitoring bed (deploy/testbed/monitoring/up) installs Debian's Prometheus and Alertmanager tools; ``tool``
+finds each (``SCO_PROMTOOL``, ``SCO_AMTOOL``, ``SCO_PROMETHEUS``, ``SCO_ALERTMANAGER`` override the path).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ __all__ = [
     "bed_dir",
     "ceph_env",
     "slurm_env",
+    "tool",
 ]
 
 
@@ -52,3 +56,14 @@ def ceph_env() -> dict[str, Any]:
     """The Ceph bed's ``env.json`` (endpoint, conf, ports, S3 identities); ``FileNotFoundError`` when it is down."""
     doc: dict[str, Any] = json.loads(CEPH_ENV.read_text())
     return doc
+
+
+def tool(name: str) -> str:
+    """The path of a monitoring tool (``promtool``, ``amtool``, ``prometheus``, ``alertmanager``) installed by
+    deploy/testbed/monitoring/up; ``FileNotFoundError`` naming the script when it is not there."""
+    override = os.environ.get(f"SCO_{name.upper()}")
+    found = override or shutil.which(name) or (shutil.which("prometheus-alertmanager") if name == "alertmanager"
+                                               else None)
+    if not found:
+        raise FileNotFoundError(f"{name} is not installed: run deploy/testbed/monitoring/up (as root)")
+    return found
