@@ -51,8 +51,9 @@ NATS_PERMISSIONS: dict[str, tuple[list[str], list[str]] | None] = {
     "region": (["sco.notice.>", "sco.advisory.>", "sco.events.>", *_JS_STREAMS], ["_INBOX.>"]),
     # the outbox relay: the controllers' events from PostgreSQL to the event stream
     "relay": (["sco.events.>", "sco.quarantine.>", *_JS_STREAMS], ["_INBOX.>"]),
-    # the event ingest: consumes the stream, dead-letters what ClickHouse refuses
-    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME], ["_INBOX.>"]),
+    # the event ingest: consumes the stream, dead-letters what ClickHouse refuses; reads the oldest waiting
+    # event's time for its lag metric (a message it is allowed to consume anyway)
+    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME, "$JS.API.STREAM.MSG.GET.SCO_EVENTS"], ["_INBOX.>"]),
     # controllers and their exclusion watcher: read the region's events (core and a durable pull consumer)
     "controller": (["sco.quarantine.>", *_JS_CONSUME], ["sco.events.>", "sco.quarantine.>", "_INBOX.>"]),
     # read-only observers (the demo's display, `sco drill`)
