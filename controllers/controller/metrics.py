@@ -2,8 +2,8 @@
 
 ``PassMetrics.record`` turns a pass — its report, its decision, what it observed — into series of a
 ``stores.telemetry.Registry``; the process (``sco controller run --metrics-port``) serves the registry. Reads
-nothing from the provider; one small query for the age of the rankings in force, on the pass thread and a
-connection. Names and meanings: docs/operations.md "## Metrics".
+nothing from the provider; one small query for the age of the rankings in force, on the pass thread and on a
+connection of its own. Names and meanings: docs/operations.md "## Metrics".
 """
 
 from __future__ import annotations
