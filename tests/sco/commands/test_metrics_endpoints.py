@@ -14,11 +14,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from contracts.events import Event
 from stores import nats as sco_nats
 from stores import outbox, postgres
 from tests.controllers.controller.helpers import PARTITION
@@ -162,3 +164,27 @@ def test_the_outbox_relay_exports_its_depth_and_oldest_row(nats_server: NatsProc
         assert doc.value("sco_outbox_oldest_row_age_seconds") == 0
         row = conn.execute("SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL").fetchone()
         assert row is not None and row[0] == 5
+
+
+def test_the_exclusion_watcher_exports_the_pool_it_excluded_and_the_events_it_read(
+        nats_server: NatsProcess, pg_migrated_url: str, token: Path,
+        spawn: Callable[..., tuple[Any, Path]]) -> None:
+    start = datetime.now(UTC) - timedelta(minutes=10)
+
+    async def publish() -> None:
+        nc = await sco_nats.connect(nats_server.url)
+        js = nc.jetstream()
+        await sco_nats.ensure_events_stream(js)
+        for n in range(3):  # three waves, two minutes apart (the gap is 60 s)
+            await sco_nats.publish_event(js, Event(kind="notice", time=start + timedelta(minutes=2 * n), region="r1",
+                                                   pool="pool-x", instance=f"i{n}", cause="reclaimed", source="tests"))
+        await nc.close()
+
+    asyncio.run(publish())
+    port = free_port()
+    _, log = spawn("watcher", "controller", "watch-exclusions", "--region", "r1", "--nats", nats_server.url,
+                   "--postgres", pg_migrated_url, "--metrics-port", str(port), "--metrics-token-file", str(token))
+    doc = _until(port, lambda d: d.value("sco_exclusion_pool_excluded", pool="pool-x") == 1, log)
+    assert doc.value("sco_exclusion_exclusions_total", region="r1") == 1
+    assert doc.value("sco_exclusion_events_total") == 3
+    assert doc.series("sco_exclusion_open_waves") == []  # the waves became the exclusion
