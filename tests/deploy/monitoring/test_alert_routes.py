@@ -5,6 +5,7 @@ test --verify.receivers`)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -83,3 +84,15 @@ def test_amtool_reports_a_wrong_receiver_so_the_route_tests_can_fail(routes: Pat
 @pytest.mark.testbed
 def test_an_owner_alert_for_a_workload_no_contract_names_goes_to_the_platform(routes: Path) -> None:
     assert _route(routes, "platform", "team=owner", "workload=not-a-contract").returncode == 0
+
+
+def test_a_route_file_written_inside_the_contract_repository_is_not_read_as_a_contract(routes: Path,
+                                                                                      tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES, repo)
+    keys = routes.parent.parent / "keys"
+    args = ("contracts", "compile", str(repo), "--out", str(repo / "published"), "--key", str(keys / "signing.key.pem"),
+            "--governance-key", str(keys / "governance.key.pem"), "--alert-webhook", HOOK)
+    first, second = sco(*args), sco(*args)
+    assert first.returncode == 0 and second.returncode == 0, second.stdout + second.stderr
+    assert (repo / "published" / ROUTES_FILE).read_bytes() == routes.read_bytes()
