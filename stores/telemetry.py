@@ -167,11 +167,15 @@ class Registry:
 def read_token(path: Path) -> str:
     """The bearer token in ``path`` (stripped); ``TelemetryError`` naming the file and the fix otherwise."""
     try:
+        mode = path.stat().st_mode & 0o777
         token = path.read_text().strip()
     except OSError as exc:
         raise TelemetryError(f"metrics token file {path}: {exc.strerror or exc}; write a random token of at least "
                              f"{MIN_TOKEN_CHARS} characters there (mode 0600) and give Prometheus the same file "
                              "as authorization.credentials_file") from None
+    if mode & 0o077:
+        raise TelemetryError(f"metrics token file {path}: mode {mode:o} lets other users read the token; "
+                             f"`chmod 600 {path}` (readable by the process and Prometheus only)")
     if len(token) < MIN_TOKEN_CHARS:
         raise TelemetryError(f"metrics token file {path}: the token has {len(token)} characters, at least "
                              f"{MIN_TOKEN_CHARS} are required (e.g. `openssl rand -hex 24 > {path}`)")

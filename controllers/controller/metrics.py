@@ -54,6 +54,10 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_controller_rankings_age_seconds", "gauge", "Age of the newest ranking in force in the region."),
     ("sco_controller_pools_excluded", "gauge", "Pools excluded in the region, as the controller read them."),
 )
+_LEADER_ONLY = ("sco_controller_held_actions", "sco_controller_breaker_open", "sco_controller_read_only",
+                "sco_controller_shortfall_units", "sco_controller_shortfall_seconds",
+                "sco_controller_fallback_spend_eur", "sco_controller_interruption_rate_pct_per_hour",
+                "sco_controller_rankings_age_seconds", "sco_controller_pools_excluded")
 _ACTION_KINDS = {"Place": "place", "Terminate": "terminate", "StartFallback": "start_fallback",
                  "AskApproval": "ask_approval", "RecordShortfall": "record_shortfall", "OpenBreaker": "open_breaker",
                  "Revoke": "revoke", "Publish": "publish", "WritePlans": "write_plans", "WriteClaims": "write_claims"}
@@ -110,7 +114,9 @@ class PassMetrics:
         if self.bucket is not None:
             r.set("sco_controller_token_budget_spent_total", float(self.bucket.spent))
             r.set("sco_controller_token_budget_throttled_total", float(getattr(self.bucket, "refused", 0)))
-        if not report.leader:
+        if not report.leader:  # what only the leader knows must not linger from an earlier tenure
+            for name in _LEADER_ONLY:
+                r.replace(name, {})
             return
         r.inc("sco_controller_instances_launched_total", report.launched)
         r.inc("sco_controller_instances_terminated_total", report.terminated)

@@ -27,6 +27,7 @@ def _registry() -> Registry:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[MetricsServer, Registry]]:
     (tmp_path / "token").write_text(TOKEN + "\n")
+    (tmp_path / "token").chmod(0o600)
     r = _registry()
     s = serve(r, "127.0.0.1", 0, tmp_path / "token")
     yield s, r
@@ -100,7 +101,15 @@ def test_the_endpoint_answers_a_scrape_with_the_token_and_refuses_one_without(
 
 def test_a_short_or_missing_token_file_is_refused_with_its_code(tmp_path: Path) -> None:
     (tmp_path / "short").write_text("abc")
+    (tmp_path / "short").chmod(0o600)
     with pytest.raises(TelemetryError, match=r"MET001.*at least 16"):
         serve(_registry(), "127.0.0.1", 0, tmp_path / "short")
     with pytest.raises(TelemetryError, match=r"MET001.*credentials_file"):
         serve(_registry(), "127.0.0.1", 0, tmp_path / "absent")
+
+
+def test_a_token_file_other_users_can_read_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o644)
+    with pytest.raises(TelemetryError, match=r"MET001.*chmod 600"):
+        serve(_registry(), "127.0.0.1", 0, tmp_path / "token")

@@ -55,14 +55,15 @@ def test_actions_events_breaker_and_lease_holder_of_a_pass() -> None:
     decision = _decision(memory, OpenBreaker("2 % in 10 min"), Publish(Note("breaker-tripped", "x")))
     bucket("launch")
     metrics.record(PassView(PassReport(True, events=("breaker-tripped",)), 0.2, T0, decision))
+    assert parse(registry.render()).value("sco_controller_breaker_open") == 1
     metrics.record(PassView(PassReport(False), 0.01, T0))
     doc = parse(registry.render())
-    assert doc.value("sco_controller_breaker_open") == 1
     assert doc.value("sco_controller_actions_total", kind="open_breaker") == 1
     assert doc.value("sco_controller_events_total", kind="breaker-tripped") == 1
     assert doc.value("sco_controller_passes_total", role="leader") == 1
     assert doc.value("sco_controller_passes_total", role="follower") == 1
     assert doc.value("sco_controller_leader", holder="ctl-a") == 0  # the last pass did not hold the lease
+    assert doc.series("sco_controller_breaker_open") == []  # a standby exports no partition state of its own
     assert doc.value("sco_controller_token_budget_spent_total") == 1
     assert doc.value("sco_controller_token_budget_rate_per_second") == 2
     assert doc.value("sco_controller_pass_duration_seconds_count") == 2

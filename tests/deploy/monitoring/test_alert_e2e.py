@@ -126,6 +126,7 @@ def _alertmanager(tmp: Path, routes: Path, port: int) -> list[str]:
 
 def _prometheus(tmp: Path, port: int, am_port: int, controller_port: int, agent_port: int) -> list[str]:
     (tmp / "token").write_text(TOKEN)
+    (tmp / "token").chmod(0o600)
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(REPO / "deploy" / "monitoring" / "rules" / "sco-alerts.yml")],
@@ -170,6 +171,7 @@ def test_a_contract_breach_in_the_simulated_region_pages_the_contracts_owner_thr
               "state": "pending"} for n in range(4)]
     (tmp_path / "claims.json").write_text(json.dumps(items))
     (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o600)
     bundle = out / "r1" / "slurm-hpc" / "controller-bundle.json"
     procs.append(_spawn([sys.executable, "-m", "sco", "controller", "run", "--partition", PARTITION, "--bundle",
                          str(bundle), "--pubkey", str(tmp_path / "keys" / "signing.pub.pem"), "--governance-key",

@@ -38,6 +38,7 @@ TOKEN = "process-metrics-token-0123456789"
 @pytest.fixture
 def token(tmp_path: Path) -> Path:
     (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o600)
     return tmp_path / "token"
 
 
