@@ -200,7 +200,7 @@ def test_a_contract_breach_in_the_simulated_region_pages_the_contracts_owner_thr
         def launched() -> list[str]:
             return [i.instance_id for i in region.list_instances() if i.owner and i.owner.workload == WORKLOAD]
 
-        _wait("the controller launches the workload", lambda: len(launched()) >= 4, 120, logs)
+        _wait("the controller launches the workload", lambda: len(launched()) >= 4, 240, logs)
 
         def scraped() -> bool:
             try:
@@ -210,7 +210,7 @@ def test_a_contract_breach_in_the_simulated_region_pages_the_contracts_owner_thr
                 return False
             return up == {"sco-controller": "1", "sco-agent": "1"} and bool(info)
 
-        _wait("Prometheus scrapes the controller (with its token) and the agent", scraped, 120, logs)
+        _wait("Prometheus scrapes the controller (with its token) and the agent", scraped, 240, logs)
         assert not hook.alerts(f"/hook/owner/{OWNER}"), "no breach before the notice"
         victim = launched()[0]
         req = urllib.request.Request(f"http://127.0.0.1:{region_port}/v1/reclaim", method="POST",

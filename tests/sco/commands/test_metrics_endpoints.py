@@ -74,7 +74,7 @@ def _scrape(port: int) -> Exposition | None:
         return None
 
 
-def _until(port: int, ok: Callable[[Exposition], bool], log: Path, limit: float = 90) -> Exposition:
+def _until(port: int, ok: Callable[[Exposition], bool], log: Path, limit: float = 240) -> Exposition:
     deadline = time.monotonic() + limit
     while True:
         doc = _scrape(port)
