@@ -24,7 +24,7 @@ SERIES: tuple[tuple[str, str, str], ...] = (
      "Notices admitted that changed nothing, past the bound of recorded ones: counted, no event."),
     ("sco_agent_first_action_seconds", "histogram", "Notice receipt to the first drain action."),
     ("sco_agent_drain_seconds", "histogram", "Notice receipt to verified drain, per workload."),
-    ("sco_agent_overruns_total", "counter", "Workloads not drained within their drain budget."),
+    ("sco_agent_overruns_total", "counter", "Workloads not drained within their drain budget, by contract ref."),
     ("sco_agent_local_drains_total", "counter", "Drains that took the local path (scheduler > 800 ms)."),
     ("sco_agent_bundle_age_seconds", "gauge", "Age of the held bundle (now - issued_at); never enforced."),
     ("sco_agent_bundle_generation", "gauge", "Generation of the held bundle (0: none)."),

@@ -341,11 +341,11 @@ class Agent:
                 self._writer.submit(self._save_notice, current, True)
         if report.path == "local":
             self.metrics.inc("sco_agent_local_drains_total")
-        for info in report.workloads.values():
+        for ref, info in report.workloads.items():
             if "seconds" in info:
                 self.metrics.observe("sco_agent_drain_seconds", float(info["seconds"]), path=report.path)
-            if info.get("overrun"):
-                self.metrics.inc("sco_agent_overruns_total")
+            if info.get("overrun"):  # by contract ref: the overrun alert routes on the workload
+                self.metrics.inc("sco_agent_overruns_total", contract=str(ref))
 
     def _first_action(self, seconds: float) -> None:
         self.metrics.observe("sco_agent_first_action_seconds", seconds)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .alerting import ROUTES_FILE
 from .errors import RepoError
 from .findings import Finding, Severity, clip
 from .pools import CatalogueError, PoolCatalogue, load_catalogue
@@ -180,7 +181,9 @@ def load_settings(path: Path | None, root: Path | None = None) -> CompilerSettin
 
 def contract_files(repo: Path) -> list[Path]:
     files = [p for p in sorted(repo.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
-    return [p for p in files if p.name != SETTINGS_FILE and not any(part.startswith(".") for part in p.parts)]
+    # the route tree `sco contracts compile` writes is no contract, even when --out lies inside the repository
+    return [p for p in files if p.name not in (SETTINGS_FILE, ROUTES_FILE)
+            and not any(part.startswith(".") for part in p.parts)]
 
 
 def check_repo(repo: Path, catalogue_path: Path | None = None, settings_path: Path | None = None,

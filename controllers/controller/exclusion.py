@@ -87,6 +87,10 @@ class ExclusionWatcher:
                    active: Mapping[str, Exclusion]) -> ExclusionWatcher:
         return cls(config, dict(offences), dict(active))
 
+    def open_waves(self) -> dict[str, int]:
+        """Reclamation waves per pool inside the window, not yet an exclusion (a copy: safe from another thread)."""
+        return {pool: len(waves) for pool, waves in list(self._waves.items()) if waves}
+
     def observe(self, s: Signal) -> Exclusion | None:
         """Feed one event; returns a new exclusion when this event trips the pool."""
         if not s.pool or s.event_id in self._seen:

@@ -20,7 +20,7 @@ from .decision import Action, AskApproval, Desired, Memory, RecordShortfall, Sta
 from .fallback import Approval, FallbackDecisions, GuaranteedOption, Need, arbitrate
 from .model import Observed, Purpose, Terminate
 
-__all__ = ["FallbackPass", "decide_fallback", "fallback_deadlines", "needs"]
+__all__ = ["FallbackPass", "decide_fallback", "fallback_deadlines", "interruption_rate_pct_h", "needs"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,12 @@ class FallbackPass:
 class _Ledger:
     committed_eur: Mapping[str, Decimal]
     approvals: Mapping[str, Approval]
+
+
+def interruption_rate_pct_h(notices: int, live: int, window: timedelta) -> float:
+    """The measured interruption rate of a workload: notices in ``window`` per live instance (at least one),
+    in % per hour — what the arbiter compares with the contract's declared rate (and the breach alert too)."""
+    return 100.0 * notices / max(1, live) / (window.total_seconds() / 3600)
 
 
 def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolState], notices: Mapping[str, int],
@@ -56,8 +62,8 @@ def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolS
 def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed], states: Sequence[PoolState],
           notices: int, desired: Desired, memory: Memory, ledger: _Ledger, now: datetime) -> Need:
     window = desired.settings.breach_window
-    live = max(1, sum(1 for o in mine if o.live and o.purpose is not Purpose.FALLBACK))
-    rate = 100.0 * notices / live / (window.total_seconds() / 3600)
+    rate = interruption_rate_pct_h(notices, sum(1 for o in mine if o.live and o.purpose is not Purpose.FALLBACK),
+                                   window)
     declared = float(contract.max_interruption_rate_pct_h)
     breach = rate > declared
     if rate < declared / 2:

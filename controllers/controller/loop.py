@@ -9,8 +9,10 @@ A pass is observe → decide → apply: ``observe.Observer`` reads (and records 
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +27,8 @@ from .claims import ClaimSource
 from .decide import begin, decide
 from .decision import Decision, Desired, Memory
 from .floor_keeper import FloorKeeper
-from .observe import Observer, observe
+from .metrics import PassMetrics, PassView
+from .observe import Observation, Observer, observe
 from .revocation import LoggingRevoker, Revoker
 from .settings import ControllerSettings, PassReport
 from .store import Store
@@ -40,7 +43,8 @@ class Controller:
                  webhook: Callable[[dict[str, Any]], None] | None = None,
                  agent_bundle: tuple[bytes, bytes] | None = None,
                  agent_credentials: AgentCredentials | None = None,
-                 lease: Callable[[Any, str, str, str, datetime, timedelta], Any] | None = None) -> None:
+                 lease: Callable[[Any, str, str, str, datetime, timedelta], Any] | None = None,
+                 metrics: Callable[[Desired], PassMetrics] | None = None) -> None:
         from . import lease as lease_mod
 
         self.s = settings
@@ -57,6 +61,7 @@ class Controller:
                                  agent_credentials=agent_credentials)
         self._lease = lease or lease_mod.acquire
         self.last: Decision | None = None
+        self.metrics = metrics(self.desired) if metrics is not None else None
 
     # --- what it talks to (replaceable, e.g. by a test) ---------------------------------------------
     @property
@@ -99,15 +104,32 @@ class Controller:
 
     # --- one pass ------------------------------------------------------------------------------------
     def step(self) -> PassReport:
-        """One pass: lease, observe, decide, apply."""
+        """One pass: lease, observe, decide, apply (and its metrics, when the controller has them)."""
+        started = time.perf_counter()
+        try:
+            view = self._step()
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.failed()
+            raise
+        if self.metrics is not None:
+            self.metrics.record(replace(view, seconds=time.perf_counter() - started))
+        return view.report
+
+    def _step(self) -> PassView:
         now = self.clock.now()
         lease = self._lease(self.conn, self.s.region, self.s.partition, self.s.holder, now, self.s.lease_ttl)
         if lease is None:
-            return PassReport(leader=False)
+            return PassView(PassReport(leader=False), 0.0, now)
         glance = self.observer.glance(getattr(lease, "generation", None), now, breach_window=self.s.breach_window,
                                       want_generation=self.memory.previous is None)
         memory, hold = begin(glance, self.desired, self.memory, now)
-        decision = hold or decide(self.observer.look(glance, now), self.desired, memory, now)
+        seen: Observation | None = None
+        if hold is not None:
+            decision = hold
+        else:
+            seen = self.observer.look(glance, now)
+            decision = decide(seen, self.desired, memory, now)
         self.memory = decision.memory
         self.last = decision
-        return self.actuator.apply(decision, now)
+        return PassView(self.actuator.apply(decision, now), 0.0, now, decision, seen)

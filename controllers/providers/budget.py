@@ -36,6 +36,7 @@ class TokenBucket:
         self._last = monotonic()
         self._lock = threading.Lock()
         self.spent = 0
+        self.refused = 0    # calls refused (``Throttled``): the token budget's pressure, exported as a metric
 
     def _refill(self) -> None:
         now = self._monotonic()
@@ -58,5 +59,7 @@ class TokenBucket:
             if wait == 0.0:
                 return
             if not self._blocking:
+                with self._lock:
+                    self.refused += 1
                 raise Throttled(operation, wait, self.rate, self.key)
             self._sleep(wait)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contracts.alerting import ROUTES_FILE, AlertRoutingError, render_routes
 from contracts.bundle import GovernanceError, publish
 from contracts.bundle_verify import BundleError, verify_bundle
 from contracts.compiler import CompileResult, RepoError, check_repo
@@ -19,7 +21,9 @@ from ..errors import CliError
 from .keys import DEFAULT_KEY_DIR
 from .report import render_report
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_ALERT_WEBHOOK", "register"]
+
+DEFAULT_ALERT_WEBHOOK = "http://incident-platform.invalid/alertmanager"
 
 
 def register(sub: Any) -> None:
@@ -57,6 +61,10 @@ def register(sub: Any) -> None:
     comp.add_argument("--key", type=Path, default=DEFAULT_KEY_DIR / "signing.key.pem", help="bundle signing key")
     comp.add_argument("--governance-key", type=Path, help="governance signing key (needed when governed fields change)")
     comp.add_argument("--previous", type=Path, help="previously published bundles (default: --out)")
+    comp.add_argument("--alert-webhook", default=os.environ.get("SCO_ALERT_WEBHOOK", DEFAULT_ALERT_WEBHOOK),
+                      help="the incident platform's Alertmanager webhook base for the generated "
+                           f"{ROUTES_FILE} (default $SCO_ALERT_WEBHOOK, else {DEFAULT_ALERT_WEBHOOK}, "
+                           "which reaches no one)")
     comp.set_defaults(handler=_compile)
 
     ver = cmds.add_parser("verify", help="verify a bundle's signature(s), and with --previous its succession; "
@@ -149,6 +157,10 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"sco: compile refused: {_summary(result)}; nothing was written", file=sys.stderr)
         return 1
     try:
+        routes = render_routes((w.contract for w in result.workloads), args.alert_webhook)
+    except AlertRoutingError as exc:
+        raise CliError(f"--alert-webhook: {exc}") from None
+    try:
         key = load_private_key(args.key)
         gov = load_private_key(args.governance_key) if args.governance_key else None
     except KeyError_ as exc:
@@ -157,10 +169,13 @@ def _compile(args: argparse.Namespace) -> int:
         published = publish(result.workloads, args.out, key, datetime.now(UTC), gov, args.previous)
     except (GovernanceError, BundleError) as exc:
         raise CliError(str(exc), code=1) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / ROUTES_FILE).write_text(routes)
     for b in published:
         state = "unchanged" if b.unchanged else f"generation {b.generation}"
         gov_note = f", {b.governed_changes} governed change(s) countersigned" if b.governed_changes else ""
         print(f"{b.partition}: {b.workloads} workload(s), {state}{gov_note} -> {b.directory}")
+    print(f"alert routes (owner and approver by contract) -> {args.out / ROUTES_FILE}")
     return 0
 
 

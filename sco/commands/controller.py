@@ -12,6 +12,7 @@ from typing import Any
 from sco.cli import CliError
 
 from .controller_userdata import add_agent_options, register_into
+from .metrics import add_metrics_args
 
 __all__ = ["register"]
 
@@ -118,6 +119,25 @@ class _FileSource:
         return set()
 
 
+def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -> Any:
+    """The controller's metrics factory and endpoint (``--metrics-port``), or None without one. The metrics read
+    the rankings' age on a connection of their own (the pass's is busy with the pass)."""
+    if not args.metrics_port:
+        return None
+    import psycopg
+
+    from controllers.controller.metrics import PassMetrics
+    from stores.config import resolve_url
+    from stores.telemetry import Registry
+
+    from .metrics import start_metrics
+
+    registry = Registry({"region": args.region, "partition": args.partition})
+    start_metrics(args, registry, f"controller {args.partition}")
+    conn = psycopg.connect(resolve_url("postgres", postgres, component="controller"), autocommit=True)
+    return lambda desired: PassMetrics(registry, desired, bucket=bucket, conn=conn)
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
     from decimal import Decimal
@@ -177,9 +197,11 @@ def _run(args: argparse.Namespace) -> int:
     settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety,
                                   operator=args.operator or None, approver_keys=approver_keys(args.approver_keys),
                                   **agent_settings(args))
+    metrics = _pass_metrics(args, bucket, args.postgres)
     ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
                      agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
-                     webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None)
+                     webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None,
+                     metrics=metrics)
     feed = agent_bundle_feed(args, args.pubkey, agent_bundle)
     count = 0
 
@@ -271,6 +293,16 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
     from stores import footprint
 
     footprint.start_for(args.postgres, args.region, "exclusion-watcher")
+    if args.metrics_port:
+        from controllers.controller.exclusion_metrics import watch
+        from stores.telemetry import Registry
+
+        from .metrics import start_metrics
+
+        registry = Registry({"region": args.region})
+        watch(registry, stream, psycopg.connect(resolve_url("postgres", args.postgres, component="controller"),
+                                                autocommit=True))
+        start_metrics(args, registry, f"exclusion watcher {args.region}")
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -314,6 +346,7 @@ def register(subparsers: Any) -> None:
     watch.add_argument("--postgres", default=None, help="PostgreSQL URL (default SCO_POSTGRES_URL / sco up)")
     watch.add_argument("--wave-gap-s", type=float, default=60.0,
                        help="notices closer than this are one wave (default 60 s; compressed demos use less)")
+    add_metrics_args(watch)
     watch.set_defaults(handler=_watch_exclusions)
     for name, handler, text in (("run", _run, "run the level-triggered controller for one partition"),
                                 ("rebuild", _rebuild, "rebuild fleet state from provider tags into an empty DB")):
@@ -360,6 +393,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
             add_agent_options(p)
+            add_metrics_args(p)
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")
         p.set_defaults(handler=handler)

@@ -11,6 +11,8 @@ from typing import Any
 
 from sco.cli import CliError
 
+from .metrics import add_metrics_args
+
 __all__ = ["register"]
 
 
@@ -156,7 +158,26 @@ def _ingest(args: argparse.Namespace) -> int:
         from stores import footprint
 
         footprint.start_for(None, None, "ingest")
+        _ingest_metrics(args)
     return ingest.main(argv)
+
+
+def _ingest_metrics(args: argparse.Namespace) -> None:
+    """``--metrics-port``: the ingest's lag, dead letters and the ledger's cost ratio (stores.ingest_metrics)."""
+    if not args.metrics_port:
+        return
+    from stores import nats as sco_nats
+    from stores.clickhouse import client
+    from stores.config import resolve_url
+    from stores.ingest_metrics import IngestSampler
+    from stores.telemetry import Registry
+
+    from .metrics import start_metrics
+
+    registry = Registry()
+    IngestSampler(registry, lambda: sco_nats.connect(args.nats, name="sco-ingest-metrics", component="ingest"),
+                  lambda: client(resolve_url("clickhouse", args.clickhouse, component="ingest"))).start()
+    start_metrics(args, registry, "ingest")
 
 
 def _relay(args: argparse.Namespace) -> int:
@@ -170,6 +191,19 @@ def _relay(args: argparse.Namespace) -> int:
         from stores import footprint
 
         footprint.start_for(args.postgres, None, "outbox-relay")
+        if args.metrics_port:
+            import psycopg
+
+            from stores.config import resolve_url
+            from stores.outbox_metrics import watch
+            from stores.telemetry import Registry
+
+            from .metrics import start_metrics
+
+            registry = Registry()
+            watch(registry, psycopg.connect(resolve_url("postgres", args.postgres, component="relay"),
+                                            autocommit=True))
+            start_metrics(args, registry, "outbox relay")
     return outbox.main(argv)
 
 
@@ -216,6 +250,7 @@ def register(sub: Any) -> None:
     p.add_argument("--clickhouse")
     p.add_argument("--batch", type=int, default=2000, help="events per ClickHouse insert (default 2000)")
     p.add_argument("--once", action="store_true", help="stop when nothing is waiting")
+    add_metrics_args(p)
     p.set_defaults(handler=_ingest)
 
     outbox = sub.add_parser("outbox", help="the transactional outbox").add_subparsers(
@@ -227,4 +262,5 @@ def register(sub: Any) -> None:
     p.add_argument("--clickhouse")
     p.add_argument("--batch", type=int, default=500)
     p.add_argument("--once", action="store_true", help="stop when the outbox is empty")
+    add_metrics_args(p)
     p.set_defaults(handler=_relay)

@@ -68,8 +68,10 @@ NATS_PERMISSIONS: dict[str, tuple[list[str], list[str]] | None] = {
     "region": (["sco.notice.>", "sco.advisory.>", "sco.events.>", *_JS_STREAMS], [_inbox("region")]),
     # the outbox relay: the controllers' events from PostgreSQL to the event stream
     "relay": (["sco.events.>", "sco.quarantine.>", *_JS_STREAMS], [_inbox("relay")]),
-    # the event ingest: consumes the stream, dead-letters what ClickHouse refuses
-    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME], [_inbox("ingest")]),
+    # the event ingest: consumes the stream, dead-letters what ClickHouse refuses; reads the oldest waiting
+    # event's time for its lag metric (a message it is allowed to consume anyway)
+    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME, "$JS.API.STREAM.MSG.GET.SCO_EVENTS"],
+               [_inbox("ingest")]),
     # controllers and their exclusion watcher: read the region's events (core and a durable pull consumer)
     "controller": (["sco.quarantine.>", *_JS_CONSUME], ["sco.events.>", "sco.quarantine.>", _inbox("controller")]),
     # read-only observers (the demo's display, `sco drill`)

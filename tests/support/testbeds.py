@@ -6,6 +6,8 @@ bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and ``SCO_SLURM_CONF`` 
 The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``). The
 cloud-init bed is Debian's ``cloud-init`` package (``deploy/testbed/cloudinit/up``): ``CLOUD_INIT`` is its command
 (``SCO_CLOUD_INIT`` overrides), None when it is not installed.
+The monitoring bed (deploy/testbed/monitoring/up) installs Debian's Prometheus and Alertmanager tools; ``tool``
+finds each (``SCO_PROMTOOL``, ``SCO_AMTOOL``, ``SCO_PROMETHEUS``, ``SCO_ALERTMANAGER`` override the path).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "bed_dir",
     "ceph_env",
     "slurm_env",
+    "tool",
 ]
 
 
@@ -57,3 +60,14 @@ def ceph_env() -> dict[str, Any]:
     """The Ceph bed's ``env.json`` (endpoint, conf, ports, S3 identities); ``FileNotFoundError`` when it is down."""
     doc: dict[str, Any] = json.loads(CEPH_ENV.read_text())
     return doc
+
+
+def tool(name: str) -> str:
+    """The path of a monitoring tool (``promtool``, ``amtool``, ``prometheus``, ``alertmanager``) installed by
+    deploy/testbed/monitoring/up; ``FileNotFoundError`` naming the script when it is not there."""
+    override = os.environ.get(f"SCO_{name.upper()}")
+    found = override or shutil.which(name) or (shutil.which("prometheus-alertmanager") if name == "alertmanager"
+                                               else None)
+    if not found:
+        raise FileNotFoundError(f"{name} is not installed: run deploy/testbed/monitoring/up (as root)")
+    return found
