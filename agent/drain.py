@@ -41,13 +41,14 @@ from .drain_plan import (
     WorkloadPlan,
     call_outcome,
     decide,
+    drain_reason,
     eviction_grace_s,
     local_step,
     overran,
     plan_drain,
     verify_settled,
 )
-from .first_actions import FirstActions, first_actions_pending, yield_to_first_actions
+from .first_actions import FirstActions, PendingAction, first_actions_pending, yield_to_first_actions
 from .model import Contract, Unit
 from .waste import drain_waste
 
@@ -129,8 +130,9 @@ class DrainEngine:
             raise SchedulerSlow("already draining locally")
         native = getattr(self.scheduler, "a" + fn.__name__, None)  # an asyncio twin: no thread hand-off
         try:
-            if native is not None:
-                result: T = await asyncio.wait_for(native(*args), self.timeout)
+            if native is not None:  # bounded in this task: no second task, no extra turn of the loop
+                async with asyncio.timeout(self.timeout):
+                    result: T = await native(*args)
                 return result
             return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.timeout)
         except TimeoutError:
@@ -140,9 +142,20 @@ class DrainEngine:
             raise SchedulerSlow(f"{self.scheduler.name} {fn.__name__} failed: {exc}",
                                 call_outcome(None, failed=True)) from None
 
+    def launch(self, notice_id: str, received: float, contracts: list[Contract], cause: str, drill: bool,
+               terminate_in_s: float | None, selected: set[str] | None = None,
+               announce: Callable[[], None] | None = None) -> asyncio.Task[DrainReport]:
+        """Start ``drain`` as a task, its first action counted pending from now (``PendingAction``)."""
+        pending = PendingAction()
+        task = asyncio.get_running_loop().create_task(self.drain(
+            notice_id, received, contracts, cause, drill, terminate_in_s, selected, announce, pending))
+        task.add_done_callback(lambda _t: pending.done())  # cancelled before it ran: the gate opens all the same
+        return task
+
     async def drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
                     drill: bool, terminate_in_s: float | None, selected: set[str] | None = None,
-                    announce: Callable[[], None] | None = None) -> DrainReport:
+                    announce: Callable[[], None] | None = None,
+                    pending: PendingAction | None = None) -> DrainReport:
         """Drain the node.
 
         Args:
@@ -154,6 +167,7 @@ class DrainEngine:
             terminate_in_s: The provider's window (caps every deadline), or None.
             selected: Only these contract refs (an advisory drain); None drains everything.
             announce: Emits the notice's own event; called after the first action, before any other event.
+            pending: The first action's place in the gate, when ``launch`` took it already.
 
         Returns:
             The drain's report, once verified (and the credentials released, for a hard notice).
@@ -163,12 +177,15 @@ class DrainEngine:
             self.local_started = set()
         self.active += 1
         try:
+            # the first action before anything else is built for this notice: the plan only names its reason
+            first = await self._mark_unschedulable(drain_reason(notice_id, selected is not None),
+                                                   pending or PendingAction())
             plan = plan_drain(notice_id, received, contracts, terminate_in_s, selected)
             report = DrainReport(notice_id, advisory=plan.advisory,
                                  notice_at=self.now() - timedelta(seconds=self.monotonic() - received))
             run = _Run(plan, report, dict(cause=cause, drill=drill), {"notice_id": notice_id})
             try:
-                return await self._execute(run, announce)
+                return await self._execute(run, announce, first)
             except _Deferred as exc:
                 report.path = "deferred"
                 self.emit(EventKind.DRAIN_STARTED, **run.ev, attributes={
@@ -178,8 +195,20 @@ class DrainEngine:
         finally:
             self.active -= 1
 
-    async def _execute(self, run: _Run, announce: Callable[[], None] | None) -> DrainReport:
-        await self._first_action(run, announce)
+    async def _mark_unschedulable(self, reason: str, pending: PendingAction) -> float | SchedulerSlow:
+        """The first action: when it was done (the engine's monotonic clock), or why the scheduler failed it."""
+        try:
+            await self._call(self.scheduler.mark_unschedulable, reason)
+        except SchedulerSlow as exc:
+            return exc
+        finally:
+            pending.done()
+        self.unschedulable = True
+        return self.monotonic()
+
+    async def _execute(self, run: _Run, announce: Callable[[], None] | None,
+                       first: float | SchedulerSlow) -> DrainReport:
+        await self._first_action(run, announce, first)
         units = await self._list_units(run)
         run.report.node_units = len(units)
         tasks = []
@@ -195,27 +224,19 @@ class DrainEngine:
         run.report.done.set()
         return run.report
 
-    async def _first_action(self, run: _Run, announce: Callable[[], None] | None) -> None:
-        """Mark the node unschedulable, then announce the notice and record the first action."""
-        report = run.report
-        FirstActions.begin()
-        try:
-            await self._call(self.scheduler.mark_unschedulable, run.plan.reason)
-        except SchedulerSlow as exc:
-            FirstActions.end()
+    async def _first_action(self, run: _Run, announce: Callable[[], None] | None,
+                            first: float | SchedulerSlow) -> None:
+        """After the first action: wait for the others pending, then announce the notice and record it."""
+        if isinstance(first, SchedulerSlow):
             if announce is not None:
                 announce()
-            await self._act(run, self._decide_slow(run, exc), str(exc))
+            await self._act(run, self._decide_slow(run, first), str(first))
             return
-        except BaseException:
-            FirstActions.end()
-            raise
-        self.unschedulable = True
-        report.first_action_s = self.monotonic() - run.plan.received
-        FirstActions.end()
+        report = run.report
+        report.first_action_s = first - run.plan.received
+        await FirstActions.yield_to_pending()
         if self.on_first_action:
             self.on_first_action(report.first_action_s)
-        await FirstActions.yield_to_pending()
         if announce is not None:
             announce()
         self.emit(EventKind.DRAIN_STARTED, **run.ev, attributes={**run.base, "step": "unschedulable",

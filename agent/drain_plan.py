@@ -29,8 +29,9 @@ from .adapters import LocalPlan
 from .model import Contract, Unit
 
 __all__ = ["DEFAULT_BUDGET_S", "FINISH_MARGIN_S", "POLL_S", "RETRY_S", "SCHEDULER_TIMEOUT_S", "Action", "DrainPlan",
-           "LocalStep", "Outcome", "WorkloadPlan", "call_outcome", "decide", "drain_deadline", "eviction_grace_s",
-           "fallback_contract", "local_step", "order_workloads", "overran", "plan_drain", "verify_settled"]
+           "LocalStep", "Outcome", "WorkloadPlan", "call_outcome", "decide", "drain_deadline", "drain_reason",
+           "eviction_grace_s", "fallback_contract", "local_step", "order_workloads", "overran", "plan_drain",
+           "verify_settled"]
 
 SCHEDULER_TIMEOUT_S = 0.8  # a scheduler call slower than this -> local drain (ADR-14, DESIGN §7)
 FINISH_MARGIN_S = 1.0  # finish (requeue / SIGTERM) this long before the deadline
@@ -227,6 +228,11 @@ class DrainPlan:
                 for c in order_workloads(t for t in targets if t.ref not in started)]
 
 
+def drain_reason(notice_id: str, advisory: bool) -> str:
+    """The unschedulable reason the scheduler records for a notice's drain."""
+    return f"sco advisory {notice_id}" if advisory else f"sco reclaim notice {notice_id}"
+
+
 def plan_drain(notice_id: str, received: float, contracts: Iterable[Contract], terminate_in_s: float | None,
                selected: set[str] | None = None) -> DrainPlan:
     """Decide a notice's drain.
@@ -245,6 +251,5 @@ def plan_drain(notice_id: str, received: float, contracts: Iterable[Contract], t
     scope = tuple(c for c in held if c.ref in selected) if selected is not None else tuple(held)
     fallback = fallback_contract(scope)
     deadlines = {c.ref: drain_deadline(received, c.drain_budget_s, terminate_in_s) for c in (*scope, fallback)}
-    reason = f"sco advisory {notice_id}" if selected is not None else f"sco reclaim notice {notice_id}"
-    return DrainPlan(notice_id, received, reason, scope,
+    return DrainPlan(notice_id, received, drain_reason(notice_id, selected is not None), scope,
                      None if selected is None else frozenset(selected), fallback, deadlines)

@@ -10,7 +10,7 @@ import asyncio
 import weakref
 from typing import ClassVar
 
-__all__ = ["FirstActions", "first_actions_pending", "yield_to_first_actions"]
+__all__ = ["FirstActions", "PendingAction", "first_actions_pending", "yield_to_first_actions"]
 
 
 class FirstActions:
@@ -52,6 +52,25 @@ class FirstActions:
         """Return once no first action is pending."""
         if cls.pending > 0:
             await cls._event().wait()
+
+
+class PendingAction:
+    """One drain's first action, counted pending from creation until ``done()`` (idempotent).
+
+    Created when the drain is launched, not when its task first runs: a burst of notices holds the gate from the
+    first notice on, so no drain's later steps run between the first actions of the others.
+    """
+
+    def __init__(self) -> None:
+        """Count one more pending first action."""
+        FirstActions.begin()
+        self._open = True
+
+    def done(self) -> None:
+        """This first action is done (or gave up, or its drain ended); later calls do nothing."""
+        if self._open:
+            self._open = False
+            FirstActions.end()
 
 
 def first_actions_pending() -> int:

@@ -2,9 +2,11 @@
 
 Both channels go through the same checks (agent/notice_check.py): the raw bound before parsing, then the
 plausibility of the parsed notice. A refusal is counted (``sco_agent_notices_refused_total{channel,reason}``)
-and its reason logged at most once a minute; it is never acted on. The intake also holds the flood bound: the
-agent records an event for the first ``MAX_RECORDED_NOTICES`` notices that change nothing, then only counts
-them (``sco_agent_notices_coalesced_total``).
+and its reason logged at most once a minute; it is never acted on. The intake also counts what
+``agent.coalesce`` decides for a notice that starts no drain and holds the flood bound: the agent records an
+event for the first ``MAX_RECORDED_NOTICES`` distinct notices that change nothing, then only counts them
+(``sco_agent_notices_coalesced_total``); a copy of a notice already seen is only counted
+(``sco_agent_notices_duplicate_total``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from .coalesce import Coalesced, Verdict
 from .metrics import Metrics
 from .model import AgentError, NodeIdentity
 from .notice_check import MAX_METADATA_BYTES, FloodBound, Refusal, RefusalLog, check_notice, check_raw
@@ -73,9 +76,13 @@ class NoticeIntake:
                         "sco_agent_notices_refused_total and logged once a minute", refusal.reason,
                         refusal.message, refusal.reason)
 
-    def record(self, notice: Notice) -> bool:
-        """True while a notice that changes nothing still gets its event; after the bound, counted and False."""
-        if self.flood.record():
+    def count(self, notice: Notice, decision: Coalesced) -> bool:
+        """Count a notice that starts no drain (``agent.coalesce``); True when it still gets its event."""
+        if decision.verdict is Verdict.DUPLICATE:
+            self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
+            return False
+        self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
+        if decision.verdict is Verdict.RECORD and self.flood.record():
             return True
         self.metrics.inc("sco_agent_notices_coalesced_total", channel=notice.channel, kind=notice.kind)
         return False

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 
 from .model import NodeIdentity
 from .notices import Notice
@@ -111,28 +110,32 @@ def check_raw(data: bytes, channel: str, limit: int = MAX_NOTICE_BYTES,
 
 def check_notice(notice: Notice, node: NodeIdentity, lead_s: float = PROMISED_LEAD_S) -> Refusal | None:
     """None when ``notice`` may be acted on by ``node``; else the first :class:`Refusal` that applies."""
-    where = f"{notice.channel} {notice.kind} {_short(notice.notice_id)}"
+    refusal = _refusal(notice, node, lead_s)
+    if refusal is None:
+        return None
+    reason, detail = refusal
+    return Refusal(reason, f"{notice.channel} {notice.kind} {_short(notice.notice_id)}: {detail}")
+
+
+def _refusal(notice: Notice, node: NodeIdentity, lead_s: float) -> tuple[str, str] | None:
+    """The reason and what is wrong (the message's tail, built only for a refusal), or None."""
     if notice.instance != node.instance:
-        return Refusal("other-instance", f"{where}: instance_id {_short(notice.instance)} is not this node's "
-                                         f"{node.instance!r}")
+        return "other-instance", f"instance_id {_short(notice.instance)} is not this node's {node.instance!r}"
     if notice.region is not None and notice.region != node.region:
-        return Refusal("other-region", f"{where}: region {_short(notice.region)} is not this node's {node.region!r}")
+        return "other-region", f"region {_short(notice.region)} is not this node's {node.region!r}"
     if notice.cause not in KNOWN_CAUSES:
-        return Refusal("unknown-cause", f"{where}: cause {_short(notice.cause)} is not one of "
-                                        f"{sorted(KNOWN_CAUSES)}")
+        return "unknown-cause", f"cause {_short(notice.cause)} is not one of {sorted(KNOWN_CAUSES)}"
     if notice.kind != "notice":
         return None  # an advisory's expected_at is a forecast: no window
     if notice.issued_at is None or notice.terminate_at is None:
-        return Refusal("no-window", f"{where}: a hard notice needs both issued_at and terminate_at "
-                                    "(the provider contract's Notice)")
-    window = notice.terminate_at - notice.issued_at
-    if window < timedelta(0):
-        return Refusal("window-early", f"{where}: terminate_at {notice.terminate_at.isoformat()} is before "
-                                       f"issued_at {notice.issued_at.isoformat()}")
-    if window > timedelta(seconds=2 * lead_s):
-        return Refusal("window-late", f"{where}: terminate_at is {window.total_seconds():.0f} s after issued_at; "
-                                      f"the contract's lead is {lead_s:.0f} s, at most {2 * lead_s:.0f} s is "
-                                      "plausible")
+        return "no-window", "a hard notice needs both issued_at and terminate_at (the provider contract's Notice)"
+    window = (notice.terminate_at - notice.issued_at).total_seconds()
+    if window < 0:
+        return "window-early", (f"terminate_at {notice.terminate_at.isoformat()} is before "
+                                f"issued_at {notice.issued_at.isoformat()}")
+    if window > 2 * lead_s:
+        return "window-late", (f"terminate_at is {window:.0f} s after issued_at; the contract's lead is "
+                               f"{lead_s:.0f} s, at most {2 * lead_s:.0f} s is plausible")
     return None
 
 

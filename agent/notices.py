@@ -48,40 +48,56 @@ class Notice:
 
 
 def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "notice") -> Notice:
-    """Parse a notice document (JSON bytes, text or a dict).
+    """Parse a notice document (JSON bytes, text or a dict), once: one JSON decode, one parse per time.
 
     Raises:
         AgentError: Not a JSON object, an unknown kind, a bad time, or no instance or id.
     """
     if isinstance(doc, bytes | str):
         try:
-            doc = json.loads(doc)
+            doc = _decode(doc.decode() if isinstance(doc, bytes) else doc)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise AgentError(f"{channel} notice is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise AgentError(f"{channel} notice is not a JSON object")
-    instance = doc.get("instance_id") or doc.get("instance")
-    kind = str(doc.get("kind") or default_kind)
+    get = doc.get
+    instance = get("instance_id") or get("instance")
+    kind = get("kind") or default_kind
     if kind not in KINDS:
-        raise AgentError(f"{channel} notice kind {kind!r} is not one of {KINDS}")
+        raise AgentError(f"{channel} notice kind {str(kind)!r} is not one of {KINDS}")
     try:
-        issued = parse_time(str(doc["issued_at"])) if doc.get("issued_at") else None
-        terminate = parse_time(str(doc["terminate_at"])) if doc.get("terminate_at") else None
-        expected = None
-        if kind == "advisory":
-            terminate = None  # an advisory's expected_at is a forecast, not a deadline
-            expected = parse_time(str(doc["expected_at"])) if doc.get("expected_at") else None
+        issued = _time(get("issued_at"))
+        if kind == "advisory":  # an advisory's expected_at is a forecast, not a deadline
+            terminate, expected = None, _time(get("expected_at"))
+        else:
+            terminate, expected = _time(get("terminate_at")), None
     except ValueError as exc:
         raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from exc
-    notice_id = doc.get("notice_id") or doc.get("id")
+    notice_id = get("notice_id") or get("id")
     if not notice_id and instance and issued is not None:  # same on both channels, whatever the time format
         notice_id = f"{kind}:{instance}:{issued.astimezone(UTC).isoformat()}"
     if not notice_id or not instance:
         raise AgentError(f"{channel} notice lacks instance_id or issued_at/notice_id: {doc!r}")
-    return Notice(notice_id=str(notice_id), kind=kind, instance=str(instance), channel=channel, received=received,
-                  region=doc.get("region"), pool=doc.get("pool_id") or doc.get("pool"), issued_at=issued,
-                  terminate_at=terminate,
-                  drill=bool(doc.get("drill", False)), cause=str(doc.get("cause") or "reclaim"), expected_at=expected)
+    return Notice(str(notice_id), kind, str(instance), channel, received, get("region"),
+                  get("pool_id") or get("pool"), issued, terminate, bool(get("drill", False)),
+                  str(get("cause") or "reclaim"), expected)
+
+
+_decode = json.JSONDecoder().decode
+
+
+def _time(value: Any) -> datetime | None:
+    """A time field: None when absent or empty, else ISO-8601 with a timezone (``model.parse_time``)."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)  # the provider's form (Python 3.11 reads a trailing Z too)
+        except ValueError:
+            return parse_time(value)  # surrounding blanks; a clear error otherwise
+        if parsed.tzinfo is not None:
+            return parsed
+    return parse_time(str(value))
 
 
 def parse_metadata(data: bytes, received: float) -> list[Notice]:

@@ -22,13 +22,14 @@ from . import instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
 from .bundle import BundleStore, fetch_bundle, instance_basic_auth
+from .coalesce import NoticeState, Verdict, coalesce
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
 from .httpwire import request
 from .intake import NoticeIntake
 from .metrics import Metrics
-from .model import AgentError
+from .model import AgentError, Contract
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
 from .notices import Notice, NoticeGate
@@ -259,52 +260,47 @@ class Agent:
         for notice in self.intake.from_metadata(data):
             self.on_notice(notice)
 
-    def _record(self, kind: EventKind, notice: Notice, action: str) -> None:
-        """The event of a notice that changes nothing, while the flood bound allows; then only a counter."""
-        if self.intake.record(notice):
-            self._emit(kind, cause=notice.cause, drill=notice.drill,
-                       attributes=self._notice_attrs(notice, action=action))
-
     def on_notice(self, notice: Notice) -> None:
-        """Act on a notice: refuse an implausible one, ignore a duplicate, else record it and drain."""
+        """Act on a notice: refuse an implausible one, else what ``agent.coalesce`` decides.
+
+        A drain's scheduler call is issued before anything else is done for its notice: the notice's counter,
+        its file (a restart resumes the drain) and its event follow the first action (``announce``).
+        """
         if not self.intake.plausible(notice):
             return
-        if not self.gate.admit(notice):
-            self.metrics.inc("sco_agent_notices_duplicate_total", channel=notice.channel, kind=notice.kind)
-            return
-        self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
         contracts = list(self.bundles.current.contracts.values()) if self.bundles.current else []
-        terminate_in = _notice_window(notice, self.clock.now(), self.clock.monotonic())
-        selected: set[str] | None = None
-        if notice.kind == "advisory":
-            selected = {c.ref for c in contracts if c.advisory_drain}
-            running = self._advisory_drain is not None and not self._advisory_drain.done()
-            if self.draining or running:  # the drain in progress already covers everything it would
-                self._record(EventKind.ADVISORY, notice, "already-draining")
-                return
-            if not selected:
-                self._record(EventKind.ADVISORY, notice, "recorded")
-                return
-        elif self.draining:  # a second hard notice: recorded, the drain in progress continues
-            self._record(EventKind.NOTICE, notice, "already-draining")
+        selected = {c.ref for c in contracts if c.advisory_drain} if notice.kind == "advisory" else None
+        running = self._advisory_drain is not None and not self._advisory_drain.done()
+        decision = coalesce(notice.kind, NoticeState(not self.gate.admit(notice), self.draining, running,
+                                                     bool(selected), self.intake.flood.recorded))
+        if decision.verdict is Verdict.DRAIN:
+            self._drain(notice, contracts, selected)
             return
-        if notice.kind == "notice":
+        if self.intake.count(notice, decision):
+            kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
+            self._emit(kind, cause=notice.cause, drill=notice.drill,
+                       attributes=self._notice_attrs(notice, action=decision.action))
+
+    def _drain(self, notice: Notice, contracts: list[Contract], selected: set[str] | None) -> None:
+        hard = notice.kind == "notice"
+        if hard:
             self.draining = True
             self.advisories.release()  # a reclaim followed any advisory: not a false positive
-            self._writer.submit(self._save_notice, notice, False)  # a restart resumes this drain
         self._current_notice = notice
-        kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
+        terminate_in = _notice_window(notice, self.clock.now(), self.clock.monotonic())
         generation = self.bundles.current.generation if self.bundles.current else 0
 
-        def announce() -> None:  # the notice's event: spooled right after the first action, before the rest
-            self._emit(kind, cause=notice.cause, drill=notice.drill, attributes=self._notice_attrs(
-                notice, action="drain", bundle_generation=generation))
+        def announce() -> None:  # after the first action: the counter, the notice file, the notice's event
+            self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
+            if hard:
+                self._writer.submit(self._save_notice, notice, False)  # a restart resumes this drain
+            self._emit(EventKind.NOTICE if hard else EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
+                       attributes=self._notice_attrs(notice, action="drain", bundle_generation=generation))
 
-        task = asyncio.get_running_loop().create_task(self.engine.drain(
-            notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected,
-            announce))
+        task = self.engine.launch(notice.notice_id, notice.received, contracts, notice.cause, notice.drill,
+                                  terminate_in, selected, announce)
         self.drains.append(task)
-        if notice.kind == "advisory":
+        if not hard:
             self._advisory_drain = task
             self.advisories.hold(notice)
         task.add_done_callback(self._drain_done)

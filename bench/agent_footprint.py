@@ -6,7 +6,9 @@ cryptography (with cffi) from PyPI, pinned by requirements/constraints.txt — p
 the stdlib-only ``contracts`` modules it imports, found by following its imports (nothing else of ours: the
 run proves the agent needs nothing else). Exits non-zero, with the agent's own error, when the agent does not
 import or does not connect there, or when any figure could not be measured: no "nan MiB" with exit status 0.
-Then runs ``sco-agent run`` there as a Kubernetes node agent against the API double, a real nats-server,
+Then runs ``sco-agent run`` there as a Kubernetes node agent against the API double, a real nats-server
+authenticated as ``sco up`` runs it (``bench/nats_auth.py``: the agent presents its instance's minted
+credential, the notice comes from the region's relay user),
 a metadata endpoint polled every 5 s and a bundle distributor (refresh every 60 s), and measures:
 RSS after boot, idle CPU over ``--idle`` seconds (metadata polls, NATS pings, refreshes included), and peak
 RSS after draining on a notice. Baselines in the same run and venv: a bare interpreter, and one that has
@@ -33,7 +35,8 @@ from pathlib import Path
 
 from agent.config import userdata_document
 from agent.model import NodeIdentity
-from bench.agent_notice_latency import NatsProcess, ensure_stream, free_port
+from bench.agent_notice_latency import ensure_stream
+from bench.nats_auth import BenchNats, free_port
 from contracts.canonical import canonical_bytes
 from contracts.signing import generate_keypair, load_private_key, sign_blob
 from contracts.subjects import notice_subject
@@ -166,7 +169,7 @@ def main() -> None:
     sig = sign_blob(raw, load_private_key(keys.private_pem))
     with tempfile.TemporaryDirectory() as tmp_s, KubeApiDouble() as kube:
         tmp = Path(tmp_s)
-        nats_srv = NatsProcess(tmp / "nats")
+        nats_srv = BenchNats(tmp / "nats", "r1", [node.instance])  # authenticated, as `sco up` runs it
         meta, dist = JsonServer(), JsonServer()
         try:
             asyncio.run(ensure_stream(nats_srv.url))
@@ -176,7 +179,8 @@ def main() -> None:
             kube.put_object("Pod", {"metadata": {"name": "w", "namespace": "t", "labels": {
                 "sco.io/contract": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
                 "status": {"phase": "Running"}})
-            ud = userdata_document(node, raw, sig, [nats_srv.url], meta.url + "/meta", dist.url + "/d/")
+            ud = userdata_document(node, raw, sig, [nats_srv.agent_url(node.instance)], meta.url + "/meta",
+                                   dist.url + "/d/")
             (tmp / "ud.json").write_text(json.dumps(ud))
             (tmp / "k.pub").write_bytes(keys.public_pem)
             (tmp / "token").write_text("node-bound")
@@ -213,7 +217,7 @@ def main() -> None:
                 async def notify() -> None:
                     import nats
 
-                    nc = await nats.connect(nats_srv.url)
+                    nc = await nats.connect(nats_srv.relay_url)  # the region's relay: the one notice publisher
                     now = time.time()
                     doc = {"region": "r1", "instance_id": node.instance, "pool_id": "p", "hall": "h",
                            "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),

@@ -1,9 +1,11 @@
 """NATS notice fan-out: one notice to each of 5,000 per-instance subjects in one burst (a correlated reclaim
-of 5,000 nodes), each subject with its own subscriber, on a real nats-server. Subscribers are spread over
-``--procs`` processes × ``--conns`` connections each (an agent has one connection; 5,000 sockets in one
-Python process would measure Python, not NATS). Each notice carries its publish time (same host clock);
-delivery latency = arrival − publish. Baseline in the same run: the same burst to ONE wildcard subscriber
-(``sco.notice.r1.*``). Seed target: 5,000 subscribers ≤ 1 s p99.
+of 5,000 nodes), each subject with its own subscriber, on a real nats-server authenticated as ``sco up``
+runs it (the region's relay user publishes; the subscribers connect as a bench user that may only subscribe
+to ``sco.notice.r1.>``). Subscribers are spread over ``--procs`` processes × ``--conns`` connections each
+(an agent has one connection; 5,000 sockets in one Python process would measure Python, not NATS). Each
+notice carries its publish time (same host clock); delivery latency = arrival − publish. Baseline in the
+same run: the same burst to ONE wildcard subscriber (``sco.notice.r1.*``). Seed target: 5,000 subscribers
+≤ 1 s p99.
 
     .venv/bin/python -m bench.notice_fanout [--instances 5000 --procs 4 --conns 250]
 """
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import secrets
 import statistics
 import subprocess
 import sys
@@ -22,8 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.agent_notice_latency import NatsProcess, pct
+from bench.agent_notice_latency import pct
+from bench.nats_auth import BenchNats
 from contracts.subjects import notice_subject
+from sco.stack.credentials import NatsUser
 
 REGION = "r1"
 
@@ -71,7 +76,7 @@ async def publish(url: str, total: int) -> None:
     await nc.close()
 
 
-def run(url: str, total: int, procs: int, conns: int, wildcard: bool) -> tuple[list[float], float]:
+def run(url: str, relay_url: str, total: int, procs: int, conns: int, wildcard: bool) -> tuple[list[float], float]:
     per = total // procs
     workers = []
     for p in range(procs):
@@ -85,7 +90,7 @@ def run(url: str, total: int, procs: int, conns: int, wildcard: bool) -> tuple[l
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready"
     start = time.monotonic()
-    asyncio.run(publish(url, total))
+    asyncio.run(publish(relay_url, total))
     publish_s = time.monotonic() - start
     latencies: list[float] = []
     for w in workers:
@@ -107,10 +112,14 @@ def main() -> None:
         asyncio.run(worker(url, int(first), int(count), int(conns), bool(rest)))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        server = NatsProcess(Path(tmp) / "nats")
+        # authenticated as `sco up` runs it: the region's relay publishes; the subscribers are one bench user
+        # that may only subscribe to the region's notices (5,000 minted agent users would need 5,000 connections)
+        subscriber = NatsUser("fanout", secrets.token_urlsafe(18), (), (f"sco.notice.{REGION}.>",))
+        server = BenchNats(Path(tmp) / "nats", REGION, extra=[subscriber])
         try:
-            base, _base_pub = run(server.url, args.instances, 1, 1, wildcard=True)
-            lat, pub_s = run(server.url, args.instances, args.procs, args.conns, wildcard=False)
+            sub_url = server.url_for("fanout")
+            base, _base_pub = run(sub_url, server.relay_url, args.instances, 1, 1, wildcard=True)
+            lat, pub_s = run(sub_url, server.relay_url, args.instances, args.procs, args.conns, wildcard=False)
         finally:
             server.stop()
     ms = 1000.0

@@ -100,7 +100,7 @@ def test_with_nats_stopped_the_metadata_poll_catches_the_notice_within_5_s_and_e
         await wait_for(lambda: agent.drains, 30)
         caught = time.monotonic() - published
         await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
-        await asyncio.sleep(0.2)
+        await asyncio.get_running_loop().run_in_executor(agent._writer, lambda: None)  # every event on disk
         spooled = agent.spool.depth
         nats_srv.start()  # the relay comes back: the spool drains into JetStream
         await ensure_stream(nats_srv.url)
@@ -280,7 +280,8 @@ def test_a_relay_that_goes_away_mid_life_loses_no_event_and_notices_flow_again_a
         meta.set_json("/meta", {"instance_id": NODE.instance, "notices": [notice_doc(NODE.instance)]})
         await wait_for(lambda: agent.drains, 5)
         await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
-        await asyncio.sleep(0.3)
+        # every event the drain emitted is on disk: the spool writer has nothing queued (not a sleep: load)
+        await asyncio.get_running_loop().run_in_executor(agent._writer, lambda: None)
         spooled = agent.spool.depth
         relay.start()  # same port, same JetStream store
         assert await agent.flush_events(timeout=20)
@@ -345,3 +346,44 @@ def test_the_relay_token_from_the_user_data_files_is_presented_and_without_it_th
         relay.stop()
     assert connected == 1 and refused == 0 and bad_drains == 0
     assert "unschedulable" in sched.names()
+
+
+@pytest.mark.services
+def test_a_notice_published_before_the_agent_could_subscribe_is_read_from_the_metadata_endpoint_on_subscribing(
+        tmp_path: Path) -> None:
+    from sco.stack import credentials
+
+    keys = new_keys()
+    relay = NatsProcess(tmp_path / "relay")  # authenticating; the agent's credential is not minted yet
+    relay.start()
+    minted = credentials.agent_user(NODE.region, NODE.instance, "minted-later")
+    meta = JsonServer()
+    meta.set_json("/meta", {"instance_id": NODE.instance, "notices": []})
+    # the next scheduled poll is an hour away: only the read when the subscriptions land can catch the notice
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, WORKLOADS),
+                                nats_url=credentials.nats_url(minted.name, minted.password, relay.port),
+                                metadata_url=meta.url + "/meta", metadata_poll_s=3600.0)
+    sched = FakeScheduler(units_on_node=units())
+
+    async def run() -> Agent:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start()
+        assert await wait_for(lambda: meta.hits, 30)  # the first read, before the notice
+        doc = notice_doc(NODE.instance)
+        meta.set_json("/meta", {"instance_id": NODE.instance, "notices": [doc]})
+        await publish_notice(relay.url, doc)  # core NATS: no subscriber yet (refused), so no one keeps it
+        assert not agent._subs and not agent.drains
+        relay.add_users([minted])  # minted: the agent's next connection attempt is accepted and subscribes
+        await wait_for(lambda: agent.drains, 60)
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 20)
+        await agent.stop()
+        return agent
+
+    try:
+        agent = asyncio.run(run())
+    finally:
+        meta.stop()
+        relay.stop()
+    assert len(agent.drains) == 1 and "unschedulable" in sched.names()
+    assert agent.metrics.value("sco_agent_notices_total", channel="metadata", kind="notice") == 1
+    assert len(meta.hits) == 2  # the first read and the read on subscribing: no scheduled poll came between
