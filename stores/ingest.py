@@ -192,7 +192,7 @@ class Ingest:
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """One insert, confirmed: the server must report every row written when it reports the count."""
-        # One JSONCompactEachRow body that ClickHouse parses in C++ (``stores.eventrows``); no Native serialisation
+        # One JSONCompactColumns body that ClickHouse parses in C++ (``stores.eventrows``); no Native serialisation
         # in Python, no datetime objects. clickhouse-connect may resend it on a dropped connection: a duplicate
         # at worst, which the ReplacingMergeTree collapses.
         summary = self.client.raw_insert("events", EVENT_COLUMNS, encode_rows(rows), fmt=INSERT_FORMAT)
@@ -361,6 +361,26 @@ def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, bat
     return ingest.inserted
 
 
+def _skip_websocket_transport(nats_url: str | None) -> None:
+    """Keep nats-py from importing aiohttp (its WebSocket transport) when the URL is not ``ws(s)://``.
+
+    nats-py imports aiohttp eagerly and does without it when it is missing; aiohttp was half of the import
+    time of ``import nats`` — the restarted ingest's first seconds under load (issue 15). Only for the
+    ``sco-ingest`` process, whose one NATS connection is known: a library import of ``stores.ingest`` is
+    left alone.
+    """
+    import sys
+
+    from .config import resolve_url
+
+    try:
+        url = resolve_url("nats", nats_url, component="ingest")
+    except Exception:
+        return  # ``run`` reports a missing URL properly
+    if "ws://" not in url and "wss://" not in url and "aiohttp" not in sys.modules:
+        sys.modules["aiohttp"] = None  # type: ignore[assignment]  # ``import aiohttp`` now raises ImportError
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m stores.ingest [--nats URL] [--clickhouse URL] [--batch N] [--once]``; 3 on ``IngestError``."""
     import argparse
@@ -372,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true")
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
+    _skip_websocket_transport(args.nats)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
         ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,

@@ -19,6 +19,7 @@ from contracts.events import Event
 from stores.eventrows import (
     EARLIEST,
     EVENT_COLUMNS,
+    EVENT_FIELDS,
     encode_rows,
     fast_row,
     parse_events,
@@ -58,6 +59,7 @@ VARIANTS = [
     _variant(attributes={"big": 2**63 + 5}), _variant(attributes={"bigger": 2**70}),
     _variant(attributes={"b": None, "a": True, "c": "x\u00e9\n\t\"\\"}), _variant(attributes=...),
     _variant(extra="x"), _variant(partition=None, pool=...), _variant(partition=5), _variant(workload=[]),
+    _variant(partition=0), _variant(pool=False), _variant(instance=""), _variant(contract_version={}),
     _variant(region=3), _variant(region=None), _variant(kind="no-such-kind"), _variant(kind="PLACED"),
     _variant(kind=None), _variant(cause=...), _variant(source=None), _variant(source=...),
     _variant(cause="caf\u00e9 \u2603 \U0001f600"), _variant(cause="\x00\x01"), _variant(region=""),
@@ -135,6 +137,10 @@ def test_what_the_fast_path_accepts_pydantic_accepts_with_the_same_row() -> None
     assert accepted >= 10  # the fast path is really taken, not a pydantic run with extra steps
 
 
+def test_the_fast_paths_field_list_is_the_event_models() -> None:
+    assert tuple(Event.model_fields) == EVENT_FIELDS
+
+
 def test_the_fast_path_takes_what_our_publishers_write() -> None:
     events = [make_event(i) for i in range(50)]
     events.append(make_event(50).model_copy(update={"time": dt.datetime(2026, 11, 1, 1, 2, 3, 4560, tzinfo=dt.UTC),
@@ -172,12 +178,12 @@ def test_seeded_mutations_of_an_event_get_the_same_verdict_from_both_paths() -> 
     assert 100 <= sum(kind == "row" for kind, _ in expected) <= 2900  # both outcomes, many times
 
 
-def test_a_wire_row_is_json_with_the_time_as_clickhouse_text() -> None:
+def test_wire_rows_go_as_json_columns_with_the_time_as_clickhouse_text() -> None:
     event = make_event(3).model_copy(update={"time": dt.datetime(2026, 11, 1, 1, 2, 3, 456789, tzinfo=dt.UTC)})
-    body = encode_rows([row_of(event), row_of(make_event(4))])
-    first, second = body.split(b"\n")
-    assert orjson.loads(first)[2] == "2026-11-01 01:02:03.456789"
-    assert orjson.loads(second) == row_of(make_event(4))
+    columns = orjson.loads(encode_rows([row_of(event), row_of(make_event(4))]))
+    assert len(columns) == len(EVENT_COLUMNS)
+    assert columns[2][0] == "2026-11-01 01:02:03.456789"
+    assert [column[1] for column in columns] == row_of(make_event(4))
 
 
 def test_time_text_is_utc_whatever_the_zone() -> None:

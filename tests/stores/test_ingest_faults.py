@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
@@ -173,8 +174,9 @@ class _HalfStored:
     def raw_insert(self, table: str, columns: Any, body: bytes, **kwargs: Any) -> Any:
         if table != "events":
             return self.client.raw_insert(table, columns, body, **kwargs)
-        lines = body.split(b"\n")  # the ingest sends one row a line (JSONCompactEachRow)
-        return self.client.raw_insert(table, columns, b"\n".join(lines[: max(1, len(lines) // 2)]), **kwargs)
+        data = orjson.loads(body)  # the ingest sends columns (JSONCompactColumns)
+        half = [column[: max(1, len(column) // 2)] for column in data]
+        return self.client.raw_insert(table, columns, orjson.dumps(half), **kwargs)
 
 
 def test_a_batch_is_acknowledged_only_when_clickhouse_confirmed_every_row(
