@@ -33,6 +33,7 @@ from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
 from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
 from .eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows, parse_events
 from .pull import Puller, ack_all
+from .startup import clickhouse_client, close_client, process_age, skip_websocket_transport
 
 __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
 
@@ -181,6 +182,8 @@ class Ingest:
         for msg, _ in batch.dead:
             await msg.term()
         await self.nc.flush(timeout=5)
+        if not self.inserted and batch.good:
+            log.info("ingest: first batch stored and acknowledged (%d events)", len(batch.good))
         self.inserted += len(batch.good)
         self.dead_lettered += len(batch.dead)
         return len(messages)
@@ -303,22 +306,6 @@ class Ingest:
         raise exc
 
 
-async def _clickhouse(clickhouse_url: str | None) -> Any:
-    """A clickhouse-connect client, waiting for ClickHouse when it is down at start (do not exit)."""
-    from clickhouse_connect.driver.exceptions import OperationalError
-
-    from .clickhouse import client as ch_client
-    from .config import resolve_url
-
-    url = resolve_url("clickhouse", clickhouse_url, component="ingest")  # the ingest's own user from the stack
-    while True:
-        try:
-            return await asyncio.to_thread(ch_client, url)
-        except OperationalError as exc:
-            log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
-            await asyncio.sleep(1.0)
-
-
 async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
               stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0,
               max_reconnects: int = 5) -> Ingest:
@@ -329,7 +316,10 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     ``max_reconnects`` times in a row without progress, then ``IngestDisconnected`` is raised.
     Returns the ingest, whose counters say what it did.
     """
-    client = await _clickhouse(clickhouse_url)
+    # The ClickHouse client (an import and a round trip) is made while NATS connects and binds: a restarted
+    # ingest's start-up is a chain of such steps, each stretched by the machine's load (issue 15).
+    pending_client = asyncio.ensure_future(clickhouse_client(clickhouse_url))
+    client: Any = None
     inserted = dead = attempts = 0
     try:
         while True:
@@ -337,6 +327,9 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
             ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
             try:
                 await ingest.start()
+                if client is None:
+                    client = ingest.client = await pending_client
+                log.info("ingest: consumer %s bound, pulling", ingest.durable)
                 await ingest.run(stop, idle_exit=idle_exit)
                 ingest.inserted, ingest.dead_lettered = ingest.inserted + inserted, ingest.dead_lettered + dead
                 return ingest
@@ -352,33 +345,13 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
                 with contextlib.suppress(Exception):
                     await nc.close()
     finally:
-        client.close()
+        await close_client(pending_client)
 
 
 def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000) -> int:
     """One pass for a Dagster sensor: ingest what is waiting, return how many events were inserted."""
     ingest = asyncio.run(run(nats_url, clickhouse_url, batch_size=batch_size, idle_exit=True))
     return ingest.inserted
-
-
-def _skip_websocket_transport(nats_url: str | None) -> None:
-    """Keep nats-py from importing aiohttp (its WebSocket transport) when the URL is not ``ws(s)://``.
-
-    nats-py imports aiohttp eagerly and does without it when it is missing; aiohttp was half of the import
-    time of ``import nats`` — the restarted ingest's first seconds under load (issue 15). Only for the
-    ``sco-ingest`` process, whose one NATS connection is known: a library import of ``stores.ingest`` is
-    left alone.
-    """
-    import sys
-
-    from .config import resolve_url
-
-    try:
-        url = resolve_url("nats", nats_url, component="ingest")
-    except Exception:
-        return  # ``run`` reports a missing URL properly
-    if "ws://" not in url and "wss://" not in url and "aiohttp" not in sys.modules:
-        sys.modules["aiohttp"] = None  # type: ignore[assignment]  # ``import aiohttp`` now raises ImportError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,8 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true")
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
-    _skip_websocket_transport(args.nats)
+    skip_websocket_transport(args.nats)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    log.info("ingest: started, %s after the process did (Python start-up and imports)", process_age())
     try:
         ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,
                                  ack_wait_s=args.ack_wait))
