@@ -13,7 +13,8 @@ Submodules import their drivers lazily, so ``import stores`` is cheap:
 - ``stores.migrate`` — ``migrate_postgres``, ``migrate_clickhouse``
 - ``stores.ingest`` — the JetStream → ClickHouse consumer (``drain`` for a Dagster sensor), built on
   ``stores.pull`` (batch pulls, one-write acks), ``stores.eventrows`` (validation, rows, the time window)
-  and ``stores.deadletter`` (dead letters, whole or as a reference)
+  and ``stores.deadletter`` (dead letters, whole or as a reference); ``stores.startup`` (the ingest process's
+  start-up: what it keeps from importing, how long it took)
 - ``stores.outbox`` — ``enqueue`` inside a transaction, ``Relay``
 """
 

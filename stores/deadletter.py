@@ -17,6 +17,7 @@ from typing import Any
 
 from contracts.subjects import EVENTS_STREAM
 
+from .eventrows import time_text
 from .nats import DEADLETTER_PREFIX, REASON_HEADER
 
 __all__ = ["DEAD_COLUMNS", "DEAD_SUBJECT", "HEADER_ALLOWANCE", "PREFIX_BYTES", "REFERENCE_HEADER", "DeadLetter",
@@ -41,8 +42,11 @@ class DeadLetter:
     stream: str = EVENTS_STREAM
 
     def row(self, now: dt.datetime) -> list[Any]:
-        """The ``events_dead_letter`` row (``DEAD_COLUMNS`` order); the payload whole."""
-        return [now, self.subject, self.sequence, self.msg_id, self.reason,
+        """The ``events_dead_letter`` wire row for ``stores.eventrows.encode_rows``; the payload whole.
+
+        ``DEAD_COLUMNS`` order, ``received_at`` as ClickHouse text.
+        """
+        return [time_text(now), self.subject, self.sequence, self.msg_id, self.reason,
                 self.data.decode("utf-8", "backslashreplace")]
 
 

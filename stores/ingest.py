@@ -31,8 +31,9 @@ from contracts.subjects import EVENTS_STREAM, event_subject_problem
 from . import nats as sco_nats
 from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
 from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
-from .eventrows import EVENT_COLUMNS, parse_events
+from .eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows, parse_events
 from .pull import Puller, ack_all
+from .startup import clickhouse_client, close_client, process_age, skip_websocket_transport
 
 __all__ = ["CONSUMER", "EVENT_COLUMNS", "Batch", "Ingest", "drain", "run", "split_batch"]
 
@@ -189,6 +190,8 @@ class Ingest:
         for msg, _ in batch.dead:
             await msg.term()
         await self.nc.flush(timeout=5)
+        if not self.inserted and batch.good:
+            log.info("ingest: first batch stored and acknowledged (%d events)", len(batch.good))
         self.inserted += len(batch.good)
         self.dead_lettered += len(batch.dead)
         return len(messages)
@@ -200,8 +203,10 @@ class Ingest:
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """One insert, confirmed: the server must report every row written when it reports the count."""
-        columns = [list(column) for column in zip(*rows, strict=True)]  # column-oriented: half the client's work
-        summary = self.client.insert("events", columns, column_names=list(EVENT_COLUMNS), column_oriented=True)
+        # One JSONCompactColumns body that ClickHouse parses in C++ (``stores.eventrows``); no Native serialisation
+        # in Python, no datetime objects. clickhouse-connect may resend it on a dropped connection: a duplicate
+        # at worst, which the ReplacingMergeTree collapses.
+        summary = self.client.raw_insert("events", EVENT_COLUMNS, encode_rows(rows), fmt=INSERT_FORMAT)
         written = _written(summary)
         if written is not None and written < len(rows):  # more is fine: a materialized view's rows count too
             raise InsertNotConfirmed(f"ClickHouse confirmed {written} of {len(rows)} rows inserted into events; "
@@ -238,7 +243,8 @@ class Ingest:
         letters = [_dead_letter_of(msg, reason) for msg, reason in dead]
         now = self.clock()
         rows = [letter.row(now) for letter in letters]
-        await asyncio.to_thread(self.client.insert, "events_dead_letter", rows, column_names=list(DEAD_COLUMNS))
+        await asyncio.to_thread(self.client.raw_insert, "events_dead_letter", DEAD_COLUMNS, encode_rows(rows),
+                                fmt=INSERT_FORMAT)
         max_payload = int(getattr(self.nc, "max_payload", 0) or 1024 * 1024)
         for letter in letters:
             out = outgoing(letter, max_payload)
@@ -308,22 +314,6 @@ class Ingest:
         raise exc
 
 
-async def _clickhouse(clickhouse_url: str | None) -> Any:
-    """A clickhouse-connect client, waiting for ClickHouse when it is down at start (do not exit)."""
-    from clickhouse_connect.driver.exceptions import OperationalError
-
-    from .clickhouse import client as ch_client
-    from .config import resolve_url
-
-    url = resolve_url("clickhouse", clickhouse_url, component="ingest")  # the ingest's own user from the stack
-    while True:
-        try:
-            return await asyncio.to_thread(ch_client, url)
-        except OperationalError as exc:
-            log.warning("ingest: ClickHouse unreachable (%s); retrying", exc)
-            await asyncio.sleep(1.0)
-
-
 async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000,
               stop: asyncio.Event | None = None, idle_exit: bool = False, ack_wait_s: float = 60.0,
               max_reconnects: int = 5) -> Ingest:
@@ -334,7 +324,10 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     ``max_reconnects`` times in a row without progress, then ``IngestDisconnected`` is raised.
     Returns the ingest, whose counters say what it did.
     """
-    client = await _clickhouse(clickhouse_url)
+    # The ClickHouse client (an import and a round trip) is made while NATS connects and binds: a restarted
+    # ingest's start-up is a chain of such steps, each stretched by the machine's load (issue 15).
+    pending_client = asyncio.ensure_future(clickhouse_client(clickhouse_url))
+    client: Any = None
     inserted = dead = attempts = 0
     try:
         while True:
@@ -342,6 +335,9 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
             ingest = Ingest(nc.jetstream(), client, batch_size=batch_size, ack_wait_s=ack_wait_s)
             try:
                 await ingest.start()
+                if client is None:
+                    client = ingest.client = await pending_client
+                log.info("ingest: consumer %s bound, pulling", ingest.durable)
                 await ingest.run(stop, idle_exit=idle_exit)
                 ingest.inserted, ingest.dead_lettered = ingest.inserted + inserted, ingest.dead_lettered + dead
                 return ingest
@@ -357,7 +353,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
                 with contextlib.suppress(Exception):
                     await nc.close()
     finally:
-        client.close()
+        await close_client(pending_client)
 
 
 def drain(nats_url: str | None = None, clickhouse_url: str | None = None, *, batch_size: int = 2000) -> int:
@@ -377,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true")
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
+    skip_websocket_transport(args.nats)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    log.info("ingest: started, %s after the process did (Python start-up and imports)", process_age())
     try:
         ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,
                                  ack_wait_s=args.ack_wait))

@@ -6,7 +6,12 @@ of any size passes through the front end in bounded memory. chDB's streamed outp
 concatenation of the whole output only for those formats — for the others (``Arrow``, ``Parquet``,
 ``JSON``, ``…WithNames``, ``Pretty``…) it repeats the header or footer in every block — so they, and the
 statements chDB cannot stream (``SHOW``, ``DESCRIBE``, DDL, ``SET``, ``INSERT … SELECT``), run to
-completion first and are sent whole.
+completion first and are sent whole. ``ArrowStream`` is streamed too, re-framed (:class:`ArrowFrames`):
+chDB sends every block as a whole Arrow IPC stream (schema, record batches, end-of-stream marker); the
+front end keeps the first block's schema, drops the others' and every block's end marker, and ends the
+body with one marker — byte for byte the whole output (checked against chDB 26.9, 200,000 rows in 4
+blocks). An empty result streams no block at all, so then the statement is run once more, whole, for
+its schema.
 
 A statement with a result set carries a marker comment (``/* sco-qid:<hex> */``) so that another thread
 can find it in ``system.processes`` and stop it with ``KILL QUERY`` — chDB's ``streaming_cancel_query``
@@ -24,14 +29,34 @@ from typing import Any
 
 from .protocol import ClickHouseError
 
-__all__ = ["STREAMABLE_FORMATS", "Execution", "ProgressCallback", "kill_statement"]
+__all__ = ["ARROW_END", "STREAMABLE_FORMATS", "ArrowFrames", "Execution", "ProgressCallback",
+           "kill_statement"]
 
 # Output formats whose streamed blocks concatenate to exactly the whole output (checked against chDB 26.9:
 # ``send_query`` chunks joined == ``query`` output, 200,000 rows in 4 blocks).
 STREAMABLE_FORMATS = frozenset(name.lower() for name in (
     "TabSeparated", "TSV", "TabSeparatedRaw", "TSVRaw", "Raw", "CSV", "JSONEachRow", "JSONLines", "NDJSON",
     "JSONCompactEachRow", "JSONStringsEachRow", "JSONCompactStringsEachRow", "Native", "RowBinary", "MsgPack",
-    "Protobuf", "BSONEachRow", "SQLInsert", "TSKV", "LineAsString", "RawBLOB", "Null"))
+    "Protobuf", "BSONEachRow", "SQLInsert", "TSKV", "LineAsString", "RawBLOB", "Null", "ArrowStream"))
+_CONTINUATION = b"\xff\xff\xff\xff"  # an Arrow IPC message starts with it, then its metadata's length
+ARROW_END = _CONTINUATION + b"\x00\x00\x00\x00"  # the end-of-stream marker
+
+
+class ArrowFrames:
+    """Joins chDB's streamed ``ArrowStream`` blocks (each a whole IPC stream) into one IPC stream."""
+
+    def __init__(self) -> None:
+        self.blocks = 0
+
+    def block(self, data: bytes | memoryview) -> memoryview:
+        """The block without its end marker and, after the first, without its schema message."""
+        view = memoryview(data)
+        if bytes(view[:4]) != _CONTINUATION or bytes(view[-8:]) != ARROW_END:
+            raise ClickHouseError.make(1001, "STD_EXCEPTION", "the engine's ArrowStream block is not a whole IPC "
+                                       "stream; ask for the result in another format")
+        start = 0 if self.blocks == 0 else 8 + int.from_bytes(view[4:8], "little")  # schema message
+        self.blocks += 1
+        return view[start:-8]
 
 ProgressCallback = Callable[[dict[str, int]], None]
 _NOT_STREAMABLE = "Streaming query is not supported"
@@ -67,6 +92,7 @@ class Execution:
         self.cancelled = False
         self._on_progress = on_progress
         self._stream: Any = None
+        self._replay: tuple[str | bytes, str, dict[str, str]] | None = None  # an empty ArrowStream: run it whole
         self.transform: Callable[[bytes | memoryview], bytes | memoryview] | None = None  # applied to each chunk
         self._buffered: list[bytes] = []
         self._lock = threading.Lock()  # cancel vs. the end of the statement
@@ -92,6 +118,7 @@ class Execution:
         if self.streamable:
             try:
                 self._stream = self._raw.send_query(tagged, default_format, params=params)
+                self._replay = (tagged, default_format, params)
                 return
             except Exception as exc:
                 if _NOT_STREAMABLE not in str(exc):
@@ -119,6 +146,7 @@ class Execution:
             self._buffered = []
             self.exhausted = True
             return
+        frames = ArrowFrames() if self.fmt.lower() == "arrowstream" else None
         while True:
             try:
                 piece = self._raw.streaming_fetch_result(self._stream)
@@ -126,14 +154,32 @@ class Execution:
                 self.exhausted = True  # chDB ended the stream with the error
                 raise ClickHouseError.from_engine(exc) from exc
             if piece is None or piece.size() == 0:
-                self.exhausted = True
-                return
+                self.exhausted = True  # the stream is over: an end marker (or replay) below needs no cancel
+                break
             self.result_rows += int(piece.rows_read())
             # chDB's buffer, not a copy: valid only until the next fetch (the view does not own it), so
             # consumers send or copy each chunk before asking for the next
             data = piece.get_memview().view()
+            if frames is not None:
+                data = frames.block(data)
             self.result_bytes += data.nbytes
             yield self.transform(data) if self.transform is not None else data
+        if frames is not None:
+            yield from self._arrow_end(frames)
+
+    def _arrow_end(self, frames: ArrowFrames) -> Iterator[bytes]:
+        """The end marker after streamed blocks; with none, the whole (empty) result, for its schema."""
+        if frames.blocks:
+            self.result_bytes += len(ARROW_END)
+            yield ARROW_END
+            return
+        if self._replay is not None:
+            try:
+                body = bytes(self._raw.query(*self._replay[:2], params=self._replay[2]).bytes())
+            except Exception as exc:
+                raise ClickHouseError.from_engine(exc) from exc
+            self.result_bytes += len(body)
+            yield body
 
     def summary(self) -> dict[str, str]:
         """``X-ClickHouse-Summary`` as a ClickHouse server writes it (every value a string)."""
