@@ -9,9 +9,9 @@ from orchestration.health import FRESHNESS, archive_matches_month, breaches_have
 
 
 def test_the_promised_freshness_is_the_issue_s() -> None:
-    assert FRESHNESS == {"pool_rankings": timedelta(minutes=10), "savings_attribution": timedelta(hours=2),
+    assert {"pool_rankings": timedelta(minutes=10), "savings_attribution": timedelta(hours=2),
                          "correlation_groups": timedelta(hours=26), "recommendations": timedelta(hours=26),
-                         "cost_archive": timedelta(days=32)}
+                         "cost_archive": timedelta(days=32)} == FRESHNESS
 
 
 def test_every_pool_in_exactly_one_group_passes() -> None:
