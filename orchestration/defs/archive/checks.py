@@ -1,4 +1,3 @@
-# mypy: disable-error-code="unused-ignore"
 """Checks on the finance archive: the archived month's row counts match the month in ClickHouse."""
 
 from pathlib import Path

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="unused-ignore"
 """Freshness checks, one per asset that promises a cadence (rankings ≤ 10 min, attribution ≤ 2 h, groups and
 recommendations ≤ 26 h, archive ≤ 32 d), and the sensor that evaluates them when one may have gone stale.
 

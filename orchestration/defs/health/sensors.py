@@ -2,6 +2,7 @@
 (``orchestration.alerts``) to ``SCO_ALERT_WEBHOOK_URL``; unset, it logs a warning and posts nothing."""
 
 import os
+from datetime import UTC, datetime
 
 from dagster import DefaultSensorStatus, RunFailureSensorContext, run_failure_sensor
 
@@ -27,8 +28,6 @@ def alert_on_run_failure(context: RunFailureSensorContext) -> None:
         context.log.warning(f"run {run.run_id} of {run.job} failed and {ALERT_WEBHOOK_ENV} is not set: no alert "
                             "posted (set it to the Alertmanager-format webhook receiver)")
         return
-    from datetime import UTC, datetime
-
     body = run_failure_alert(run, os.environ.get("SCO_REGION", "r1"), datetime.now(UTC),
                              os.environ.get("SCO_DAGSTER_UI_URL", ""))
     status = post_alert(url, body)
