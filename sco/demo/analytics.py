@@ -88,7 +88,7 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     from orchestration.definitions import build_definitions
     from orchestration.resources import ClickHouseResource
 
-    from .instance import materialise, open_instance, record_attribution, unpartitioned_keys
+    from .instance import GE_CHECKS, materialise, open_instance, record_attribution, unpartitioned_keys
 
     defs = build_definitions()
     # the persistent instance `dagster dev` opens afterwards (docs/demo.md); a fresh stack, a fresh instance
@@ -100,7 +100,7 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     resources["clickhouse"] = ch
     t = time.monotonic()
     ranked = {"pool_catalogue", "pool_rankings"}
-    results = [materialise(instance, defs, resources, ranked)]
+    results = [materialise(instance, defs, resources, ranked, GE_CHECKS)]
     summary.timing("pool_rankings", time.monotonic() - t)
 
     phase("analytics: attributing the demo's hours (the savings_attribution asset's ledger functions)")
@@ -125,7 +125,7 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
 
     phase("analytics: groups, breaches, recommendations and the dbt finance models (Dagster)")
     t = time.monotonic()
-    results.append(materialise(instance, defs, resources, set(unpartitioned_keys(defs)) - ranked))
+    results.append(materialise(instance, defs, resources, set(unpartitioned_keys(defs)) - ranked, GE_CHECKS))
     summary.timing("analytics", time.monotonic() - t)
     # the breaches' contract-breach events go the way every event goes: outbox -> JetStream -> ClickHouse
     phase("analytics: relaying the contract-breach events to the event stream and ClickHouse")

@@ -3,7 +3,8 @@ so ``dagster dev`` opened afterwards (docs/demo.md) shows the demo's runs, mater
 freshness, and its daemon goes on running the schedules and sensors against the stack the demo leaves up.
 
 Every materialisation runs with the checks of the assets it selects (the freshness checks among them), as the
-schedules' jobs do. The demo's attribution of its still-open hour runs the ledger functions directly (the
+schedules' jobs do, but for the rankings' great-expectations checks (``GE_CHECKS``), which the daemon's first
+scheduled ranking runs. The demo's attribution of its still-open hour runs the ledger functions directly (the
 asset's partitions are whole hours); it is recorded as a runless materialisation of ``savings_attribution``
 per hour, saying so."""
 
@@ -15,10 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DAGSTER_YAML", "materialise", "open_instance", "record_attribution"]
+__all__ = ["DAGSTER_YAML", "GE_CHECKS", "materialise", "open_instance", "record_attribution", "unpartitioned_keys"]
 
 # sqlite storage under DAGSTER_HOME (Dagster's default), no telemetry
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+# the great-expectations checks on the rankings: the demo leaves them to the daemon's first scheduled ranking run
+# (importing great-expectations and building its context costs the demo up to a minute on a busy machine)
+GE_CHECKS = ("rankings_cover_every_active_pool", "ranking_scores_in_range")
 
 
 def open_instance(home: Path, fresh: bool = False) -> Any:
@@ -34,16 +38,19 @@ def open_instance(home: Path, fresh: bool = False) -> Any:
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(home.resolve())))
 
 
-def materialise(instance: Any, defs: Any, resources: Mapping[str, Any], keys: Iterable[str]) -> Any:
+def materialise(instance: Any, defs: Any, resources: Mapping[str, Any], keys: Iterable[str],
+                skip_checks: Iterable[str] = ()) -> Any:
     """Materialise the unpartitioned assets named ``keys`` (as ``AssetKey.to_user_string``; a dbt multi-asset is
-    selected by any of its keys) with the checks on them, in ``instance``; never raises on a failed step."""
+    selected by any of its keys) with the checks on them but those named in ``skip_checks``, in ``instance``;
+    never raises on a failed step."""
     from dagster import materialize
 
-    wanted = set(keys)
+    wanted, skipped = set(keys), set(skip_checks)
     assets = [a for a in (defs.assets or []) if getattr(a, "partitions_def", None) is None
               and {k.to_user_string() for k in a.keys} & wanted]
-    return materialize([*assets, *(defs.asset_checks or [])], resources=dict(resources), instance=instance,
-                       selection=assets, raise_on_error=False)
+    checks = [c for c in (defs.asset_checks or []) if not {k.name for k in c.check_keys} <= skipped]
+    return materialize([*assets, *checks], resources=dict(resources), instance=instance, selection=assets,
+                       raise_on_error=False)
 
 
 def record_attribution(instance: Any, hours: Sequence[datetime], until: datetime, workloads: int) -> None:
