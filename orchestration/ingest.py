@@ -1,23 +1,11 @@
-"""The event sensor's logic: one pass of issue 3's ingest (``stores.ingest.drain``: JetStream → ClickHouse)
-and the cursor that tells whether the event history moved."""
+"""The event sensor's logic: the cursor that tells whether the event history in ClickHouse moved. The ingest
+itself (``stores.ingest``: JetStream → ClickHouse) runs as its own service, ``sco ingest``."""
 
 from __future__ import annotations
 
 from .store import ClickHouse
 
-__all__ = ["events_cursor", "ingest_pending"]
-
-
-def ingest_pending(nats_url: str | None = None, clickhouse_url: str | None = None) -> int | None:
-    """One pass of issue 3's ingest (``stores.ingest.drain``); ``None`` when no NATS is configured."""
-    from stores.config import StoreNotConfigured, resolve_url
-    from stores.ingest import drain
-
-    try:
-        url = resolve_url("nats", nats_url or None)
-    except StoreNotConfigured:
-        return None
-    return drain(url, clickhouse_url or None)
+__all__ = ["events_cursor"]
 
 
 def events_cursor(ch: ClickHouse) -> str | None:

@@ -9,7 +9,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["FleetData", "ShowbackData", "fleet_data", "showback_data"]
+__all__ = ["FleetData", "ShowbackData", "breach_events", "fleet_data", "showback_data"]
 
 LINES = ("reclaimable_eur", "floor_eur", "fallback_eur", "headroom_eur", "storage_eur", "orchestrator_eur")
 
@@ -23,6 +23,7 @@ class ShowbackData:
     contract: dict[str, Any]
     breach: dict[str, Any] | None
     recommendation: dict[str, Any] | None
+    breach_events: list[tuple[str, str, str]] = field(default_factory=list)  # time, measured, declared %/h
 
 
 @dataclass
@@ -72,7 +73,15 @@ def showback_data(ch: Any, pg: Any, workload: str, month: date) -> ShowbackData 
         workload, month, dict(zip(cols, found[0], strict=True)), daily, _contracts(pg).get(workload, {}),
         dict(zip(("measured", "declared", "interruptions", "hours", "breach"), breach[0], strict=True))
         if breach else None,
-        {"direction": rec[0][0], "reason": rec[0][1]} if rec else None)
+        {"direction": rec[0][0], "reason": rec[0][1]} if rec else None, breach_events(ch, workload, month))
+
+
+def breach_events(ch: Any, workload: str, month: date) -> list[tuple[str, str, str]]:
+    """The workload's ``contract-breach`` events of the month (what alerted its owner), oldest first."""
+    return [(str(t), str(m), str(d)) for t, m, d in _rows(
+        ch, "SELECT time, JSONExtractString(attributes, 'measured_rate_pct_h'), "
+            "JSONExtractString(attributes, 'declared_rate_pct_h') FROM events FINAL WHERE kind = 'contract-breach' "
+            "AND workload = {w:String} AND toStartOfMonth(time) = {m:Date} ORDER BY time", {"w": workload, "m": month})]
 
 
 def fleet_data(ch: Any, pg: Any, region: str) -> FleetData:

@@ -69,6 +69,11 @@ def showback_page(d: ShowbackData) -> str:
                              unit="%/h", title="interruption rate"))
     else:
         body.append("<p class=note>No measurement yet.</p>")
+    if d.breach_events:
+        last = d.breach_events[-1]
+        body.append(f"<p class=bad>{len(d.breach_events)} contract-breach event(s) this month, the owner alerted for "
+                    f"each; the latest at {escape(last[0])} UTC: measured {escape(last[1])} %/h against a declared "
+                    f"{escape(last[2])} %/h.</p>")
     cap = d.contract.get("spend_cap_24h_eur")
     body.append("<h2>Fallback spend per day against the 24 h cap</h2>")
     body.append(svg.line([(day, float(f)) for day, f, _ in d.daily], limit=float(cap) if cap else None,

@@ -7,4 +7,5 @@ Only this package, ``orchestration.definitions`` and ``orchestration.resources``
 
 __all__ = ["DOMAINS"]
 
-DOMAINS = ("catalogue", "rankings", "groups", "insights", "costs", "attribution", "archive", "finance", "ingest")
+DOMAINS = ("catalogue", "rankings", "groups", "insights", "costs", "attribution", "archive", "finance", "ingest",
+           "health")

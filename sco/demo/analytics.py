@@ -16,7 +16,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["materialise_and_report"]
+__all__ = ["dagster_home", "materialise_and_report"]
+
+
+def dagster_home(cfg: Any) -> Path:
+    """The demo's ``DAGSTER_HOME``: beside its stack, kept after the demo for ``dagster dev``."""
+    return Path(cfg.home) / "dagster"
 
 
 def _run(argv: list[str], log: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -79,22 +84,23 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     phase("analytics: draining the event ingest into ClickHouse")
     _run([*sco, "ingest", "--once"], log)
 
-    from dagster import materialize
-
     from orchestration import ledger
     from orchestration.definitions import build_definitions
     from orchestration.resources import ClickHouseResource
 
+    from .instance import GE_CHECKS, materialise, open_instance, record_attribution, unpartitioned_keys
+
     defs = build_definitions()
+    # the persistent instance `dagster dev` opens afterwards (docs/demo.md); a fresh stack, a fresh instance
+    instance = open_instance(dagster_home(cfg), fresh=True)
 
     phase("analytics: pool catalogue from the provider and rankings (Dagster)")
-    unpartitioned: list[Any] = [a for a in (defs.assets or []) if getattr(a, "partitions_def", None) is None]
     ch = ClickHouseResource(url=urls.clickhouse)
     resources = dict(defs.resources or {})
     resources["clickhouse"] = ch
     t = time.monotonic()
-    ranked = [a for a in unpartitioned if {k.to_user_string() for k in a.keys} & {"pool_catalogue", "pool_rankings"}]
-    results = [materialize(ranked, resources=resources, raise_on_error=False)]
+    ranked = {"pool_catalogue", "pool_rankings"}
+    results = [materialise(instance, defs, resources, ranked, GE_CHECKS)]
     summary.timing("pool_rankings", time.monotonic() - t)
 
     phase("analytics: attributing the demo's hours (the savings_attribution asset's ledger functions)")
@@ -106,17 +112,25 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
               ("hour", "region", "cost_eur"))
     t = time.monotonic()
     now = datetime.now(UTC)  # the demo's last hour is still open: attribute it up to now, not to its end
+    attributed, workloads = [], set()
     while hour <= now:
         inputs = ledger.read_hour(ch, "r1", hour, until=now)
-        ledger.write_hour(ch, "r1", inputs, ledger.attribute_hour(inputs))
+        lines = ledger.attribute_hour(inputs)
+        ledger.write_hour(ch, "r1", inputs, lines)
+        attributed.append(hour)
+        workloads |= {ln.workload for ln in lines}
         hour += timedelta(hours=1)
+    record_attribution(instance, attributed, now, len(workloads))
     summary.timing("attribution", time.monotonic() - t)
 
     phase("analytics: groups, breaches, recommendations and the dbt finance models (Dagster)")
     t = time.monotonic()
-    results.append(materialize([a for a in unpartitioned if a not in ranked], resources=resources,
-                               raise_on_error=False))
+    results.append(materialise(instance, defs, resources, set(unpartitioned_keys(defs)) - ranked, GE_CHECKS))
     summary.timing("analytics", time.monotonic() - t)
+    # the breaches' contract-breach events go the way every event goes: outbox -> JetStream -> ClickHouse
+    phase("analytics: relaying the contract-breach events to the event stream and ClickHouse")
+    _run([*sco, "outbox", "relay", "--once"], log)
+    _run([*sco, "ingest", "--once"], log)
     ok = all(r.success for r in results)
     summary.timings["analytics_ok"] = float(ok)
     if not ok:

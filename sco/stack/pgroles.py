@@ -8,7 +8,7 @@ granted to ``PUBLIC``. After ``sco up`` nothing uses the superuser.
 | role             | may                                                                                  |
 |------------------|--------------------------------------------------------------------------------------|
 | sco_controller   | read and write the fleet state; read what analytics put in force; enqueue to outbox  |
-| sco_analytics    | read the fleet state; replace the rankings and correlation groups in force            |
+| sco_analytics    | read the fleet state; replace the rankings and groups in force; enqueue breach events |
 | sco_relay        | read and mark the outbox                                                              |
 | sco_ingest       | the outbox only                                                                       |
 | sco_reports      | read what is in force and the exclusions                                              |
@@ -35,7 +35,7 @@ _RW = "SELECT, INSERT, UPDATE, DELETE"
 # role key (PG_ROLES) -> [(privileges, tables)]
 GRANTS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "controller": [(_RW, FLEET_TABLES), ("SELECT", (*IN_FORCE, "schema_migrations")), ("SELECT, INSERT", ("outbox",))],
-    "analytics": [("SELECT", (*FLEET_TABLES, "schema_migrations")), (_RW, IN_FORCE)],
+    "analytics": [("SELECT", (*FLEET_TABLES, "schema_migrations")), (_RW, IN_FORCE), ("SELECT, INSERT", ("outbox",))],
     "relay": [("SELECT, UPDATE, DELETE", ("outbox",))],
     "ingest": [("SELECT, INSERT", ("outbox",))],
     "reports": [("SELECT", ("exclusions", "contracts_in_force", "instances", *IN_FORCE))],

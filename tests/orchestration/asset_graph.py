@@ -33,7 +33,8 @@ def asset_graph(defs: Any) -> dict[str, Any]:
             for job in repo.get_all_jobs() if not job.name.startswith("__")}
     schedules = {s.name: {"job": s.job_name, "cron": s.cron_schedule, "timezone": s.execution_timezone,
                           "default_status": s.default_status.value} for s in repo.schedule_defs}
-    sensors = {s.name: {"jobs": sorted(j.name for j in s.jobs), "minimum_interval_seconds": s.minimum_interval_seconds,
+    sensors = {s.name: {"jobs": sorted(j.name for j in s.jobs) if s.has_jobs else [],
+                        "minimum_interval_seconds": s.minimum_interval_seconds,
                         "default_status": s.default_status.value} for s in repo.sensor_defs}
     return {"assets": assets, "jobs": jobs, "schedules": schedules, "sensors": sensors}
 

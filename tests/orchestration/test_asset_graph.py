@@ -40,15 +40,16 @@ def test_the_asset_graph_matches_its_snapshot() -> None:
         "\nif intended, regenerate the snapshot (see tests/orchestration/asset_graph.py) and commit it")
 
 
-def test_the_snapshot_names_the_four_cadences_and_only_the_rankings_run_by_default() -> None:
+def test_the_snapshot_names_the_cadences_all_running_by_default() -> None:
     snapshot = json.loads(SNAPSHOT.read_text())
     assert {name: (s["cron"], s["default_status"]) for name, s in snapshot["schedules"].items()} == {
         "rankings_every_5_min_schedule": ("*/5 * * * *", "RUNNING"),
-        "attribution_hourly_schedule": ("5 * * * *", "STOPPED"),
-        "costs_hourly_schedule": ("1 * * * *", "STOPPED"),
-        "analytics_daily_schedule": ("20 0 * * *", "STOPPED"),
-        "archive_monthly_schedule": ("0 2 1 * *", "STOPPED")}
+        "attribution_hourly_schedule": ("5 * * * *", "RUNNING"),
+        "costs_hourly_schedule": ("1 * * * *", "RUNNING"),
+        "analytics_daily_schedule": ("20 0 * * *", "RUNNING"),
+        "archive_monthly_schedule": ("0 2 1 * *", "RUNNING")}
     assert snapshot["sensors"]["new_events_sensor"]["jobs"] == ["rankings_every_5_min"]
+    assert {s["default_status"] for s in snapshot["sensors"].values()} == {"RUNNING"}
 
 
 def test_only_the_defs_package_and_the_wiring_import_dagster() -> None:

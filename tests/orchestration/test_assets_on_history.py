@@ -6,7 +6,6 @@ run once (the ``materialised`` fixture, ``helpers.materialise_everything``)."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import uuid
 from datetime import timedelta
@@ -249,15 +248,12 @@ def test_merges_are_recorded_in_clickhouse_with_their_evidence(materialised: Sta
                         for kind, pools, phi, joint, windows in rows)
 
 
-def test_the_event_sensor_requests_a_ranking_when_events_arrive_and_skips_otherwise(materialised: Stack) -> None:
-    import asyncio
-
+def test_the_event_sensor_requests_a_ranking_when_the_ingest_lands_events_and_skips_otherwise(
+        materialised: Stack) -> None:
     from dagster import RunRequest, SkipReason, build_sensor_context
 
     from contracts.events import Event
     from orchestration.defs.ingest.sensors import new_events_sensor
-    from stores import nats as sco_nats
-    from tests.stores.fixtures import NatsProcess
 
     ch = materialised.ch()
     first = new_events_sensor(build_sensor_context(cursor=None, resources={"clickhouse": ch}), clickhouse=ch)
@@ -266,39 +262,16 @@ def test_the_event_sensor_requests_a_ranking_when_events_arrive_and_skips_otherw
     same = new_events_sensor(build_sensor_context(cursor=cursor, resources={"clickhouse": ch}), clickhouse=ch)
     assert isinstance(same, SkipReason)
 
-    server = NatsProcess().start()
+    # what the ingest service (`sco ingest`) does when an event arrives: a row in ClickHouse's events
     event = Event(kind="notice", time=ex.DAY + timedelta(hours=1), region="r1", pool=ex.RC, instance="rc-9",  # type: ignore[arg-type]
                   workload="etl", cause="reclaimed", source="sensor-test")
-
-    async def publish() -> None:
-        nc = await sco_nats.connect(server.url)
-        try:
-            js = nc.jetstream()
-            await sco_nats.ensure_events_stream(js)
-            await sco_nats.publish_event(js, event)
-        finally:
-            await nc.close()
-
+    row = event.row()
+    ch.insert("events", [list(row.values())], list(row))
     try:
-        asyncio.run(publish())
-        os.environ["SCO_NATS_URL"] = server.url
         moved = new_events_sensor(build_sensor_context(cursor=cursor, resources={"clickhouse": ch}), clickhouse=ch)
     finally:
-        os.environ.pop("SCO_NATS_URL", None)
-        server.close()
+        ch.command("ALTER TABLE events DELETE WHERE source = 'sensor-test' SETTINGS mutations_sync = 1")
     assert isinstance(moved, RunRequest) and moved.run_key != cursor
-    assert ch.rows("SELECT count() FROM events WHERE event_id = {e:String}", {"e": str(event.event_id)}) == [(1,)]
-    ch.command("ALTER TABLE events DELETE WHERE source = 'sensor-test' SETTINGS mutations_sync = 1")
-
-
-def test_the_code_location_has_the_four_cadences_and_the_sensor() -> None:
-    from orchestration.definitions import build_definitions
-
-    repo = build_definitions().get_repository_def()
-    crons = {s.job_name: s.cron_schedule for s in repo.schedule_defs}
-    assert crons == {"rankings_every_5_min": "*/5 * * * *", "attribution_hourly": "5 * * * *",
-                     "costs_hourly": "1 * * * *", "analytics_daily": "20 0 * * *", "archive_monthly": "0 2 1 * *"}
-    assert [s.name for s in repo.sensor_defs] == ["new_events_sensor"]
 
 
 def test_a_range_read_once_gives_the_same_ledger_as_reading_hour_by_hour(materialised: Stack) -> None:

@@ -57,6 +57,11 @@ def test_each_component_role_has_what_it_uses(secured_stack: SecuredStack) -> No
     with psycopg.connect(secured_stack.url("analytics", "postgres")) as conn:
         conn.execute("DELETE FROM rankings_in_force WHERE region = 'nowhere'")  # replaces rankings in force
         assert conn.execute("SELECT count(*) FROM breakers").fetchone() == (1,)  # reads the fleet
+        conn.execute("INSERT INTO outbox (event_id, subject, payload) VALUES (gen_random_uuid(), "
+                     "'sco.events.r1.contract-breach', '{}')")  # enqueues the contract-breach events
+        conn.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE outbox SET sent_at = now()")  # only the relay marks rows sent
         conn.rollback()
     with psycopg.connect(secured_stack.url("relay", "postgres")) as conn:
         conn.execute("SELECT count(*) FROM outbox")

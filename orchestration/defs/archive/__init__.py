@@ -7,6 +7,7 @@ __all__ = ["definitions"]
 
 def definitions() -> Definitions:
     from .assets import cost_archive
+    from .checks import CHECKS
     from .schedules import archive_job, archive_schedule
 
-    return Definitions(assets=[cost_archive], jobs=[archive_job], schedules=[archive_schedule])
+    return Definitions(assets=[cost_archive], asset_checks=CHECKS, jobs=[archive_job], schedules=[archive_schedule])

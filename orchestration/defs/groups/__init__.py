@@ -7,5 +7,6 @@ __all__ = ["definitions"]
 
 def definitions() -> Definitions:
     from .assets import correlation_groups
+    from .checks import CHECKS
 
-    return Definitions(assets=[correlation_groups])
+    return Definitions(assets=[correlation_groups], asset_checks=CHECKS)

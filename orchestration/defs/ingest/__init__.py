@@ -1,4 +1,4 @@
-"""Ingest: the sensor that drains the event stream into ClickHouse and asks for a fresh ranking."""
+"""Ingest: the sensor that asks for a fresh ranking when the ingest service (`sco ingest`) landed events."""
 
 from dagster import Definitions
 

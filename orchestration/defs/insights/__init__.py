@@ -7,6 +7,7 @@ __all__ = ["definitions"]
 
 def definitions() -> Definitions:
     from .assets import ASSETS
+    from .checks import CHECKS
     from .schedules import daily_job, daily_schedule
 
-    return Definitions(assets=ASSETS, jobs=[daily_job], schedules=[daily_schedule])
+    return Definitions(assets=ASSETS, asset_checks=CHECKS, jobs=[daily_job], schedules=[daily_schedule])

@@ -4,7 +4,7 @@ and their SQL live in ``orchestration.insights``."""
 
 from dagster import MaterializeResult, asset
 
-from orchestration import insights
+from orchestration import breach_events, insights
 from orchestration.defs.attribution.assets import savings_attribution
 from orchestration.defs.catalogue.assets import pool_catalogue
 from orchestration.resources import AnalyticsSettings, ClickHouseResource, PostgresResource
@@ -23,15 +23,20 @@ def advisory_precision(clickhouse: ClickHouseResource, settings: AnalyticsSettin
 
 
 @asset(group_name="analytics", deps=[savings_attribution],
-       description="Measured interruption rate per workload against its declared tolerance; breaches alarm the "
-                   "owner and never change a contract (ADR-27, ADR-28).")
+       description="Measured interruption rate per workload against its declared tolerance; each breach is a "
+                   "contract-breach event (outbox -> JetStream -> ClickHouse) that alarms the owner; a breach never "
+                   "changes a contract (ADR-27, ADR-28).")
 def contract_breaches(clickhouse: ClickHouseResource, postgres: PostgresResource,
                       settings: AnalyticsSettings) -> MaterializeResult:
     postgres.migrate()
-    found = insights.breaches(clickhouse, postgres, settings.region, settings.data_now(clickhouse))
-    breached = [b.workload for b in found if b.breach]
-    return MaterializeResult(metadata={"workloads": len(found), "breaches": len(breached),
-                                       "breached": ", ".join(breached) or "-"})
+    now = settings.data_now(clickhouse)
+    found = insights.breaches(clickhouse, postgres, settings.region, now)
+    events = breach_events.breach_events(found, settings.region, now)
+    new = breach_events.enqueue_breach_events(postgres, events)
+    return MaterializeResult(metadata={"workloads": len(found), "breaches": len(events),
+                                       "breached": ", ".join(e.workload or "" for e in events) or "-",
+                                       "events_enqueued": new,
+                                       "event_ids": ", ".join(str(e.event_id) for e in events) or "-"})
 
 
 @asset(group_name="analytics", deps=[contract_breaches, savings_attribution],

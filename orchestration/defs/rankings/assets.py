@@ -25,5 +25,8 @@ def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource, se
     rankings.write_rankings(clickhouse, settings.region, now, ranked, excluded, in_force)
     rankings.publish_in_force(postgres, settings.region, now, ranked)
     return MaterializeResult(metadata={
+        # the freshness check measures the data: a ranking recomputed on a history the ingest no longer feeds
+        # is as old as its newest event
+        "dagster/last_updated_timestamp": MetadataValue.timestamp(now),
         "ranked_at": now.isoformat(), "pools": len(ranked), "excluded": len(excluded),
         "top": MetadataValue.md("\n".join(f"{r.rank}. {r.pool} {r.score:.3f}" for r in ranked[:5]))})

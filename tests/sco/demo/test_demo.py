@@ -155,3 +155,26 @@ def test_the_next_run_stops_the_stack_this_run_left_up_and_starts_an_empty_one(
             assert conn.execute("SELECT count(*) FROM controller_cycles").fetchone()[0] == 0
     finally:
         manager.down(stack)
+
+
+def test_the_demo_leaves_a_dagster_instance_with_its_runs_materialisations_and_check_results(demo: DemoRun) -> None:
+    """What `dagster dev` shows after the demo (docs/demo.md): DAGSTER_HOME=<home>/dagster."""
+    from dagster import AssetKey
+
+    from sco.demo.instance import open_instance
+
+    instance = open_instance(demo.home / "dagster")
+    try:
+        assert len(instance.get_runs()) >= 2
+        for name in ("pool_rankings", "correlation_groups", "contract_breaches", "recommendations"):
+            assert instance.get_latest_materialization_event(AssetKey(name)) is not None, name
+        assert instance.get_materialized_partitions(AssetKey("savings_attribution"))
+        from orchestration.definitions import build_definitions
+        from sco.demo.instance import GE_CHECKS
+
+        keys = [k for k in build_definitions().get_repository_def().asset_graph.asset_check_keys
+                if k.asset_key.to_user_string() in ("pool_rankings", "correlation_groups") and k.name not in GE_CHECKS]
+        found = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+        assert set(found) == set(keys)
+    finally:
+        instance.dispose()
