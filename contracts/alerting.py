@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 
 import yaml
 
+from .errors import AlertRoutingError
 from .schema import Contract
 
 __all__ = ["PLATFORM", "ROUTES_FILE", "AlertRoutingError", "alertmanager_config", "render_routes"]
@@ -26,14 +27,6 @@ ROUTES_FILE = "alertmanager-routes.yml"
 PLATFORM = "platform"
 GROUP_BY = ["alertname", "region", "partition", "workload", "pool"]
 
-
-class AlertRoutingError(ValueError):
-    """A webhook base URL Alertmanager cannot use (code ``ALR001``)."""
-
-    code = "ALR001"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"{self.code}: {message}")
 
 
 def _receiver(kind: str, address: str) -> str:

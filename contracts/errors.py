@@ -15,7 +15,8 @@ it and says what to do.
     │   ├── SignatureError       a signature does not verify
     │   ├── KeyError_            a key file is missing, unreadable or not ECDSA P-256
     │   ├── BundleError          a bundle that must not be used (code BND001..BND005)
-    │   └── AgentRecordError     an agent-bundle entry with a missing, unknown or mistyped key (also a ValueError)
+    │   ├── AgentRecordError     an agent-bundle entry with a missing, unknown or mistyped key (also a ValueError)
+    │   └── AlertRoutingError    ALR001: a webhook base URL Alertmanager cannot use (also a ValueError)
     └── ProviderError            every error a ``Provider`` raises on purpose
         ├── InvalidRequest       refused before doing anything
         ├── CapacityUnavailable  fewer free instances than asked for
@@ -34,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "AgentRecordError",
+    "AlertRoutingError",
     "BundleError",
     "CanonicalError",
     "CapacityUnavailable",
@@ -196,3 +198,12 @@ class NotOwned(ProviderError):
 
 class AgentRecordError(ContractsError, ValueError):
     """An agent-bundle entry that lacks a key, carries an unknown one, or holds a value of the wrong type."""
+
+
+class AlertRoutingError(ContractsError, ValueError):
+    """A webhook base URL Alertmanager cannot use (code ``ALR001``)."""
+
+    code = "ALR001"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")

@@ -1,9 +1,12 @@
-"""The errors the ``controllers`` package defines. Standard library only.
+"""The errors the ``controllers`` package defines. Standard library and ``contracts.errors`` only.
 
     Exception
     └── ControllersError            the base of every error ``controllers`` raises on purpose
         ├── CapExceeded             a reservation past a workload's 24 h spend cap (controller ledger)
         ├── DrillError              a drill that cannot run (also a ValueError)
+        ├── UserDataError           a launch's user-data cannot be built: code, field, value, fix (also a ValueError)
+        ├── CredentialLapsed        the controller's own provider credential expired and renewing it failed
+        │                           (also the provider contract's ``contracts.errors.ProviderError``)
         └── plugpool (the cluster-autoscaler gRPC provider for smart-plug nodes):
             ├── ConfigError         a plugpool configuration that cannot be used (also a ValueError)
             ├── ProviderError       a cluster-autoscaler request refused; ``code`` is a gRPC status name
@@ -18,9 +21,13 @@ come from cluster-autoscaler, not from a ``Provider``). The modules that raise t
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
-__all__ = ["CapExceeded", "ConfigError", "ControllersError", "DrillError", "KubeError", "PlugError", "ProviderError"]
+from contracts import errors as _contract
+
+__all__ = ["CapExceeded", "ConfigError", "ControllersError", "CredentialLapsed", "DrillError", "KubeError", "PlugError",
+           "ProviderError", "UserDataError"]
 
 
 class ControllersError(Exception):
@@ -62,3 +69,22 @@ class KubeError(ControllersError):
 
 class PlugError(ControllersError):
     """A plug did not answer, refused the credentials or answered something that is not a switch state."""
+
+
+class UserDataError(ControllersError, ValueError):
+    """A launch's user-data cannot be built; says the field, the value and the fix."""
+
+    def __init__(self, code: str, field: str, value: object, fix: str) -> None:
+        self.code, self.field, self.value, self.fix = code, field, value, fix
+        super().__init__(f"{code}: user-data field {field} is {value!r}; {fix}")
+
+
+class CredentialLapsed(ControllersError, _contract.ProviderError):
+    """The controller's application credential has expired and no new one could be issued (ADR-29)."""
+
+    def __init__(self, credential_id: str, expires_at: datetime, now: datetime, cause: str) -> None:
+        super().__init__(f"the controller's application credential {credential_id} expired at "
+                         f"{expires_at.isoformat()} (now {now.isoformat()}) and renewing it failed: "
+                         f"{cause}; check the credential issuer (OpenBao / the rotation job) and its Keystone "
+                         "authority")
+        self.credential_id, self.expires_at, self.now = credential_id, expires_at, now

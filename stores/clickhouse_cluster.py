@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .errors import ClusterRenderError
 from .migrate import pending
 from .sqlsplit import split_statements
 
@@ -31,10 +32,6 @@ _ENGINE = re.compile(r"\bENGINE\s*=\s*(\w*MergeTree)(\(([^()]*)\))?", re.I)
 _ORDER = re.compile(r"\bORDER BY\s+(\([^()]*\)|[\w.]+)", re.I)
 _VIEW = re.compile(r"^\s*CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS", re.I | re.M)
 _ALTER = re.compile(r"^\s*ALTER TABLE (\w+) ", re.I | re.M)
-
-
-class ClusterRenderError(ValueError):
-    """A migration statement the cluster renderer does not know how to distribute (names the statement)."""
 
 
 def _local(name: str) -> str:

@@ -3,6 +3,8 @@
     Exception
     └── StoresError                the base of every error ``stores`` raises on purpose
         ├── StoreNotConfigured     no URL for a store (also a RuntimeError)
+        ├── TelemetryError         MET001: a metrics endpoint that cannot start as configured
+        ├── ClusterRenderError     a migration statement with no ClickHouse-cluster form (also a ValueError)
         └── IngestError            the ingest cannot go on safely (a stable ``code``, ING0xx)
             ├── IngestDisconnected     ING001: NATS closed the connection and reconnecting failed
             └── InsertNotConfirmed     ING002: ClickHouse confirmed fewer rows than the ingest sent
@@ -15,7 +17,8 @@ a connection without autocommit for migrations) is a ``ValueError``. ``stores.co
 
 from __future__ import annotations
 
-__all__ = ["IngestDisconnected", "IngestError", "InsertNotConfirmed", "StoreNotConfigured", "StoresError"]
+__all__ = ["ClusterRenderError", "IngestDisconnected", "IngestError", "InsertNotConfirmed", "StoreNotConfigured",
+           "StoresError", "TelemetryError"]
 
 
 class StoresError(Exception):
@@ -45,3 +48,16 @@ class InsertNotConfirmed(IngestError):
     """ClickHouse answered an insert without confirming every row: the batch is not acknowledged."""
 
     code = "ING002"
+
+
+class TelemetryError(StoresError):
+    """A metrics endpoint that cannot start as configured; the message leads with the stable code ``MET001``."""
+
+    code = "MET001"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")
+
+
+class ClusterRenderError(StoresError, ValueError):
+    """A migration statement the cluster renderer does not know how to distribute (names the statement)."""

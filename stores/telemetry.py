@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from .errors import StoresError
+from .errors import TelemetryError
 
 __all__ = ["BUCKETS", "Labels", "MetricsServer", "Registry", "TelemetryError", "read_token", "serve"]
 
@@ -31,14 +31,6 @@ Labels = tuple[tuple[str, str], ...]
 KINDS = frozenset({"counter", "gauge", "histogram"})
 MIN_TOKEN_CHARS = 16
 
-
-class TelemetryError(StoresError):
-    """A metrics endpoint that cannot start as configured; the message leads with the stable code ``MET001``."""
-
-    code = "MET001"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"{self.code}: {message}")
 
 
 def _escape(value: str) -> str:

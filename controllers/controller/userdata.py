@@ -34,6 +34,8 @@ from contracts.agent_userdata import (
     userdata_document,
 )
 
+from ..errors import UserDataError
+
 __all__ = ["JINJA_HEADER", "NOVA_USER_DATA_LIMIT", "AgentCredentials", "LaunchUserData", "MemoryAgentCredentials",
            "UserDataError", "distributor_url", "metadata_url", "render"]
 
@@ -41,14 +43,6 @@ JINJA_HEADER = "## template: jinja"
 NOVA_USER_DATA_LIMIT = 65535  # bytes of base64, Nova's limit on a server's user_data
 KUBE_TOKEN_PATH = "/var/run/secrets/sco-agent/token"  # the node-bound ServiceAccount token (deploy/agent)
 _TEMPLATE_OPENERS = ("{{", "{%", "{#")
-
-
-class UserDataError(ValueError):
-    """A launch's user-data cannot be built; says the field, the value and the fix."""
-
-    def __init__(self, code: str, field: str, value: object, fix: str) -> None:
-        self.code, self.field, self.value, self.fix = code, field, value, fix
-        super().__init__(f"{code}: user-data field {field} is {value!r}; {fix}")
 
 
 class AgentCredentials(Protocol):

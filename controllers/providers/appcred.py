@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from contracts.provider_errors import ProviderError
+from ..errors import CredentialLapsed
 
 __all__ = ["AppCredential", "CredentialIssuer", "CredentialLapsed", "KeystoneIssuer", "RenewingConnection",
            "keystone_connector", "renewal_due"]
@@ -45,16 +45,6 @@ class AppCredential:
     def __repr__(self) -> str:  # never the secret in a log line or a traceback
         return f"AppCredential(id={self.id!r}, expires_at={self.expires_at.isoformat()})"
 
-
-class CredentialLapsed(ProviderError):
-    """The controller's credential has expired and no new one could be issued."""
-
-    def __init__(self, credential: AppCredential, now: datetime, cause: str) -> None:
-        super().__init__(f"the controller's application credential {credential.id} expired at "
-                         f"{credential.expires_at.isoformat()} (now {now.isoformat()}) and renewing it failed: "
-                         f"{cause}; check the credential issuer (OpenBao / the rotation job) and its Keystone "
-                         "authority")
-        self.credential, self.now = credential, now
 
 
 class CredentialIssuer(Protocol):
@@ -128,8 +118,8 @@ class RenewingConnection:
         except Exception as exc:
             self.failures += 1
             if old is None or old.expires_at <= now:
-                raise CredentialLapsed(old or AppCredential("(none)", "", now), now, f"{type(exc).__name__}: {exc}")\
-                    from exc
+                lapsed = old or AppCredential("(none)", "", now)
+                raise CredentialLapsed(lapsed.id, lapsed.expires_at, now, f"{type(exc).__name__}: {exc}") from exc
             log.warning("renewing the controller's credential failed (%s: %s); %s stays in use until %s",
                         type(exc).__name__, exc, old.id, old.expires_at.isoformat())
             return
