@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,6 +52,19 @@ def kube() -> Iterator[KubeApiDouble]:
         yield api
 
 
+@contextmanager
+def _serving_generation_2(tmp: Path, keys: KeyPair) -> Iterator[Running]:
+    """A distributor serving the partition's generation-2 bundle to agent ``i-kn1`` (password ``pw-kn1``)."""
+    raw, sig = make_bundle(keys, NODE.partition, 2, [workload_entry("web", scheduler="kubernetes")])
+    write_bundle_dir(tmp / "bundles" / "r1" / "k8s-batch", raw, sig)
+    running = Running(tmp / "bundles", [datetime.now(UTC)])
+    running.server.auth = PasswordTable(users={"agent.r1.i-kn1": (digest("pw-kn1"), "agent")})
+    try:
+        yield running
+    finally:
+        running.close()
+
+
 def _agent(tmp: Path, keys: KeyPair, distributor: str, password: str,
            kube: KubeApiDouble) -> tuple[subprocess.Popen[bytes], int]:
     raw, sig = make_bundle(keys, NODE.partition, 1, [workload_entry("web", scheduler="kubernetes")])
@@ -78,11 +92,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def test_the_agent_fetches_a_newer_bundle_with_its_own_credential_then_asks_with_its_etag(
         tmp_path: Path, kube: KubeApiDouble) -> None:
     keys = new_keys()
-    raw, sig = make_bundle(keys, NODE.partition, 2, [workload_entry("web", scheduler="kubernetes")])
-    write_bundle_dir(tmp_path / "bundles" / "r1" / "k8s-batch", raw, sig)
-    running = Running(tmp_path / "bundles", [datetime.now(UTC)])
-    running.server.auth = PasswordTable(users={"agent.r1.i-kn1": (digest("pw-kn1"), "agent")})
-    try:
+    with _serving_generation_2(tmp_path, keys) as running:
         proc, port = _agent(tmp_path / "good", keys, f"{running.url}/r1/k8s-batch/", "pw-kn1", kube)
         try:
             _until("the agent holds generation 2", lambda: "\nsco_agent_bundle_generation 2" in _metrics(port))
@@ -91,18 +101,12 @@ def test_the_agent_fetches_a_newer_bundle_with_its_own_credential_then_asks_with
             assert running.server.responses[401] == 0
         finally:
             _stop(proc)
-    finally:
-        running.close()
 
 
 def test_an_agent_with_a_wrong_password_gets_no_bundle_and_counts_the_failures(tmp_path: Path,
                                                                                 kube: KubeApiDouble) -> None:
     keys = new_keys()
-    raw, sig = make_bundle(keys, NODE.partition, 2, [workload_entry("web", scheduler="kubernetes")])
-    write_bundle_dir(tmp_path / "bundles" / "r1" / "k8s-batch", raw, sig)
-    running = Running(tmp_path / "bundles", [datetime.now(UTC)])
-    running.server.auth = PasswordTable(users={"agent.r1.i-kn1": (digest("pw-kn1"), "agent")})
-    try:
+    with _serving_generation_2(tmp_path, keys) as running:
         proc, port = _agent(tmp_path / "bad", keys, f"{running.url}/r1/k8s-batch/", "not-the-password", kube)
         try:
             _until("the distributor refused the agent", lambda: running.server.responses[401] >= 2)
@@ -113,5 +117,3 @@ def test_an_agent_with_a_wrong_password_gets_no_bundle_and_counts_the_failures(t
             assert running.server.responses[200] == 0
         finally:
             _stop(proc)
-    finally:
-        running.close()

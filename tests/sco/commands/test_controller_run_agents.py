@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 from contracts.bundle import publish
 from contracts.signing import KeyPair, generate_keypair, load_private_key
 from controllers.providers.simulated import SimulatedProvider
-from sco.stack import manager, services
+from sco.stack import services
 from sco.stack.distributor_auth import stack_authenticator
 from tests.agent.helpers import make_bundle, workload_entry, write_bundle_dir
 from tests.contracts.helpers import base, compile_doc
@@ -28,19 +26,13 @@ from tests.controllers.controller.helpers import PARTITION
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
 from tests.controllers.distributor.test_server import Running
 from tests.support.paths import REPO
-
-NATS_ONLY = {"SCO_POSTGRES_URL": "postgresql://unused@127.0.0.1:1/x", "SCO_CLICKHOUSE_URL": "http://127.0.0.1:1"}
+from tests.support.stack import nats_only_stack
 
 
 @pytest.fixture
 def stack_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="sco-ctlagents-")) / ".sco"
-    try:
-        manager.up(home, env=NATS_ONLY, fast=True)
+    with nats_only_stack("sco-ctlagents-") as home:
         yield home
-    finally:
-        manager.down(home)
-        shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def _signed(tmp: Path) -> tuple[tuple[Path, Path, Path], KeyPair]:

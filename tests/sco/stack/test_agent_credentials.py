@@ -7,11 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -28,22 +26,16 @@ from tests.doubles.kube_api import KubeApiDouble
 from tests.support import cloudinit
 from tests.support.paths import REPO
 from tests.support.ports import free_port
+from tests.support.stack import nats_only_stack
 
 INSTANCE = "0b5e7c1d-2f3a-4b6c-8d9e-0a1b2c3d4e5f"
 PARTITION = "r1/k8s-batch"
-# only NATS: the other stores are "given by URL" and never started
-NATS_ONLY = {"SCO_POSTGRES_URL": "postgresql://unused@127.0.0.1:1/x", "SCO_CLICKHOUSE_URL": "http://127.0.0.1:1"}
 
 
 @pytest.fixture(scope="module")
 def stack_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="sco-agentcreds-")) / ".sco"
-    try:
-        manager.up(home, env=NATS_ONLY, fast=True)
+    with nats_only_stack("sco-agentcreds-") as home:
         yield home
-    finally:
-        manager.down(home)
-        shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def nats_port(home: Path) -> int:
