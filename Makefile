@@ -18,10 +18,13 @@ demo:
 
 # The whole suite on two workers; tests that share a test bed or a long session fixture carry one
 # `xdist_group` and run in order on one worker (--dist loadgroup).
+# mypy (about 90 s of one core) runs while the test beds install and start, which mostly wait on apt and daemons.
 test: venv
-	@scripts/testbeds.sh
+	@$(BIN)/mypy > .mypy-test.log 2>&1 & mypy=$$!; \
+	  scripts/testbeds.sh; beds=$$?; \
+	  wait $$mypy; typed=$$?; cat .mypy-test.log; rm -f .mypy-test.log; \
+	  [ $$beds = 0 ] && [ $$typed = 0 ]
 	$(BIN)/ruff check .
-	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=15
 
