@@ -9,7 +9,10 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from agent.httpwire import exchange
 from sco.stack import credentials as creds_mod
@@ -73,3 +76,33 @@ def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> No
     creds_mod.load_or_create(tmp_path / ".sco")
     empty = sco("distributor", "serve", "--bundles", str(tmp_path / "out"), "--home", str(tmp_path / ".sco"))
     assert empty.returncode == 2 and "holds no <region>/<cluster>/agent-bundle.json" in empty.stderr
+
+
+@pytest.mark.services
+def test_stage_and_rollout_passes_take_a_compile_to_the_canary_then_everywhere_after_the_soak(
+        tmp_path: Path, clickhouse_migrated_url: str) -> None:
+    from controllers.distributor import partition_generation
+    from tests.controllers.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
+
+    keys, t0 = new_keys(), "2026-12-01T06:00:00+00:00"
+    root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))
+    (tmp_path / "compiler.yaml").write_text(f"canary_partition: {CANARY}\ncanary_soak_h: 6\n")
+    compile_out(tmp_path / "c2", keys, 2, datetime(2026, 12, 1, 5, tzinfo=UTC))
+    staged = sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2"))
+    assert staged.returncode == 0 and "staged release 1" in staged.stdout
+    again = sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2"))
+    assert again.returncode == 2 and "ROL001" in again.stderr and "Traceback" not in again.stderr
+
+    def rollout(at: str, *extra: str) -> str:
+        result = sco("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+                     "--clickhouse", clickhouse_migrated_url, "--now", at, *extra)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "would StartCanary" in rollout(t0, "--dry-run")
+    assert "served to the canary r1/slurm-hpc" in rollout(t0)
+    assert "hold — soaking on r1/slurm-hpc: 5.0 h of 6 h" in rollout("2026-12-01T11:00:00+00:00")
+    assert all(partition_generation(root / p) == 1 for p in PARTITIONS)
+    assert "promoted to every partition" in rollout("2026-12-01T12:00:00+00:00")
+    assert all(partition_generation(root / p) == 2 for p in (CANARY, *OTHERS))
+    assert "nothing staged" in rollout("2026-12-01T13:00:00+00:00")
