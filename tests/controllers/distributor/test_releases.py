@@ -57,7 +57,7 @@ def test_staging_refuses_while_a_release_is_on_the_canary_and_a_directory_withou
         releases.stage(compile_out(tmp_path / "c3", KEYS, 3, T0))
     (tmp_path / "empty").mkdir()
     releases.apply([RollBack(release=1, reason="test")], T0)
-    with pytest.raises(RolloutError, match="ROL002: --from .*empty holds no"):
+    with pytest.raises(RolloutError, match=r"ROL002: --from .*empty holds no"):
         releases.stage(tmp_path / "empty")
 
 
