@@ -11,6 +11,7 @@ import pytest
 
 from contracts.settings import CompilerSettings
 from controllers.distributor import (
+    BundleFile,
     Catalog,
     Hold,
     Promote,
@@ -42,12 +43,16 @@ def test_the_canary_reads_the_staged_files_and_every_other_partition_the_served_
     catalog = Catalog(releases.root)
     gen = {p: partition_generation(releases.root / p) for p in PARTITIONS}
     assert gen == dict.fromkeys(PARTITIONS, 1)
-    before = {p: catalog.get(*p.split("/"), "agent-bundle.json") for p in PARTITIONS}
+    def get(partition: str) -> BundleFile | None:
+        region, cluster = partition.split("/")
+        return catalog.get(region, cluster, "agent-bundle.json")
+
+    before = {p: get(p) for p in PARTITIONS}
     assert all(b is not None and b'"generation":1' in b.data for b in before.values())  # staged is not started
     releases.apply([StartCanary(release=1, partition=CANARY)], T0)
-    canary = catalog.get(*CANARY.split("/"), "agent-bundle.json")
+    canary = get(CANARY)
     assert canary is not None and b'"generation":2' in canary.data
-    assert all(catalog.get(*p.split("/"), "agent-bundle.json") == before[p] for p in OTHERS)
+    assert all(get(p) == before[p] for p in OTHERS)
     assert catalog.partitions() == sorted(PARTITIONS)
 
 
