@@ -3,7 +3,8 @@
 ``GateSource`` is the observation protocol the rollout reads through: ``figures(partition, since, until)``.
 ``ClickHouseGates`` is the production adapter: one ``SELECT kind, count() … GROUP BY kind`` over the ``events``
 table (``stores.clickhouse.client``), drills included (ADR-33: drills count in overrun and drain figures).
-``figures_from_counts`` is the one mapping from event kinds to figures, shared with the test double
+The wasted work is the ``wasted_s`` attribute the agent puts on every ``drained``/``overrun`` event
+(docs/agent.md). ``figures_from_counts`` is the one mapping from event kinds to figures, shared with the test double
 (``tests/doubles/gates.py``) so both count the same way.
 """
 
@@ -36,9 +37,10 @@ class GateSource(Protocol):
     def figures(self, partition: str, since: datetime, until: datetime) -> GateFigures: ...
 
 
-def figures_from_counts(counts: Mapping[str, int]) -> GateFigures:
-    """The figures from a count of events by kind."""
-    return GateFigures(**{name: sum(int(counts.get(str(k), 0)) for k in kinds) for name, kinds in GATE_KINDS.items()})
+def figures_from_counts(counts: Mapping[str, int], wasted_s: float = 0.0) -> GateFigures:
+    """The figures from a count of events by kind and the finished drains' summed ``wasted_s``."""
+    figures = {name: sum(int(counts.get(str(k), 0)) for k in kinds) for name, kinds in GATE_KINDS.items()}
+    return GateFigures(**figures, wasted_s=max(0.0, float(wasted_s)))
 
 
 def _naive_utc(value: datetime) -> datetime:
@@ -57,11 +59,13 @@ class ClickHouseGates:
         kinds = sorted({str(k) for ks in GATE_KINDS.values() for k in ks})
         try:
             rows = self.client.query(
-                "SELECT kind, count() FROM (SELECT DISTINCT event_id, kind FROM events WHERE partition = {p:String} "
-                "AND time >= {since:DateTime64(3)} AND time < {until:DateTime64(3)} AND kind IN {kinds:Array(String)})"
-                " GROUP BY kind",
+                "SELECT kind, count(), sum(JSONExtractFloat(attributes, 'wasted_s')) FROM (SELECT DISTINCT event_id, "
+                "kind, attributes FROM events WHERE partition = {p:String} AND time >= {since:DateTime64(3)} "
+                "AND time < {until:DateTime64(3)} AND kind IN {kinds:Array(String)}) GROUP BY kind",
                 parameters={"p": partition, "since": _naive_utc(since), "until": _naive_utc(until),
                             "kinds": kinds}).result_rows
         except Exception as exc:  # clickhouse_connect raises its own errors; the rollout holds on any
             raise OSError(f"gate figures of {partition} unreadable from ClickHouse: {exc}") from exc
-        return figures_from_counts({str(kind): int(n) for kind, n in rows})
+        drains = {str(k) for k in GATE_KINDS["drains"]}
+        return figures_from_counts({str(kind): int(n) for kind, n, _ in rows},
+                                   sum(float(w) for kind, _, w in rows if str(kind) in drains))

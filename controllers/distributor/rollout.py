@@ -6,8 +6,8 @@ directory into ``RolloutObserved`` and applies the actions, ``gates`` reads the 
 
 The gates compare the canary partition since the candidate reached it with the same length of time before it
 (the previous generation, on the same partition, capped at the soak): any ``bundle-refused`` fails, and so does
-an overrun rate (overruns per drain), a shortfall count, a breach-alarm count or a lost-work count above the
-previous generation's.
+an overrun rate (overruns per drain), wasted work per drain, a shortfall count, a breach-alarm count or a count
+of work lost without a drain above the previous generation's.
 """
 
 from __future__ import annotations
@@ -35,12 +35,18 @@ class GateFigures(_Frozen):
     overruns: int = Field(0, ge=0, description="overrun events")
     shortfalls: int = Field(0, ge=0, description="shortfall events")
     breaches: int = Field(0, ge=0, description="contract-breach alarms")
-    lost: int = Field(0, ge=0, description="lost and no-notice-loss events: wasted work")
+    lost: int = Field(0, ge=0, description="lost and no-notice-loss events: work lost without a drain")
+    wasted_s: float = Field(0.0, ge=0, description="wasted work the finished drains measured (wasted_s), seconds")
 
     @property
     def overrun_rate(self) -> Decimal:
         """Overruns per finished drain (0 without drains)."""
         return Decimal(self.overruns) / Decimal(self.drains) if self.drains else Decimal(0)
+
+    @property
+    def wasted_per_drain(self) -> float:
+        """Seconds of wasted work per finished drain (0 without drains)."""
+        return self.wasted_s / self.drains if self.drains else 0.0
 
 
 class RolloutObserved(_Frozen):
@@ -99,6 +105,9 @@ def gate_failure(candidate: GateFigures, baseline: GateFigures) -> str | None:
     if candidate.overrun_rate > baseline.overrun_rate:
         return (f"overrun rate {candidate.overrun_rate:.3f} ({candidate.overruns}/{candidate.drains} drains) above "
                 f"the previous generation's {baseline.overrun_rate:.3f} ({baseline.overruns}/{baseline.drains})")
+    if candidate.wasted_per_drain > baseline.wasted_per_drain:
+        return (f"wasted work {candidate.wasted_per_drain:.1f} s per drain above the previous generation's "
+                f"{baseline.wasted_per_drain:.1f} s")
     for name in ("shortfalls", "breaches", "lost"):
         got, before = getattr(candidate, name), getattr(baseline, name)
         if got > before:

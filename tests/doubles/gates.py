@@ -24,4 +24,6 @@ class RecordedGates:
         if self.down:
             raise OSError("the event store is unreachable (test double)")
         seen = {e.event_id: e for e in self.events if e.partition == partition and since <= e.time < until}
-        return figures_from_counts(Counter(str(e.kind) for e in seen.values()))
+        wasted = sum(float(e.attributes.get("wasted_s") or 0) for e in seen.values()
+                     if str(e.kind) in ("drained", "overrun"))
+        return figures_from_counts(Counter(str(e.kind) for e in seen.values()), wasted)

@@ -22,8 +22,9 @@ def _events() -> list[Event]:
     out = []
     for i, kind in enumerate(KINDS * 3):
         partition = "r1/slurm-hpc" if i % 3 else "r1/k8s-batch"
+        wasted = {"wasted_s": 30 * i} if kind in ("drained", "overrun", "notice") else {}  # a notice's: not counted
         out.append(Event(kind=kind, time=T0 + timedelta(minutes=7 * i), region="r1", partition=partition,
-                         instance=f"i-{i}", cause="test", source="agent", drill=i % 5 == 0))
+                         instance=f"i-{i}", cause="test", source="agent", drill=i % 5 == 0, attributes=wasted))
     return out
 
 
@@ -45,6 +46,8 @@ def test_the_clickhouse_gates_count_what_the_double_counts_per_partition_and_win
                 assert real.figures(partition, since, until) == double.figures(partition, since, until)
         everything = real.figures("r1/slurm-hpc", T0 - timedelta(days=1), T0 + timedelta(days=1))
         assert everything.refused == 2 and everything.drains > everything.overruns > 0 and everything.lost > 0
+        assert everything.wasted_s == sum(30 * i for i, e in enumerate(events) if e.partition == "r1/slurm-hpc"
+                                          and e.kind in ("drained", "overrun"))
         assert real.figures("r1/slurm-hpc", T0 + timedelta(days=2), T0 + timedelta(days=3)) == GateFigures()
     finally:
         client.close()

@@ -24,7 +24,7 @@ from controllers.distributor import (
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 SETTINGS = CompilerSettings(canary_partition="r1/slurm-hpc")
 PARTS = {"r1/slurm-hpc": (3, 4), "r1/k8s-batch": (7, 8)}
-CALM = GateFigures(drains=40, overruns=1, shortfalls=2, breaches=0, lost=1)
+CALM = GateFigures(drains=40, overruns=1, shortfalls=2, breaches=0, lost=1, wasted_s=400.0)
 
 
 def _observed(started: datetime | None = T0, candidate: GateFigures | None = CALM,
@@ -47,12 +47,16 @@ def _observed(started: datetime | None = T0, candidate: GateFigures | None = CAL
     (_observed(candidate=CALM.model_copy(update={"shortfalls": 3})), SETTINGS, 3, "rollback"),
     (_observed(candidate=CALM.model_copy(update={"breaches": 1})), SETTINGS, 3, "rollback"),
     (_observed(candidate=CALM.model_copy(update={"lost": 2})), SETTINGS, 3, "rollback"),
+    (_observed(candidate=CALM.model_copy(update={"wasted_s": 401.0})), SETTINGS, 3, "rollback"),
+    (_observed(candidate=CALM.model_copy(update={"wasted_s": 800.0, "drains": 80})), SETTINGS, 25,
+     [Promote(release=5)]),
     (_observed(candidate=CALM.model_copy(update={"overruns": 2, "drains": 80})), SETTINGS, 25, [Promote(release=5)]),
     (_observed(candidate=None), SETTINGS, 30, "hold"),
     (_observed(), CompilerSettings(), 30, "hold"),
     (_observed(), CompilerSettings(canary_partition="r9/none"), 30, "hold"),
 ], ids=["nothing-staged", "start", "canary-moved", "soaking", "a-minute-short", "soaked", "short-soak",
         "refused-at-once", "refused-late", "more-overruns", "more-shortfalls", "a-breach", "more-lost-work",
+        "more-wasted-work", "same-waste-per-drain",
         "same-overrun-rate", "figures-unreadable", "no-canary-set", "canary-not-staged"])
 def test_the_planner_starts_holds_promotes_after_the_soak_and_rolls_back_on_a_failed_gate(
         observed: RolloutObserved, settings: CompilerSettings, hours: float, expected: object) -> None:
@@ -85,6 +89,7 @@ def test_a_gate_failure_names_the_figure_and_both_values() -> None:
     assert reason is not None and "4/40" in reason and "1/40" in reason
     assert gate_failure(CALM, CALM) is None
     assert "2 breaches" in str(gate_failure(CALM.model_copy(update={"breaches": 2}), CALM))
+    assert "wasted work 20.0 s per drain" in str(gate_failure(CALM.model_copy(update={"wasted_s": 800.0}), CALM))
 
 
 def test_the_settings_default_to_a_24_hour_soak_and_a_5_percent_agent_share() -> None:
