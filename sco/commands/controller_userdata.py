@@ -38,15 +38,17 @@ def add_agent_version_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-candidate", default=None, metavar="VERSION=IMAGE",
                    help="a candidate agent version and image for a share of new launches (needs --agent-image)")
     p.add_argument("--agent-canary-share", default=None, metavar="PCT",
-                   help="percent of new launches given the candidate (default: agent_canary_share_pct of the "
-                        "compiler settings, 5)")
+                   help="percent of new launches given the candidate (default: agent_canary_share_pct of "
+                        "--compiler-settings, else 5)")
+    p.add_argument("--compiler-settings", type=Path, default=None, metavar="compiler.yaml",
+                   help="the contract repository's compiler settings: agent_canary_share_pct (ADR-32)")
 
 
 def agent_rollout(args: argparse.Namespace) -> Any:
     """The ``AgentRollout`` the version options name, or None without ``--agent-image``."""
     from decimal import Decimal, InvalidOperation
 
-    from contracts.settings import CompilerSettings
+    from contracts.compiler import RepoError, load_settings
     from controllers.controller import AgentRollout, parse_agent_image
     from controllers.errors import ConfigError
 
@@ -55,7 +57,7 @@ def agent_rollout(args: argparse.Namespace) -> Any:
             raise CliError("--agent-candidate needs --agent-image: the version the other launches keep booting")
         return None
     try:
-        share = (CompilerSettings().agent_canary_share_pct if args.agent_canary_share is None
+        share = (load_settings(args.compiler_settings).agent_canary_share_pct if args.agent_canary_share is None
                  else Decimal(args.agent_canary_share))
         candidate = None if args.agent_candidate is None else parse_agent_image(args.agent_candidate,
                                                                                  "--agent-candidate")
@@ -63,7 +65,7 @@ def agent_rollout(args: argparse.Namespace) -> Any:
     except InvalidOperation:
         raise CliError(f"--agent-canary-share {args.agent_canary_share!r} is not a number; give a percent, "
                        "e.g. 5") from None
-    except ConfigError as exc:
+    except (ConfigError, RepoError) as exc:
         raise CliError(str(exc)) from exc
 
 
