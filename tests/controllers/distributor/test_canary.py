@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,9 @@ from agent.httpwire import exchange
 from contracts.events import Event
 from contracts.settings import CompilerSettings
 from contracts.signing import KeyPair
-from controllers.distributor import Promote, Releases, RollBack, StartCanary, plan_rollout
+from controllers.distributor import ClickHouseGates, GateFigures, Promote, Releases, RollBack, StartCanary, plan_rollout
+from stores import clickhouse
+from stores.eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows, row_of
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 from tests.controllers.distributor.test_server import AGENT, Running
 from tests.doubles.gates import RecordedGates
@@ -35,14 +38,27 @@ def compile_out(directory: Path, keys: KeyPair, generation: int, issued_at: date
     return directory
 
 
+class ClickHouseEvents:
+    """The production gate adapter over the real ``events`` table; ``record`` inserts as the ingest does."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.gates = client, ClickHouseGates(client)
+
+    def record(self, event: Event) -> None:
+        self.client.raw_insert("events", EVENT_COLUMNS, encode_rows([row_of(event)]), fmt=INSERT_FORMAT)
+
+    def figures(self, partition: str, since: datetime, until: datetime) -> GateFigures:
+        return self.gates.figures(partition, since, until)
+
+
 class Fleet:
     """The distributor, one node's bundle cache per partition, the gate events and the virtual clock."""
 
-    def __init__(self, tmp: Path, keys: KeyPair) -> None:
+    def __init__(self, tmp: Path, keys: KeyPair, gates: RecordedGates | ClickHouseEvents) -> None:
         self.root, self.keys, self.now = tmp / "bundles", keys, [T0]
         compile_out(self.root, keys, 1, T0 - timedelta(days=2))
         self.running = Running(self.root, self.now)
-        self.releases, self.gates = Releases(self.root), RecordedGates()
+        self.releases, self.gates = Releases(self.root), gates
         self.nodes = {p: BundleStore(tmp / "nodes" / p, keys.public_pem, p) for p in PARTITIONS}
         self.etags: dict[str, str | None] = dict.fromkeys(PARTITIONS)
 
@@ -83,11 +99,16 @@ class Fleet:
                                     region="r1", partition=CANARY, instance=f"i-{i}", cause="drain", source="agent"))
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    fleet = Fleet(tmp_path, new_keys())
+@pytest.fixture(params=["double", "clickhouse"])
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    """The gate figures from the test double, or from ClickHouse (``sco clickhouse serve``) as in production."""
+    client = clickhouse.client(request.getfixturevalue("clickhouse_migrated_url")) \
+        if request.param == "clickhouse" else None
+    fleet = Fleet(tmp_path, new_keys(), RecordedGates() if client is None else ClickHouseEvents(client))
     yield fleet
     fleet.running.close()
+    if client is not None:
+        client.close()
 
 
 @pytest.mark.services
