@@ -54,6 +54,8 @@ def test_the_canary_reads_the_staged_files_and_every_other_partition_the_served_
     assert canary is not None and b'"generation":2' in canary.data
     assert all(get(p) == before[p] for p in OTHERS)
     assert catalog.partitions() == sorted(PARTITIONS)
+    assert catalog.get(".rollout", "staged", "agent-bundle.json") is None  # the rollout's files are never served
+    assert catalog.get(".rollout", "1", "agent-bundle.json") is None
 
 
 def test_staging_refuses_while_a_release_is_on_the_canary_and_a_directory_without_bundles(tmp_path: Path) -> None:
