@@ -99,7 +99,7 @@ class Fleet:
                                     region="r1", partition=CANARY, instance=f"i-{i}", cause="drain", source="agent"))
 
 
-@pytest.fixture(params=["double", "clickhouse"])
+@pytest.fixture(params=["double", pytest.param("clickhouse", marks=pytest.mark.services)])
 def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
     """The gate figures from the test double, or from ClickHouse (``sco clickhouse serve``) as in production."""
     client = clickhouse.client(request.getfixturevalue("clickhouse_migrated_url")) \
@@ -111,7 +111,6 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         client.close()
 
 
-@pytest.mark.services
 @pytest.mark.parametrize("bad", ["signed-with-another-key", "more-overruns"])
 def test_a_bad_release_is_rolled_back_without_reaching_the_other_partitions_and_a_good_one_is_promoted_after_its_soak(
         fleet: Fleet, tmp_path: Path, bad: str) -> None:
