@@ -52,24 +52,24 @@ def serving_dir(root: Path, region: str, cluster: str) -> Path:
     return root / region / cluster
 
 
-def partition_generation(directory: Path) -> int:
-    """The generation of the bundles in ``directory`` (0 when there is none or it is unreadable)."""
+def _header(directory: Path) -> tuple[int, str]:
+    """(generation, source digest) of the bundles in ``directory``; (0, "") when none is readable."""
     for name in _BUNDLES:
         try:
-            return int(json.loads((directory / name).read_bytes()).get("generation", 0))
+            doc = json.loads((directory / name).read_bytes())
+            return int(doc.get("generation", 0)), str(doc.get("source_digest", ""))
         except (OSError, ValueError, AttributeError, TypeError):
             continue
-    return 0
+    return 0, ""
+
+
+def partition_generation(directory: Path) -> int:
+    """The generation of the bundles in ``directory`` (0 when there is none or it is unreadable)."""
+    return _header(directory)[0]
 
 
 def _partitions(tree: Path) -> list[str]:
     return sorted({f"{p.parent.parent.name}/{p.parent.name}" for name in _BUNDLES for p in tree.glob(f"*/*/{name}")})
-
-
-def _same_files(a: Path, b: Path) -> bool:
-    names = sorted(p.name for p in a.iterdir() if p.is_file())
-    return names == sorted(p.name for p in b.iterdir() if p.is_file()) and all(
-        (a / n).read_bytes() == (b / n).read_bytes() for n in names)
 
 
 class Releases:
@@ -123,17 +123,18 @@ class Releases:
         return release
 
     def _check_generations(self, source: Path, partitions: list[str]) -> None:
-        """A changed partition must be newer than anything it was ever offered, a quarantined release included:
-        agents that took a rolled-back candidate refuse an older or equal generation with other content."""
+        """A partition's bundle must be able to follow anything the partition was ever offered, a quarantined
+        release included: nodes refuse an older generation, or the same one with other content (a re-issue of the
+        same content at the same generation, as an unchanged partition's, is taken)."""
         trees = [self.root, *sorted((self.home / "quarantine").glob("*")), *sorted((self.home / "staged").glob("*"))]
         for partition in partitions:
-            offered = partition_generation(source / partition)
-            seen = [(partition_generation(tree / partition), tree) for tree in trees if (tree / partition).is_dir()]
-            for generation, tree in seen:
-                if generation >= offered and not _same_files(tree / partition, source / partition):
-                    raise RolloutError("ROL004", f"{partition} generation {offered} in --from {source} is not newer "
-                                                 f"than generation {generation} in {tree}; compile again with "
-                                                 f"`--previous {tree}` so the generation moves past it")
+            offered, digest = _header(source / partition)
+            for tree in (t for t in trees if (t / partition).is_dir()):
+                generation, seen_digest = _header(tree / partition)
+                if generation > offered or (generation == offered and seen_digest != digest):
+                    raise RolloutError("ROL004", f"{partition} generation {offered} in --from {source} cannot follow "
+                                                 f"generation {generation} in {tree} (nodes may hold it); compile "
+                                                 f"again with `--previous {tree}` so the generation moves past it")
 
     def observe(self, gates: GateSource, settings: CompilerSettings, now: datetime) -> RolloutObserved:
         """The staged release, each partition's served and staged generation, and the canary's gate figures."""

@@ -29,11 +29,12 @@ SETTINGS = CompilerSettings(canary_partition=CANARY)  # the default soak: 24 h
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 
 
-def compile_out(directory: Path, keys: KeyPair, generation: int, issued_at: datetime) -> Path:
+def compile_out(directory: Path, keys: KeyPair, generation: int, issued_at: datetime,
+                source_digest: str | None = None) -> Path:
     """What `sco contracts compile --out` writes, one agent bundle per partition."""
     for partition in PARTITIONS:
         raw, sig = make_bundle(keys, partition, generation, [workload_entry("etl", version=str(generation))],
-                               issued_at=issued_at)
+                               issued_at=issued_at, source_digest=source_digest)
         write_bundle_dir(directory / partition, raw, sig)
     return directory
 

@@ -71,9 +71,11 @@ def test_staging_refuses_while_a_release_is_on_the_canary_and_a_directory_withou
 def test_a_release_must_be_newer_than_the_quarantined_one_its_canary_nodes_may_hold(tmp_path: Path) -> None:
     releases = _staged(tmp_path)
     releases.apply([StartCanary(release=1, partition=CANARY), RollBack(release=1, reason="overruns")], T0)
-    with pytest.raises(RolloutError, match=r"ROL004: .* generation 2 .* is not newer than generation 2 .*"
-                                           r"quarantine/1; compile again with `--previous"):
-        releases.stage(compile_out(tmp_path / "again-2", new_keys(), 2, T0))
+    with pytest.raises(RolloutError, match=r"ROL004: .* generation 2 .* cannot follow generation 2 .*"
+                                           r"quarantine/1 \(nodes may hold it\); compile again with `--previous"):
+        releases.stage(compile_out(tmp_path / "again-2", KEYS, 2, T0, source_digest="sha256:" + "e" * 64))
+    with pytest.raises(RolloutError, match=r"ROL004: .* generation 1 .* cannot follow generation 2"):
+        releases.stage(compile_out(tmp_path / "older", KEYS, 1, T0))
     assert releases.stage(compile_out(tmp_path / "c3", KEYS, 3, T0)) == 2
 
 

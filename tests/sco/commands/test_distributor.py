@@ -106,3 +106,37 @@ def test_stage_and_rollout_passes_take_a_compile_to_the_canary_then_everywhere_a
     assert "promoted to every partition" in rollout("2026-12-01T12:00:00+00:00")
     assert all(partition_generation(root / p) == 2 for p in (CANARY, *OTHERS))
     assert "nothing staged" in rollout("2026-12-01T13:00:00+00:00")
+
+
+def test_a_real_compile_against_the_served_bundles_stages_and_leaves_unchanged_partitions_acceptable(
+        tmp_path: Path) -> None:
+    import shutil
+
+    from contracts.bundle_verify import verify_bundle_bytes
+    from controllers.distributor import Releases, StartCanary
+
+    repo, keys, served = tmp_path / "repo", tmp_path / "keys", tmp_path / "served"
+    shutil.copytree(REPO / "deploy" / "contracts", repo)
+    assert sco("keys", "init", "--dir", str(keys)).returncode == 0
+    signing = ("--key", str(keys / "signing.key.pem"), "--governance-key", str(keys / "governance.key.pem"))
+    assert sco("contracts", "compile", str(repo), "--out", str(served), *signing).returncode == 0
+    ci = repo / "workloads" / "ci-runners.yaml"
+    ci.write_text(ci.read_text().replace("version: 9", "version: 10").replace("drain_budget_s: 20",
+                                                                             "drain_budget_s: 25"))
+    result = sco("contracts", "compile", str(repo), "--out", str(tmp_path / "c2"), "--previous", str(served), *signing)
+    assert result.returncode == 0, result.stderr
+    releases = Releases(served)
+    assert releases.stage(tmp_path / "c2") == 1
+    releases.apply([StartCanary(release=1, partition="r1/k8s-prod")], datetime(2026, 12, 1, tzinfo=UTC))
+    public = (keys / "signing.pub.pem").read_bytes()
+
+    def header(tree: Path, partition: str) -> tuple[int, str]:
+        d = tree / partition
+        payload = verify_bundle_bytes((d / "agent-bundle.json").read_bytes(),
+                                      (d / "agent-bundle.json.sig").read_bytes(), public).payload
+        return int(payload["generation"]), str(payload["source_digest"])
+
+    staged = releases.staged_tree(1)
+    changed, unchanged = header(staged, "r1/k8s-prod"), header(staged, "r1/slurm-hpc")
+    assert changed[0] == header(served, "r1/k8s-prod")[0] + 1
+    assert unchanged == header(served, "r1/slurm-hpc")  # same generation and content: agents take it
