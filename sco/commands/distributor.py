@@ -75,9 +75,9 @@ def _rollout(args: argparse.Namespace) -> int:
     except ValueError:
         raise CliError(f"--now {args.now!r} is not an ISO-8601 time; give e.g. 2026-12-01T06:00:00+00:00") from None
     releases = Releases(args.bundles)
-    client = clickhouse.client(args.clickhouse)
+    gates = _LazyGates(lambda: clickhouse.client(args.clickhouse), ClickHouseGates)
     try:
-        actions = plan_rollout(releases.observe(ClickHouseGates(client), settings, now), settings, now)
+        actions = plan_rollout(releases.observe(gates, settings, now), settings, now)
         if args.dry_run:
             lines = [f"would {type(a).__name__}: {a.model_dump_json()}" for a in actions]
         else:
@@ -85,9 +85,32 @@ def _rollout(args: argparse.Namespace) -> int:
     except RolloutError as exc:
         raise CliError(str(exc)) from exc
     finally:
-        client.close()
+        gates.close()
     print("\n".join(lines) if lines else "nothing staged: the served tree is every partition's bundle")
     return 0
+
+
+class _LazyGates:
+    """Connects to ClickHouse only when a canary's figures are read; a failed connection holds the rollout
+    (``OSError``, CAN003) like a failed query."""
+
+    def __init__(self, connect: Any, adapter: Any) -> None:
+        self.connect, self.adapter = connect, adapter
+        self.client: Any = None
+        self.gates: Any = None
+
+    def figures(self, partition: str, since: Any, until: Any) -> Any:
+        if self.gates is None:
+            try:
+                self.client = self.connect()
+            except Exception as exc:  # clickhouse_connect's own errors, a missing URL
+                raise OSError(f"ClickHouse unreachable: {exc}") from exc
+            self.gates = self.adapter(self.client)
+        return self.gates.figures(partition, since, until)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
 
 
 def register(subparsers: Any) -> None:

@@ -140,3 +140,22 @@ def test_a_real_compile_against_the_served_bundles_stages_and_leaves_unchanged_p
     changed, unchanged = header(staged, "r1/k8s-prod"), header(staged, "r1/slurm-hpc")
     assert changed[0] == header(served, "r1/k8s-prod")[0] + 1
     assert unchanged == header(served, "r1/slurm-hpc")  # same generation and content: agents take it
+
+
+def test_a_rollout_pass_without_clickhouse_holds_the_canary_and_says_why(tmp_path: Path) -> None:
+    from tests.controllers.distributor.test_canary import CANARY, compile_out
+
+    keys = new_keys()
+    root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))
+    (tmp_path / "compiler.yaml").write_text(f"canary_partition: {CANARY}\n")
+    assert sco("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+               "--clickhouse", "http://127.0.0.1:9").stdout.startswith("nothing staged")
+    compile_out(tmp_path / "c2", keys, 2, datetime(2026, 12, 1, 5, tzinfo=UTC))
+    assert sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2")).returncode == 0
+    args = ("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+            "--clickhouse", "http://127.0.0.1:9")  # nothing listens on the discard port
+    assert "served to the canary" in sco(*args, "--now", "2026-12-01T06:00:00+00:00").stdout
+    held = sco(*args, "--now", "2026-12-02T07:00:00+00:00")
+    assert held.returncode == 0 and "CAN003: the gate figures could not be read" in held.stdout
+    bad = sco("distributor", "rollout", "--bundles", str(root), "--now", "yesterday")
+    assert bad.returncode == 2 and "--now 'yesterday' is not an ISO-8601 time" in bad.stderr
