@@ -8,6 +8,7 @@ retention (``RETENTION``) and are swept at the start of the next session once th
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -160,3 +161,26 @@ def test_a_bucket_without_object_lock_or_no_bucket_at_all_is_refused_with_arc002
         S3ObjectLockTarget(s3, missing).ensure_bucket(create=False)
     with pytest.raises(ClientError):
         s3.head_bucket(Bucket=missing)  # and it was not created
+
+
+def test_every_put_carries_the_content_md5_rgw_checks_and_a_wrong_one_is_refused(
+        s3: Any, target: S3ObjectLockTarget) -> None:
+    sent: list[tuple[str, str]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        sent.append((request.url.rsplit("/", 1)[-1], request.headers.get("Content-MD5", b"").decode()))
+
+    s3.meta.events.register("before-send.s3.PutObject", record)
+    try:
+        files = month_files()
+        archive_files(target, MONTH, "r1", files)
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", record)
+    wanted = {f.filename: base64.b64encode(hashlib.md5(f.data, usedforsecurity=False).digest()).decode()
+              for f in files}
+    assert {name: md5 for name, md5 in sent if name in wanted} == wanted
+    assert [name for name, _ in sent] == ["cost_attribution.parquet", "savings_ledger.parquet", "manifest.json"]
+    with pytest.raises(ClientError) as refused:  # RGW checks the header: a body that does not match is refused
+        s3.put_object(Bucket=target.bucket, Key="r1/2026-10/x", Body=b"abc",
+                      ContentMD5=wanted["cost_attribution.parquet"])
+    assert refused.value.response["Error"]["Code"] == "BadDigest"
