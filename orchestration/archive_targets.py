@@ -25,10 +25,14 @@ from urllib.parse import urlparse
 
 from .errors import ArchiveBucketUnlocked, ArchiveConfigError, ArchiveStoreError
 
-__all__ = ["DEFAULT_RETENTION", "ArchiveTarget", "LocalDirectoryTarget", "S3ObjectLockTarget", "archive_s3_client",
-           "target_for"]
+__all__ = ["ARCHIVE_IDENTITY_ACTIONS", "DEFAULT_RETENTION", "ArchiveTarget", "LocalDirectoryTarget",
+           "S3ObjectLockTarget", "archive_bucket_policy", "archive_s3_client", "target_for"]
 
 DEFAULT_RETENTION = timedelta(days=7 * 365)  # ADR-25: cost attribution is kept seven years
+# what the archive identity needs, and nothing that deletes, bypasses a lock or changes the bucket
+ARCHIVE_IDENTITY_ACTIONS = ("s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketObjectLockConfiguration",
+                            "s3:GetObject", "s3:GetObjectVersion", "s3:GetObjectRetention", "s3:PutObject",
+                            "s3:PutObjectRetention")
 _MONTH_MANIFEST = re.compile(r"^(?P<month>\d{4}-\d{2})/manifest\.json$")
 
 
@@ -149,16 +153,25 @@ class S3ObjectLockTarget:
         return f"s3://{self.bucket}/{prefix}"
 
     def read(self, key: str, version: str | None = None) -> bytes | None:
+        """The latest version's bytes; when a delete marker hides the key, the newest version under it (a month
+        whose manifest was "deleted" is still archived: its versions are locked)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             got = self.s3.get_object(Bucket=self.bucket, Key=key, **({"VersionId": version} if version else {}))
         except (ClientError, BotoCoreError) as exc:
-            if str(getattr(exc, "response", {}).get("Error", {}).get("Code")) in ("NoSuchKey", "404"):
-                return None
-            raise self._named("get_object", key, exc) from exc
+            if str(getattr(exc, "response", {}).get("Error", {}).get("Code")) not in ("NoSuchKey", "404"):
+                raise self._named("get_object", key, exc) from exc
+            hidden = None if version else self._newest_version(key)
+            return self.read(key, hidden) if hidden else None
         data: bytes = got["Body"].read()
         return data
+
+    def _newest_version(self, key: str) -> str | None:
+        listed = self._call("list_object_versions", Prefix=key)
+        versions = [v for v in listed.get("Versions", []) if v["Key"] == key]
+        newest = max(versions, key=lambda v: v["LastModified"], default=None)
+        return str(newest["VersionId"]) if newest else None
 
     def put(self, key: str, data: bytes, sha256: str) -> str | None:
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
@@ -172,15 +185,22 @@ class S3ObjectLockTarget:
 
         found: list[str] = []
         try:
-            objects = [o for page in self.s3.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=f"{region}/") for o in page.get("Contents", [])]
+            objects = [o for page in self.s3.get_paginator("list_object_versions").paginate(
+                Bucket=self.bucket, Prefix=f"{region}/") for o in page.get("Versions", [])]
         except (ClientError, BotoCoreError) as exc:
-            raise self._named("list_objects_v2", f"{region}/", exc) from exc
+            raise self._named("list_object_versions", f"{region}/", exc) from exc
         for obj in objects:
             m = _MONTH_MANIFEST.match(str(obj["Key"])[len(region) + 1:])
             if m:
                 found.append(m["month"])
-        return sorted(found)
+        return sorted(set(found))
+
+
+def archive_bucket_policy(bucket: str, identity_arns: list[str]) -> dict[str, object]:
+    """The bucket policy the bucket's owner sets for the archive identity (docs/operations.md)."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": identity_arns}, "Action": list(ARCHIVE_IDENTITY_ACTIONS),
+        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}
 
 
 def target_for(url: str, directory: str, retention_days: int = DEFAULT_RETENTION.days, *,

@@ -21,7 +21,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orchestration.archive import archive_files
-from orchestration.archive_targets import S3ObjectLockTarget, archive_s3_client
+from orchestration.archive_targets import S3ObjectLockTarget, archive_bucket_policy, archive_s3_client
 from orchestration.errors import ArchiveBucketUnlocked, ArchiveRefused
 from tests.support.testbeds import CEPH_ENV, ceph_env
 
@@ -184,3 +184,49 @@ def test_every_put_carries_the_content_md5_rgw_checks_and_a_wrong_one_is_refused
         s3.put_object(Bucket=target.bucket, Key="r1/2026-10/x", Body=b"abc",
                       ContentMD5=wanted["cost_attribution.parquet"])
     assert refused.value.response["Error"]["Code"] == "BadDigest"
+
+
+def test_a_delete_marker_on_the_manifest_does_not_make_the_month_look_unarchived(
+        s3: Any, target: S3ObjectLockTarget) -> None:
+    first = archive_files(target, MONTH, "r1", month_files())
+    s3.delete_object(Bucket=target.bucket, Key="r1/2026-10/manifest.json")  # allowed: a marker, no version goes
+    with pytest.raises(ClientError):
+        s3.get_object(Bucket=target.bucket, Key="r1/2026-10/manifest.json")
+    assert target.months("r1") == ["2026-10"]
+    before = _versions(s3, target.bucket)
+    with pytest.raises(ArchiveRefused, match=r"^ARC001 archive 2026-10 of r1 is already at"):
+        archive_files(target, MONTH, "r1", month_files(cost=2.0))
+    again = archive_files(target, MONTH, "r1", month_files())
+    assert again.action == "unchanged" and again.manifest == first.manifest
+    assert _versions(s3, target.bucket) == before
+
+
+def test_the_archive_identity_with_only_the_documented_policy_archives_and_cannot_delete_or_loosen_anything(
+        s3: Any, target: S3ObjectLockTarget) -> None:
+    """workload-b of the bed stands in for the archive identity; the orchestrator owns the bucket."""
+    bed = ceph_env()
+    ident = bed["identities"]["workload-b"]
+    s3.put_bucket_policy(Bucket=target.bucket, Policy=json.dumps(
+        archive_bucket_policy(target.bucket, ["arn:aws:iam:::user/workload-b"])))
+    writer_client = archive_s3_client(bed["endpoint"], ident["access_key"], ident["secret_key"])
+    writer = S3ObjectLockTarget(writer_client, target.bucket, RETENTION, clock=target.clock)
+    writer.ensure_bucket()
+    result = archive_files(writer, MONTH, "r1", month_files())
+    assert result.action == "written" and writer.months("r1") == ["2026-10"]
+    assert archive_files(writer, MONTH, "r1", month_files()).action == "unchanged"
+    key = "r1/2026-10/savings_ledger.parquet"
+    version = result.manifest["files"]["savings_ledger"]["version_id"]  # type: ignore[index]
+    retention = writer_client.get_object_retention(Bucket=target.bucket, Key=key, VersionId=version)["Retention"]
+    assert retention["Mode"] == "COMPLIANCE"
+    refused = []
+    for op, kwargs in (("delete_object", {"Key": key, "VersionId": version}),
+                       ("delete_object", {"Key": key}),  # not even a delete marker
+                       ("put_bucket_policy", {"Policy": json.dumps({"Version": "2012-10-17", "Statement": []})}),
+                       ("put_object_lock_configuration", {"ObjectLockConfiguration": {"ObjectLockEnabled": "Enabled"}}),
+                       ("delete_bucket", {})):
+        with pytest.raises(ClientError) as denied:
+            getattr(writer_client, op)(Bucket=target.bucket, **kwargs)
+        refused.append((op, denied.value.response["Error"]["Code"]))
+    assert refused == [("delete_object", "AccessDenied"), ("delete_object", "AccessDenied"),
+                       ("put_bucket_policy", "AccessDenied"), ("put_object_lock_configuration", "AccessDenied"),
+                       ("delete_bucket", "AccessDenied")]
