@@ -131,6 +131,13 @@ def export_month(ch: ClickHouse, month: datetime) -> list[ArchiveFile]:
     return files
 
 
+def _refusal(target: ArchiveTarget, month: datetime, region: str, where: str, changed: Sequence[str]) -> str:
+    return (f"archive {month:%Y-%m} of {region} is already at {where} and the new export differs "
+            f"({', '.join(changed)}: SHA-256 changed); nothing was written. An archived month is never "
+            "overwritten: write the correction as a new archive (set archive_correction, SCO_ARCHIVE_CORRECTION, "
+            f"to a name such as 'fix-1': it goes to {target.where(month_prefix(region, month, 'fix-1'))})")
+
+
 def archive_files(target: ArchiveTarget, month: datetime, region: str, files: Sequence[ArchiveFile],
                   correction: str = "") -> ArchiveResult:
     """Archive ``files`` as the month unless it is archived: the files first, the manifest last."""
@@ -141,11 +148,7 @@ def archive_files(target: ArchiveTarget, month: datetime, region: str, files: Se
     stored: dict[str, object] | None = json.loads(raw) if raw is not None else None
     decision = decide(stored, new)
     if decision.action == "refuse":
-        raise ArchiveRefused(
-            f"archive {month:%Y-%m} of {region} is already at {where} and the new export differs "
-            f"({', '.join(decision.changed)}: SHA-256 changed); nothing was written. An archived month is never "
-            "overwritten: write the correction as a new archive (set archive_correction, SCO_ARCHIVE_CORRECTION, "
-            f"to a name such as 'fix-1': it goes to {target.where(month_prefix(region, month, 'fix-1'))})")
+        raise ArchiveRefused(_refusal(target, month, region, where, decision.changed))
     if decision.action == "skip" and stored is not None:
         return ArchiveResult("unchanged", where, stored,
                              f"archive {month:%Y-%m} of {region} is already at {where} with the same SHA-256s: "

@@ -4,17 +4,29 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.services
 
 
+@pytest.fixture
+def instance() -> Iterator[Any]:
+    """An ephemeral Dagster instance, disposed at the end (a leaked one's temporary directory is cleaned up by
+    the garbage collector whenever it runs, and its ResourceWarning then surfaces in an unrelated test)."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.ephemeral() as ephemeral:
+        yield ephemeral
+
+
 def test_the_archive_matches_its_month_until_a_late_row_lands_in_it(
-        clickhouse_migrated_url: str, pg_migrated_url: str, tmp_path: Path) -> None:
-    from dagster import AssetSelection, DagsterInstance, materialize
+        clickhouse_migrated_url: str, pg_migrated_url: str, tmp_path: Path, instance: Any) -> None:
+    from dagster import AssetSelection, materialize
 
     from orchestration import ledger
     from orchestration.defs.archive.assets import cost_archive
@@ -29,7 +41,6 @@ def test_the_archive_matches_its_month_until_a_late_row_lands_in_it(
     for h in range(24):
         inputs = ledger.read_hour(ch, "r1", ex.DAY + timedelta(hours=h))
         ledger.write_hour(ch, "r1", inputs, ledger.attribute_hour(inputs))
-    instance = DagsterInstance.ephemeral()
     archived = materialize([cost_archive, savings_attribution, *CHECKS], resources=stack.resources(),
                            instance=instance, selection=[cost_archive], partition_key=ex.DAY.strftime("%Y-%m-01"))
     (evaluation,) = archived.get_asset_check_evaluations()
@@ -52,7 +63,7 @@ def test_the_archive_matches_its_month_until_a_late_row_lands_in_it(
 @pytest.mark.testbed
 @pytest.mark.xdist_group("ceph-bed")
 def test_with_an_archive_url_the_month_goes_to_the_locked_bucket_the_check_reads_it_and_a_changed_rerun_fails(
-        clickhouse_migrated_url: str, pg_migrated_url: str, tmp_path: Path) -> None:
+        clickhouse_migrated_url: str, pg_migrated_url: str, tmp_path: Path, instance: Any) -> None:
     """The Dagster wiring on the real RGW: ``archive_url`` picks the Object Lock target (keys from the
     environment), the check reads the manifest and the pinned versions from the bucket, an identical re-run is
     a no-op and a re-run after the month changed fails the run with ARC001. The bucket keeps its one-day lock
@@ -62,7 +73,7 @@ def test_with_an_archive_url_the_month_goes_to_the_locked_bucket_the_check_reads
     from datetime import UTC, datetime
     from unittest import mock
 
-    from dagster import DagsterInstance, materialize
+    from dagster import materialize
 
     from orchestration import ledger
     from orchestration.archive_targets import archive_s3_client
@@ -86,7 +97,6 @@ def test_with_an_archive_url_the_month_goes_to_the_locked_bucket_the_check_reads
     settings = AnalyticsSettings(region="r1", archive_dir=str(tmp_path / "local"), archive_url=f"s3://{bucket}",
                                  archive_retention_days=1, archive_create_bucket=True)
     resources = {**stack.resources(), "settings": settings}
-    instance = DagsterInstance.ephemeral()
     month = ex.DAY.strftime("%Y-%m")
 
     def run() -> object:
