@@ -2,8 +2,14 @@
 
     Exception
     └── OrchestrationError     base of every error ``orchestration`` raises on purpose
-        └── StorageError       RGW did not answer, refused the identity, or answered something that is not
-                               bucket stats (``storage``, ORC101)
+        ├── StorageError       RGW did not answer, refused the identity, or answered something that is not
+        │                      bucket stats (``storage``, ORC101)
+        └── ArchiveError       the monthly finance archive (``archive``, ``archive_targets``)
+            ├── ArchiveRefused        a re-run would change a month already archived (ARC001)
+            ├── ArchiveBucketUnlocked the S3 bucket is missing or has no Object Lock (ARC002)
+            ├── ArchiveStoreError     the S3 API refused or failed a read or a write (ARC003)
+            └── ArchiveConfigError    ``archive_url`` or ``archive_correction`` is not usable (ARC004;
+                                      also a ``ValueError``)
     ValueError                 what it raises today for data it cannot use: an unknown pool in the usage
                                ledger or the backfill, negative usage hours, an unknown purpose, no events
                                or no pools in ClickHouse for the configured region
@@ -15,7 +21,8 @@ and the fix is what an operator sees. A new error type of this package derives f
 
 from __future__ import annotations
 
-__all__ = ["OrchestrationError", "StorageError"]
+__all__ = ["ArchiveBucketUnlocked", "ArchiveConfigError", "ArchiveError", "ArchiveRefused", "ArchiveStoreError",
+           "OrchestrationError", "StorageError"]
 
 
 class OrchestrationError(Exception):
@@ -26,3 +33,37 @@ class StorageError(OrchestrationError):
     """RGW's bucket stats could not be read (``orchestration.storage``); the message names the URL and the fix."""
 
     code = "ORC101"
+
+
+class ArchiveError(OrchestrationError):
+    """Base of the finance archive's errors; each subclass carries a stable ``code``, which starts its message."""
+
+    code = "ARC000"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code} {message}")
+
+
+class ArchiveRefused(ArchiveError):
+    """The month is archived (its manifest exists) and the new export differs: nothing was written. The
+    message names the month, the location, the files that differ and the fix (a correction archive)."""
+
+    code = "ARC001"
+
+
+class ArchiveBucketUnlocked(ArchiveError):
+    """The archive bucket does not exist (and may not be created) or was created without Object Lock."""
+
+    code = "ARC002"
+
+
+class ArchiveStoreError(ArchiveError):
+    """The S3 API refused or failed a call (credentials, permissions, endpoint); names bucket, key and code."""
+
+    code = "ARC003"
+
+
+class ArchiveConfigError(ArchiveError, ValueError):
+    """``AnalyticsSettings.archive_url`` (or the correction name) cannot be used; names the value and the fix."""
+
+    code = "ARC004"

@@ -8,9 +8,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .store import ClickHouse, Postgres
+
+if TYPE_CHECKING:
+    from .archive_targets import ArchiveTarget
 
 __all__ = ["FRESHNESS", "archive_counts", "archive_matches_month", "breaches_have_events", "groups_cover_pools",
            "groups_in_force_rows", "latest_archive", "latest_breach_time", "latest_group_history", "outbox_has_events"]
@@ -93,17 +96,23 @@ def groups_in_force_rows(pg: Postgres, region: str) -> list[tuple[str, str]]:
     return [(str(p), str(g)) for p, g in rows]
 
 
-def latest_archive(directory: Path, region: str) -> Path | None:
-    """The newest month's archive directory (``<dir>/<region>/YYYY-MM`` with a manifest), if any."""
-    months = sorted(p for p in (directory / region).glob("????-??") if (p / "manifest.json").is_file())
-    return months[-1] if months else None
+def latest_archive(target: ArchiveTarget, region: str) -> str | None:
+    """The newest archived month's prefix (``<region>/<YYYY-MM>/``, one with a manifest), if any."""
+    months = target.months(region)
+    return f"{region}/{months[-1]}/" if months else None
 
 
-def archive_counts(ch: ClickHouse, month_dir: Path) -> tuple[dict[str, object], dict[str, int], dict[str, int]]:
-    """The manifest of an archived month, the rows ClickHouse holds for that month and the rows in each file."""
+def archive_counts(ch: ClickHouse, target: ArchiveTarget, prefix: str
+                   ) -> tuple[dict[str, object], dict[str, int], dict[str, int]]:
+    """The manifest of an archived month (at ``prefix``), the rows ClickHouse holds for that month and the rows
+    in each Parquet file the manifest lists (the version it pins, in a versioned bucket; a missing file: absent)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    manifest = json.loads((month_dir / "manifest.json").read_text())
+    raw = target.read(prefix + "manifest.json")
+    if raw is None:
+        return {"month": prefix, "files": {}}, {}, {}
+    manifest = json.loads(raw)
     month = datetime.strptime(str(manifest["month"]), "%Y-%m").date()
     counted = {
         "cost_attribution": int(ch.rows("SELECT count() FROM cost_attribution FINAL "
@@ -111,7 +120,11 @@ def archive_counts(ch: ClickHouse, month_dir: Path) -> tuple[dict[str, object], 
         "savings_ledger": int(ch.rows("SELECT count() FROM savings_ledger FINAL "
                                       "WHERE toStartOfMonth(hour) = {m:Date}", {"m": month})[0][0]),
     }
-    in_files = {f.stem: int(pq.read_metadata(f).num_rows) for f in sorted(month_dir.glob("*.parquet"))}
+    in_files = {}
+    for table, meta in sorted(dict(manifest.get("files") or {}).items()):
+        data = target.read(f"{prefix}{table}.parquet", meta.get("version_id") if isinstance(meta, dict) else None)
+        if data is not None:
+            in_files[table] = int(pq.read_metadata(pa.BufferReader(data)).num_rows)
     return manifest, counted, in_files
 
 

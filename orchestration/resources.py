@@ -1,6 +1,6 @@
 # mypy: disable-error-code="type-arg, unused-ignore"
 """Dagster resources on the shared store clients (``stores``): ClickHouse through clickhouse-connect,
-PostgreSQL through psycopg, and the analytics settings (region, archive directory, the data clock).
+PostgreSQL through psycopg, and the analytics settings (region, archive directory or bucket, the data clock).
 
 A URL left empty resolves like every other SCO process: ``SCO_CLICKHOUSE_URL`` / ``SCO_POSTGRES_URL``, then
 the stack file ``sco up`` wrote.
@@ -91,15 +91,31 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
 
 class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     """``as_of``: ISO time the analytics treat as now (empty: the latest event time, the data's own clock,
-    so a replayed history and a live region are scored the same way)."""
+    so a replayed history and a live region are scored the same way). The finance archive goes to
+    ``archive_url`` (``s3://bucket`` with Object Lock; endpoint and keys from ``SCO_ARCHIVE_ENDPOINT``,
+    ``SCO_ARCHIVE_ACCESS_KEY``, ``SCO_ARCHIVE_SECRET_KEY``), else to the local ``archive_dir``;
+    ``archive_correction`` names a correction archive of a month already archived."""
 
     region: str = "r1"
     as_of: str = ""
     archive_dir: str = ".sco/archive"
+    archive_url: str = ""
+    archive_retention_days: int = 7 * 365      # ADR-25: cost attribution is kept seven years
+    archive_create_bucket: bool = False         # production: the bucket is created by the operator, with the lock
+    archive_correction: str = ""
     interruption_window_days: int = 30
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
     orchestrator_eur_per_gib_h: str = "0.005"
+
+    def archive_target(self) -> Any:
+        """The ``ArchiveTarget`` these settings name (an S3 bucket is checked for Object Lock first)."""
+        import os
+
+        from .archive_targets import target_for
+
+        return target_for(self.archive_url, self.archive_dir, self.archive_retention_days, environ=os.environ,
+                          create_bucket=self.archive_create_bucket)
 
     def data_now(self, ch: ClickHouseResource) -> datetime:
         """``now`` on the region's latest event time (the data's own clock)."""

@@ -1,8 +1,8 @@
 # mypy: disable-error-code="type-arg, unused-ignore"
-"""The monthly cost archive asset (``orchestration.archive`` writes the files and the manifest)."""
+"""The monthly cost archive asset (``orchestration.archive`` writes the files and the manifest to the target
+the settings name: an S3 bucket with Object Lock, else the local directory)."""
 
 from datetime import UTC
-from pathlib import Path
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, MonthlyPartitionsDefinition, asset
 
@@ -21,7 +21,9 @@ MONTHLY = MonthlyPartitionsDefinition(start_date="2026-01-01", timezone="UTC")
 def cost_archive(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                  settings: AnalyticsSettings) -> MaterializeResult:
     month = context.partition_time_window.start.astimezone(UTC)
-    manifest = archive.archive_month(clickhouse, month, Path(settings.archive_dir), settings.region)
-    return MaterializeResult(metadata={"directory": str(Path(settings.archive_dir) / settings.region /
-                                                        month.strftime("%Y-%m")),
-                                       "files": MetadataValue.json(dict(manifest["files"]))})  # type: ignore[call-overload]
+    target = settings.archive_target()
+    result = archive.archive_month(clickhouse, month, target, settings.region, settings.archive_correction)
+    context.log.info(result.message)
+    prefix = archive.month_prefix(settings.region, month, settings.archive_correction)
+    return MaterializeResult(metadata={"directory": result.location, "prefix": prefix, "action": result.action,
+                                       "files": MetadataValue.json(dict(result.manifest["files"]))})  # type: ignore[call-overload]
