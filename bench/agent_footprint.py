@@ -150,8 +150,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")
     args = parser.parse_args()
+    from sco.demo.kubeapi import KubeApiDouble
     from tests.agent.helpers import JsonServer  # the test doubles, used as the node's surroundings
-    from tests.doubles.kube_api import KubeApiDouble
 
     py = build_venv()
     packages = installed(py)
