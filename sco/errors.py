@@ -8,6 +8,8 @@
     │                        HTTP status ``code`` and its ``kind: Status`` body (``status()``); never raised to
     │                        a caller of ours (``sco.demo.kubeapi`` re-exports it as ``ApiError``)
     └── ValueError
+        ├── CloudConfigError the demo's cloud-config renderer (``sco.demo.cloudconfig``) was given more than the
+        │                    controller's subset (``CCF001``–``CCF008``), naming the key or file, value and fix
         ├── UsersFileError   the front end's users file is missing, readable by others or malformed
         │                    (``CHA001``–``CHA004``, naming the file and the field): it does not start
         └── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "KubeApiError", "UsersFileError"]
+__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -53,6 +55,14 @@ class ClickHouseError(Exception):
     @classmethod
     def make(cls, code: int, name: str, message: str) -> ClickHouseError:
         return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", name)
+
+
+class CloudConfigError(ValueError):
+    """A cloud-config the demo's renderer does not handle; says the key or file, the value and the fix."""
+
+    def __init__(self, code: str, field: str, value: object, fix: str) -> None:
+        self.code, self.field, self.value, self.fix = code, field, value, fix
+        super().__init__(f"{code}: cloud-config {field} is {value!r}; {fix}")
 
 
 class UsersFileError(ValueError):
