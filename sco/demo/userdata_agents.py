@@ -87,6 +87,7 @@ class UserDataAgents:
     booted: dict[str, BootedAgent] = field(default_factory=dict)
     _kubelet: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # boots run in threads side by side
 
     def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
         d = self.bundle_root / partition
@@ -169,11 +170,12 @@ class UserDataAgents:
     # --- the simulated node in the Kubernetes API double --------------------------------------------
     def _kube(self) -> KubeApiDouble:
         """The API double (started with the first node) and its kubelet."""
-        if self.kube is None:
-            self.kube = KubeApiDouble(graceful_pod_deletion=True)
-            self._kubelet = threading.Thread(target=self._kubelet_loop, name="demo-kubelet", daemon=True)
-            self._kubelet.start()
-        return self.kube
+        with self._lock:
+            if self.kube is None:
+                self.kube = KubeApiDouble(graceful_pod_deletion=True)
+                self._kubelet = threading.Thread(target=self._kubelet_loop, name="demo-kubelet", daemon=True)
+                self._kubelet.start()
+            return self.kube
 
     def _node(self, launch: Launch, hostname: str) -> None:
         """The node and its running pods (one per unit of the workload), started since the launch."""
