@@ -64,6 +64,7 @@ class Summary:
     userdata_booted: list[str] = field(default_factory=list)    # their instances, in boot order
     userdata_refused: list[str] = field(default_factory=list)   # "<instance>: why" (sco-agent check refused)
     userdata_reclaimed: str = ""                     # the instance the timeline reclaimed on purpose
+    slurm_instances: set[str] = field(default_factory=set)      # instances whose real agent ran on the Slurm bed
 
     def on_event(self, data: bytes) -> None:
         from datetime import UTC
@@ -288,8 +289,7 @@ class Summary:
         """The real agents booted from the controller's rendered user-data beside the in-process agents."""
         booted = set(self.userdata_booted)
         n, d, o, secs = self.agent_figures(booted, True)
-        on, od, oo, osecs = self.agent_figures(booted | {self.slurm_reclaimed[2]} if self.slurm_reclaimed
-                                               else booted, False)
+        on, od, oo, osecs = self.agent_figures(booted | self.slurm_instances, False)
 
         def times(values: list[float]) -> str:
             return f", drain p50 {_pct(values, .5):.1f} s, max {max(values):.1f} s" if values else ""

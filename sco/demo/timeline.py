@@ -63,6 +63,7 @@ async def tick(ctx: RunContext) -> None:
     ctx.summary.fleet_peak = max(ctx.summary.fleet_peak, len(fleet.agents))
     ctx.summary.real_agents = max(ctx.summary.real_agents, kinds.get("process", 0))
     ctx.summary.userdata_booted = list(fleet.userdata_booted)
+    ctx.summary.slurm_instances |= {a.instance for a in fleet.agents.values() if a.kind == "process"}
     ctx.summary.userdata_refused = list(fleet.userdata_refused)
     failed = ctx.procs.check()
     if failed:

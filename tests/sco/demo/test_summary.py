@@ -56,6 +56,12 @@ def test_a_refused_boot_no_drain_or_an_overrun_fails_the_row(booted: list[str], 
     assert _summary(booted, refused, events).userdata_row()[3] == verdict
 
 
+def test_the_slurm_test_bed_s_real_agents_are_not_counted_as_in_process_agents() -> None:
+    s = _summary(["u1", "u2", "u3"], events=EVENTS)
+    s.slurm_instances = {"p2"}
+    assert "in-process agents: 1 got a notice, 1 drained, 0 overran" in s.userdata_row()[2]
+
+
 def test_the_row_is_in_the_table_only_when_the_demo_boots_such_agents_and_the_headline_counts_them() -> None:
     with_them = _summary(["u1", "u2"], events=EVENTS)
     assert "Agents from user-data" in [r[0] for r in with_them.rows()]
