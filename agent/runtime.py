@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, agent_nats_name, notice_subject
 
-from . import instruments
+from . import __version__, instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
 from .bundle import BundleStore, fetch_bundle, instance_basic_auth
@@ -398,8 +398,11 @@ class Agent:
     # ---------- events ----------
     def _emit(self, kind: EventKind, *, cause: str, drill: bool = False, workload: str | None = None,
               contract_version: str | None = None, attributes: dict[str, Any] | None = None) -> None:
+        held = self.bundles.current  # which agent version and bundle generation this node runs (ADR-32)
+        attrs = {"agent_version": __version__, "bundle_generation": held.generation if held else 0,
+                 **(attributes or {})}
         event = make_event(kind, now=self.clock.now(), node=self.node, cause=cause, workload=workload,
-                           contract_version=contract_version, drill=drill, attributes=attributes)
+                           contract_version=contract_version, drill=drill, attributes=attrs)
         try:
             fut = self._writer.submit(self.spool.append, event)
         except RuntimeError:  # the writer is shut down (stopping): write it here, it must not be lost

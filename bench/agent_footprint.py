@@ -32,13 +32,14 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from agent.config import userdata_document
 from agent.model import NodeIdentity
 from bench.agent_notice_latency import ensure_stream
 from bench.nats_auth import BenchNats, free_port
 from contracts.canonical import canonical_bytes
-from contracts.signing import generate_keypair, load_private_key, sign_blob
+from contracts.signing import KeyPair, generate_keypair, load_private_key, sign_blob
 from contracts.subjects import notice_subject
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,11 +63,15 @@ def pins() -> list[str]:
 
 
 def _contracts_imports(path: Path) -> set[str]:
-    """The ``contracts`` modules one file imports (``from contracts.x import``, ``from .x import`` inside it)."""
+    """The ``contracts`` modules one file imports (``from contracts.x import``, ``from contracts import x``, and
+    ``from .x import`` / ``from . import x`` inside it)."""
     found: set[str] = set()
     inside = path.parent.name == "contracts"
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.ImportFrom) and (node.module == "contracts" or (inside and node.level == 1
+                                                                                and node.module is None)):
+            found |= {a.name for a in node.names}  # from contracts import x / from . import x
+        elif isinstance(node, ast.ImportFrom) and node.module:
             if node.module.startswith("contracts."):
                 found.add(node.module.split(".")[1])
             elif inside and node.level == 1:
@@ -146,19 +151,11 @@ def baseline_rss(py: Path, code: str) -> float:
     return rss
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")
-    args = parser.parse_args()
-    from sco.demo.kubeapi import KubeApiDouble
-    from tests.agent.helpers import JsonServer  # the test doubles, used as the node's surroundings
+NODE = NodeIdentity("r1", "r1/k8s", "i-bench", "kn1", "p", "kubernetes")
 
-    py = build_venv()
-    packages = installed(py)
-    bare = baseline_rss(py, "import sys")
-    libs = baseline_rss(py, "import nats.aio.client, cryptography.hazmat.primitives.asymmetric.ec")
-    keys = generate_keypair()
-    node = NodeIdentity("r1", "r1/k8s", "i-bench", "kn1", "p", "kubernetes")
+
+def signed_bundle(keys: KeyPair) -> tuple[bytes, bytes]:
+    """The partition's agent bundle with one Kubernetes workload (3 s drain budget), and its signature."""
     entry = {"workload": "web", "version": "1", "tier": "t", "scheduler": "kubernetes", "drain_budget_s": 3,
              "drain_signal": "SIGTERM", "advisory_drain": False, "checkpoint_mode": "final", "framework": None,
              "checkpoint_interval_min": 30, "restart": "resume-from-checkpoint", "requeue": True,
@@ -166,75 +163,102 @@ def main() -> None:
     raw = canonical_bytes({"apiVersion": "sco/v1", "kind": "AgentBundle", "partition": "r1/k8s", "generation": 1,
                            "issued_at": "2026-11-29T00:00:00Z", "source_digest": "sha256:" + "0" * 64,
                            "workloads": {"web@1": entry}})
-    sig = sign_blob(raw, load_private_key(keys.private_pem))
+    return raw, sign_blob(raw, load_private_key(keys.private_pem))
+
+
+def start_agent(py: Path, tmp: Path, kube_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``sco-agent run`` from the user-data in ``tmp`` against the API double; its metrics port."""
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", ""), "SCO_AGENT_KUBE_API": kube_url, "MALLOC_ARENA_MAX": "2",
+           "SCO_AGENT_KUBE_TOKEN_FILE": str(tmp / "token"), "SCO_AGENT_LOCAL_DRAIN_COMMAND": "true"}
+    proc = subprocess.Popen([str(py), "-m", "agent.cli", "run", "--userdata", str(tmp / "ud.json"),
+                             "--public-key", str(tmp / "k.pub"), "--state-dir", str(tmp / "state"),
+                             "--metrics-port", str(port)], env=env, cwd=tmp,
+                            stdout=subprocess.DEVNULL, stderr=(tmp / "agent.err").open("wb"))
+    return proc, port
+
+
+def wait_connected(proc: subprocess.Popen[bytes], port: int, tmp: Path) -> None:
+    """Until the agent's metrics say it is connected to NATS; exits non-zero with its error after 20 s."""
+    metrics = f"http://127.0.0.1:{port}/metrics"
+    body, end = "", time.monotonic() + 20
+    while "\nsco_agent_nats_connected 1" not in body and time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(metrics, timeout=1) as resp:
+                body = resp.read().decode()
+        except OSError:
+            time.sleep(0.1)
+    if proc.poll() is not None or "\nsco_agent_nats_connected 1" not in body:
+        err = (tmp / "agent.err").read_text(errors="replace")[-2000:]
+        raise SystemExit(f"agent_footprint: sco-agent did not come up and connect to NATS within 20 s "
+                         f"(exit status {proc.poll()}):\n{err}")
+
+
+def publish_notice(relay_url: str) -> None:
+    """One notice for the bench's node, from the region's relay user (the one notice publisher)."""
+    async def notify() -> None:
+        import nats
+
+        nc = await nats.connect(relay_url)
+        now = time.time()
+        doc = {"region": "r1", "instance_id": NODE.instance, "pool_id": "p", "hall": "h",
+               "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+               "terminate_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 120)), "cause": "reclaim"}
+        await nc.publish(notice_subject("r1", NODE.instance), json.dumps(doc).encode())
+        await nc.flush()
+        await nc.close()
+
+    asyncio.run(notify())
+
+
+def measure(proc: subprocess.Popen[bytes], idle: float, meta: Any, kube: Any, relay_url: str) -> dict[str, Any]:
+    """RSS after boot, idle CPU over ``idle`` seconds, then a notice: drained? and RSS/peak after the drain."""
+    time.sleep(3.0)
+    out: dict[str, Any] = {"boot": status(proc.pid, "VmRSS")}
+    cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+    polls0 = len([h for h in meta.hits if h == "/meta"])
+    time.sleep(idle)
+    out["idle_cpu"], out["idle_wall"] = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+    out["polls"] = len([h for h in meta.hits if h == "/meta"]) - polls0
+    out["idle"] = status(proc.pid, "VmRSS")
+    publish_notice(relay_url)
+    end = time.monotonic() + 15
+    while kube.get_object("Pod", "w", "t") is not None and time.monotonic() < end:
+        time.sleep(0.1)
+    time.sleep(2.0)
+    out["drained"] = kube.get_object("Pod", "w", "t") is None
+    out["drain"], out["hwm"] = status(proc.pid, "VmRSS"), status(proc.pid, "VmHWM")
+    return out
+
+
+def run_agent(py: Path, idle: float) -> dict[str, Any]:
+    """The agent in the minimal venv among its surroundings (the test doubles: metadata, distributor, API)."""
+    from sco.demo.kubeapi import KubeApiDouble
+    from tests.agent.helpers import JsonServer
+
+    keys = generate_keypair()
+    raw, sig = signed_bundle(keys)
     with tempfile.TemporaryDirectory() as tmp_s, KubeApiDouble() as kube:
         tmp = Path(tmp_s)
-        nats_srv = BenchNats(tmp / "nats", "r1", [node.instance])  # authenticated, as `sco up` runs it
+        nats_srv = BenchNats(tmp / "nats", "r1", [NODE.instance])  # authenticated, as `sco up` runs it
         meta, dist = JsonServer(), JsonServer()
         try:
             asyncio.run(ensure_stream(nats_srv.url))
-            meta.set_json("/meta", {"instance_id": node.instance, "notices": []})
+            meta.set_json("/meta", {"instance_id": NODE.instance, "notices": []})
             dist.serve_bundle("/d/", raw, sig)
             kube.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
             kube.put_object("Pod", {"metadata": {"name": "w", "namespace": "t", "labels": {
                 "sco.io/contract": "web", "sco.io/contract-version": "1"}}, "spec": {"nodeName": "kn1"},
                 "status": {"phase": "Running"}})
-            ud = userdata_document(node, raw, sig, [nats_srv.agent_url(node.instance)], meta.url + "/meta",
+            ud = userdata_document(NODE, raw, sig, [nats_srv.agent_url(NODE.instance)], meta.url + "/meta",
                                    dist.url + "/d/")
             (tmp / "ud.json").write_text(json.dumps(ud))
             (tmp / "k.pub").write_bytes(keys.public_pem)
             (tmp / "token").write_text("node-bound")
-            port = free_port()
-            env = {"PATH": os.environ.get("PATH", ""), "SCO_AGENT_KUBE_API": kube.url, "MALLOC_ARENA_MAX": "2",
-                   "SCO_AGENT_KUBE_TOKEN_FILE": str(tmp / "token"), "SCO_AGENT_LOCAL_DRAIN_COMMAND": "true"}
-            proc = subprocess.Popen([str(py), "-m", "agent.cli", "run", "--userdata", str(tmp / "ud.json"),
-                                     "--public-key", str(tmp / "k.pub"), "--state-dir", str(tmp / "state"),
-                                     "--metrics-port", str(port)], env=env, cwd=tmp,
-                                    stdout=subprocess.DEVNULL, stderr=(tmp / "agent.err").open("wb"))
+            proc, port = start_agent(py, tmp, kube.url)
             try:
-                metrics = f"http://127.0.0.1:{port}/metrics"
-                body, end = "", time.monotonic() + 20
-                while "\nsco_agent_nats_connected 1" not in body and time.monotonic() < end:
-                    try:
-                        with urllib.request.urlopen(metrics, timeout=1) as resp:
-                            body = resp.read().decode()
-                    except OSError:
-                        time.sleep(0.1)
-                if proc.poll() is not None or "\nsco_agent_nats_connected 1" not in body:
-                    err = (tmp / "agent.err").read_text(errors="replace")[-2000:]
-                    raise SystemExit(f"agent_footprint: sco-agent did not come up and connect to NATS within 20 s "
-                                     f"(exit status {proc.poll()}):\n{err}")
-                time.sleep(3.0)
-                rss_boot = status(proc.pid, "VmRSS")
-                cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
-                polls0 = len([h for h in meta.hits if h == "/meta"])
-                time.sleep(args.idle)
-                idle_cpu = cpu_seconds(proc.pid) - cpu0
-                idle_wall = time.monotonic() - t0
-                polls = len([h for h in meta.hits if h == "/meta"]) - polls0
-                rss_idle = status(proc.pid, "VmRSS")
-
-                async def notify() -> None:
-                    import nats
-
-                    nc = await nats.connect(nats_srv.relay_url)  # the region's relay: the one notice publisher
-                    now = time.time()
-                    doc = {"region": "r1", "instance_id": node.instance, "pool_id": "p", "hall": "h",
-                           "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-                           "terminate_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 120)),
-                           "cause": "reclaim"}
-                    await nc.publish(notice_subject("r1", node.instance), json.dumps(doc).encode())
-                    await nc.flush()
-                    await nc.close()
-
-                asyncio.run(notify())
-                end = time.monotonic() + 15
-                while kube.get_object("Pod", "w", "t") is not None and time.monotonic() < end:
-                    time.sleep(0.1)
-                time.sleep(2.0)
-                drained = kube.get_object("Pod", "w", "t") is None
-                rss_drain = status(proc.pid, "VmRSS")
-                hwm = status(proc.pid, "VmHWM")
+                wait_connected(proc, port, tmp)
+                return measure(proc, idle, meta, kube, nats_srv.relay_url)
             finally:
                 proc.terminate()
                 proc.wait(15)
@@ -242,22 +266,39 @@ def main() -> None:
             meta.stop()
             dist.stop()
             nats_srv.stop()
-    figures = {"bare": bare, "libs": libs, "boot": rss_boot, "idle": rss_idle, "drain": rss_drain, "hwm": hwm}
+
+
+def report(packages: list[str], bare: float, libs: float, m: dict[str, Any]) -> None:
+    figures = {"bare": bare, "libs": libs, "boot": m["boot"], "idle": m["idle"], "drain": m["drain"],
+               "hwm": m["hwm"]}
     unmeasured = [name for name, value in figures.items() if math.isnan(value)]
+    idle_cpu, idle_wall = m["idle_cpu"], m["idle_wall"]
     millicores = idle_cpu / idle_wall * 1000
     print(f"minimal venv {VENV}: {', '.join(packages)}")
     print(f"baseline: bare interpreter RSS                    {bare:6.1f} MiB")
     print(f"baseline: interpreter + nats-py + cryptography    {libs:6.1f} MiB")
-    print(f"sco-agent RSS after boot (NATS connected)         {rss_boot:6.1f} MiB   (budget 40 MiB)")
-    print(f"sco-agent RSS after {idle_wall:.0f} s idle                     {rss_idle:6.1f} MiB")
-    print(f"sco-agent RSS after a drain / peak (VmHWM)        {rss_drain:6.1f} / {hwm:.1f} MiB   drained={drained}")
-    print(f"agent over the libraries it needs                 {rss_boot - libs:+6.1f} MiB")
+    print(f"sco-agent RSS after boot (NATS connected)         {m['boot']:6.1f} MiB   (budget 40 MiB)")
+    print(f"sco-agent RSS after {idle_wall:.0f} s idle                     {m['idle']:6.1f} MiB")
+    print(f"sco-agent RSS after a drain / peak (VmHWM)        {m['drain']:6.1f} / {m['hwm']:.1f} MiB   "
+          f"drained={m['drained']}")
+    print(f"agent over the libraries it needs                 {m['boot'] - libs:+6.1f} MiB")
     resolution = 1000.0 / CLK_TCK / idle_wall
     shown = f"{millicores:.2f}" if idle_cpu else f"< {resolution:.2f} (no clock tick)"
     print(f"idle CPU over {idle_wall:.0f} s: {idle_cpu * 1000:.0f} ms CPU = {shown} millicores "
-          f"({polls} metadata polls; resolution {resolution:.2f} m)   budget 20 m, goal <= 5 m")
-    if unmeasured or not drained:
-        raise SystemExit(f"agent_footprint: not measured: {', '.join(unmeasured) or '-'}; drained={drained}")
+          f"({m['polls']} metadata polls; resolution {resolution:.2f} m)   budget 20 m, goal <= 5 m")
+    if unmeasured or not m["drained"]:
+        raise SystemExit(f"agent_footprint: not measured: {', '.join(unmeasured) or '-'}; drained={m['drained']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")
+    args = parser.parse_args()
+    py = build_venv()
+    packages = installed(py)
+    bare = baseline_rss(py, "import sys")
+    libs = baseline_rss(py, "import nats.aio.client, cryptography.hazmat.primitives.asymmetric.ec")
+    report(packages, bare, libs, run_agent(py, args.idle))
 
 
 if __name__ == "__main__":

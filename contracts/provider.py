@@ -137,6 +137,8 @@ class LaunchRequest(BaseModel):
     owner: OwnerTags
     metadata: dict[str, str] = Field(default_factory=dict)
     user_data: str | None = Field(default=None, description="cloud-init user-data: the agent's contract subset")
+    image: str | None = Field(default=None, description="the image to boot (the agent version, ADR-32); None: "
+                                                        "the provider's configured image")
     name_prefix: str = "sco"
 
     @field_validator("count")

@@ -35,3 +35,10 @@ class CompilerSettings(BaseModel):
     discount_threshold: Decimal = Field(
         Decimal("0.85"), gt=0, le=1, description="pools priced at or above this share of guaranteed are excluded")
     min_floor_halls: int = Field(3, ge=1, description="committed capacity for a floor must span this many halls")
+    canary_partition: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="<region>/<cluster> that receives a new bundle generation first (ADR-32); unset: no rollout")
+    canary_soak_h: Decimal = Field(
+        Decimal("24"), gt=0, description="hours the canary's gates must hold before promotion to all (ADR-32)")
+    agent_canary_share_pct: Decimal = Field(
+        Decimal("5"), ge=0, le=100, description="share of new launches given the candidate agent version, percent")

@@ -5,8 +5,10 @@ actions and memory in ``decision``) → apply (``apply``), driven by ``loop.Cont
 modules (``decide``, ``fallback_pass``, ``reconcile``, ``breaker``, ``exclusion``, ``fallback``, ``floor_keeper``,
 ``claims``) are separate from the I/O (``observe``, ``apply``, ``store``, ``ledger``, ``lease``, ``loop``,
 ``exclusion_stream``, ``rebuild``). Revocation on termination is ``revocation`` (revokers report ``ok``/``reason``);
-the bundle chain (older generation / other partition refused) is ``bundle_guard``."""
+the bundle chain (older generation / other partition refused) is ``bundle_guard``; which agent image a launch
+boots (ADR-32's share of new launches) is ``agent_versions``."""
 
+from .agent_versions import AgentImage, AgentRollout, choose_agent, parse_agent_image
 from .breaker import Safety, SafetyConfig
 from .bundle_guard import BundleGuard, Refusal, judge
 from .claims import ClaimSource, WorkItem, normalise
@@ -17,7 +19,8 @@ from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .reconcile import Diff, desired_slots, diff
 from .revocation import KeystoneRevoker, LoggingRevoker, Revocation, Revoker
 
-__all__ = ["BundleGuard", "ClaimSource", "Diff", "Exclusion", "ExclusionConfig", "ExclusionWatcher", "FallbackConfig",
-           "FloorConfig", "FloorKeeper", "KeystoneRevoker", "Launch", "LoggingRevoker", "Need", "Note", "Observed",
-           "Purpose", "Refusal", "Revocation", "Revoker", "Safety", "SafetyConfig", "Signal", "SlotKey", "Terminate",
-           "WorkItem", "arbitrate", "desired_slots", "diff", "judge", "normalise"]
+__all__ = ["AgentImage", "AgentRollout", "BundleGuard", "ClaimSource", "Diff", "Exclusion", "ExclusionConfig",
+           "ExclusionWatcher", "FallbackConfig", "FloorConfig", "FloorKeeper", "KeystoneRevoker", "Launch",
+           "LoggingRevoker", "Need", "Note", "Observed", "Purpose", "Refusal", "Revocation", "Revoker", "Safety",
+           "SafetyConfig", "Signal", "SlotKey", "Terminate", "WorkItem", "arbitrate", "choose_agent", "desired_slots",
+           "diff", "judge", "normalise", "parse_agent_image"]

@@ -25,6 +25,7 @@ from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, P
 from contracts.schema import Contract
 
 from . import approval_store, ledger
+from .agent_versions import choose_agent
 from .approvals import alertmanager_payload
 from .decision import (
     AskApproval,
@@ -133,12 +134,14 @@ class Actuator:
             self.store.emit([self._event(Note("launch-failed", str(exc), a.workload, a.key.pool, attributes={
                 "count": a.count, "launch_key": a.launch_key, "code": exc.code}), now)])
             return []
+        agent = None if self.s.agent is None else choose_agent(self.s.agent, a.launch_key)  # a retry: the same
         request = LaunchRequest(
             pool_id=a.key.pool, count=a.count,
             owner=OwnerTags(workload=a.workload, pool=a.key.pool, partition=self.s.partition, generation=a.generation),
             metadata={"sco_purpose": str(a.key.purpose), "sco_tier": a.tier, "sco_launch_key": a.launch_key,
-                      "sco_contract": contract.ref if contract else ""},
-            user_data=user_data)
+                      "sco_contract": contract.ref if contract else "",
+                      **({"sco_agent_version": agent.version} if agent else {})},
+            user_data=user_data, image=agent.image if agent else None)
         try:
             made = self.provider.launch(request)
         except Throttled:
@@ -152,7 +155,9 @@ class Actuator:
         cause = (f"replacement of {', '.join(replacing[:5])}" if replacing else f"plan generation {a.generation}")
         events = [self._event(Note("placed", cause, a.workload, a.key.pool, attributes={
             "count": len(made), "purpose": str(a.key.purpose), "launch_key": a.launch_key,
-            "instances": ",".join(o.instance_id for o in obs)[:1000], "agent_credentials": minted}), now)]
+            "instances": ",".join(o.instance_id for o in obs)[:1000], "agent_credentials": minted,
+            "agent_version": agent.version if agent else None, "bundle_generation": self._bundle_generation()}),
+            now)]
         if replacing:
             events.append(self._event(Note("replaced", cause, a.workload, a.key.pool, attributes={
                 "replaced": ",".join(replacing), "count": len(made)}), now))
@@ -246,6 +251,15 @@ class Actuator:
             region=self.s.region, partition=self.s.partition, pool=pool, scheduler=str(contract.scheduler),
             bundle=bundle, bundle_sig=sig, nats_urls=self.s.nats_urls, nats_password=password,
             metadata_url=self.s.metadata_url, distributor_url=self.s.distributor_url))
+
+    def _bundle_generation(self) -> int | None:
+        """The generation of the agent bundle the launches carry (None without one)."""
+        if self.agent_bundle is None:
+            return None
+        try:
+            return int(json.loads(self.agent_bundle[0]).get("generation", 0))
+        except (ValueError, AttributeError, TypeError):
+            return None
 
     def _mint(self, made: list[Observed], password: str | None) -> int:
         """Register each launched instance's own NATS user with the launch's password; how many were."""

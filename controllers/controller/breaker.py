@@ -1,8 +1,16 @@
 """Bounded actuation (ADR-12), pure: after any (re)start two read-only cycles, then at most 5 % of the
-partition per 5 minutes, tier 1 first, until a pass holds nothing back; terminations at most 2 % of the
-partition per 10 minutes, else the breaker opens (no terminations at all) and an alarm event is raised; an
-instance is terminated only when its scheduler reported it idle on three observations and its provider tags
-and database row agree (ADR-11, ADR-29).
+partition per 5 minutes, tier 1 first, until a pass holds nothing back; terminations never more than 2 % of
+the partition per 10 minutes; an instance is terminated only when its scheduler reported it idle on three
+observations and its provider tags and database row agree (ADR-11, ADR-29).
+
+The termination cap is kept two ways. An ordinary surplus — a claim shrank, a floor moved back, fallback
+capacity returns — is *paced*: the pass terminates what the window still allows and holds the rest for the next
+windows (level-triggered: the surplus is still there next pass). A pass that wants a mass termination at once
+(``mass_share`` of the partition, 10 % by default: five windows' worth) is a plan gone wrong until an operator
+says otherwise: the breaker opens (no terminations at all) and an alarm event is raised. An operator's reset
+acknowledges the surplus in hand, which is then paced; a later mass want trips again. (The first reading of
+ADR-12 tripped on any want over the window's cap, so an ordinary scale-down paged and then held every
+termination until someone reset the breaker: the 30-day replay through the controller showed it.)
 
 ``Safety`` is the state of one partition's leader. Its counters are in memory on purpose: a restart is exactly
 when they must start again from zero (read-only, then gradual). The open breaker is persisted by the caller.
@@ -33,6 +41,7 @@ class SafetyConfig:
     recovery_window: timedelta = timedelta(minutes=5)
     trip_share: Decimal = Decimal("0.02")
     trip_window: timedelta = timedelta(minutes=10)
+    mass_share: Decimal = Decimal("0.10")
     idle_observations: int = 3
 
 
@@ -55,6 +64,7 @@ class Safety:
     recovering: bool = True
     tripped: bool = False
     trip_reason: str = ""
+    acknowledged: bool = False  # an operator reset the breaker: the mass surplus in hand is paced, not tripped on
     _terminated: deque[datetime] = field(default_factory=deque)
     _acted: deque[tuple[datetime, int]] = field(default_factory=deque)
 
@@ -84,17 +94,7 @@ class Safety:
             if idle.get(iid, 0) < self.config.idle_observations:
                 continue
             eligible.append(t)
-        trip_cap = max(1, math.floor(Decimal(fleet_size) * self.config.trip_share))
-        if self.tripped:
-            eligible = []
-        elif terminated_recently + len(eligible) > trip_cap:
-            self.tripped = True
-            self.trip_reason = (f"{len(eligible)} termination(s) wanted, {terminated_recently} done in the last "
-                                f"{self.config.trip_window}; cap {trip_cap} ({self.config.trip_share:%} of "
-                                f"{fleet_size})")
-            notes.append(Note("breaker-tripped", self.trip_reason, attributes={
-                "partition": self.partition, "wanted": len(eligible), "cap": trip_cap, "fleet": fleet_size}))
-            eligible = []
+        eligible = self._termination_cap(eligible, fleet_size, terminated_recently, notes)
         allowed_launches = list(launches)
         held_l = 0
         held_t = len(candidates) - len(eligible)
@@ -120,6 +120,26 @@ class Safety:
                     held_r += 1
         return Gated(tuple(allowed_launches), tuple(eligible), held_l, held_t, False, tuple(notes), held_r)
 
+    def _termination_cap(self, eligible: list[Terminate], fleet_size: int, terminated_recently: int,
+                         notes: list[Note]) -> list[Terminate]:
+        """What the 2 %/10 min cap lets through: all of an ordinary surplus the window still allows (the rest
+        waits), nothing when the breaker is open or this pass wants a mass termination (which opens it)."""
+        trip_cap = max(1, math.floor(Decimal(fleet_size) * self.config.trip_share))
+        mass = max(trip_cap + 1, math.ceil(Decimal(fleet_size) * self.config.mass_share))
+        if self.tripped:
+            return []
+        if len(eligible) < mass:
+            self.acknowledged = False
+        elif not self.acknowledged:
+            self.tripped = True
+            self.trip_reason = (f"{len(eligible)} termination(s) wanted at once, {self.config.mass_share:%} or more "
+                                f"of {fleet_size}: a mass termination (the cap paces {trip_cap} per "
+                                f"{self.config.trip_window}, {terminated_recently} done in it)")
+            notes.append(Note("breaker-tripped", self.trip_reason, attributes={
+                "partition": self.partition, "wanted": len(eligible), "cap": trip_cap, "fleet": fleet_size}))
+            return []
+        return eligible[:max(0, trip_cap - terminated_recently)]
+
     def done(self, gated: Gated, launched: int, terminated: int, now: datetime) -> None:
         """Record a finished pass: counts what was done against the windows, ends recovery when nothing was
         held back by the recovery cap."""
@@ -133,5 +153,5 @@ class Safety:
                 self.recovering = False
 
     def reset(self) -> None:
-        """An operator closed the breaker."""
-        self.tripped, self.trip_reason = False, ""
+        """An operator closed the breaker: the surplus in hand is paced from now on."""
+        self.tripped, self.trip_reason, self.acknowledged = False, "", True

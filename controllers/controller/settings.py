@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from controllers.planning import PlannerConfig
 
+from .agent_versions import AgentRollout
 from .breaker import SafetyConfig
 from .fallback import FallbackConfig
 from .floor_keeper import FloorConfig
@@ -33,6 +34,7 @@ class ControllerSettings:
     distributor_url: str | None = None    # the bundle distributor's base URL (docs/agent.md)
     operator: str | None = None          # who operates this controller: it raises spend, so it may not approve it
     approver_keys: tuple[tuple[str, bytes], ...] = ()   # (approver e-mail, PEM public key): whose answers verify
+    agent: AgentRollout | None = None     # the agent images new launches boot (ADR-32); None: the provider's image
 
 
 @dataclass(frozen=True)

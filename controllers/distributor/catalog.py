@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .releases import serving_dir
+
 __all__ = ["AGENT_FILES", "CONTROLLER_FILES", "BundleFile", "Catalog", "etag_matches"]
 
 AGENT_FILES = ("agent-bundle.json", "agent-bundle.json.sig")
@@ -54,7 +56,9 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 
 class Catalog:
-    """The compiled bundles under ``root``; each read goes to the disk, so a new compile is served at once."""
+    """The compiled bundles under ``root``; each read goes to the disk, so a new compile is served at once.
+
+    While a staged release is on its canary (``releases``), the canary partition reads the staged files."""
 
     def __init__(self, root: Path) -> None:
         """Serve ``root/<region>/<cluster>/<file>``."""
@@ -72,7 +76,7 @@ class Catalog:
                                                                  and _SEGMENT.fullmatch(cluster)):
             return None
         try:
-            data = (self.root / region / cluster / name).read_bytes()
+            data = (serving_dir(self.root, region, cluster) / name).read_bytes()
         except OSError:
             return None
         return BundleFile(f"{region}/{cluster}", name, data, f'"sha256:{hashlib.sha256(data).hexdigest()}"')

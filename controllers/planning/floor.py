@@ -1,7 +1,10 @@
 """The floor (ADR-22): a share of the claim on guaranteed capacity.
 
 It comes from the business unit's committed reservations first and on-demand guaranteed capacity after, spread
-over at least three halls with no hall above 40 %. Units are placed one at a time in the hall with the fewest
+over at least three halls with no hall above 40 % — where a spread can keep it: a floor of 4 or 7 units over
+three halls cannot (any spread puts 2 of 4 or 3 of 7 in one hall), so it takes the least it must, ceil(units /
+halls) a hall, and says so; leaving the floor a unit short instead would keep less guaranteed capacity at every
+moment and the same after the loss of the fullest hall. Units are placed one at a time in the hall with the fewest
 floor units that still has room, which is the spread that keeps the most of the floor through the loss of any
 one hall.
 
@@ -35,6 +38,10 @@ def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[
         hall_cap = units
     elif units < caps.floor_min_halls:
         notes.append(f"a floor of {units} unit(s) cannot span {caps.floor_min_halls} halls")
+    elif hall_cap * len(halls) < units:  # 4 or 7 units over 3 halls: no spread keeps every hall at 40 %
+        hall_cap = -(-units // len(halls))
+        notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
+                     f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     residual = table.residual
     placed: dict[int, int] = {}
     per_hall = dict.fromkeys(halls, 0)

@@ -85,7 +85,7 @@ class OpenStackProvider:
         self._topology = topology
         self._region = region
         self._image_name = image
-        self._image_id: str | None = None
+        self._image_ids: dict[str, str] = {}
         self.project = project
         self._hook = mutating_hook or (lambda op: None)
         self._feeds = feeds
@@ -244,13 +244,15 @@ class OpenStackProvider:
                              memory_mib_limit=a.total_ram, memory_mib_used=a.total_ram_used)
 
     # --- acquisition -----------------------------------------------------------------------------------
-    def _image(self) -> str:
-        if self._image_id is None:
-            image = self._conn.image.find_image(self._image_name)
+    def _image(self, name: str | None = None) -> str:
+        """The Glance id of ``name`` (default: the configured image), looked up once per name."""
+        wanted = name or self._image_name
+        if wanted not in self._image_ids:
+            image = self._conn.image.find_image(wanted)
             if image is None:
-                raise NotFound("image", self._image_name)
-            self._image_id = image.id
-        return self._image_id
+                raise NotFound("image", wanted)
+            self._image_ids[wanted] = image.id
+        return self._image_ids[wanted]
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
         pool, flavor_id, zone = self._pool(request.pool_id)
@@ -268,8 +270,8 @@ class OpenStackProvider:
         self._hook("launch")
         name = f"{request.name_prefix}-{request.owner.workload}-g{request.owner.generation}"[:60]
         body: dict[str, Any] = {
-            "name": name, "imageRef": self._image(), "flavorRef": flavor_id, "networks": "none", "tags": tags,
-            "metadata": metadata, "availability_zone": zone, "min_count": request.count,
+            "name": name, "imageRef": self._image(request.image), "flavorRef": flavor_id, "networks": "none",
+            "tags": tags, "metadata": metadata, "availability_zone": zone, "min_count": request.count,
             "max_count": request.count, "return_reservation_id": True}
         if request.user_data:
             body["user_data"] = base64.b64encode(request.user_data.encode()).decode()

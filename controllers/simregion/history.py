@@ -46,86 +46,91 @@ def write_history(client: Any, config: RegionConfig, *, days: int, start: dateti
         raise ValueError(f"days must be >= 1, got {days}")
     if start.tzinfo is None:
         raise ValueError("start must carry a timezone (UTC)")
-    import pyarrow as pa
-
     start = start.astimezone(UTC)
     engine = RegionEngine(config, start)
-    ids = random.Random(f"{config.seed}:history-event-ids")
-    region = config.region
-    start_ms = int(start.timestamp() * 1000)
-    ev: dict[str, list[Any]] = {c: [] for c in ("event_id", "kind", "time", "partition", "pool", "instance",
-                                                "workload", "cause", "drill", "attributes")}
-    rc: dict[str, list[Any]] = {c: [] for c in ("time", "pool", "rate_eur_h", "guaranteed_rate_eur_h",
-                                                "utilisation", "free_instances", "instances", "capacity")}
-    totals = {"events": 0, "rates": 0}
+    writer = _HistoryWriter(client, config, engine, start)
+    engine.on_event.append(writer.on_event)
+    engine.on_rate_card.append(writer.on_rate_card)
+    _insert_pools(client, engine, start)
+    for day in range(1, days + 1):
+        engine.run_until(day * 86400.0 - 1e-6)  # a day's last rate card belongs to the next day
+        writer.flush()
+        if progress is not None:
+            progress(day, days)
     specs = engine.specs
-    pool_ids = [s.pool.pool_id for s in specs]
-    guaranteed = [float(s.pool.guaranteed_rate_eur_h) for s in specs]
-    dumps = json.dumps
+    return HistoryReport(days=days, pools=sum(1 for s in specs if s.pool.purchase_model is PurchaseModel.RECLAIMABLE),
+                         events=writer.events, rate_card_rows=writer.rates, reclaimed=engine.stats.reclaimed,
+                         reclaim_rate_pct_h=round(engine.stats.reclaim_rate_pct_h, 4), start=start,
+                         end=start + timedelta(days=days))
 
-    def on_event(e: SimEvent) -> None:
-        bits = f"{ids.getrandbits(128):032x}"
+
+class _HistoryWriter:
+    """Collects the engine's events and rate cards column by column and inserts them as Arrow, a day at a time."""
+
+    def __init__(self, client: Any, config: RegionConfig, engine: RegionEngine, start: datetime) -> None:
+        self.client, self.config, self.engine = client, config, engine
+        self.ids = random.Random(f"{config.seed}:history-event-ids")
+        self.start_ms = int(start.timestamp() * 1000)
+        self.ev: dict[str, list[Any]] = {c: [] for c in ("event_id", "kind", "time", "partition", "pool", "instance",
+                                                         "workload", "cause", "drill", "attributes")}
+        self.rc: dict[str, list[Any]] = {c: [] for c in ("time", "pool", "rate_eur_h", "guaranteed_rate_eur_h",
+                                                         "utilisation", "free_instances", "instances", "capacity")}
+        self.events = self.rates = 0
+        self.pool_ids = [s.pool.pool_id for s in engine.specs]
+        self.guaranteed = [float(s.pool.guaranteed_rate_eur_h) for s in engine.specs]
+
+    def on_event(self, e: SimEvent) -> None:
+        ev = self.ev
+        bits = f"{self.ids.getrandbits(128):032x}"
         ev["event_id"].append(f"{bits[:8]}-{bits[8:12]}-4{bits[13:16]}-a{bits[17:20]}-{bits[20:]}")
         ev["kind"].append(e.kind.value)
-        ev["time"].append(start_ms + int(e.time * 1000))
+        ev["time"].append(self.start_ms + int(e.time * 1000))
         ev["partition"].append(e.partition)
         ev["pool"].append(e.pool)
         ev["instance"].append(e.instance)
         ev["workload"].append(e.workload)
         ev["cause"].append(e.cause)
         ev["drill"].append(e.drill)
-        ev["attributes"].append(dumps(e.attributes, sort_keys=True))
+        ev["attributes"].append(json.dumps(e.attributes, sort_keys=True))
 
-    def on_rate_card(t: float, rows: list[tuple[int, float, int, int]]) -> None:
-        n = len(rows)
-        rc["time"].extend([start_ms + int(t * 1000)] * n)
-        rc["pool"].extend([pool_ids[r[0]] for r in rows])
-        rc["rate_eur_h"].extend([round(guaranteed[r[0]] * price_factor(r[1], config.price_demand), 4)
+    def on_rate_card(self, t: float, rows: list[tuple[int, float, int, int]]) -> None:
+        rc, n, guaranteed = self.rc, len(rows), self.guaranteed
+        rc["time"].extend([self.start_ms + int(t * 1000)] * n)
+        rc["pool"].extend([self.pool_ids[r[0]] for r in rows])
+        rc["rate_eur_h"].extend([round(guaranteed[r[0]] * price_factor(r[1], self.config.price_demand), 4)
                                   for r in rows])
         rc["guaranteed_rate_eur_h"].extend([guaranteed[r[0]] for r in rows])
         rc["utilisation"].extend([round(r[1], 4) for r in rows])
         rc["free_instances"].extend([r[2] for r in rows])
-        rc["instances"].extend([len(engine.live[r[0]]) for r in rows])
+        rc["instances"].extend([len(self.engine.live[r[0]]) for r in rows])
         rc["capacity"].extend([r[3] for r in rows])
 
-    engine.on_event.append(on_event)
-    engine.on_rate_card.append(on_rate_card)
-    _insert_pools(client, engine, start)
-    money = pa.decimal128(12, 4)
-    ts = pa.timestamp("ms", tz="UTC")
+    def flush(self) -> None:
+        import pyarrow as pa
 
-    def flush() -> None:
+        ev, rc, region = self.ev, self.rc, self.config.region
+        money, ts = pa.decimal128(12, 4), pa.timestamp("ms", tz="UTC")
         n = len(ev["event_id"])
         if n:
-            client.insert_arrow("events", pa.table({
+            self.client.insert_arrow("events", pa.table({
                 "event_id": ev["event_id"], "kind": ev["kind"], "time": pa.array(ev["time"], ts),
                 "region": [region] * n, "partition": ev["partition"], "pool": ev["pool"],
                 "instance": ev["instance"], "workload": ev["workload"], "contract_version": [""] * n,
                 "cause": ev["cause"], "drill": ev["drill"], "source": [SOURCE] * n,
                 "attributes": ev["attributes"]}))
-            totals["events"] += n
+            self.events += n
         n = len(rc["time"])
         if n:
-            client.insert_arrow("rate_cards", pa.table({
+            self.client.insert_arrow("rate_cards", pa.table({
                 "time": pa.array(rc["time"], ts), "region": [region] * n, "pool": rc["pool"],
                 "rate_eur_h": pa.array(rc["rate_eur_h"], pa.float64()).cast(money),
                 "guaranteed_rate_eur_h": pa.array(rc["guaranteed_rate_eur_h"], pa.float64()).cast(money),
                 "utilisation": rc["utilisation"], "free_instances": pa.array(rc["free_instances"], pa.uint32()),
                 "instances": pa.array(rc["instances"], pa.uint32()), "capacity": pa.array(rc["capacity"], pa.uint32()),
                 "source": [SOURCE] * n}))
-            totals["rates"] += n
+            self.rates += n
         for col in (*ev.values(), *rc.values()):
             col.clear()
-
-    for day in range(1, days + 1):
-        engine.run_until(day * 86400.0 - 1e-6)  # a day's last rate card belongs to the next day
-        flush()
-        if progress is not None:
-            progress(day, days)
-    return HistoryReport(days=days, pools=sum(1 for s in specs if s.pool.purchase_model is PurchaseModel.RECLAIMABLE),
-                         events=totals["events"], rate_card_rows=totals["rates"], reclaimed=engine.stats.reclaimed,
-                         reclaim_rate_pct_h=round(engine.stats.reclaim_rate_pct_h, 4), start=start,
-                         end=start + timedelta(days=days))
 
 
 def _insert_pools(client: Any, engine: RegionEngine, when: datetime) -> None:

@@ -157,96 +157,98 @@ class RegionService:
 
     # --- HTTP ------------------------------------------------------------------------------------------
     def _routes(self) -> list[web.RouteDef]:
-        r = self.region
-
-        def dump(items: Any) -> Any:
-            if isinstance(items, tuple | list):
-                return [json.loads(x.model_dump_json()) for x in items]
-            return json.loads(items.model_dump_json())
-
-        async def catalogue(req: web.Request) -> Any:
-            return dump(r.catalogue().pools)
-
-        async def rate_card(req: web.Request) -> Any:
-            return dump(r.rate_card())
-
-        async def reservations(req: web.Request) -> Any:
-            return dump(r.reservations(req.query.get("business_unit")))
-
-        async def forward(req: web.Request) -> Any:
-            raw = req.query.get("horizon_s", "3600")
-            if not raw.isdigit():
-                raise InvalidRequest("horizon_s", raw, "give whole seconds, e.g. horizon_s=3600")
-            return dump(r.forward_capacity(timedelta(seconds=int(raw))))
-
-        async def quota(req: web.Request) -> Any:
-            return dump(r.quota_headroom())
-
-        async def instances(req: web.Request) -> Any:
-            return dump(r.list_instances(dict(req.query) or None))
-
-        async def instance(req: web.Request) -> Any:
-            return dump(r.instance(req.match_info["id"]))
-
-        async def launch(req: web.Request) -> Any:
-            self._budget("launch")
-            try:
-                request = LaunchRequest.model_validate(await req.json())
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                raise InvalidRequest(".".join(str(x) for x in err["loc"]), err.get("input"), err["msg"]) from None
-            return dump(r.launch(request))
-
-        async def terminate(req: web.Request) -> Any:
-            self._budget("terminate")
-            r.terminate(req.match_info["id"])
-            return {"terminated": req.match_info["id"]}
-
-        async def reclaim(req: web.Request) -> Any:
-            self._budget("reclaim")
-            body = await req.json()
-            return dump(r.reclaim(tuple(body.get("instances") or ()), drill=bool(body.get("drill", True))))
-
-        async def hall(req: web.Request) -> Any:
-            self._budget("reclaim")
-            drill = req.query.get("drill", "false") == "true"
-            return {"instances": list(r.hall_reclaim(req.match_info["hall"], drill=drill))}
-
-        async def metadata(req: web.Request) -> Any:
-            iid = req.match_info["id"]
-            notice = r.notice(iid)
-            items = [{**dump(notice), "kind": "notice"}] if notice else []
-            advisory = self._latest_advisory.get(iid)
-            if advisory is not None:
-                items.append({**dump(advisory), "kind": "advisory"})
-            return {"instance_id": iid, "notices": items}
-
-        async def metadata_notice(req: web.Request) -> Any:
-            notice = r.notice(req.match_info["id"])
-            if notice is None:
-                raise NotFound("notice", req.match_info["id"])
-            return dump(notice)
-
-        async def health(req: web.Request) -> Any:
-            return {"region": r.region, "time": r.clock.now().isoformat(), "published": self.published}
-
-        def wrap(fn: Any) -> Any:
-            async def handler(req: web.Request) -> web.Response:
-                try:
-                    return web.json_response(await fn(req))
-                except ProviderError as exc:
-                    return web.json_response(error_body(exc), status=_STATUS.get(type(exc), 400))
-                except json.JSONDecodeError as exc:
-                    return web.json_response(error_body(InvalidRequest("body", str(exc), "send a JSON object")),
-                                             status=400)
-            return handler
-
+        w = _json_handler
         return [
-            web.get("/v1/catalogue", wrap(catalogue)), web.get("/v1/rate-card", wrap(rate_card)),
-            web.get("/v1/reservations", wrap(reservations)), web.get("/v1/forward-capacity", wrap(forward)),
-            web.get("/v1/quota", wrap(quota)), web.get("/v1/instances", wrap(instances)),
-            web.get("/v1/instances/{id}", wrap(instance)), web.delete("/v1/instances/{id}", wrap(terminate)),
-            web.post("/v1/launch", wrap(launch)), web.post("/v1/reclaim", wrap(reclaim)),
-            web.post("/v1/halls/{hall}/reclaim", wrap(hall)), web.get("/metadata/{id}", wrap(metadata)),
-            web.get("/metadata/{id}/notice", wrap(metadata_notice)), web.get("/healthz", wrap(health)),
+            web.get("/v1/catalogue", w(self._catalogue)), web.get("/v1/rate-card", w(self._rate_card)),
+            web.get("/v1/reservations", w(self._reservations)), web.get("/v1/forward-capacity", w(self._forward)),
+            web.get("/v1/quota", w(self._quota)), web.get("/v1/instances", w(self._instances)),
+            web.get("/v1/instances/{id}", w(self._instance)), web.delete("/v1/instances/{id}", w(self._terminate)),
+            web.post("/v1/launch", w(self._launch)), web.post("/v1/reclaim", w(self._reclaim)),
+            web.post("/v1/halls/{hall}/reclaim", w(self._hall)), web.get("/metadata/{id}", w(self._metadata)),
+            web.get("/metadata/{id}/notice", w(self._metadata_notice)), web.get("/healthz", w(self._health)),
         ]
+
+    async def _catalogue(self, req: web.Request) -> Any:
+        return _dump(self.region.catalogue().pools)
+
+    async def _rate_card(self, req: web.Request) -> Any:
+        return _dump(self.region.rate_card())
+
+    async def _reservations(self, req: web.Request) -> Any:
+        return _dump(self.region.reservations(req.query.get("business_unit")))
+
+    async def _forward(self, req: web.Request) -> Any:
+        raw = req.query.get("horizon_s", "3600")
+        if not raw.isdigit():
+            raise InvalidRequest("horizon_s", raw, "give whole seconds, e.g. horizon_s=3600")
+        return _dump(self.region.forward_capacity(timedelta(seconds=int(raw))))
+
+    async def _quota(self, req: web.Request) -> Any:
+        return _dump(self.region.quota_headroom())
+
+    async def _instances(self, req: web.Request) -> Any:
+        return _dump(self.region.list_instances(dict(req.query) or None))
+
+    async def _instance(self, req: web.Request) -> Any:
+        return _dump(self.region.instance(req.match_info["id"]))
+
+    async def _launch(self, req: web.Request) -> Any:
+        self._budget("launch")
+        try:
+            request = LaunchRequest.model_validate(await req.json())
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InvalidRequest(".".join(str(x) for x in err["loc"]), err.get("input"), err["msg"]) from None
+        return _dump(self.region.launch(request))
+
+    async def _terminate(self, req: web.Request) -> Any:
+        self._budget("terminate")
+        self.region.terminate(req.match_info["id"])
+        return {"terminated": req.match_info["id"]}
+
+    async def _reclaim(self, req: web.Request) -> Any:
+        self._budget("reclaim")
+        body = await req.json()
+        return _dump(self.region.reclaim(tuple(body.get("instances") or ()), drill=bool(body.get("drill", True))))
+
+    async def _hall(self, req: web.Request) -> Any:
+        self._budget("reclaim")
+        drill = req.query.get("drill", "false") == "true"
+        return {"instances": list(self.region.hall_reclaim(req.match_info["hall"], drill=drill))}
+
+    async def _metadata(self, req: web.Request) -> Any:
+        iid = req.match_info["id"]
+        notice = self.region.notice(iid)
+        items = [{**_dump(notice), "kind": "notice"}] if notice else []
+        advisory = self._latest_advisory.get(iid)
+        if advisory is not None:
+            items.append({**_dump(advisory), "kind": "advisory"})
+        return {"instance_id": iid, "notices": items}
+
+    async def _metadata_notice(self, req: web.Request) -> Any:
+        notice = self.region.notice(req.match_info["id"])
+        if notice is None:
+            raise NotFound("notice", req.match_info["id"])
+        return _dump(notice)
+
+    async def _health(self, req: web.Request) -> Any:
+        r = self.region
+        return {"region": r.region, "time": r.clock.now().isoformat(), "published": self.published}
+
+
+def _dump(items: Any) -> Any:
+    if isinstance(items, tuple | list):
+        return [json.loads(x.model_dump_json()) for x in items]
+    return json.loads(items.model_dump_json())
+
+
+def _json_handler(fn: Any) -> Any:
+    """A route's handler: the JSON it returns, or a provider error as the provider API's error body and status."""
+    async def handler(req: web.Request) -> web.Response:
+        try:
+            return web.json_response(await fn(req))
+        except ProviderError as exc:
+            return web.json_response(error_body(exc), status=_STATUS.get(type(exc), 400))
+        except json.JSONDecodeError as exc:
+            return web.json_response(error_body(InvalidRequest("body", str(exc), "send a JSON object")), status=400)
+    return handler

@@ -11,7 +11,7 @@ from typing import Any
 
 from sco.cli import CliError
 
-from .controller_userdata import add_agent_options, register_into
+from .controller_userdata import add_agent_options, add_agent_version_options, register_into
 from .metrics import add_metrics_args
 
 __all__ = ["register"]
@@ -191,12 +191,12 @@ def _run(args: argparse.Namespace) -> int:
         source = SlurmSource(tuple(args.slurm_partitions.split(",")))
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
-    from .controller_userdata import agent_bundle_feed, agent_credentials, agent_settings
+    from .controller_userdata import agent_bundle_feed, agent_credentials, agent_rollout, agent_settings
     from .keys import approver_keys
 
     settings = ControllerSettings(args.region, args.partition, holder=holder, safety=safety,
                                   operator=args.operator or None, approver_keys=approver_keys(args.approver_keys),
-                                  **agent_settings(args))
+                                  agent=agent_rollout(args), **agent_settings(args))
     metrics = _pass_metrics(args, bucket, args.postgres)
     ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
                      agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
@@ -393,6 +393,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--recovery-share", type=float, default=0.05,
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
             add_agent_options(p)
+            add_agent_version_options(p)
             add_metrics_args(p)
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")

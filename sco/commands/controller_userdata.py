@@ -12,7 +12,8 @@ from typing import Any
 
 from sco.cli import CliError
 
-__all__ = ["add_agent_options", "agent_bundle_feed", "agent_credentials", "agent_settings", "register_into"]
+__all__ = ["add_agent_options", "add_agent_version_options", "agent_bundle_feed", "agent_credentials", "agent_rollout",
+           "agent_settings", "register_into"]
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:
@@ -27,6 +28,45 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--distributor-url", default=None,
                    help="the bundle distributor's base URL (`sco distributor serve`); the partition is appended. "
                         "With --agent-credentials stack, `run` also refreshes the launches' agent bundle from it")
+
+
+def add_agent_version_options(p: argparse.ArgumentParser) -> None:
+    """The agent images new launches boot (ADR-32): the current one, a candidate and the candidate's share."""
+    p.add_argument("--agent-image", default=None, metavar="VERSION=IMAGE",
+                   help="the current agent version and its image, e.g. 0.1.0=sco-agent-0.1.0 (default: the "
+                        "provider's configured image, no version rollout)")
+    p.add_argument("--agent-candidate", default=None, metavar="VERSION=IMAGE",
+                   help="a candidate agent version and image for a share of new launches (needs --agent-image)")
+    p.add_argument("--agent-canary-share", default=None, metavar="PCT",
+                   help="percent of new launches given the candidate (default: agent_canary_share_pct of "
+                        "--compiler-settings, else 5)")
+    p.add_argument("--compiler-settings", type=Path, default=None, metavar="compiler.yaml",
+                   help="the contract repository's compiler settings: agent_canary_share_pct (ADR-32)")
+
+
+def agent_rollout(args: argparse.Namespace) -> Any:
+    """The ``AgentRollout`` the version options name, or None without ``--agent-image``."""
+    from decimal import Decimal, InvalidOperation
+
+    from contracts.compiler import RepoError, load_settings
+    from controllers.controller import AgentRollout, parse_agent_image
+    from controllers.errors import ConfigError
+
+    if args.agent_image is None:
+        if args.agent_candidate is not None:
+            raise CliError("--agent-candidate needs --agent-image: the version the other launches keep booting")
+        return None
+    try:
+        share = (load_settings(args.compiler_settings).agent_canary_share_pct if args.agent_canary_share is None
+                 else Decimal(args.agent_canary_share))
+        candidate = None if args.agent_candidate is None else parse_agent_image(args.agent_candidate,
+                                                                                 "--agent-candidate")
+        return AgentRollout(parse_agent_image(args.agent_image, "--agent-image"), candidate, share)
+    except InvalidOperation:
+        raise CliError(f"--agent-canary-share {args.agent_canary_share!r} is not a number; give a percent, "
+                       "e.g. 5") from None
+    except (ConfigError, RepoError) as exc:
+        raise CliError(str(exc)) from exc
 
 
 def agent_settings(args: argparse.Namespace) -> dict[str, Any]:

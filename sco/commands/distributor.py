@@ -1,5 +1,7 @@
 """``sco distributor serve``: each partition's signed agent and controller bundles over HTTP, with ETags,
-behind the stack's credentials (controllers/distributor, docs/agent.md "Sources")."""
+behind the stack's credentials (controllers/distributor, docs/agent.md "Sources"); ``sco distributor stage`` and
+``sco distributor rollout``: a new compile goes to the canary partition first and to the rest after its soak, or
+is rolled back (ADR-32, docs/operations.md "How a bundle rolls out")."""
 
 from __future__ import annotations
 
@@ -44,6 +46,73 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stage(args: argparse.Namespace) -> int:
+    from controllers.distributor import Releases
+    from controllers.errors import RolloutError
+
+    try:
+        release = Releases(args.bundles).stage(args.source)
+    except RolloutError as exc:
+        raise CliError(str(exc)) from exc
+    print(f"staged release {release} from {args.source}; `sco distributor rollout` serves it to the canary next")
+    return 0
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from contracts.compiler import RepoError, load_settings
+    from controllers.distributor import ClickHouseGates, Releases, plan_rollout
+    from controllers.errors import RolloutError
+    from stores import clickhouse
+
+    try:
+        settings = load_settings(args.settings)
+    except RepoError as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        now = datetime.fromisoformat(args.now) if args.now else datetime.now(UTC)
+    except ValueError:
+        raise CliError(f"--now {args.now!r} is not an ISO-8601 time; give e.g. 2026-12-01T06:00:00+00:00") from None
+    releases = Releases(args.bundles)
+    gates = _LazyGates(lambda: clickhouse.client(args.clickhouse), ClickHouseGates)
+    try:
+        actions = plan_rollout(releases.observe(gates, settings, now), settings, now)
+        if args.dry_run:
+            lines = [f"would {type(a).__name__}: {a.model_dump_json()}" for a in actions]
+        else:
+            lines = releases.apply(actions, now)
+    except RolloutError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        gates.close()
+    print("\n".join(lines) if lines else "nothing staged: the served tree is every partition's bundle")
+    return 0
+
+
+class _LazyGates:
+    """Connects to ClickHouse only when a canary's figures are read; a failed connection holds the rollout
+    (``OSError``, CAN003) like a failed query."""
+
+    def __init__(self, connect: Any, adapter: Any) -> None:
+        self.connect, self.adapter = connect, adapter
+        self.client: Any = None
+        self.gates: Any = None
+
+    def figures(self, partition: str, since: Any, until: Any) -> Any:
+        if self.gates is None:
+            try:
+                self.client = self.connect()
+            except Exception as exc:  # clickhouse_connect's own errors, a missing URL
+                raise OSError(f"ClickHouse unreachable: {exc}") from exc
+            self.gates = self.adapter(self.client)
+        return self.gates.figures(partition, since, until)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
 def register(subparsers: Any) -> None:
     group = subparsers.add_parser("distributor", help="the bundle distributor (serve signed bundles over HTTP)")
     sub = group.add_subparsers(dest="distributor_command", required=True)
@@ -54,3 +123,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--home", type=Path, default=None,
                    help="the stack whose credentials admit agents and the controller (default $SCO_HOME)")
     p.set_defaults(handler=_serve)
+    st = sub.add_parser("stage", help="stage a compile's output as the next release (ADR-32): canary first")
+    st.add_argument("--bundles", type=Path, required=True, help="the directory `sco distributor serve` serves")
+    st.add_argument("--from", dest="source", type=Path, required=True,
+                    help="the new `sco contracts compile --out` directory (compiled with --previous <bundles>)")
+    st.set_defaults(handler=_stage)
+    ro = sub.add_parser("rollout", help="one rollout pass: start the canary, hold, promote after the soak or "
+                                        "roll back on a failed gate (ADR-32)")
+    ro.add_argument("--bundles", type=Path, required=True, help="the directory `sco distributor serve` serves")
+    ro.add_argument("--settings", type=Path, default=None,
+                    help="compiler.yaml (canary_partition, canary_soak_h); default: the built-in settings")
+    ro.add_argument("--clickhouse", default=None, help="ClickHouse URL of the events (default SCO_CLICKHOUSE_URL)")
+    ro.add_argument("--dry-run", action="store_true", help="print the planned actions, change nothing")
+    ro.add_argument("--now", default=None, help=argparse.SUPPRESS)  # tests and drills: a virtual time
+    ro.set_defaults(handler=_rollout)

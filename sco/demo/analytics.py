@@ -84,11 +84,10 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     phase("analytics: draining the event ingest into ClickHouse")
     _run([*sco, "ingest", "--once"], log)
 
-    from orchestration import ledger
     from orchestration.definitions import build_definitions
     from orchestration.resources import ClickHouseResource
 
-    from .instance import GE_CHECKS, materialise, open_instance, record_attribution, unpartitioned_keys
+    from .instance import GE_CHECKS, materialise, open_instance, unpartitioned_keys
 
     defs = build_definitions()
     # the persistent instance `dagster dev` opens afterwards (docs/demo.md); a fresh stack, a fresh instance
@@ -104,24 +103,7 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
     summary.timing("pool_rankings", time.monotonic() - t)
 
     phase("analytics: attributing the demo's hours (the savings_attribution asset's ledger functions)")
-    hour = summary.started.replace(minute=0, second=0, microsecond=0)
-    # the orchestrator's own footprint, measured: CPU-seconds at the guaranteed rate of €0.04 per vCPU-hour
-    cpu_s = sum(summary.orchestrator_cpu_s.values())
-    summary.money["orchestrator_eur"] = cpu_s / 3600 * 0.04
-    ch.insert("orchestrator_usage", [(hour.replace(tzinfo=None), "r1", Decimal(str(round(cpu_s / 3600 * 0.04, 6))))],
-              ("hour", "region", "cost_eur"))
-    t = time.monotonic()
-    now = datetime.now(UTC)  # the demo's last hour is still open: attribute it up to now, not to its end
-    attributed, workloads = [], set()
-    while hour <= now:
-        inputs = ledger.read_hour(ch, "r1", hour, until=now)
-        lines = ledger.attribute_hour(inputs)
-        ledger.write_hour(ch, "r1", inputs, lines)
-        attributed.append(hour)
-        workloads |= {ln.workload for ln in lines}
-        hour += timedelta(hours=1)
-    record_attribution(instance, attributed, now, len(workloads))
-    summary.timing("attribution", time.monotonic() - t)
+    _attribute_hours(ch, instance, summary)
 
     phase("analytics: groups, breaches, recommendations and the dbt finance models (Dagster)")
     t = time.monotonic()
@@ -141,6 +123,41 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
                         f.write(f"{e.event_type_value}: {e.message}\n")
 
     phase("analytics: reading the ledger")
+    _read_ledger(ch, summary)
+
+    phase("writing the fleet and showback reports")
+    _write_reports(cfg, summary, log)
+
+
+def _attribute_hours(ch: Any, instance: Any, summary: Any) -> None:
+    """Every hour of the demo through the ledger functions the ``savings_attribution`` asset runs, with the
+    orchestrator's own measured CPU as its usage; recorded on the Dagster instance as the asset's runs."""
+    from orchestration import ledger
+
+    from .instance import record_attribution
+
+    hour = summary.started.replace(minute=0, second=0, microsecond=0)
+    # the orchestrator's own footprint, measured: CPU-seconds at the guaranteed rate of €0.04 per vCPU-hour
+    cpu_s = sum(summary.orchestrator_cpu_s.values())
+    summary.money["orchestrator_eur"] = cpu_s / 3600 * 0.04
+    ch.insert("orchestrator_usage", [(hour.replace(tzinfo=None), "r1", Decimal(str(round(cpu_s / 3600 * 0.04, 6))))],
+              ("hour", "region", "cost_eur"))
+    t = time.monotonic()
+    now = datetime.now(UTC)  # the demo's last hour is still open: attribute it up to now, not to its end
+    attributed, workloads = [], set()
+    while hour <= now:
+        inputs = ledger.read_hour(ch, "r1", hour, until=now)
+        lines = ledger.attribute_hour(inputs)
+        ledger.write_hour(ch, "r1", inputs, lines)
+        attributed.append(hour)
+        workloads |= {ln.workload for ln in lines}
+        hour += timedelta(hours=1)
+    record_attribution(instance, attributed, now, len(workloads))
+    summary.timing("attribution", time.monotonic() - t)
+
+
+def _read_ledger(ch: Any, summary: Any) -> None:
+    """Net saving, wasted work and the recommendations' directions, from the marts the models wrote."""
     rows = ch.rows(
         "SELECT sum(counterfactual_eur), sum(net_saving_eur), sum(orchestrator_eur) FROM fct_savings_ledger "
         "WHERE hour >= {start:DateTime('UTC')}",
@@ -167,8 +184,10 @@ def _materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any
                      "FROM recommendations FINAL GROUP BY workload) GROUP BY direction")
     summary.recommendations = {str(direction): int(n) for direction, n in latest or []}
 
+
+def _write_reports(cfg: Any, summary: Any, log: Path) -> None:
+    sco = [sys.executable, "-m", "sco"]
     cfg.reports.mkdir(parents=True, exist_ok=True)
-    phase("writing the fleet and showback reports")
     month = datetime.now(UTC).strftime("%Y-%m")
     if _run([*sco, "report", "fleet", "--out", str(cfg.reports / "fleet-r1.html")], log).returncode == 0:
         summary.reports.append(str(cfg.reports / "fleet-r1.html"))

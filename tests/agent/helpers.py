@@ -30,10 +30,10 @@ def workload_entry(name: str, version: str = "1", budget: int = 3, signal: str =
 
 
 def make_bundle(keys: KeyPair, partition: str, generation: int, workloads: list[dict[str, Any]],
-                issued_at: datetime | None = None) -> tuple[bytes, bytes]:
+                issued_at: datetime | None = None, source_digest: str | None = None) -> tuple[bytes, bytes]:
     payload = {"apiVersion": "sco/v1", "kind": "AgentBundle", "partition": partition, "generation": generation,
                "issued_at": (issued_at or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
-               "source_digest": f"sha256:{generation:064x}",
+               "source_digest": source_digest or f"sha256:{generation:064x}",
                "workloads": {f"{w['workload']}@{w['version']}": w for w in workloads}}
     raw = canonical_bytes(payload)
     return raw, sign_blob(raw, load_private_key(keys.private_pem))

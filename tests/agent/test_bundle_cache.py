@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from agent import __version__ as agent_version
 from agent.bundle import BundleStore
 from agent.instruments import watch
 from agent.local import RecordingActuator
@@ -89,6 +91,10 @@ def test_a_tampered_refresh_is_refused_and_the_agent_keeps_draining_with_the_old
     spooled = [p.read_text() for p in (cfg.state_dir / "spool").glob("*.json")]
     assert any('"bundle-refused"' in s and "distributor" in s for s in spooled)
     assert sched.ready_calls == [(True, "")]
+    # every event says which agent version and bundle generation the node runs (ADR-32)
+    refused = [json.loads(s) for s in spooled if '"bundle-refused"' in s]
+    assert refused and all(e["attributes"]["agent_version"] == agent_version and
+                           e["attributes"]["bundle_generation"] == 1 for e in refused)
 
 
 def test_a_valid_refresh_replaces_the_bundle_and_an_unreachable_distributor_changes_nothing(tmp_path: Path) -> None:

@@ -129,6 +129,21 @@ def test_the_floor_comes_first_from_committed_capacity_over_three_halls_with_no_
     assert sum(units_by_pool(result).values()) == 70
 
 
+@pytest.mark.parametrize(("claim", "per_hall", "note"), [
+    (13, [1, 1, 2], True),    # floor 4: no spread over 3 halls keeps 40 %: 2 in one hall, and the note says so
+    (23, [2, 2, 3], True),    # floor 7
+    (17, [2, 2, 2], False),   # floor 6: 33 % a hall
+    (33, [4, 3, 3], False),   # floor 10: 40 %
+])
+def test_a_floor_is_placed_in_full_and_exceeds_40_percent_a_hall_only_when_no_spread_can_keep_it(
+        claim: int, per_hall: list[int], note: bool) -> None:
+    result = plan([Claim(contract("T1"), claim)], floor_pools(committed_free=100), NOW).plans["wk"]
+    floor = units_by_pool(result, Purpose.FLOOR)
+    halls = sorted(sum(v for k, v in floor.items() if k.endswith(h)) for h in ("h1", "h2", "h3"))
+    assert (halls, result.floor_units, result.shortfall_units) == (sorted(per_hall), sum(per_hall), 0)
+    assert any("cannot keep every hall at 40%" in n for n in result.notes) is note
+
+
 def test_the_floor_uses_on_demand_guaranteed_capacity_only_when_committed_runs_out() -> None:
     result = plan([Claim(contract("T1"), 100)], floor_pools(committed_free=5), NOW).plans["wk"]
     floor = units_by_pool(result, Purpose.FLOOR)

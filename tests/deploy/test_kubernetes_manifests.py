@@ -34,6 +34,8 @@ def _pod_specs(objects: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, A
     for obj in objects:
         if obj["kind"] in ("Deployment", "Job"):
             yield obj["metadata"]["name"], obj["spec"]["template"]["spec"]
+        elif obj["kind"] == "CronJob":
+            yield obj["metadata"]["name"], obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
 def test_every_object_validates_against_the_kubernetes_schema(objects: list[dict[str, Any]]) -> None:
@@ -47,7 +49,7 @@ def test_every_object_validates_against_the_kubernetes_schema(objects: list[dict
 def test_there_is_one_controller_per_partition_and_every_long_running_process(objects: list[dict[str, Any]]) -> None:
     deployments = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
     assert deployments == {"sco-controller-slurm-hpc", "sco-controller-k8s-batch", "sco-ingest", "sco-outbox-relay",
-                           "sco-exclusion-watcher"}
+                           "sco-exclusion-watcher", "sco-distributor"}
     partitions = {o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"][0]["args"] for o in objects
                   if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("sco-controller")}
     assert partitions["sco-controller-slurm-hpc"][2:4] == ["--partition", "r1/slurm-hpc"]
@@ -64,7 +66,7 @@ def test_every_container_runs_a_command_line_the_cli_accepts(objects: list[dict[
             args = parser.parse_args(container["args"])  # exits on an unknown command or option
             assert callable(getattr(args, "handler", None)), name
             seen += 1
-    assert seen == 7
+    assert seen == 9
 
 
 def test_every_pod_runs_restricted_with_resources_and_only_the_controller_holds_an_api_token(
@@ -91,11 +93,31 @@ def test_every_deployment_has_a_disruption_budget_that_selects_it(objects: list[
         assert len(matching) == 1, (obj["metadata"]["name"], matching)
 
 
-def test_the_namespace_denies_all_traffic_but_dns_the_stores_and_the_controllers_apis(
+def test_the_namespace_denies_all_traffic_but_dns_the_stores_the_controllers_apis_and_the_distributor(
         objects: list[dict[str, Any]]) -> None:
     policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
     assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
-    assert not any("ingress" in spec for spec in policies.values())  # nothing listens for the cluster
+    listening = {name: spec for name, spec in policies.items() if "ingress" in spec}
+    assert list(listening) == ["distributor-in"]  # nothing else listens for the cluster
+    assert listening["distributor-in"]["ingress"] == [{"from": [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "sco-controller"}}},
+        {"ipBlock": {"cidr": "10.30.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 8088}]}]
     ports = {p["port"] for rule in policies["dns-and-stores"]["egress"] for p in rule["ports"]}
     assert ports == {53, 5432, 4222, 8123}
     assert policies["controller-apis"]["egress"][0]["to"][0]["ipBlock"]["cidr"] == "10.20.0.0/24"
+
+
+def test_the_rollout_pass_runs_every_ten_minutes_never_twice_at_once_beside_the_distributors_volume(
+        objects: list[dict[str, Any]]) -> None:
+    cron = next(o for o in objects if o["kind"] == "CronJob" and o["metadata"]["name"] == "sco-bundle-rollout")
+    dist = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "sco-distributor")
+    assert (cron["spec"]["schedule"], cron["spec"]["concurrencyPolicy"]) == ("*/10 * * * *", "Forbid")
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    claim = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
+    served = {v["persistentVolumeClaim"]["claimName"] for v in dist["spec"]["template"]["spec"]["volumes"]
+              if "persistentVolumeClaim" in v}
+    assert claim == served == {"sco-bundles"}
+    affinity = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert affinity["labelSelector"]["matchLabels"] == dist["spec"]["selector"]["matchLabels"]
+    args = dist["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--bundles") + 1] == pod["containers"][0]["args"][3]

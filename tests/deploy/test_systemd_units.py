@@ -17,8 +17,9 @@ from tests.support.paths import REPO
 
 UNITS = REPO / "deploy" / "systemd"
 SERVICES = sorted(UNITS.glob("*.service"))
+TIMERS = sorted(UNITS.glob("*.timer"))
 # what an operator's env file sets (docs/operations.md): the values only have to be of the right shape
-EXAMPLE_ENV = {"SCO_PARTITION": "r1/slurm-hpc", "SCO_REGION": "r1",
+EXAMPLE_ENV = {"SCO_PARTITION": "r1/slurm-hpc", "SCO_REGION": "r1", "SCO_DISTRIBUTOR_HOST": "10.30.0.5",
                "SCO_CONTROLLER_ARGS": "--clouds-yaml /etc/sco/clouds.yaml --credential-issuer sco-issuer "
                                       "--image sco-agent"}
 needs_systemd = pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
@@ -34,13 +35,19 @@ def _copies(tmp_path: Path) -> list[Path]:
         copy = tmp_path / _instance(unit)
         copy.write_text(re.sub(r"/opt/sco/bin/[\w-]+", "/bin/true", unit.read_text()))
         out.append(copy)
+    for timer in TIMERS:  # verified beside the service each one starts
+        (tmp_path / timer.name).write_text(timer.read_text())
+        out.append(tmp_path / timer.name)
     return out
 
 
 def test_there_is_a_unit_for_every_long_running_process() -> None:
     assert {u.name for u in SERVICES} == {
         "sco-controller@.service", "sco-exclusion-watcher@.service", "sco-ingest.service", "sco-outbox-relay.service",
-        "sco-dagster-code.service", "sco-dagster-daemon.service", "sco-dagster-webserver.service"}
+        "sco-dagster-code.service", "sco-dagster-daemon.service", "sco-dagster-webserver.service",
+        "sco-distributor.service", "sco-bundle-rollout.service"}
+    assert {t.name for t in TIMERS} == {"sco-bundle-rollout.timer"}
+    assert all((UNITS / t.name.replace(".timer", ".service")).is_file() for t in TIMERS)
 
 
 @needs_systemd
@@ -54,7 +61,7 @@ def test_systemd_verifies_every_unit(tmp_path: Path) -> None:
 
 @needs_systemd
 def test_systemd_rates_every_units_exposure_ok(tmp_path: Path) -> None:
-    for copy in _copies(tmp_path):
+    for copy in [c for c in _copies(tmp_path) if c.suffix == ".service"]:
         run = subprocess.run(["systemd-analyze", "security", "--offline=true", str(copy)], capture_output=True,
                              text=True, cwd=tmp_path)
         level = re.search(rf"Overall exposure level for {re.escape(copy.name)}: ([0-9.]+)", run.stdout)

@@ -98,14 +98,70 @@ def test_a_mass_termination_trips_the_breaker_and_nothing_is_terminated() -> Non
     assert not g2.terminations  # stays open until an operator resets it
 
 
-def test_two_percent_per_ten_minutes_is_allowed_without_tripping() -> None:
+def test_two_percent_per_ten_minutes_is_allowed_and_more_waits_for_the_window_without_tripping() -> None:
     s = _ready()
     ids = {f"i{n}": 3 for n in range(2)}
     g = s.gate([], [_term(i) for i in ids], fleet_size=100, idle=ids, agree=dict.fromkeys(ids, True), now=T0)
     assert len(g.terminations) == 2 and not s.tripped
     s.done(g, 0, 2, T0)
     g = s.gate([], [_term("x")], fleet_size=100, idle={"x": 3}, agree={"x": True}, now=T0 + timedelta(minutes=5))
+    assert not g.terminations and g.held_terminations == 1 and not s.tripped and not g.notes
+    g = s.gate([], [_term("x")], fleet_size=100, idle={"x": 3}, agree={"x": True}, now=T0 + timedelta(minutes=10))
+    assert [t.instance.instance_id for t in g.terminations] == ["x"]
+
+
+@pytest.mark.parametrize(("fleet", "wanted", "per_window", "trips"), [
+    (100, 9, [2, 2, 2, 2, 1], False),   # an ordinary surplus under 10 %: 2 a window until it is gone
+    (100, 10, [], True),                # 10 % at once: a mass termination
+    (1000, 50, [20, 20, 10], False),    # 5 % of a large partition: paced at 20 a window
+    (1000, 100, [], True),
+    (10, 1, [1], False),                # a small partition's cap is one a window
+    (10, 2, [], True),                  # and two at once is already a fifth of it
+])
+def test_an_ordinary_surplus_is_paced_over_windows_and_a_mass_want_trips(
+        fleet: int, wanted: int, per_window: list[int], trips: bool) -> None:
+    s = _ready()
+    left = [f"i{n}" for n in range(wanted)]
+    done_per_window = []
+    for window in range(8):
+        now = T0 + timedelta(minutes=10 * window)
+        g = s.gate([], [_term(i) for i in left], fleet_size=fleet, idle=dict.fromkeys(left, 3),
+                   agree=dict.fromkeys(left, True), now=now)
+        s.done(g, 0, len(g.terminations), now)
+        gone = {t.instance.instance_id for t in g.terminations}
+        left = [i for i in left if i not in gone]
+        if gone:
+            done_per_window.append(len(gone))
+        if not left or s.tripped:
+            break
+    assert (done_per_window, s.tripped) == (per_window, trips)
+
+
+def test_after_an_operator_resets_a_mass_trip_the_surplus_in_hand_is_paced_and_a_new_mass_want_trips_again(
+        ) -> None:
+    s = _ready()
+    left = [f"i{n}" for n in range(12)]
+    g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
+               agree=dict.fromkeys(left, True), now=T0)
     assert s.tripped and not g.terminations
+    s.reset()
+    windows = 0
+    while len(left) >= 10:  # the acknowledged surplus, 2 a window
+        now = T0 + timedelta(minutes=10 * (windows + 1))
+        g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
+                   agree=dict.fromkeys(left, True), now=now)
+        assert len(g.terminations) == 2 and not s.tripped
+        s.done(g, 0, 2, now)
+        left = left[2:]
+        windows += 1
+    now = T0 + timedelta(minutes=10 * (windows + 1))
+    g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
+               agree=dict.fromkeys(left, True), now=now)  # under 10 %: the acknowledgement is spent
+    s.done(g, 0, len(g.terminations), now)
+    more = [f"j{n}" for n in range(10)]
+    g = s.gate([], [_term(i) for i in more], fleet_size=100, idle=dict.fromkeys(more, 3),
+               agree=dict.fromkeys(more, True), now=now + timedelta(minutes=10))
+    assert s.tripped and not g.terminations and [n.kind for n in g.notes] == ["breaker-tripped"]
 
 
 def sig(kind: str, minute: float, pool: str = "p1", n: int = 0) -> Signal:

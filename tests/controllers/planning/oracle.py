@@ -50,6 +50,10 @@ def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tupl
         hall_cap = units
     elif units < caps.floor_min_halls:
         notes.append(f"a floor of {units} unit(s) cannot span {caps.floor_min_halls} halls")
+    elif hall_cap * len(halls) < units:  # 4 or 7 units over 3 halls: no spread keeps every hall at 40 %
+        hall_cap = -(-units // len(halls))
+        notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
+                     f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     ranked = sorted(candidates, key=FloorCandidate.preference)
     placed: dict[str, int] = defaultdict(int)
     per_hall: dict[str, int] = defaultdict(int)

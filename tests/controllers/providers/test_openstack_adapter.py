@@ -185,3 +185,21 @@ def test_with_a_reader_connection_placement_gives_free_instances_and_utilisation
     assert after[hall_b][0] == before[hall_b][0]  # the other hall's aggregate is untouched
     for inst in provider.list_instances({"workload": env["workload"], "generation": "11"}):
         provider.terminate(inst.instance_id)
+
+
+def test_a_launch_boots_the_image_its_request_names_and_the_configured_one_otherwise(env: dict[str, Any]) -> None:
+    from controllers.providers.openstack import OpenStackProvider
+
+    # ADR-32: the controller picks the agent image per launch; this adapter's own image does not exist
+    provider = OpenStackProvider.from_clouds_yaml(CLOUDS, "sco-testbed", image="sco-no-such-image",
+                                                  project=env["doc"]["sco"]["project"])
+    owner = OwnerTags(workload=env["workload"], pool=_pool(provider), partition="r1/batch", generation=12)
+    with pytest.raises(NotFound) as err:
+        provider.launch(LaunchRequest(pool_id=owner.pool, count=1, owner=owner))
+    assert (err.value.kind, err.value.name) == ("image", "sco-no-such-image")
+    launched = provider.launch(LaunchRequest(pool_id=owner.pool, count=1, owner=owner, image="sco-tiny"))
+    server = env["conn"].compute.get_server(launched[0].instance_id)
+    assert server.image["id"] == env["conn"].image.find_image("sco-tiny").id
+    provider.terminate(launched[0].instance_id)
+    wait_for(lambda: not provider.list_instances({"workload": env["workload"], "generation": "12"}), 300,
+             interval=0.5)

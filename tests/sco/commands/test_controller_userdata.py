@@ -104,3 +104,33 @@ def test_cloud_init_refuses_a_document_that_breaks_the_cloud_config_schema(tmp_p
     refused = cloudinit.schema("#cloud-config\nwrite_files:\n  - path: /etc/sco/x\n    permissions: [0600]\n",
                                tmp_path)
     assert refused.returncode != 0 and "permissions" in refused.stdout + refused.stderr
+
+
+def test_the_agent_version_options_make_the_rollout_and_refuse_bad_values_in_one_line(tmp_path: Path) -> None:
+    import argparse
+    from decimal import Decimal
+
+    from controllers.controller import AgentImage
+    from sco.cli import CliError
+    from sco.commands.controller_userdata import add_agent_version_options, agent_rollout
+
+    parser = argparse.ArgumentParser()
+    add_agent_version_options(parser)
+    assert agent_rollout(parser.parse_args([])) is None
+    rollout = agent_rollout(parser.parse_args(["--agent-image", "0.1.0=sco-agent-0.1.0",
+                                               "--agent-candidate", "0.2.0=sco-agent-0.2.0"]))
+    assert rollout.current == AgentImage("0.1.0", "sco-agent-0.1.0") and rollout.share_pct == Decimal("5")
+    assert rollout.candidate == AgentImage("0.2.0", "sco-agent-0.2.0")
+    (tmp_path / "compiler.yaml").write_text("agent_canary_share_pct: 12.5\n")
+    from_settings = agent_rollout(parser.parse_args(["--agent-image", "1=x", "--agent-candidate", "2=y",
+                                                     "--compiler-settings", str(tmp_path / "compiler.yaml")]))
+    assert from_settings.share_pct == Decimal("12.5")
+    (tmp_path / "bad.yaml").write_text("agent_canary_share_pct: 120\n")
+    for argv, message in [(["--agent-image", "1=x", "--compiler-settings", str(tmp_path / "bad.yaml")],
+                           "bad.yaml:1: agent_canary_share_pct"),
+                          (["--agent-candidate", "0.2.0=x"], "--agent-candidate needs --agent-image"),
+                          (["--agent-image", "x"], "--agent-image 'x' is not VERSION=IMAGE"),
+                          (["--agent-image", "1=x", "--agent-canary-share", "lots"], "'lots' is not a number"),
+                          (["--agent-image", "1=x", "--agent-canary-share", "101"], "101 is not a percentage")]:
+        with pytest.raises(CliError, match=message):
+            agent_rollout(parser.parse_args(argv))

@@ -9,7 +9,10 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from agent.httpwire import exchange
 from sco.stack import credentials as creds_mod
@@ -73,3 +76,86 @@ def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> No
     creds_mod.load_or_create(tmp_path / ".sco")
     empty = sco("distributor", "serve", "--bundles", str(tmp_path / "out"), "--home", str(tmp_path / ".sco"))
     assert empty.returncode == 2 and "holds no <region>/<cluster>/agent-bundle.json" in empty.stderr
+
+
+@pytest.mark.services
+def test_stage_and_rollout_passes_take_a_compile_to_the_canary_then_everywhere_after_the_soak(
+        tmp_path: Path, clickhouse_migrated_url: str) -> None:
+    from controllers.distributor import partition_generation
+    from tests.controllers.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
+
+    keys, t0 = new_keys(), "2026-12-01T06:00:00+00:00"
+    root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))
+    (tmp_path / "compiler.yaml").write_text(f"canary_partition: {CANARY}\ncanary_soak_h: 6\n")
+    compile_out(tmp_path / "c2", keys, 2, datetime(2026, 12, 1, 5, tzinfo=UTC))
+    staged = sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2"))
+    assert staged.returncode == 0 and "staged release 1" in staged.stdout
+    again = sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2"))
+    assert again.returncode == 2 and "ROL001" in again.stderr and "Traceback" not in again.stderr
+
+    def rollout(at: str, *extra: str) -> str:
+        result = sco("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+                     "--clickhouse", clickhouse_migrated_url, "--now", at, *extra)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "would StartCanary" in rollout(t0, "--dry-run")
+    assert "served to the canary r1/slurm-hpc" in rollout(t0)
+    assert "hold — soaking on r1/slurm-hpc: 5.0 h of 6 h" in rollout("2026-12-01T11:00:00+00:00")
+    assert all(partition_generation(root / p) == 1 for p in PARTITIONS)
+    assert "promoted to every partition" in rollout("2026-12-01T12:00:00+00:00")
+    assert all(partition_generation(root / p) == 2 for p in (CANARY, *OTHERS))
+    assert "nothing staged" in rollout("2026-12-01T13:00:00+00:00")
+
+
+def test_a_real_compile_against_the_served_bundles_stages_and_leaves_unchanged_partitions_acceptable(
+        tmp_path: Path) -> None:
+    import shutil
+
+    from contracts.bundle_verify import verify_bundle_bytes
+    from controllers.distributor import Releases, StartCanary
+
+    repo, keys, served = tmp_path / "repo", tmp_path / "keys", tmp_path / "served"
+    shutil.copytree(REPO / "deploy" / "contracts", repo)
+    assert sco("keys", "init", "--dir", str(keys)).returncode == 0
+    signing = ("--key", str(keys / "signing.key.pem"), "--governance-key", str(keys / "governance.key.pem"))
+    assert sco("contracts", "compile", str(repo), "--out", str(served), *signing).returncode == 0
+    ci = repo / "workloads" / "ci-runners.yaml"
+    ci.write_text(ci.read_text().replace("version: 9", "version: 10").replace("drain_budget_s: 20",
+                                                                             "drain_budget_s: 25"))
+    result = sco("contracts", "compile", str(repo), "--out", str(tmp_path / "c2"), "--previous", str(served), *signing)
+    assert result.returncode == 0, result.stderr
+    releases = Releases(served)
+    assert releases.stage(tmp_path / "c2") == 1
+    releases.apply([StartCanary(release=1, partition="r1/k8s-prod")], datetime(2026, 12, 1, tzinfo=UTC))
+    public = (keys / "signing.pub.pem").read_bytes()
+
+    def header(tree: Path, partition: str) -> tuple[int, str]:
+        d = tree / partition
+        payload = verify_bundle_bytes((d / "agent-bundle.json").read_bytes(),
+                                      (d / "agent-bundle.json.sig").read_bytes(), public).payload
+        return int(payload["generation"]), str(payload["source_digest"])
+
+    staged = releases.staged_tree(1)
+    changed, unchanged = header(staged, "r1/k8s-prod"), header(staged, "r1/slurm-hpc")
+    assert changed[0] == header(served, "r1/k8s-prod")[0] + 1
+    assert unchanged == header(served, "r1/slurm-hpc")  # same generation and content: agents take it
+
+
+def test_a_rollout_pass_without_clickhouse_holds_the_canary_and_says_why(tmp_path: Path) -> None:
+    from tests.controllers.distributor.test_canary import CANARY, compile_out
+
+    keys = new_keys()
+    root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))
+    (tmp_path / "compiler.yaml").write_text(f"canary_partition: {CANARY}\n")
+    assert sco("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+               "--clickhouse", "http://127.0.0.1:9").stdout.startswith("nothing staged")
+    compile_out(tmp_path / "c2", keys, 2, datetime(2026, 12, 1, 5, tzinfo=UTC))
+    assert sco("distributor", "stage", "--bundles", str(root), "--from", str(tmp_path / "c2")).returncode == 0
+    args = ("distributor", "rollout", "--bundles", str(root), "--settings", str(tmp_path / "compiler.yaml"),
+            "--clickhouse", "http://127.0.0.1:9")  # nothing listens on the discard port
+    assert "served to the canary" in sco(*args, "--now", "2026-12-01T06:00:00+00:00").stdout
+    held = sco(*args, "--now", "2026-12-02T07:00:00+00:00")
+    assert held.returncode == 0 and "CAN003: the gate figures could not be read" in held.stdout
+    bad = sco("distributor", "rollout", "--bundles", str(root), "--now", "yesterday")
+    assert bad.returncode == 2 and "--now 'yesterday' is not an ISO-8601 time" in bad.stderr
