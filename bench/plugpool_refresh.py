@@ -20,8 +20,8 @@ from controllers.plugpool.pool import PlugPool
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
+from sco.demo.kubeapi import KubeApiDouble
 from tests.doubles.esphome import EspHomeDouble
-from tests.doubles.kube_api import KubeApiDouble
 
 MACHINES, DELAY, DEAD = 24, 0.04, 2
 

@@ -4,7 +4,12 @@
     ├── CliError             a usage or input error, printed as one line; exit code 2 unless ``code`` says
     ├── ClickHouseError      the embedded ClickHouse front end's error, in ClickHouse's own shape
     │                        (``Code: N. DB::Exception: …``); ``http_status`` maps it to an HTTP status
+    ├── KubeApiError         what the Kubernetes API double (``sco.demo.kubeapi``) answers a request with: the
+    │                        HTTP status ``code`` and its ``kind: Status`` body (``status()``); never raised to
+    │                        a caller of ours (``sco.demo.kubeapi`` re-exports it as ``ApiError``)
     └── ValueError
+        ├── CloudConfigError the demo's cloud-config renderer (``sco.demo.cloudconfig``) was given more than the
+        │                    controller's subset (``CCF001``–``CCF008``), naming the key or file, value and fix
         ├── UsersFileError   the front end's users file is missing, readable by others or malformed
         │                    (``CHA001``–``CHA004``, naming the file and the field): it does not start
         └── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
@@ -17,8 +22,9 @@ The commands turn the lower floors' errors (``ContractsError``, ``StoresError``,
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "UsersFileError"]
+__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -51,6 +57,14 @@ class ClickHouseError(Exception):
         return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", name)
 
 
+class CloudConfigError(ValueError):
+    """A cloud-config the demo's renderer does not handle; says the key or file, the value and the fix."""
+
+    def __init__(self, code: str, field: str, value: object, fix: str) -> None:
+        self.code, self.field, self.value, self.fix = code, field, value, fix
+        super().__init__(f"{code}: cloud-config {field} is {value!r}; {fix}")
+
+
 class UsersFileError(ValueError):
     """The ClickHouse front end's users file is missing, readable by others, or not the documented shape."""
 
@@ -68,3 +82,29 @@ class AuthConfigError(ValueError):
         super().__init__("CHA005 the ClickHouse front end needs --users-file PATH (JSON, mode 0600: "
                          '{"users": [{"name": ..., "password_sha256_hex": ..., "profile": "default"|"readonly"}]}); '
                          "--no-auth (tests and development only) serves every local user without a password")
+
+
+# the reason of a Kubernetes ``Status`` for each HTTP status the API double answers with
+KUBE_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
+                409: "Conflict", 410: "Gone", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
+                500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+class KubeApiError(Exception):
+    """A Kubernetes API error as the API server answers it: ``code`` and a ``kind: Status`` body."""
+
+    def __init__(self, code: int, message: str, reason: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason or KUBE_REASONS.get(code, "Unknown")
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        """The ``kind: Status`` body of the answer."""
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details is not None:
+            body["details"] = self.details
+        return body

@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
                       help="where the demo keeps its stack, keys and run logs (default .sco/demo)")
     demo.add_argument("--reports", type=Path, default=Path("demo-reports"), help="where the reports go")
     demo.add_argument("--no-slurm", action="store_true", help="do not use the Slurm test bed even when it is up")
+    demo.add_argument("--userdata-agents", type=int, default=3, metavar="N",
+                      help="how many simulated Kubernetes nodes at a time run a real sco-agent process booted from "
+                           "the controller's rendered user-data (default 3; 0: none)")
     demo.set_defaults(handler=_demo)
 
 
@@ -60,6 +63,8 @@ def _demo(args: argparse.Namespace) -> int:
     if result.errors:
         return 1
     if not args.contracts_only:
+        if args.userdata_agents < 0:
+            raise CliError(f"--userdata-agents must be 0 or more, got {args.userdata_agents}")
         if args.live < 30:
             raise CliError(f"--live must be at least 30 seconds for the timeline to fit, got {args.live:g}")
         from sco.demo.runner import DemoConfig, run_demo
@@ -68,7 +73,7 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             return asyncio.run(_until_sigterm(run_demo(DemoConfig(
                 home=args.home, contracts=args.contracts, reports=args.reports, live_s=args.live,
-                slurm=not args.no_slurm))))
+                slurm=not args.no_slurm, userdata_agents=args.userdata_agents))))
         except asyncio.CancelledError:
             return 128 + signal.SIGTERM
     with tempfile.TemporaryDirectory(prefix="sco-demo-") as tmp:

@@ -33,6 +33,8 @@ class DemoConfig:
     units_per_workload: int = 6
     seed: int = 1
     slurm: bool = True                    # use the real Slurm test bed when it is up
+    userdata_agents: int = 3              # simulated Kubernetes nodes at a time with a real sco-agent process
+    #                                       booted from the controller's rendered user-data (0: none)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """The demo's node fleet: one agent per simulated instance, started when the instance appears and stopped
-after it is gone. A handful are real ``sco-agent`` processes (on the real Slurm test bed's nodes when it is
-up); the rest are in-process agents (the same ``agent.runtime.Agent``) on simulated nodes (``simnode``).
+after it is gone. A handful are real ``sco-agent`` processes: up to ``userdata_max`` at a time on simulated
+Kubernetes nodes, booted from the controller's rendered user-data (``userdata_agents``; kind
+``USERDATA_KIND``), and one on each of the real Slurm test bed's nodes when it is up (kind ``"process"``); the
+rest are in-process agents (the same ``agent.runtime.Agent``) on simulated nodes (``simnode``).
 
-The supervisor plays cloud-init: it writes each node's user-data with the signed agent bundle of the
-instance's partition, exactly the document the controller puts in the launch request.
+For the in-process and Slurm-bed agents the supervisor plays cloud-init with the rendered result: it writes
+each node's user-data JSON with the signed agent bundle of the instance's partition.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ from agent.runtime import Agent, SystemClock
 from contracts.provider import InstanceStatus
 
 from .simnode import SimLocalActuator, SimScheduler
+from .userdata_agents import Launch, UserDataAgents
 
-__all__ = ["Fleet", "NodeAgent"]
+__all__ = ["USERDATA_KIND", "Fleet", "NodeAgent"]
+
+USERDATA_KIND = "user-data process"  # a real sco-agent booted from the controller's rendered user-data
 
 
 @dataclass
@@ -34,11 +39,12 @@ class NodeAgent:
     instance: str
     workload: str
     partition: str
-    kind: str  # "process" | "in-process"
+    kind: str  # "process" (Slurm bed) | USERDATA_KIND | "in-process"
     agent: Agent | None = None
     process: subprocess.Popen[bytes] | None = None
     scheduler: SimScheduler | None = None
     slurm_node: str | None = None
+    boot: asyncio.Task[None] | None = None  # a USERDATA_KIND node's boot, while it runs
 
 
 @dataclass
@@ -56,6 +62,10 @@ class Fleet:
     agents: dict[str, NodeAgent] = field(default_factory=dict)
     slow_scheduler: bool = False       # the scheduler "stops answering" (forces the local path)
     mint: Callable[[str, str], str] | None = None  # (region, instance) -> the agent's own NATS URL (sco up's)
+    userdata: UserDataAgents | None = None  # boots real agents from the controller's user-data
+    userdata_max: int = 0                   # how many of them run at a time
+    userdata_booted: list[str] = field(default_factory=list)           # instances, in boot order
+    userdata_refused: list[str] = field(default_factory=list)          # "<instance>: why" (check refused)
 
     def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
         region, cluster = partition.split("/", 1)
@@ -86,9 +96,37 @@ class Fleet:
         for iid in [i for i in self.agents if i not in live]:
             await self._stop(self.agents.pop(iid))
 
-    async def _start(self, inst: Any) -> None:
+    def _wants_userdata(self, inst: Any) -> bool:
+        running = sum(1 for a in self.agents.values() if a.kind == USERDATA_KIND)
+        return (self.userdata is not None and running < self.userdata_max
+                and self.userdata.qualifies(inst.owner.partition, inst.owner.workload))
+
+    async def _boot_userdata(self, inst: Any, node: NodeAgent) -> None:
+        """Boot the reserved node's real agent from the launch's user-data, beside the rest of the fleet's
+        starts (a boot runs ``sco-agent check`` first: seconds on a loaded machine); a node whose files are
+        refused gets an in-process agent instead, and the refusal is counted."""
+        assert self.userdata is not None
+        launch = Launch(inst.instance_id, inst.owner.partition.split("/")[0], inst.owner.partition, inst.pool_id,
+                        inst.owner.workload, inst.launched_at)
+        try:
+            await asyncio.to_thread(self.userdata.boot, launch)
+        except (RuntimeError, OSError, ValueError) as exc:  # CloudConfigError, UserDataError are ValueErrors
+            self.userdata_refused.append(f"{inst.instance_id}: {exc}")
+            if self.agents.get(inst.instance_id) is node:  # still live: an in-process agent instead
+                del self.agents[inst.instance_id]
+                await self._start(inst, userdata_ok=False)
+            return
+        self.userdata_booted.append(inst.instance_id)
+        if self.on_change:
+            self.on_change("started", node)
+
+    async def _start(self, inst: Any, userdata_ok: bool = True) -> None:
         partition = inst.owner.partition
-        # a real sco-agent process on a real Slurm node when the test bed has one free; in-process otherwise
+        if userdata_ok and self._wants_userdata(inst):
+            node = NodeAgent(inst.instance_id, inst.owner.workload, partition, USERDATA_KIND)
+            self.agents[inst.instance_id] = node  # reserved now, booted in the background
+            node.boot = asyncio.create_task(self._boot_userdata(inst, node))
+            return
         slurm_node = None
         probe, _, scheduler = self._userdata(inst, partition, None)
         if scheduler == "slurm" and self.slurm_nodes and self.slurm_conf:
@@ -127,6 +165,11 @@ class Fleet:
             self.on_change("started", node)
 
     async def _stop(self, node: NodeAgent) -> None:
+        if node.boot is not None:
+            with contextlib.suppress(Exception):
+                await node.boot  # a boot cannot be interrupted halfway: let it end, then stop what it started
+        if node.kind == USERDATA_KIND and self.userdata is not None:
+            await asyncio.to_thread(self.userdata.stop, node.instance)
         if node.agent is not None:
             with contextlib.suppress(Exception):
                 await node.agent.flush_events(timeout=2)
@@ -151,3 +194,5 @@ class Fleet:
     async def close(self) -> None:
         for iid in list(self.agents):
             await self._stop(self.agents.pop(iid))
+        if self.userdata is not None:
+            await asyncio.to_thread(self.userdata.close)

@@ -3,10 +3,11 @@
 Processes (each the ordinary command an operator runs): the embedded stack (``sco up``), the simulated region
 on the wall clock at compressed reclaim rates (``sco sim region serve``), the event ingest and the outbox relay,
 and one controller per partition (``sco controller run``). In this process: the node fleet (``fleet``: real
-``sco-agent`` processes on the real Slurm test bed's nodes when it is up, in-process agents on simulated nodes
-for the rest) and the progress display. The timeline: placement, ordinary reclaims, a drill, a hall-wide
-reclaim, a control-plane outage (both controllers stopped; the agents drain exactly as before), recovery;
-then the analytics (Dagster assets and dbt models), the reports and the summary table.
+``sco-agent`` processes booted from the controller's rendered user-data on a handful of simulated Kubernetes
+nodes and on the real Slurm test bed's nodes when it is up, in-process agents on simulated nodes for the rest)
+and the progress display. The timeline: placement, ordinary reclaims, a drill, a hall-wide reclaim, a
+control-plane outage (both controllers stopped; the agents drain exactly as before), recovery; then
+the analytics (Dagster assets and dbt models), the reports and the summary table.
 
 ``run_demo`` is a list of named phases (``PHASES``), each a function of the shared ``RunContext``, run in order
 by ``drive``, which shows each phase's name once.
@@ -133,12 +134,21 @@ async def place(ctx: RunContext) -> None:
     ctx.slurm_conf, ctx.slurm_nodes = slurm_testbed() if ctx.cfg.slurm else (None, [])
     if ctx.slurm_conf:
         await asyncio.to_thread(cancel_demo_jobs, ctx.slurm_conf)
-    from sco.stack.manager import mint_agent
+    from sco.stack.manager import StackAgentCredentials, agent_relay_url, mint_agent
+
+    from .userdata_agents import UserDataAgents
 
     stack_home = ctx.home / "stack"
+    # real agents booted from the user-data the controller sends: its relay without credentials, the region's
+    # metadata endpoint, each instance's own NATS user minted as `sco controller run --agent-credentials stack` does
+    userdata = UserDataAgents(ctx.bundles, ctx.keys / "signing.pub.pem", agent_relay_url(stack_home),
+                              f"{ctx.sim_url}/metadata/{{instance}}", StackAgentCredentials(stack_home),
+                              ctx.run_dir / "userdata-nodes", seed=ctx.cfg.seed) if ctx.cfg.userdata_agents else None
     ctx.fleet = Fleet(ctx.provider, ctx.bundles, ctx.keys / "signing.pub.pem", ctx.urls.nats, ctx.sim_url,
                       ctx.run_dir / "nodes", slurm_nodes=ctx.slurm_nodes, slurm_conf=ctx.slurm_conf,
-                      seed=ctx.cfg.seed, mint=lambda region, instance: mint_agent(region, instance, stack_home))
+                      seed=ctx.cfg.seed, mint=lambda region, instance: mint_agent(region, instance, stack_home),
+                      userdata=userdata, userdata_max=ctx.cfg.userdata_agents)
+    ctx.summary.userdata_agents_max = ctx.cfg.userdata_agents
     ctx.summary.real_agents_possible = len(ctx.slurm_nodes)
     ctx.live_started = time.monotonic()
     settled_at, size = time.monotonic(), -1

@@ -60,6 +60,11 @@ class Summary:
     production_rate_pct_h: float = 4.0               # what the targets assume
     contracts: list[AgentRecord] = field(default_factory=list)   # the signed agent-bundle entries
     recommendations: dict[str, int] = field(default_factory=dict)  # direction -> workloads (the latest each)
+    userdata_agents_max: int = 0                     # real agents from rendered user-data at a time (0: none)
+    userdata_booted: list[str] = field(default_factory=list)    # their instances, in boot order
+    userdata_refused: list[str] = field(default_factory=list)   # "<instance>: why" (sco-agent check refused)
+    userdata_reclaimed: str = ""                     # the instance the timeline reclaimed on purpose
+    slurm_instances: set[str] = field(default_factory=set)      # instances whose real agent ran on the Slurm bed
 
     def on_event(self, data: bytes) -> None:
         from datetime import UTC
@@ -184,8 +189,9 @@ class Summary:
         head = (f"SCO demo: {clock}reclaims at {self.reclaim_rate_pct_h:g} %/h (production ~"
                 f"{self.production_rate_pct_h:g} %/h); placement settled in {self.placed_in_s:.0f} s, then "
                 f"{self.live_s:.0f} s of timeline, {len(self.events)} events, peak fleet {self.fleet_peak} nodes "
-                f"({self.real_agents} real sco-agent process(es) on the Slurm test bed, the rest in-process agents "
-                f"on simulated nodes); drill on {len(self.drilled)} node(s)")
+                f"({len(self.userdata_booted)} real sco-agent process(es) booted from the controller's rendered "
+                f"user-data, {self.real_agents} on the Slurm test bed, the rest in-process agents on simulated "
+                f"nodes); drill on {len(self.drilled)} node(s)")
         return head + ("" if not secs else f"; median drain {statistics.median(secs):.1f} s")
 
     def rows(self) -> list[Row]:
@@ -247,6 +253,8 @@ class Summary:
                             verdict(bool(mine) and mine[0].get("kind") == "drained" and requeued is not None
                                     and int(requeued.group(1)) >= 1),
                             "real sco-agent process + scontrol; scontrol show job (requeued: restarts ≥ 1)"))
+        if self.userdata_agents_max:
+            rows.append(self.userdata_row())
         d, o, _ = self.drains()
         rows.append(Row("Drain overruns", "≤ 0.5 % of reclamations",
                         f"{o} of {d + o} ({100 * o / (d + o):.1f} %)" if d + o else "no drains",
@@ -263,6 +271,41 @@ class Summary:
                         "controller events; counted, not judged: the demo measures no capacity-hours of shortfall "
                         "(sco simulate does)"))
         return rows
+
+    def agent_figures(self, instances: set[str], among: bool) -> tuple[int, int, int, list[float]]:
+        """Notices the agents received, drained and overran, and drain seconds: of the agents of ``instances``
+        (``among``) or of all the others (drills included, as every agent drains them alike)."""
+        def mine(e: dict[str, Any]) -> bool:
+            return e.get("source") == "agent" and (e.get("instance") in instances) is among
+
+        noticed = {e.get("instance") for e in self._by("notice") if mine(e)}
+        ends = [e for e in self._by("drained") + self._by("overrun") if mine(e)]
+        secs = [float((e.get("attributes") or {})["drain_ms"]) / 1000 for e in ends
+                if (e.get("attributes") or {}).get("drain_ms") is not None]
+        drained = sum(1 for e in ends if e["kind"] == "drained")
+        return len(noticed), drained, len(ends) - drained, secs
+
+    def userdata_row(self) -> Row:
+        """The real agents booted from the controller's rendered user-data beside the in-process agents."""
+        booted = set(self.userdata_booted)
+        n, d, o, secs = self.agent_figures(booted, True)
+        on, od, oo, osecs = self.agent_figures(booted | self.slurm_instances, False)
+
+        def times(values: list[float]) -> str:
+            return f", drain p50 {_pct(values, .5):.1f} s, max {max(values):.1f} s" if values else ""
+
+        refused = f", {len(self.userdata_refused)} refused by sco-agent check" if self.userdata_refused else ""
+        shown = (f"{len(booted)} booted from rendered user-data{refused}: {n} got a notice, {d} drained, "
+                 f"{o} overran{times(secs)}; in-process agents: {on} got a notice, {od} drained, {oo} overran"
+                 f"{times(osecs)}")
+        met = None if not booted and not self.userdata_refused else (
+            bool(booted) and not self.userdata_refused and d > 0 and o == 0)
+        return Row("Agents from user-data", "boot from the launch's cloud-config, drain within budget", shown,
+                   verdict(met),
+                   "real sco-agent processes (sco/demo/userdata_agents.py): the controller's cloud-config for the "
+                   "launch, rendered with the instance's v1 data and laid out without cloud-init, sco-agent check, "
+                   "then sco-agent run on the Kubernetes API double; their notice/drained/overrun events against "
+                   f"the in-process agents' (the timeline reclaims {self.userdata_reclaimed or 'none'} on purpose)")
 
     def _money_rows(self) -> list[Row]:
         net, orch = self.money.get("net_pct"), self.money.get("orchestrator_pct")

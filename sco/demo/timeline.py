@@ -62,6 +62,9 @@ async def tick(ctx: RunContext) -> None:
     ctx.display.fleet = kinds
     ctx.summary.fleet_peak = max(ctx.summary.fleet_peak, len(fleet.agents))
     ctx.summary.real_agents = max(ctx.summary.real_agents, kinds.get("process", 0))
+    ctx.summary.userdata_booted = list(fleet.userdata_booted)
+    ctx.summary.slurm_instances |= {a.instance for a in fleet.agents.values() if a.kind == "process"}
+    ctx.summary.userdata_refused = list(fleet.userdata_refused)
     failed = ctx.procs.check()
     if failed:
         raise RuntimeError("; ".join(failed))
@@ -129,6 +132,17 @@ async def reclaim_slurm_node(ctx: RunContext) -> None:
     await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
 
 
+async def reclaim_userdata_node(ctx: RunContext) -> None:
+    """An ordinary reclaim of one node whose real sco-agent booted from the controller's user-data: its notice
+    comes on the agent's own NATS subject and the metadata endpoint, the agent drains the node's pods."""
+    from .fleet import USERDATA_KIND
+
+    chosen = sorted(a.instance for a in ctx.the_fleet().agents.values() if a.kind == USERDATA_KIND)[:1]
+    if chosen:
+        ctx.summary.userdata_reclaimed = chosen[0]
+        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": chosen, "drill": False})
+
+
 async def bad_pool(ctx: RunContext) -> None:
     """Three reclaim waves on one pool, 8 s apart: the exclusion watcher must exclude it."""
     instances = await asyncio.to_thread(ctx.provider.list_instances)
@@ -168,6 +182,7 @@ Step = tuple[float, str, Callable[[RunContext], Awaitable[None]]]
 
 # (fraction of --live, what the display shows, what happens)
 STEPS: tuple[Step, ...] = (
+    (0.08, "a reclaim of a node whose real sco-agent booted from the controller's user-data", reclaim_userdata_node),
     (0.15, "a real Slurm job, then a reclaim of its node: the real agent drains it and Slurm requeues the job",
      reclaim_slurm_node),
     (0.25, "a misbehaving pool: three reclaim waves in 16 s", bad_pool),

@@ -1,4 +1,4 @@
-"""An extension of the shared Kubernetes API double (tests/doubles/kube_api.py, not edited here): it also
+"""An extension of the shared Kubernetes API double (sco/demo/kubeapi/server.py, not edited here): it also
 records each request's ``Authorization`` header, so a test can check the node-bound token is presented."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.doubles.kube_api import KubeApiDouble
+from sco.demo.kubeapi import KubeApiDouble
 
 
 class AuthRecordingKubeApi(KubeApiDouble):

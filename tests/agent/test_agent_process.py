@@ -16,6 +16,7 @@ from pathlib import Path
 import nats
 
 from contracts.subjects import notice_subject
+from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import (
     agent_config,
     make_bundle,
@@ -25,7 +26,6 @@ from tests.agent.helpers import (
     stream_events,
     workload_entry,
 )
-from tests.doubles.kube_api import KubeApiDouble
 from tests.support.nats import NatsProcess
 from tests.support.paths import REPO
 from tests.support.ports import free_port

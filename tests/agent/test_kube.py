@@ -17,9 +17,9 @@ from agent.local import RecordingActuator
 from agent.model import STARTED_AT
 from agent.notices import parse_notice
 from agent.runtime import Agent
+from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
 from tests.agent.kube_extras import AuthRecordingKubeApi
-from tests.doubles.kube_api import KubeApiDouble
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")
 

@@ -19,6 +19,7 @@ import nats
 
 from agent.notice_check import MAX_RECORDED_NOTICES
 from contracts.subjects import notice_subject
+from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import (
     agent_config,
     make_bundle,
@@ -28,7 +29,6 @@ from tests.agent.helpers import (
     stream_events,
     workload_entry,
 )
-from tests.doubles.kube_api import KubeApiDouble
 from tests.support.nats import NatsProcess
 from tests.support.paths import REPO
 from tests.support.ports import free_port

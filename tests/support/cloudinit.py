@@ -4,7 +4,6 @@ them. Shared by the rendering test and the OpenStack test that reads the user-da
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -13,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from sco.demo.cloudconfig import lay_out  # one definition: the demo lays out the same files
 from tests.support.paths import REPO
 from tests.support.testbeds import CLOUD_INIT
 
@@ -55,21 +54,6 @@ def schema(config: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     path = tmp / "cloud-config.yaml"
     path.write_text(config)
     return subprocess.run([_cloud_init(), "schema", "-c", str(path)], capture_output=True, text=True, timeout=120)
-
-
-def lay_out(config: str, root: Path) -> dict[str, Path]:
-    """Write the cloud-config's ``write_files`` under ``root`` as cloud-init's write_files module would (b64
-    decoded, the given permissions); return ``{absolute path on the node: path under root}``."""
-    out: dict[str, Path] = {}
-    for item in yaml.safe_load(config).get("write_files", []):
-        content = item.get("content", "")
-        data = base64.b64decode(content) if item.get("encoding") in ("b64", "base64") else content.encode()
-        target = root / item["path"].lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(int(str(item.get("permissions", "0644")), 8))
-        out[item["path"]] = target
-    return out
 
 
 def agent_check(files: dict[str, Path], public_key: Path, state: Path) -> subprocess.CompletedProcess[str]:

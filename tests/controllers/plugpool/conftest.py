@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from sco.demo.kubeapi import KubeApiDouble
 from tests.controllers.plugpool.helpers import NS, Rig, config_dict, make_rig
 from tests.doubles.esphome import EspHomeDouble
-from tests.doubles.kube_api import KubeApiDouble
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from controllers.plugpool.pool import PlugPool
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
+from sco.demo.kubeapi import KubeApiDouble
 from tests.doubles.esphome import EspHomeDouble
-from tests.doubles.kube_api import KubeApiDouble
 
 __all__ = ["NS", "PREFIX", "Rig", "config_dict", "make_rig"]
 

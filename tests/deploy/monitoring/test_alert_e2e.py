@@ -27,8 +27,8 @@ import yaml
 
 from contracts.alerting import ROUTES_FILE
 from controllers.providers.simulated import SimulatedProvider
+from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
-from tests.doubles.kube_api import KubeApiDouble
 from tests.support.cli import sco
 from tests.support.nats import NatsProcess
 from tests.support.paths import REPO

@@ -27,12 +27,12 @@ from stores.config import ENV_VARS, load_urls
 pytestmark = [pytest.mark.slow, pytest.mark.services, pytest.mark.xdist_group("slurm-bed")]
 
 ROWS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
-        "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
-        "Fallback / shortfall", "Wasted work", "Net saving", "Orchestrator cost")
+        "Guaranteed floor", "Drill (ADR-33)", "Agents from user-data", "Drain overruns",
+        "Drains without a control plane", "Fallback / shortfall", "Wasted work", "Net saving", "Orchestrator cost")
 # the rows the demo meets at its compressed rate; the others are explained in docs/demo.md ("Verdicts")
 MUST_PASS = ("Notice to drain signal", "Placement decision", "Ranking refresh", "Exclusion", "Replacement",
-             "Guaranteed floor", "Drill (ADR-33)", "Drain overruns", "Drains without a control plane",
-             "Orchestrator cost")
+             "Guaranteed floor", "Drill (ADR-33)", "Agents from user-data", "Drain overruns",
+             "Drains without a control plane", "Orchestrator cost")
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,25 @@ def test_the_summary_states_the_simulated_hour_and_the_rates_and_fits_120_column
     head = " ".join(summary.split("\n\n")[0].split())
     assert "pinned at 09:00 UTC" in head and "reclaims at 150 %/h (production ~4 %/h)" in head, head
     assert re.search(r"^Verdicts: \d+ PASS", summary, re.M), summary
+
+
+def test_real_agents_booted_from_the_controller_s_rendered_user_data_and_drained_on_a_newcomer_s_machine(
+        demo: DemoRun) -> None:
+    """Issue 16: with or without the Slurm test bed, real sco-agent processes run on simulated Kubernetes nodes,
+    booted from the launch's cloud-config rendered without cloud-init, and they drain."""
+    cell = demo.cells("Agents from user-data")["measured"]
+    figures = re.search(r"^(\d+) booted from rendered user-data: (\d+) got a notice, (\d+) drained, 0 overran, "
+                        r"drain p50 (\d+\.\d) s", cell)
+    assert figures and int(figures.group(1)) >= 1 and int(figures.group(3)) >= 1, cell
+    assert "refused by sco-agent check" not in cell and "in-process agents: " in cell, cell
+    assert re.search(r"\((\d+) real sco-agent process\(es\) booted from the controller's rendered user-data",
+                     " ".join(demo.stdout.split())), demo.stdout[-3000:]
+    nodes = [d for d in (demo.home / "run").glob("*/userdata-nodes/*") if d.is_dir()]
+    assert len(nodes) >= int(figures.group(1))  # a boot that ended after the last count has its directory too
+    for node in nodes:  # what the launch sent, and what cloud-init's half wrote from it for this instance
+        assert (node / "user-data.txt").read_text().startswith("## template: jinja\n#cloud-config\n")
+        assert f'"instance":"{node.name}"' in (node / "etc" / "sco" / "agent-userdata.json").read_text()
+    assert any("sco-agent running for " + n.name in (n / "agent.log").read_text() for n in nodes)
 
 
 def test_the_reports_are_written(demo: DemoRun) -> None:

@@ -20,9 +20,9 @@ import pytest
 
 from contracts.subjects import notice_subject
 from controllers.controller.userdata import LaunchUserData, render
+from sco.demo.kubeapi import KubeApiDouble
 from sco.stack import manager, services
 from tests.agent.helpers import make_bundle, new_keys, notice_doc, workload_entry
-from tests.doubles.kube_api import KubeApiDouble
 from tests.support import cloudinit
 from tests.support.paths import REPO
 from tests.support.ports import free_port

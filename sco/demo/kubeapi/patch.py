@@ -32,7 +32,7 @@ def _pointer(path: str) -> list[str]:
 
 
 def _bad(message: str) -> Exception:
-    from tests.doubles.kube_store import ApiError
+    from sco.errors import KubeApiError as ApiError
 
     return ApiError(422, message)
 

@@ -1,10 +1,12 @@
 """An in-memory Kubernetes API server double that the real ``kubernetes`` client can talk to.
 
 No real API server can run on the test machine, so integration tests point the production adapters (the
-real ``kubernetes`` Python client, or plain HTTP calls) at this double. It is a real HTTP/1.1 server on
-``127.0.0.1`` and a free port, serving the real API paths, verbs, status codes and ``kind: Status`` errors
-for the resources below. It is not a full API server: no admission, no defaulting beyond metadata, no
-authentication, no watch streams beyond a one-shot list of ``ADDED`` events.
+real ``kubernetes`` Python client, or plain HTTP calls) at this double; the demo points its real ``sco-agent``
+processes on simulated nodes at it (``sco.demo.userdata_agents``). One definition for both: it lives here, in
+the composition root, because the demo imports it and the demo ships without the test tree. It is a real
+HTTP/1.1 server on ``127.0.0.1`` and a free port, serving the real API paths, verbs, status codes and
+``kind: Status`` errors for the resources below. It is not a full API server: no admission, no defaulting
+beyond metadata, no authentication, no watch streams beyond a one-shot list of ``ADDED`` events.
 
 Resources (add more with :meth:`KubeApiDouble.register_resource`):
 
@@ -61,11 +63,10 @@ Test hooks:
   bypassing hooks and the log, so a test can play the kubelet (mark a Node NotReady, finish a pod);
 * ``client_configuration()`` returns a ``kubernetes.client.Configuration`` pointing at the double.
 
-The store and the verbs live in ``kube_store`` (eviction in ``kube_evict``, patches in ``kube_patch``,
-selectors in ``kube_select``); this module adds the HTTP server and the test hooks.
+The store and the verbs live in ``store`` (eviction in ``evict``, patches in ``patch``,
+selectors in ``selection``); this module adds the HTTP server and the test hooks.
 
-Use it as a context manager (``with KubeApiDouble() as kube: ...``) or through the ``kube_api`` pytest
-fixture (``from tests.doubles.kube_api import kube_api`` in a test module or conftest).
+Use it as a context manager (``with KubeApiDouble() as kube: ...``) and ``stop()`` it when done.
 """
 
 from __future__ import annotations
@@ -74,17 +75,14 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
+from sco.demo.kubeapi.store import ApiError, KubeStore, RecordedRequest
 
-from tests.doubles.kube_store import ApiError, KubeStore, RecordedRequest
-
-__all__ = ["ApiError", "KubeApiDouble", "RecordedRequest", "kube_api"]
+__all__ = ["ApiError", "KubeApiDouble", "RecordedRequest"]
 
 
 class _Server(ThreadingHTTPServer):
@@ -225,11 +223,3 @@ def _decode(raw: bytes, ctype: str) -> Any:
             return yaml.safe_load(raw)
         raise ApiError(400, "the request body is not valid JSON") from None
 
-
-@pytest.fixture
-def kube_api() -> Iterator[KubeApiDouble]:
-    double = KubeApiDouble()
-    try:
-        yield double
-    finally:
-        double.stop()

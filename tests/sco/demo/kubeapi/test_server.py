@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.doubles.kube_api import KubeApiDouble
+from sco.demo.kubeapi import KubeApiDouble
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The in-memory object store behind :class:`tests.doubles.kube_api.KubeApiDouble`: resources, routing of API
-paths, the verbs and their status codes. See kube_api's docstring for the behaviour."""
+"""The in-memory object store behind :class:`sco.demo.kubeapi.KubeApiDouble`: resources, routing of API
+paths, the verbs and their status codes. See the server module's docstring for the behaviour."""
 
 from __future__ import annotations
 
@@ -12,30 +12,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-from tests.doubles.kube_evict import EvictionMixin
-from tests.doubles.kube_patch import apply_json_patch, merge_patch
-from tests.doubles.kube_select import match_fields, match_label_selector
+from sco.demo.kubeapi.evict import EvictionMixin
+from sco.demo.kubeapi.patch import apply_json_patch, merge_patch
+from sco.demo.kubeapi.selection import match_fields, match_label_selector
+from sco.errors import KubeApiError as ApiError
 
 __all__ = ["ApiError", "KubeStore", "Obj", "RecordedRequest", "Resource"]
 
 Obj = dict[str, Any]
-
-REASONS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    409: "Conflict",
-    410: "Gone",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
 
 @dataclass(frozen=True)
 class Resource:
@@ -61,28 +45,6 @@ class RecordedRequest:
     status: int = 0
     body: Any = None
 
-
-class ApiError(Exception):
-    def __init__(self, code: int, message: str, reason: str | None = None, details: Obj | None = None):
-        super().__init__(message)
-        self.code = code
-        self.reason = reason or REASONS.get(code, "Unknown")
-        self.message = message
-        self.details = details
-
-    def status(self) -> Obj:
-        body: Obj = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details is not None:
-            body["details"] = self.details
-        return body
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.doubles.kube_select import match_labels_expr
+from sco.demo.kubeapi.selection import match_labels_expr
 
 __all__ = ["EvictionMixin"]
 
@@ -30,7 +30,7 @@ class EvictionMixin:
 
     def _evict(self, res: Any, key: tuple[str, str, str]) -> tuple[int, Obj]:
         if key not in self._objects:
-            from tests.doubles.kube_store import not_found
+            from sco.demo.kubeapi.store import not_found
 
             raise not_found(res, key[2])
         pod = self._objects[key]
@@ -90,6 +90,6 @@ class EvictionMixin:
 
 
 def _api_error(code: int, message: str, details: Obj | None = None) -> Exception:
-    from tests.doubles.kube_store import ApiError
+    from sco.errors import KubeApiError as ApiError
 
     return ApiError(code, message, details=details)
