@@ -6,7 +6,9 @@ from __future__ import annotations
 from .auth import Authenticator, PasswordTable, Principal, Role, allowed, digest
 from .catalog import AGENT_FILES, CONTROLLER_FILES, BundleFile, Catalog, etag_matches
 from .client import AgentBundleFeed
+from .controller_feed import ControllerBundleFeed, Polled, SignedBundle, accept
 from .server import Distributor
 
 __all__ = ["AGENT_FILES", "CONTROLLER_FILES", "AgentBundleFeed", "Authenticator", "BundleFile", "Catalog",
-           "Distributor", "PasswordTable", "Principal", "Role", "allowed", "digest", "etag_matches"]
+           "ControllerBundleFeed", "Distributor", "PasswordTable", "Polled", "Principal", "Role", "SignedBundle",
+           "accept", "allowed", "digest", "etag_matches"]
