@@ -17,8 +17,8 @@ from controllers.controller.revocation import (
     Revocation,
     Revoker,
 )
-from controllers.controller.userdata import MemoryAgentCredentials
 from controllers.controller.settings import ControllerSettings
+from controllers.controller.userdata import MemoryAgentCredentials
 from tests.controllers.controller.helpers import PARTITION, T0, contract, contracts
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_a_failed_revocation_is_retried_on_later_passes_with_backoff_until_it_is
     ctl.step()
     assert [a["ok"] for a in _revoked(world, victim)] == [False]
     attempts, due = _retry_row(world, victim)
-    assert attempts == 1 and due == world.clock.now() + _s(10)
+    assert attempts == 1 and due == world.clock.now() + timedelta(seconds=10)
     world.clock.advance(seconds=5)
     ctl.step()
     assert len(_revoked(world, victim)) == 1, "not before it is due"
@@ -66,7 +67,7 @@ def test_a_failed_revocation_is_retried_on_later_passes_with_backoff_until_it_is
     ctl.step()
     assert [a["ok"] for a in _revoked(world, victim)] == [False, False]
     attempts, due = _retry_row(world, victim)
-    assert attempts == 2 and due == world.clock.now() + _s(20), "the wait doubles"
+    assert attempts == 2 and due == world.clock.now() + timedelta(seconds=20), "the wait doubles"
     world.clock.advance(seconds=20)
     ctl.step()
     done = _revoked(world, victim)
@@ -75,12 +76,6 @@ def test_a_failed_revocation_is_retried_on_later_passes_with_backoff_until_it_is
     world.clock.advance(minutes=30)
     world.run(ctl, 2)
     assert flaky.calls == 3 and len(_revoked(world, victim)) == 3
-
-
-def _s(seconds: float) -> object:
-    from datetime import timedelta
-
-    return timedelta(seconds=seconds)
 
 
 @pytest.fixture
