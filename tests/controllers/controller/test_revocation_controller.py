@@ -1,6 +1,7 @@
 """Revocation by the running controller (ADR-31, issue 16): a failed revocation is tried again on a later pass,
 backing off, until it is confirmed; and with the stack's NATS, an ended instance's own NATS user is removed —
-its password no longer logs in (``Authorization Violation``) while a sibling's still does."""
+its open connection is dropped, its password no longer logs in (``Authorization Violation``) while a sibling's
+still does."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -97,6 +99,20 @@ async def _connect(port: int, user: str, password: str) -> str:
     return "ok"
 
 
+async def _revoked_while_connected(ctl: Any, port: int, user: str, password: str) -> bool:
+    """Hold a connection as ``user`` while the controller's pass revokes it; whether the server closed it."""
+    nc = NATS()
+    await nc.connect(f"nats://127.0.0.1:{port}", user=user, password=password, allow_reconnect=False)
+    try:
+        await asyncio.to_thread(ctl.step)
+        deadline = asyncio.get_running_loop().time() + 30
+        while not nc.is_closed and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        return bool(nc.is_closed)
+    finally:
+        await nc.close()
+
+
 @pytest.mark.services
 def test_the_controller_removes_an_ended_instance_nats_user_and_leaves_its_siblings(
         world: World, stack_home: Path) -> None:  # noqa: F811
@@ -114,7 +130,8 @@ def test_the_controller_removes_an_ended_instance_nats_user_and_leaves_its_sibli
     port = int(json.loads((stack_home / "stack.json").read_text())["services"]["nats"]["port"])
     assert asyncio.run(_connect(port, f"agent.r1.{victim}", agents[f"r1/{victim}"])) == "ok"
     world.region.terminate(victim)
-    ctl.step()
+    assert asyncio.run(_revoked_while_connected(ctl, port, f"agent.r1.{victim}", agents[f"r1/{victim}"])), \
+        "nats-server drops the removed user's open connection at the reload"
     (revoked,) = _revoked(world, victim)
     assert revoked["ok"] is True and revoked["reason"] == "revoked", revoked
     assert f"agent.r1.{victim} removed" in str(revoked["detail"]) and keystone.banned
