@@ -11,8 +11,11 @@ path (``contracts.bundle_verify.verify_bundle_bytes``) with the held bundle as t
   and when any changed the governance signature must verify with the governance key (``BND004``, ADR-30).
 
 ``ControllerBundleFeed.poll`` fetches, applies the rule and, when the caller's ``admit`` (the partition's
-``BundleGuard`` in PostgreSQL) agrees too, holds the new bundle. A refused bundle leaves the held one in force;
-the same refused files are reported once, not on every poll, while a changed file (e.g. a governance signature
+``BundleGuard`` in PostgreSQL) agrees too, holds the new bundle. A refused bundle leaves the held one in force.
+Files that fail the rule are reported only when the next poll reads the very same files again: ``publish``
+writes the signatures before it renames the bundle into place, so one poll may read a half-published set (the
+old bundle with the new signature), and that must not raise a ``bundle-refused`` (a canary gate, ADR-32). The
+same refused files are then reported once, not on every poll, while a changed file (e.g. a governance signature
 added later) is judged again.
 """
 
@@ -100,6 +103,12 @@ class ControllerBundleFeed:
         self.refused: Counter[str] = Counter()   # by code
         self.last_error = ""
         self._refused_digest: str | None = None
+        self._suspect_digest: str | None = None   # failed the rule once: reported if read again unchanged
+
+    @property
+    def suspect(self) -> bool:
+        """True when the last poll read files that failed the rule for the first time (not yet reported)."""
+        return self._suspect_digest is not None
 
     def _fetch(self) -> tuple[SignedBundle, str | None] | None:
         """The served files, or None when unchanged (304). Raises ``OSError`` when they cannot be read."""
@@ -124,22 +133,31 @@ class ControllerBundleFeed:
         except OSError as exc:
             self.last_error = str(exc)
             return Polled(error=self.last_error)
-        if got is None:
+        if got is None:  # the held bundle's ETag: what is served is what is held
+            self._suspect_digest = None
             return Polled()
         offered, etag = got
         if offered.raw == self.held.raw:
-            self.etag = etag
+            self.etag, self._suspect_digest = etag, None
             return Polled()
         if offered.digest == self._refused_digest:
             return Polled()  # reported when first refused; refused again without a new count
         try:
             verified = accept(offered, self.held, self.public_key_pem, self.governance_key_pem, self.url)
-            error = admit(verified.payload, self.url) if admit is not None else None
-            if error is not None:
-                raise error
         except BundleError as exc:
-            self.refused[exc.code] += 1
-            self.last_error, self._refused_digest = str(exc), offered.digest
-            return Polled(refused=exc, offered_generation=offered.generation())
-        self.held, self.etag, self._refused_digest = verified, etag, None
+            self.last_error = str(exc)
+            if offered.digest != self._suspect_digest:  # perhaps half-published: judge the next read first
+                self._suspect_digest = offered.digest
+                return Polled()
+            return self._refuse(exc, offered)
+        error = admit(verified.payload, self.url) if admit is not None else None
+        if error is not None:
+            self.last_error = str(error)
+            return self._refuse(error, offered)
+        self.held, self.etag, self._refused_digest, self._suspect_digest = verified, etag, None, None
         return Polled(taken=verified)
+
+    def _refuse(self, error: BundleError, offered: SignedBundle) -> Polled:
+        self.refused[error.code] += 1
+        self._refused_digest, self._suspect_digest = offered.digest, None
+        return Polled(refused=error, offered_generation=offered.generation())

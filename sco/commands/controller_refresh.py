@@ -17,7 +17,7 @@ from typing import Any
 
 from sco.cli import CliError
 
-__all__ = ["add_refresh_options", "controller_feed", "refresher", "revoker", "startup_bundle"]
+__all__ = ["add_refresh_options", "authorization", "controller_feed", "refresher", "revoker", "startup_bundle"]
 
 
 def add_refresh_options(p: argparse.ArgumentParser) -> None:
@@ -28,7 +28,13 @@ def add_refresh_options(p: argparse.ArgumentParser) -> None:
                         "controller refreshes its own bundle from the distributor between passes")
 
 
-def _authorization(args: argparse.Namespace) -> str:
+def authorization(args: argparse.Namespace) -> str:
+    """The controller's ``Authorization`` header for the distributor (``--distributor-token-file``, or the
+    stack's controller credential with ``--agent-credentials stack``).
+
+    Raises:
+        CliError: neither is given or readable (names the option to give).
+    """
     if args.distributor_token_file is not None:
         try:
             token = args.distributor_token_file.read_text().strip()
@@ -61,7 +67,7 @@ def controller_feed(args: argparse.Namespace, held: Any) -> Any:
 
     governance = args.governance_key.read_bytes() if args.governance_key is not None else None
     return ControllerBundleFeed(args.distributor_url, args.partition, args.pubkey.read_bytes(), governance,
-                                _authorization(args), held)
+                                authorization(args), held)
 
 
 def startup_bundle(feed: Any, held: Any) -> Any:
@@ -70,6 +76,8 @@ def startup_bundle(feed: Any, held: Any) -> Any:
     if feed is None:
         return held
     polled = feed.poll()
+    if feed.suspect:  # files that failed the rule once are judged on a second read before they are refused
+        polled = feed.poll()
     if polled.taken is not None:
         print(f"controller bundle generation {polled.taken.generation} taken from {feed.url} "
               f"(--bundle holds {held.generation})", flush=True)

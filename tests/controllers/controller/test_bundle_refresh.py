@@ -2,7 +2,8 @@
 simulated region in process, a stepped clock) polls the real distributor over HTTP for bundles compiled and
 signed by ``publish``. A newer generation is used by the next pass; a forged bundle, a governed change without
 the governance signature and an older generation are each refused with their code — logged, counted, a
-``bundle-refused`` event — and the held bundle stays in force (its contracts, and the chain in PostgreSQL)."""
+``bundle-refused`` event, after a second read of the same files — and the held bundle stays in force (its
+contracts, and the chain in PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -111,6 +112,8 @@ def test_a_refused_bundle_is_logged_counted_and_reported_and_the_held_one_stays_
         g3 = pub.compile(etl(**GOVERNED))                      # a raised spend cap, and train dropped
         offered = SignedBundle(g3.raw, g3.signature, None)
     serve(root, offered)
+    first = refresh.between_passes()                           # files failing the rule are read twice first
+    assert first.outcome == "unchanged" and not world.events("bundle-refused"), "not refused on one read"
     with caplog.at_level(logging.WARNING, logger="controllers.controller.bundle_refresh"):
         done = refresh.between_passes()
     assert (done.outcome, done.code, done.generation) == ("refused", code, 2)

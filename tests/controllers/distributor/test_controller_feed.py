@@ -1,7 +1,8 @@
 """The controller's feed of its own bundle from the distributor (issue 16): real bundles compiled and signed by
 ``sco contracts compile``'s ``publish``, served by the real distributor over HTTP. A newer generation is taken
 (then 304s); a forged one, a governed change without the governance signature, an older generation and another
-partition's bundle are refused with their codes and the held bundle stays; a refusal is reported once."""
+partition's bundle are refused with their codes and the held bundle stays; files failing the rule are reported
+only when read twice unchanged (a half-published set is not a refusal), and then once."""
 
 from __future__ import annotations
 
@@ -177,6 +178,7 @@ def test_over_http_a_refused_bundle_is_reported_once_the_held_one_stays_and_a_la
     g2 = pub.compile(etl(fallback={"spend_cap_24h_eur": 250, "approver": "budget@example.org"}))
     serve(root, SignedBundle(g2.raw, g2.signature, None))   # the governance signature not (yet) published
     f = feed(running, pub, g1)
+    assert f.poll().refused is None and f.suspect and not f.refused, "first read: judged again before refusing"
     first = f.poll()
     assert first.refused is not None and first.refused.code == "BND004" and first.offered_generation == 2
     assert f.poll().refused is None and f.refused == {"BND004": 1}, "the same files are not refused twice"
@@ -185,8 +187,26 @@ def test_over_http_a_refused_bundle_is_reported_once_the_held_one_stays_and_a_la
     later = f.poll()
     assert later.taken is not None and later.taken.generation == 2 and f.held.raw == g2.raw
     serve(root, g1)
+    f.poll()
     older = f.poll()
     assert older.refused is not None and older.refused.code == "BND002" and f.held.raw == g2.raw
+
+
+def test_over_http_a_half_published_set_is_not_a_refusal_when_the_next_read_is_whole(
+        pub: Publisher, dist: tuple[Running, Path]) -> None:
+    running, root = dist
+    g1 = pub.compile(etl())
+    g2 = pub.compile(etl(), train())
+    serve(root, g2)
+    f = feed(running, pub, g1)
+    g3 = pub.compile(etl(), train(), base("T3", workload="extra", partition=PARTITION,
+                                          resources={"vcpu": 2, "memory_gib": 8}))
+    serve(root, SignedBundle(g2.raw, g3.signature, None))   # publish wrote generation 3's .sig, not yet the bundle
+    torn = f.poll()
+    assert torn.refused is None and torn.taken is None and "BND001" in f.last_error and f.suspect
+    serve(root, g3)                                           # the rename landed
+    whole = f.poll()
+    assert whole.taken is not None and whole.taken.generation == 3 and not f.refused and not f.suspect
 
 
 def test_over_http_an_admit_that_refuses_keeps_the_held_bundle(pub: Publisher, dist: tuple[Running, Path]) -> None:
