@@ -77,9 +77,10 @@ def server_list(url: str) -> list[str]:
 
 
 def _lift_credential(servers: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Several URLs with one and the same ``user:password``: the URLs without it and the ``user``/``password``
-    options (nats-py logs in to a server the cluster announced with those; with the credential only in the
-    URLs it would try that server without any). Anything else: unchanged.
+    """Several URLs with one and the same ``user:password``: the URLs without it, and it as options.
+
+    nats-py logs in to a server the cluster announced with the ``user``/``password`` options; with the
+    credential only in the URLs it would try that server without any. Anything else: unchanged.
     """
     parts = [urlsplit(s) for s in servers]
     creds = {(p.username, p.password) for p in parts}
@@ -99,17 +100,20 @@ def inbox_user(url: str) -> str | None:
 
 
 def stream_replicas(nc: Any) -> int:
-    """The replicas a stream gets on the server ``nc`` is connected to: 3 in a cluster of three or more servers
-    (the servers it announces, itself included), else 1. Read from the server's ``INFO`` (nats-py keeps it in
-    ``_server_info``; it has no public accessor for the cluster).
+    """The replicas a new stream gets on the server ``nc`` is connected to: 3 in a cluster of 3+, else 1.
+
+    The cluster's size is the servers it announces in its ``INFO`` (itself included); nats-py keeps that in
+    ``_server_info`` and has no public accessor for the cluster.
     """
     info = getattr(nc, "_server_info", None) or {}
     return 3 if info.get("cluster") and len(info.get("connect_urls") or []) >= 3 else 1
 
 
 async def _ensure(js: Any, config: Any, replicas: int | None) -> Any:
-    """Create the stream (``replicas``, or ``stream_replicas``), or update it where it differs from ``config``
-    (its replica count only when ``replicas`` is given).
+    """Create the stream, or update it where it differs from ``config``.
+
+    A new stream gets ``replicas``, or ``stream_replicas``; an existing one's replica count changes only when
+    ``replicas`` is given (a component's default never shrinks a replicated stream).
     """
     from dataclasses import replace
 
@@ -118,7 +122,7 @@ async def _ensure(js: Any, config: Any, replicas: int | None) -> Any:
     try:
         info = await js.stream_info(config.name)
     except NotFoundError:
-        return await js.add_stream(replace(config, num_replicas=replicas or stream_replicas(js._nc)))
+        return await _create(js, replace(config, num_replicas=replicas or stream_replicas(js._nc)))
     if replicas is None:
         config = replace(config, num_replicas=info.config.num_replicas)
     else:
@@ -126,6 +130,31 @@ async def _ensure(js: Any, config: Any, replicas: int | None) -> Any:
     if _same(info.config, config):
         return info  # no update: a component's NATS user may read a stream's configuration, not change it
     return await js.update_stream(config)
+
+
+PLACEMENT_WAIT_S = 30.0  # a cluster that just started may not know its peers yet ("no suitable peers")
+
+
+async def _create(js: Any, config: Any) -> Any:
+    """``add_stream``, retried for a while when a replicated stream cannot be placed yet.
+
+    Right after a cluster starts, its meta leader answers before it knows every peer (``no suitable peers for
+    placement``, err 10005) or answers 503.
+    """
+    import asyncio
+
+    from nats.js.errors import BadRequestError, ServiceUnavailableError
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PLACEMENT_WAIT_S
+    while True:
+        try:
+            return await js.add_stream(config)
+        except (BadRequestError, ServiceUnavailableError) as exc:
+            placement = isinstance(exc, ServiceUnavailableError) or getattr(exc, "err_code", None) == 10005
+            if not placement or config.num_replicas in (None, 1) or loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.25)
 
 
 _COMPARED = ("subjects", "retention", "storage", "max_age", "duplicate_window", "discard", "num_replicas")
