@@ -102,11 +102,13 @@ def inbox_user(url: str) -> str | None:
 def stream_replicas(nc: Any) -> int:
     """The replicas a new stream gets on the server ``nc`` is connected to: 3 in a cluster of 3+, else 1.
 
-    The cluster's size is the servers it announces in its ``INFO`` (itself included); nats-py keeps that in
-    ``_server_info`` and has no public accessor for the cluster.
+    The cluster's size is the larger of the servers it announces in its ``INFO`` (itself included; the gossip
+    may not have them all yet just after a start) and the servers the client was given. nats-py keeps the
+    ``INFO`` in ``_server_info`` and has no public accessor for the cluster.
     """
     info = getattr(nc, "_server_info", None) or {}
-    return 3 if info.get("cluster") and len(info.get("connect_urls") or []) >= 3 else 1
+    known = max(len(info.get("connect_urls") or []), len({(u.hostname, u.port) for u in nc.servers}))
+    return 3 if info.get("cluster") and known >= 3 else 1
 
 
 async def _ensure(js: Any, config: Any, replicas: int | None) -> Any:

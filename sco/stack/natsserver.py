@@ -8,6 +8,8 @@ Started as root, each drops to the service account (``sco.stack.services``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -32,8 +34,8 @@ from .services import (
     wait_port,
 )
 
-__all__ = ["await_nats_user", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "reload_nats",
-           "start_nats", "start_nats_cluster", "write_nats_config"]
+__all__ = ["await_jetstream", "await_nats_user", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir",
+           "reload_nats", "start_nats", "start_nats_cluster", "write_nats_config"]
 
 
 def nats_binary() -> str:
@@ -138,3 +140,40 @@ def await_nats_user(port: int, user: str, password: str, timeout: float = 30.0) 
             raise TimeoutError(f"nats-server on 127.0.0.1:{port} did not accept the new user {user} within "
                                f"{timeout:.0f} s of its reload: see its log under the stack's nats/ directory")
         time.sleep(0.05)
+
+
+async def _jetstream_answers(url: str, stream: str | None) -> bool:
+    from stores import nats as sco_nats
+
+    async def quiet(_exc: Exception) -> None:
+        return None
+
+    try:
+        nc = await sco_nats.connect(url, name="sco-jetstream-probe", max_reconnect_attempts=0, error_cb=quiet)
+    except Exception:
+        return False
+    try:
+        js = nc.jetstream()
+        if stream is None:
+            await js.account_info()
+        else:
+            info = await js.stream_info(stream)
+            return bool(info.cluster and info.cluster.leader) and all(
+                p.current and not p.offline for p in (info.cluster.replicas or []))
+        return True
+    except Exception:
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            await nc.close()
+
+
+def await_jetstream(url: str, timeout: float = 60.0, stream: str | None = None) -> None:
+    """Return once JetStream answers on ``url`` (a cluster has elected its meta leader); with ``stream``, once
+    that stream has a leader and every replica is current (a member that was down has caught up)."""
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(_jetstream_answers(url, stream)):
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"JetStream on {url.split('@')[-1]} did not answer"
+                               f"{f' with {stream} current on every replica' if stream else ''} within {timeout:.0f} s")
+        time.sleep(0.25)

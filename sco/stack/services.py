@@ -29,10 +29,10 @@ from pathlib import Path
 
 from .credentials import pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_nats_user", "free_port", "free_ports",
-           "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open", "reap",
-           "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster", "start_postgres",
-           "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_jetstream", "await_nats_user", "free_port",
+           "free_ports", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open",
+           "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster",
+           "start_postgres", "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -350,6 +350,7 @@ def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
 
 # nats-server (one, or a cluster): its own module, built on the helpers above; re-exported as before.
 from .natsserver import (  # noqa: E402
+    await_jetstream,
     await_nats_user,
     nats_accepts,
     nats_binary,

@@ -22,7 +22,6 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from sco.stack import credentials, services
 from sco.stack.credentials import NatsUser
 
 __all__ = ["NatsCluster", "NatsProcess", "await_jetstream", "nats_cluster", "nats_server", "nats_url"]
+
+await_jetstream = services.await_jetstream
 
 
 class NatsProcess:
@@ -116,43 +117,6 @@ class NatsProcess:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.data_dir, ignore_errors=True)
-
-
-async def _jetstream_answers(url: str, stream: str | None) -> bool:
-    from stores import nats as sco_nats
-
-    async def quiet(_exc: Exception) -> None:
-        return None
-
-    try:
-        nc = await sco_nats.connect(url, name="sco-test-probe", max_reconnect_attempts=0, error_cb=quiet)
-    except Exception:
-        return False
-    try:
-        js = nc.jetstream()
-        if stream is None:
-            await js.account_info()
-        else:
-            info = await js.stream_info(stream)
-            return bool(info.cluster and info.cluster.leader) and all(
-                p.current and not p.offline for p in (info.cluster.replicas or []))
-        return True
-    except Exception:
-        return False
-    finally:
-        with contextlib.suppress(Exception):
-            await nc.close()
-
-
-def await_jetstream(url: str, timeout: float = 60.0, stream: str | None = None) -> None:
-    """Return once JetStream answers on ``url`` (a cluster has elected its meta leader); with ``stream``, once
-    that stream has a leader and every replica is current (a member that was down has caught up)."""
-    deadline = time.monotonic() + timeout
-    while not asyncio.run(_jetstream_answers(url, stream)):
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"JetStream on {url.split('@')[-1]} did not answer"
-                               f"{f' with {stream} current on every replica' if stream else ''} within {timeout:.0f} s")
-        time.sleep(0.25)
 
 
 class NatsCluster:
