@@ -203,7 +203,7 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     """Start or reuse every store; return what was done for each. ``nats_cluster``: 1 (one nats-server) or
     3 (a JetStream cluster of three; streams at 3 replicas)."""
     if nats_cluster not in (1, 3):
-        raise ValueError(f"nats_cluster={nats_cluster}: NATS runs as 1 server or a cluster of 3 (JetStream "
+        raise ValueError(f"NCL001 nats_cluster={nats_cluster}: NATS runs as 1 server or a cluster of 3 (JetStream "
                          "needs a majority of an odd number of servers); use 1 or 3")
     home = (home or sco_home()).resolve()
     environ = os.environ if env is None else env
@@ -217,7 +217,7 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         running = nats_size(record) if record.get("managed") else nats_cluster
         if running != nats_cluster and (decisions["nats"] == "reuse" or any(
                 services.pid_alive(int(m["pid"])) for m in _members(record) if m.get("pid"))):
-            raise RuntimeError(f"NATS runs as {running} server(s) in {home}, not {nats_cluster}: run `sco down` "
+            raise RuntimeError(f"NCL002 NATS runs as {running} server(s) in {home}, not {nats_cluster}: run `sco down` "
                                f"first (the streams stay under {home / 'nats'} only for the same size), or pass "
                                f"--nats-cluster {running}")
         to_start: list[Store] = []

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from sco.stack import bootstrap, manager, services
 from sco.stack.credentials import NATS_ROUTE_USER
 from stores import nats as sco_nats
 from stores.config import load_urls
+from tests.support.paths import REPO
 from tests.support.stack import NATS_ONLY, nats_only_stack
 
 
@@ -144,3 +148,12 @@ def test_a_killed_member_is_started_again_on_its_port_by_up_and_a_different_size
         manager.up(cluster_home, env=NATS_ONLY, nats_cluster=1)
     with pytest.raises(ValueError, match="use 1 or 3"):
         manager.up(cluster_home, env=NATS_ONLY, nats_cluster=2)
+
+
+def test_sco_up_refuses_a_nats_cluster_of_two_naming_the_option_and_the_sizes_it_takes(tmp_path: Path) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SCO_")}, "SCO_HOME": str(tmp_path / ".sco")}
+    done = subprocess.run([sys.executable, "-m", "sco.cli", "up", "--nats-cluster", "2"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--nats-cluster 2: NCL001" in done.stderr and "use 1 or 3" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / ".sco" / "stack.json").exists()
