@@ -121,7 +121,8 @@ def main() -> None:
     if problems:
         print("FAIL:\n  " + "\n  ".join(problems))
         sys.exit(1)
-    print("PASS: nothing lost or duplicated, every notice taken in")
+    ran = {"events": "nothing lost or duplicated", "notices": "every notice taken in"}
+    print("PASS: " + ", ".join(v for k, v in ran.items() if args.only in (None, k)))
 
 
 if __name__ == "__main__":
