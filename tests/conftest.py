@@ -29,7 +29,7 @@ pytest_plugins = [
 ]
 
 # Fixtures that start a server; ``stack`` is tests/orchestration's PostgreSQL + ClickHouse pair.
-SERVICE_FIXTURES = frozenset({"nats_server", "postgres_server", "clickhouse_server", "stack"})
+SERVICE_FIXTURES = frozenset({"nats_server", "nats_cluster", "postgres_server", "clickhouse_server", "stack"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -56,8 +56,12 @@ def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pyte
         raise RuntimeError(f"{request.node.nodeid} starts a server: mark it @pytest.mark.services "
                            "(or use the nats_server/postgres_server/clickhouse_server fixtures)")
 
-    for name in ("nats_binary", "start_nats", "start_postgres", "start_clickhouse"):
+    from sco.stack import natsserver
+
+    for name in ("nats_binary", "start_nats", "start_nats_cluster", "start_postgres", "start_clickhouse"):
         monkeypatch.setattr(services, name, refuse)
+        if hasattr(natsserver, name):  # nats-server's own module calls them by its own names
+            monkeypatch.setattr(natsserver, name, refuse)
 
 
 @pytest.fixture

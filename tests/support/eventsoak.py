@@ -138,6 +138,8 @@ class SoakResult:
     ingest_restarts: int = 0  # exits the supervisor restarted (not our kills)
     longest_stall_s: float = 0.0
     drained: bool = False
+    leaders_killed: list[str] = field(default_factory=list)  # NATS cluster: the SCO_EVENTS leader at each kill
+    replicas_current: bool | None = None  # NATS cluster: every replica current again at the end (None: 1 server)
 
     @property
     def events_per_s(self) -> float:
@@ -177,6 +179,9 @@ class SoakResult:
                        f"stored again after {rec}")
         out.append(f"longest stall with a backlog: {self.longest_stall_s:.1f} s; ingest exits restarted by the "
                    f"supervisor: {self.ingest_restarts}; drained: {self.drained}")
+        if self.replicas_current is not None:
+            out.append(f"NATS cluster: stream leaders killed {self.leaders_killed}; every replica current again "
+                       f"at the end: {self.replicas_current}")
         return out
 
 

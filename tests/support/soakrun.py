@@ -30,10 +30,43 @@ from tests.support.eventsoak import (
     reconcile,
     recoveries,
 )
-from tests.support.nats import NatsProcess
+from tests.support.nats import NatsCluster, NatsProcess, await_jetstream
 from tests.support.paths import REPO
 
-__all__ = ["IngestSupervisor", "run_soak"]
+__all__ = ["ClusterLeaderTarget", "IngestSupervisor", "run_soak"]
+
+
+class ClusterLeaderTarget:
+    """A NATS cluster as the soak's ``nats`` target: ``kill`` SIGKILLs the member leading ``SCO_EVENTS``
+    (found with ``$JS.API.STREAM.INFO``), ``start`` brings that member back; the URL lists every member."""
+
+    def __init__(self, cluster: NatsCluster) -> None:
+        self.cluster = cluster
+        self.killed: list[int] = []  # the members killed, in order (the leader at each kill)
+        self.started = False
+
+    @property
+    def url(self) -> str:
+        return self.cluster.url
+
+    def start(self) -> None:
+        if not self.started:
+            self.cluster.start()
+            self.started = True
+        elif self.killed:
+            self.cluster.restart_member(self.killed[-1])
+
+    def kill(self) -> None:
+        index = self.cluster.leader(EVENTS_STREAM)
+        self.cluster.kill(index)
+        self.killed.append(index)
+
+    def stop(self) -> None:
+        self.cluster.close()
+
+    def caught_up(self, timeout: float = 120.0) -> None:
+        """Return once every replica of ``SCO_EVENTS`` is current again (the restarted member caught up)."""
+        await_jetstream(self.url, timeout, EVENTS_STREAM)
 
 
 class IngestSupervisor:
@@ -131,9 +164,12 @@ def _kill_frontend(front: ClickHouseProcess) -> None:
 class _Soak:
     """One run's processes and tasks."""
 
-    def __init__(self, plan: SoakPlan, root: Path, batch: int, window: int, ack_wait_s: float) -> None:
+    def __init__(self, plan: SoakPlan, root: Path, batch: int, window: int, ack_wait_s: float,
+                 nats_cluster: int = 1) -> None:
         self.plan, self.root, self.window, self.ack_wait_s = plan, root, window, ack_wait_s
-        self.nats = NatsProcess(root / "nats")
+        self.nats: NatsProcess | ClusterLeaderTarget = (
+            NatsProcess(root / "nats") if nats_cluster == 1 else ClusterLeaderTarget(NatsCluster(nats_cluster,
+                                                                                                 root / "nats")))
         self.front = ClickHouseProcess(root / "ch")
         self.ch_url = ""
         self.ingest: IngestSupervisor | None = None
@@ -209,7 +245,7 @@ class _Soak:
             if fault.target == "ingest":
                 self.ingest.kill()
             elif fault.target == "nats":
-                self.nats.kill()
+                await asyncio.to_thread(self.nats.kill)
             else:
                 await asyncio.to_thread(_kill_frontend, self.front)
             self.kills.append(record)
@@ -274,6 +310,13 @@ async def _run(soak: _Soak, drain_timeout_s: float) -> SoakResult:
         await chaos
         ok = await soak.drained(js, time.monotonic() + drain_timeout_s)
         elapsed = time.monotonic() - started
+        caught_up = None
+        if isinstance(soak.nats, ClusterLeaderTarget):
+            try:
+                await asyncio.to_thread(soak.nats.caught_up)
+                caught_up = True
+            except TimeoutError:
+                caught_up = False
     finally:
         chaos.cancel()
         soak.stop.set()
@@ -281,7 +324,9 @@ async def _run(soak: _Soak, drain_timeout_s: float) -> SoakResult:
         await nc.close()
     assert soak.ingest is not None
     result = SoakResult(valid, elapsed, publish_s, streamed, refused, kills=soak.kills,
-                        ingest_restarts=soak.ingest.restarts, drained=ok)
+                        ingest_restarts=soak.ingest.restarts, drained=ok, replicas_current=caught_up)
+    if isinstance(soak.nats, ClusterLeaderTarget):
+        result.leaders_killed = [soak.nats.cluster.members[i].server_name for i in soak.nats.killed]
     recoveries(soak.kills, soak.samples, valid, started + elapsed if ok else None)
     result.longest_stall_s = longest_stall(soak.samples)
     await asyncio.to_thread(reconcile, soak.ch_url, soak.plan, result, max_payload)
@@ -289,12 +334,14 @@ async def _run(soak: _Soak, drain_timeout_s: float) -> SoakResult:
 
 
 def run_soak(plan: SoakPlan, root: Path, *, batch: int = 2000, window: int = 1000, ack_wait_s: float = 5.0,
-             drain_timeout_s: float = 180.0) -> SoakResult:
+             drain_timeout_s: float = 180.0, nats_cluster: int = 1) -> SoakResult:
     """Run ``plan`` with its servers and ingest under ``root``; everything is stopped before returning.
 
     ``ack_wait_s``: the ingest's ``--ack-wait``, how long the events a killed ingest held wait for redelivery.
+    ``nats_cluster``: 3 runs a JetStream cluster of three (streams at 3 replicas) whose ``nats`` fault is the
+    SIGKILL of the member leading ``SCO_EVENTS``.
     """
-    soak = _Soak(plan, root, batch, window, ack_wait_s)
+    soak = _Soak(plan, root, batch, window, ack_wait_s, nats_cluster)
     try:
         soak.start()
         return asyncio.run(_run(soak, drain_timeout_s))

@@ -20,11 +20,12 @@ NATS_ONLY = {"SCO_POSTGRES_URL": "postgresql://unused@127.0.0.1:1/x", "SCO_CLICK
 
 
 @contextlib.contextmanager
-def nats_only_stack(prefix: str) -> Iterator[Path]:
-    """``sco up --fast`` into a fresh SCO_HOME with only NATS started; yields the home, takes it all down after."""
+def nats_only_stack(prefix: str, nats_cluster: int = 1) -> Iterator[Path]:
+    """``sco up --fast`` into a fresh SCO_HOME with only NATS started (``nats_cluster``: 3 for a JetStream cluster
+    of three); yields the home, takes it all down after."""
     home = Path(tempfile.mkdtemp(prefix=prefix)) / ".sco"
     try:
-        manager.up(home, env=NATS_ONLY, fast=True)
+        manager.up(home, env=NATS_ONLY, fast=True, nats_cluster=nats_cluster)
         yield home
     finally:
         manager.down(home)

@@ -68,3 +68,28 @@ def test_the_clickhouse_users_file_holds_hashes_never_passwords() -> None:
     text = json.dumps(doc)
     assert {u["name"] for u in doc["users"]} == set(c.CH_USERS)
     assert not any(secret in text for secret in creds.clickhouse.values())
+
+
+def test_a_cluster_member_listens_for_routes_on_loopback_routes_to_the_others_and_checks_their_secret(
+        tmp_path: Path) -> None:
+    import bcrypt
+
+    cluster = c.NatsCluster("sco", 6222, (6222, 6223, 6224), "route/secret")
+    text = c.nats_config_text(4222, tmp_path, [c.NatsUser("admin", "pw")], "sco-6222", cluster=cluster)
+    assert 'listen: "127.0.0.1:4222"' in text and 'listen: "127.0.0.1:6222"' in text
+    assert 'server_name: "sco-6222"' in text and 'name: "sco"' in text
+    routes = text.split("routes: ", 1)[1].split("\n", 1)[0]
+    assert routes == ('["nats-route://route:route%2Fsecret@127.0.0.1:6223", '
+                      '"nats-route://route:route%2Fsecret@127.0.0.1:6224"]')  # not to itself
+    hashed = text.split('authorization { user: "route", password: "', 1)[1].split('"', 1)[0]
+    assert bcrypt.checkpw(b"route/secret", hashed.encode())
+    assert "cluster {" not in c.nats_config_text(4222, tmp_path, [c.NatsUser("admin", "pw")])
+
+
+def test_a_cluster_gives_every_component_the_urls_of_all_members_and_the_route_secret_is_no_client_user() -> None:
+    creds = c.generate()
+    urls = c.component_urls(creds, {"nats": 4222}, [4222, 4223, 4224])
+    assert urls["ingest"]["nats"].split(",") == [c.nats_url("ingest", creds.nats["ingest"], p)
+                                                 for p in (4222, 4223, 4224)]
+    assert c.NATS_ROUTE_USER in creds.nats
+    assert c.NATS_ROUTE_USER not in {u.name for u in c.nats_users(creds)}
