@@ -89,7 +89,7 @@ class Actuator:
         if isinstance(action, Publish):
             run.notes.append(action.note)
         elif isinstance(action, Revoke):
-            run.notes.append(self._revoke(action.instance_id, action.workload, action.pool, action.cause))
+            run.notes.append(self._revoke(action.instance_id, action.workload, action.pool, action.cause, now))
         elif isinstance(action, WritePlans):
             self.store.write_plans(action.plans, action.generation, action.replanned)
         elif isinstance(action, WriteClaims):
@@ -174,18 +174,23 @@ class Actuator:
             return 0
         self.store.terminated(o.instance_id, self._event(Note("terminated", t.reason, o.workload, o.pool, o.instance_id,
                                                               attributes={"purpose": str(o.purpose)}), now))
-        self.store.emit([self._event(self._revoke(o.instance_id, o.workload, o.pool, f"terminated ({t.reason})"),
-                                     now)])
+        self.store.emit([self._event(self._revoke(o.instance_id, o.workload, o.pool, f"terminated ({t.reason})",
+                                                  now), now)])
         return 1
 
-    def _revoke(self, instance_id: str, workload: str | None, pool: str | None, cause: str) -> Note:
-        """Revoke the node's credentials now, not at expiry; the event says what the revoker really did."""
+    def _revoke(self, instance_id: str, workload: str | None, pool: str | None, cause: str, now: datetime) -> Note:
+        """Revoke the node's credentials now, not at expiry; the event says what the revoker really did, and a
+        failure is tried again on a later pass."""
         sid = spiffe_id(self.s.trust_domain, self.s.region, instance_id)
         try:
             done = self.revoker.revoke(instance_id, sid)
         except Exception as exc:
             log.warning("revocation for %s failed: %s", instance_id, exc)
             done = Revocation(False, "failed", f"{type(exc).__name__}: {exc}"[:300])
+        if done.reason == "failed":  # retried on a later pass (Observation.unrevoked)
+            self.store.revocation_failed(instance_id, now, done.detail)
+        else:
+            self.store.revocation_settled(instance_id)
         return Note("credentials-revoked", cause, workload, pool, instance_id,
                     attributes={"spiffe_id": sid, "ok": done.ok, "reason": done.reason, "detail": done.detail})
 

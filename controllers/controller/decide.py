@@ -98,6 +98,8 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     actions: list[Action] = [Publish(n) for n in mem.floor.update(observed, now)]
     actions += [Revoke(g.instance_id, g.workload or None, g.pool, "instance gone from the provider's listing")
                 for g in seen.gone]
+    actions += [Revoke(g.instance_id, g.workload or None, g.pool, f"retry: the revocation after it ended ({g.was}) "
+                       "failed") for g in seen.unrevoked]
     actions += [Publish(n) for n in no_notice_losses(seen.gone, desired, now)]
     work = normalise(list(seen.items), desired.contracts)
     for item, note in work.refusals:

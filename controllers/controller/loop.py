@@ -97,6 +97,15 @@ class Controller:
     def notices(self) -> dict[str, deque[datetime]]:
         return self.observer.notices
 
+    def use(self, contracts: Mapping[str, Contract]) -> None:
+        """Plan the next pass with ``contracts`` (a refreshed, verified bundle's). Call it between passes only:
+        a pass decides and applies with one desired state (level-triggered, ADR-10)."""
+        self.contracts = {k: c for k, c in contracts.items() if c.partition == self.s.partition}
+        self.desired = Desired(self.s, self.contracts)
+        self.actuator.desired = self.desired
+        if self.metrics is not None:
+            self.metrics.use(self.desired)
+
     # --- inputs --------------------------------------------------------------------------------------
     def record_notice(self, workload: str, at: datetime) -> None:
         """Fed by the waker from lifecycle events: the breach-rate signal."""

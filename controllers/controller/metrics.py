@@ -53,6 +53,11 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_contract_info", "gauge", "1 per contract in force: its owner, approver, tier and business unit."),
     ("sco_controller_rankings_age_seconds", "gauge", "Age of the newest ranking in force in the region."),
     ("sco_controller_pools_excluded", "gauge", "Pools excluded in the region, as the controller read them."),
+    ("sco_controller_bundle_generation", "gauge", "Generation of the controller bundle in force."),
+    ("sco_controller_bundle_refreshed_total", "counter", "Newer controller bundles taken from the distributor."),
+    ("sco_controller_bundle_refused_total", "counter",
+     "Controller bundles refused from the distributor (the held one stays), by code: BND001 signature, BND002 "
+     "older generation or fork, BND003 other partition, BND004 governed change without governance signature."),
 )
 _LEADER_ONLY = ("sco_controller_held_actions", "sco_controller_breaker_open", "sco_controller_read_only",
                 "sco_controller_shortfall_units", "sco_controller_shortfall_seconds",
@@ -100,6 +105,11 @@ class PassMetrics:
                   {(("workload", w),): float(c.max_interruption_rate_pct_h) for w, c in newest.items()})
         r.replace("sco_controller_fallback_cap_eur",
                   {(("workload", w),): float(c.spend_cap_24h_eur) for w, c in newest.items()})
+
+    def use(self, desired: Desired) -> None:
+        """The desired state of the next passes (a refreshed bundle): the contract series follow it."""
+        self.desired = desired
+        self._contracts(desired.contracts)
 
     def failed(self) -> None:
         """A pass raised."""

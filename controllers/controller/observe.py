@@ -78,6 +78,7 @@ class Observation:
     committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
     fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
     answers: tuple[Answer, ...] = ()        # signed answers to approval requests the arbiter has not judged
+    unrevoked: tuple[Gone, ...] = ()        # ended instances whose failed revocation is due again (ADR-31)
 
     @property
     def instances(self) -> tuple[Observed, ...]:
@@ -125,7 +126,8 @@ class Observer:
             row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
                                     "launched_at > %s", (self.store.region, now - timedelta(minutes=1))).fetchone()
         answers = tuple(approval_store.unjudged(self.conn, self.store.region))
-        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]), answers)
+        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]), answers,
+                           tuple(self.store.revocations_due(now)))
 
     def market(self, now: datetime) -> Market:
         if self._catalogue is None:

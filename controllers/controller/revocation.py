@@ -3,24 +3,28 @@
 A revoker answers every ``revoke`` with a ``Revocation``: ``ok`` only when the credential authority confirmed
 the revocation (or the credential was already gone), and a ``reason`` from a small set:
 
-* ``revoked`` — the authority confirmed it (SPIRE ban + OpenBao leases, or Keystone's delete);
+* ``revoked`` — the authority confirmed it (SPIRE ban + OpenBao leases, Keystone's delete, the NATS user gone);
 * ``already-gone`` — there was nothing left to revoke (the authority says so);
 * ``not-configured`` — no authority is wired (``LoggingRevoker``, the default): nothing was revoked, ``ok: false``;
 * ``failed`` — the authority refused or could not be reached (``detail`` says why; expiry is the backstop).
 
 The ``credentials-revoked`` event carries ``ok``, ``reason`` and ``detail``, so a deployment without SPIRE,
 OpenBao or Keystone revocation shows it instead of claiming success. The OpenStack revoker (Keystone
-application credentials) is ``KeystoneRevoker`` over ``controllers.providers.openstack.KeystoneNodeCredentials``.
+application credentials) is ``KeystoneRevoker`` over ``controllers.providers.openstack.KeystoneNodeCredentials``;
+``NatsUserRevoker`` removes the instance's own NATS user ``agent.<region>.<instance>`` that
+``AgentCredentials.mint`` added at launch; ``CompositeRevoker`` asks several and is ``ok`` only when all are.
+A ``failed`` revocation is tried again on a later pass (``Store.revocation_failed``, backing off).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["CredentialAuthority", "KeystoneRevoker", "LoggingRevoker", "RecordingRevoker", "Revocation", "Revoker",
-           "spiffe_id"]
+__all__ = ["AgentUsers", "CompositeRevoker", "CredentialAuthority", "KeystoneRevoker", "LoggingRevoker",
+           "NatsUserRevoker", "RecordingRevoker", "Revocation", "Revoker", "spiffe_id"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,55 @@ class KeystoneRevoker:
             log.warning("Keystone revocation for %s failed: %s", instance_id, exc)
             return Revocation(False, "failed", f"keystone: {type(exc).__name__}: {exc}"[:300])
         return Revocation(True, outcome, "keystone application credential; SPIRE/OpenBao not configured")
+
+
+class AgentUsers(Protocol):
+    """The side of ``userdata.AgentCredentials`` that removes an instance's NATS user."""
+
+    def forget(self, region: str, instance_id: str) -> bool: ...
+
+
+class NatsUserRevoker:
+    """Removes ``agent.<region>.<instance>`` from the agents' NATS (``AgentCredentials.forget``): the
+    terminated instance's password no longer logs in, its siblings' still do. ``already-gone`` when there was
+    no such user (never minted, or removed by an earlier attempt)."""
+
+    def __init__(self, users: AgentUsers, region: str) -> None:
+        """``users``: the controller's ``AgentCredentials`` (e.g. ``sco.stack.manager.StackAgentCredentials``)."""
+        self.users, self.region = users, region
+
+    def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        user = f"agent.{self.region}.{instance_id}"
+        try:
+            existed = self.users.forget(self.region, instance_id)
+        except Exception as exc:
+            log.warning("removing NATS user %s failed: %s", user, exc)
+            return Revocation(False, "failed", f"nats {user}: {type(exc).__name__}: {exc}"[:300])
+        return Revocation(True, "revoked" if existed else "already-gone",
+                          f"nats user {user} removed" if existed else f"nats user {user}: none left")
+
+
+class CompositeRevoker:
+    """Asks every revoker (e.g. Keystone's and the NATS one); ``ok`` only when every one is. The reason is the
+    worst: ``failed`` (retried next pass) before ``not-configured`` before ``revoked`` before ``already-gone``;
+    ``detail`` joins theirs."""
+
+    def __init__(self, parts: Sequence[Revoker]) -> None:
+        """``parts``: the revokers, asked in order; one raising counts as ``failed``."""
+        self.parts = tuple(parts)
+
+    def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        done = []
+        for part in self.parts:
+            try:
+                done.append(part.revoke(instance_id, spiffe))
+            except Exception as exc:
+                done.append(Revocation(False, "failed", f"{type(exc).__name__}: {exc}"[:300]))
+        detail = "; ".join(d.detail for d in done if d.detail)[:500]
+        for reason in ("failed", "not-configured", "revoked"):
+            if any(d.reason == reason for d in done):
+                return Revocation(reason == "revoked", reason, detail)
+        return Revocation(True, "already-gone", detail)
 
 
 @dataclass

@@ -159,6 +159,31 @@ class Store:
                               (instance_id,))
             enqueue(self.conn, event, action="terminate", actor=self.actor)
 
+    # --- revocation retries (ADR-31) ------------------------------------------------------------------
+    def revocation_failed(self, instance_id: str, now: datetime, detail: str) -> None:
+        """Retry the instance's revocation on a later pass: 10 s after the first failure, doubling, at most
+        every 10 min (the row's ``revocation_next_at``)."""
+        with self.conn.transaction():
+            self.conn.execute(
+                "UPDATE instances SET revocation_attempts = revocation_attempts + 1, revocation_error = %s, "
+                "revocation_next_at = %s::timestamptz + least(interval '10 seconds' * power(2, revocation_attempts), "
+                "interval '10 minutes') WHERE instance_id = %s", (detail[:500], now, instance_id))
+
+    def revocation_settled(self, instance_id: str) -> None:
+        """Nothing left to retry for the instance (revoked, already gone, or nothing configured to retry)."""
+        with self.conn.transaction():
+            self.conn.execute("UPDATE instances SET revocation_next_at = NULL WHERE instance_id = %s AND "
+                              "revocation_next_at IS NOT NULL", (instance_id,))
+
+    def revocations_due(self, now: datetime, limit: int = 100) -> list[Gone]:
+        """Instances of the partition whose failed revocation is due for another attempt, oldest first."""
+        with self.conn.transaction():
+            rows = self.conn.execute(
+                "SELECT instance_id, coalesce(workload, ''), pool, state, launched_at FROM instances WHERE region = %s "
+                "AND partition = %s AND revocation_next_at <= %s ORDER BY revocation_next_at LIMIT %s",
+                (self.region, self.partition, now, limit)).fetchall()
+        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in rows]
+
     # --- claims ------------------------------------------------------------------------------------
     def write_claims(self, claims: Sequence[tuple[str, str, int, str]], refused: Sequence[tuple[str, str, str, str]]
                      ) -> None:

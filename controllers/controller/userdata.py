@@ -47,10 +47,14 @@ _TEMPLATE_OPENERS = ("{{", "{%", "{#")
 
 
 class AgentCredentials(Protocol):
-    """Registers an instance's own NATS user once the provider has said its id (ADR-17)."""
+    """Registers an instance's own NATS user once the provider has said its id (ADR-17), and removes it when
+    the instance ends (ADR-31, ``revocation.NatsUserRevoker``)."""
 
     def mint(self, region: str, instance_id: str, password: str) -> None:
         """Let ``agent.<region>.<instance_id>`` log in with ``password``, on its own subjects only."""
+
+    def forget(self, region: str, instance_id: str) -> bool:
+        """Remove ``agent.<region>.<instance_id>``; True when it existed. Raises when it cannot be removed."""
 
 
 class MemoryAgentCredentials:
@@ -62,6 +66,10 @@ class MemoryAgentCredentials:
     def mint(self, region: str, instance_id: str, password: str) -> None:
         """Remember the instance's password."""
         self.minted[(region, instance_id)] = password
+
+    def forget(self, region: str, instance_id: str) -> bool:
+        """Forget the instance's password; True when there was one."""
+        return self.minted.pop((region, instance_id), None) is not None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,17 @@ import urllib.request
 
 from contracts.bundle_verify import BundleError, check_succession, verify_bundle_bytes
 
-__all__ = ["AgentBundleFeed"]
+__all__ = ["AgentBundleFeed", "fetch"]
+
+
+def fetch(url: str, headers: dict[str, str], timeout: float) -> tuple[int, bytes, str | None]:
+    """One GET: the status, the body (empty unless 200) and the ETag; an unreachable server raises ``OSError``."""
+    req = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return int(resp.status), resp.read(), resp.headers.get("ETag")
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b"", exc.headers.get("ETag") if exc.headers else None
 
 
 class AgentBundleFeed:
@@ -27,12 +37,7 @@ class AgentBundleFeed:
         self.last_error = ""
 
     def _get(self, url: str, extra: dict[str, str]) -> tuple[int, bytes, str | None]:
-        req = urllib.request.Request(url, headers={**self.headers, **extra})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return int(resp.status), resp.read(), resp.headers.get("ETag")
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), b"", exc.headers.get("ETag") if exc.headers else None
+        return fetch(url, {**self.headers, **extra}, self.timeout)
 
     def poll(self) -> tuple[bytes, bytes] | None:
         """A newer verified bundle to hand to launches, or None (unchanged, unreachable or refused: counted)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from sco.cli import CliError
 
+from .controller_refresh import add_refresh_options
 from .controller_userdata import add_agent_options, add_agent_version_options, register_into
 from .metrics import add_metrics_args
 
@@ -57,31 +58,13 @@ def _node_credentials(args: argparse.Namespace) -> Any:
     return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
 
 
-def _revoker(provider: Any) -> Any:
-    """The Keystone revoker when the provider issues per-instance credentials; else None (log-only, which the
-    ``credentials-revoked`` events report as ``ok: false, reason: not-configured``)."""
-    from controllers.controller.revocation import KeystoneRevoker
-
-    credentials = getattr(provider, "node_credentials", None)
-    return None if credentials is None else KeystoneRevoker(credentials)
-
-
-def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> dict[str, Any]:
+def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> Any:
     from contracts.bundle_verify import BundleError, verify_bundle
 
     try:
-        payload: dict[str, Any] = verify_bundle(bundle, pubkey, governance_key).payload
+        return verify_bundle(bundle, pubkey, governance_key)
     except (BundleError, OSError) as exc:
         raise CliError(f"controller bundle {bundle} refused: {exc}; recompile with `sco contracts compile`") from exc
-    return payload
-
-
-def _contracts(payload: dict[str, Any]) -> dict[str, Any]:
-    from contracts.schema import Contract
-
-    fields = set(Contract.model_fields)
-    return {ref: Contract.model_validate({k: v for k, v in entry.items() if k in fields})
-            for ref, entry in payload.get("workloads", {}).items()}
 
 
 def _admit(args: argparse.Namespace, payload: dict[str, Any], conn: Any) -> None:
@@ -157,8 +140,14 @@ def _run(args: argparse.Namespace) -> int:
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
-    payload = _verified(args.bundle, args.pubkey, args.governance_key)
-    contracts = _contracts(payload)
+    from controllers.controller.bundle_refresh import contracts_of
+
+    from .controller_refresh import controller_feed, refresher, revoker, startup_bundle
+
+    verified = _verified(args.bundle, args.pubkey, args.governance_key)
+    bundle_feed = controller_feed(args, verified)  # --distributor-url: the controller's own bundle refreshes
+    payload = startup_bundle(bundle_feed, verified).payload
+    contracts = contracts_of(payload)
     agent_bundle = None
     agent_path = args.bundle.with_name("agent-bundle.json")
     if agent_path.exists() and agent_path.with_name(agent_path.name + ".sig").exists():
@@ -198,11 +187,13 @@ def _run(args: argparse.Namespace) -> int:
                                   operator=args.operator or None, approver_keys=approver_keys(args.approver_keys),
                                   agent=agent_rollout(args), **agent_settings(args))
     metrics = _pass_metrics(args, bucket, args.postgres)
+    minting = agent_credentials(args)
     ctl = Controller(settings, provider, conn, source, contracts, WallClock(), agent_bundle=agent_bundle,
-                     agent_credentials=agent_credentials(args), revoker=_revoker(raw_provider),
+                     agent_credentials=minting, revoker=revoker(raw_provider, minting, args.region),
                      webhook=http_webhook(args.approval_webhook) if args.approval_webhook else None,
                      metrics=metrics)
     feed = agent_bundle_feed(args, args.pubkey, agent_bundle)
+    refresh = refresher(ctl, bundle_feed, conn, args.partition)
     count = 0
 
     async def main() -> None:
@@ -219,6 +210,8 @@ def _run(args: argparse.Namespace) -> int:
                 if newer is not None:
                     ctl.actuator.agent_bundle = newer
                     print(f"agent bundle refreshed from {feed.url}", flush=True)
+            if refresh is not None:  # the controller's own contracts: the next pass plans with a taken bundle
+                await asyncio.to_thread(refresh)
             if args.passes and count >= args.passes:
                 stop.set()
 
@@ -394,6 +387,7 @@ def register(subparsers: Any) -> None:
                            help="share of the partition acted on per 5 min after a restart (ADR-12: 0.05)")
             add_agent_options(p)
             add_agent_version_options(p)
+            add_refresh_options(p)
             add_metrics_args(p)
         else:
             p.add_argument("--force", action="store_true", help="merge into a non-empty database")

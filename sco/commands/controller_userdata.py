@@ -5,7 +5,6 @@ and who mints their NATS credentials)."""
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                         "e.g. http://169.254.169.254/metadata/{instance}")
     p.add_argument("--distributor-url", default=None,
                    help="the bundle distributor's base URL (`sco distributor serve`); the partition is appended. "
-                        "With --agent-credentials stack, `run` also refreshes the launches' agent bundle from it")
+                        "`run` also refreshes its own controller bundle and the launches' agent bundle from it, "
+                        "as the controller (--distributor-token-file, or the stack's credential)")
 
 
 def add_agent_version_options(p: argparse.ArgumentParser) -> None:
@@ -97,21 +97,16 @@ def agent_credentials(args: argparse.Namespace) -> Any:
 
 
 def agent_bundle_feed(args: argparse.Namespace, pubkey: Path, held: tuple[bytes, bytes] | None) -> Any:
-    """With ``--distributor-url`` and ``--agent-credentials stack``: the feed that refreshes the agent bundle
-    the launches carry from the distributor (as the stack's controller, by bearer token); else None."""
-    if not args.distributor_url or args.agent_credentials != "stack":
+    """With ``--distributor-url``: the feed that refreshes the agent bundle the launches carry from the
+    distributor, as the controller (the credential ``controller_refresh`` finds: ``--distributor-token-file``
+    or the stack's controller credential); else None."""
+    if not args.distributor_url:
         return None
     from controllers.distributor import AgentBundleFeed
-    from sco.stack import credentials as creds_mod
-    from stores.config import sco_home
 
-    path = sco_home().resolve() / creds_mod.CREDENTIALS_FILE
-    try:
-        token = json.loads(path.read_text())["nats"]["controller"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise CliError(f"--distributor-url with --agent-credentials stack reads the controller's credential from "
-                       f"{path}: {exc}; run `sco up`") from exc
-    return AgentBundleFeed(args.distributor_url, args.partition, pubkey.read_bytes(), f"Bearer {token}", held=held)
+    from .controller_refresh import authorization
+
+    return AgentBundleFeed(args.distributor_url, args.partition, pubkey.read_bytes(), authorization(args), held=held)
 
 
 def _bundles(args: argparse.Namespace) -> tuple[dict[str, Any], bytes, bytes]:

@@ -30,8 +30,8 @@ from . import credentials as creds_mod
 from . import services
 from .credentials import Credentials
 
-__all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "down", "mint_agent",
-           "plan_up", "status", "up"]
+__all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "down", "forget_agent",
+           "mint_agent", "plan_up", "status", "up"]
 
 STORES: tuple[Store, ...] = ("postgres", "nats", "clickhouse")
 
@@ -202,6 +202,31 @@ def mint_agent(region: str, instance: str, home: Path | None = None, *, password
         return creds_mod.nats_url(user.name, user.password, int(record["port"]))
 
 
+def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
+    """Remove one instance's NATS user (ADR-31): out of the credentials file (so the distributor refuses it
+    too) and out of the running nats-server (configuration rewritten, SIGHUP), returning once the server
+    refuses its password. True when there was such a user; idempotent."""
+    home = (home or sco_home()).resolve()
+    with _locked(home):
+        state = _read(home)
+        record = state["services"].get("nats") or {}
+        if not record.get("managed"):
+            raise RuntimeError(f"no NATS started by `sco up` in {home}: an external NATS removes its own "
+                               "agent users (docs/security.md)")
+        creds = creds_mod.load_or_create(home)
+        key = f"{region}/{instance}"
+        if key not in creds.agents:
+            return False
+        removed = creds_mod.agent_user(region, instance, creds.agents[key])
+        creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key})
+        creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
+        port = int(record["port"])
+        services.write_nats_config(Path(record["data_dir"]), port, creds_mod.nats_users(creds))
+        services.reload_nats(int(record["pid"]))
+        services.await_nats_user(port, removed.name, removed.password, accepted=False)
+        return True
+
+
 def agent_relay_url(home: Path | None = None) -> str:
     """The stack's NATS URL for agents, without credentials (each instance logs in as its own user)."""
     home = (home or sco_home()).resolve()
@@ -213,7 +238,7 @@ def agent_relay_url(home: Path | None = None) -> str:
 
 class StackAgentCredentials:
     """``controllers.controller.userdata.AgentCredentials`` on the stack's NATS: ``mint_agent`` with the
-    launch's password."""
+    launch's password, ``forget_agent`` when the instance ended."""
 
     def __init__(self, home: Path | None = None) -> None:
         """The stack under ``home`` (default ``$SCO_HOME``)."""
@@ -222,6 +247,10 @@ class StackAgentCredentials:
     def mint(self, region: str, instance_id: str, password: str) -> None:
         """Add ``agent.<region>.<instance_id>`` to the running nats-server with ``password``."""
         mint_agent(region, instance_id, self.home, password=password)
+
+    def forget(self, region: str, instance_id: str) -> bool:
+        """Remove ``agent.<region>.<instance_id>`` from the running nats-server; True when it existed."""
+        return forget_agent(region, instance_id, self.home)
 
 
 def down(home: Path | None = None) -> list[ServiceStatus]:

@@ -277,13 +277,15 @@ def nats_accepts(port: int, user: str, password: str, timeout: float = 2.0) -> b
         return False
 
 
-def await_nats_user(port: int, user: str, password: str, timeout: float = 30.0) -> None:
+def await_nats_user(port: int, user: str, password: str, timeout: float = 30.0, *, accepted: bool = True) -> None:
     """Return once a reloaded nats-server accepts ``user`` (a reload is asynchronous: an agent started at once
-    would be refused and back off for seconds, missing a notice on its first channel)."""
+    would be refused and back off for seconds, missing a notice on its first channel) — or, with
+    ``accepted=False``, once it refuses a removed user."""
     deadline = time.monotonic() + timeout
-    while not nats_accepts(port, user, password):
+    while nats_accepts(port, user, password) != accepted:
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"nats-server on 127.0.0.1:{port} did not accept the new user {user} within "
+            what = "accept the new" if accepted else "refuse the removed"
+            raise TimeoutError(f"nats-server on 127.0.0.1:{port} did not {what} user {user} within "
                                f"{timeout:.0f} s of its reload: see its log under the stack's nats/ directory")
         time.sleep(0.05)
 
