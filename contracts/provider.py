@@ -7,7 +7,8 @@ Five commitments: a hard notice ≥ 120 s before deletion (``notice_subject``, m
 an advisory when a pool is forecast to be reclaimed (``advisory_subject``), a rate card per pool every five
 minutes, reservations and forward capacity, and a reclaim API for drills (ADR-33). Plus acquisition:
 launch many instances in one call with tags, metadata and user-data; list by tag; terminate only what
-carries our tags (ADR-11, ADR-29).
+carries our tags (ADR-11, ADR-29). ``UserDataReadback``: an instance's user-data as the provider holds it (Nova's
+``OS-EXT-SRV-ATTR:user_data``), for whoever may see it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "NOTICE_SECONDS",
     "OWNER_TAG_KEYS",
     "TAG_PREFIX",
+    "USER_DATA_LIMIT_B64",
     "Advisory",
     "CapacityUnavailable",
     "Clock",
@@ -60,12 +62,15 @@ __all__ = [
     "ReclaimReceipt",
     "Reservation",
     "Throttled",
+    "UserDataReadback",
+    "user_data_size_b64",
 ]
 
 NOTICE_SECONDS = 120
 TAG_PREFIX = "sco:"
 OWNER_TAG_KEYS = ("workload", "pool", "partition", "generation")
 _MAX_TAG = 60  # Nova: a server tag is at most 60 characters, without "/" or ","
+USER_DATA_LIMIT_B64 = 65535  # Nova: a server's user_data is at most 65,535 bytes once base64-encoded
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -347,3 +352,23 @@ class Provider(Protocol):
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
         """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
         ...
+
+
+def user_data_size_b64(user_data: str) -> int:
+    """The size of ``user_data`` once base64-encoded (UTF-8), the figure Nova's limit is on."""
+    return (len(user_data.encode()) + 2) // 3 * 4
+
+
+@runtime_checkable
+class UserDataReadback(Protocol):
+    """The user-data a launch gave an instance, exactly as sent.
+
+    Nova serves it base64-encoded as ``OS-EXT-SRV-ATTR:user_data`` (microversion >= 2.3, to an administrator);
+    the simulated region on ``GET /v1/instances/{id}/user-data``. ``None`` when the launch sent none.
+
+    Raises:
+        NotFound: no such instance in the orchestrator's project.
+    """
+
+    def user_data(self, instance_id: str) -> str | None:
+        """The instance's user-data as its launch sent it, or None."""

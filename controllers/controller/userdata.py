@@ -33,6 +33,7 @@ from contracts.agent_userdata import (
     USERDATA_PATH,
     userdata_document,
 )
+from contracts.provider import USER_DATA_LIMIT_B64
 
 from ..errors import UserDataError
 
@@ -40,7 +41,7 @@ __all__ = ["JINJA_HEADER", "NOVA_USER_DATA_LIMIT", "AgentCredentials", "LaunchUs
            "UserDataError", "distributor_url", "metadata_url", "render"]
 
 JINJA_HEADER = "## template: jinja"
-NOVA_USER_DATA_LIMIT = 65535  # bytes of base64, Nova's limit on a server's user_data
+NOVA_USER_DATA_LIMIT = USER_DATA_LIMIT_B64  # bytes of base64, Nova's limit on a server's user_data (the contract's)
 KUBE_TOKEN_PATH = "/var/run/secrets/sco-agent/token"  # the node-bound ServiceAccount token (deploy/agent)
 _TEMPLATE_OPENERS = ("{{", "{%", "{#")
 

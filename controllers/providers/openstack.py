@@ -311,6 +311,20 @@ class OpenStackProvider:
                         status=_STATUS.get(server.status or "", InstanceStatus.ERROR),
                         tags=tuple(server.tags or ()), metadata=meta, launched_at=launched)
 
+    def user_data(self, instance_id: str) -> str | None:
+        """The launch's user-data read back from Nova (``UserDataReadback``): ``OS-EXT-SRV-ATTR:user_data`` at
+        microversion 2.3, shown to an administrator only by default — so through ``topology`` when given."""
+        resp = (self._topology or self._conn).compute.get(f"/servers/{instance_id}", microversion="2.3",
+                                                          raise_exc=False)
+        if resp.status_code == 404:
+            raise NotFound("instance", instance_id)
+        server = resp.json().get("server", {}) if resp.status_code == 200 else {}
+        if "OS-EXT-SRV-ATTR:user_data" not in server:
+            raise ProviderError(f"Nova shows no user-data of {instance_id} to this credential (HTTP "
+                                f"{resp.status_code}): give the adapter an administrator's connection as topology")
+        encoded = server["OS-EXT-SRV-ATTR:user_data"]
+        return None if encoded is None else base64.b64decode(encoded).decode()
+
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
         query: dict[str, Any] = {}
         if tags:

@@ -5,6 +5,8 @@ paths (controllers/simregion/service.py documents them). Notices and advisories 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import urllib.parse
 from collections.abc import Callable, Mapping
 
@@ -12,6 +14,7 @@ from pydantic import TypeAdapter
 
 from contracts.pools import Pool, PoolCatalogue
 from contracts.provider import Instance, LaunchRequest, QuotaHeadroom, ReclaimReceipt
+from contracts.provider_errors import ProviderError
 
 from .feeds import FeedClient
 
@@ -44,6 +47,22 @@ class SimulatedProvider(FeedClient):
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
         raw = self.call("GET", "/v1/instances", query=dict(tags) if tags else None)
         return TypeAdapter(tuple[Instance, ...]).validate_python(raw)
+
+    def user_data(self, instance_id: str) -> str | None:
+        """What the instance's launch sent as user-data (``UserDataReadback``), decoded from the region's base64.
+
+        Raises:
+            NotFound: no such instance of ours. ProviderError: the region's answer is not base64 UTF-8.
+        """
+        raw = self.call("GET", f"/v1/instances/{urllib.parse.quote(instance_id)}/user-data")
+        encoded = (raw or {}).get("user_data")
+        if encoded is None:
+            return None
+        try:
+            return base64.b64decode(encoded, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise ProviderError(f"user-data of instance {instance_id} from {self.base_url} is not base64 of UTF-8 "
+                                f"text ({exc}); is the URL a simulated region (`sco sim region serve`)?") from None
 
     def terminate(self, instance_id: str) -> None:
         self._hook("terminate")

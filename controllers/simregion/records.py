@@ -19,6 +19,7 @@ class Inst:
     name: str = ""
     tags: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict)
+    user_data: str | None = None  # as the launch sent it (one string shared by a multi-create's instances)
     advisory_at: float | None = None
     notice_at: float | None = None
     terminate_at: float | None = None

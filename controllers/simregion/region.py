@@ -18,6 +18,7 @@ from decimal import Decimal
 from contracts.events import Event
 from contracts.pools import Pool, PoolCatalogue, PurchaseModel
 from contracts.provider import (
+    USER_DATA_LIMIT_B64,
     Advisory,
     Clock,
     ForwardCapacity,
@@ -31,8 +32,9 @@ from contracts.provider import (
     RateCardEntry,
     ReclaimReceipt,
     Reservation,
+    user_data_size_b64,
 )
-from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, QuotaExceeded
+from contracts.provider_errors import CapacityUnavailable, InvalidRequest, NotFound, NotOwned, QuotaExceeded
 from contracts.subjects import EventKind
 
 from .config import RegionConfig
@@ -43,8 +45,6 @@ from .topology import HALLS
 __all__ = ["PROJECT", "SimulatedRegion", "price_factor"]
 
 PROJECT = "sco-orchestrator"
-
-
 
 
 class SimulatedRegion:
@@ -183,6 +183,18 @@ class SimulatedRegion:
                 raise NotFound("instance", instance_id)
             return self._instance(inst)
 
+    def user_data(self, instance_id: str) -> str | None:
+        """The user-data the instance's launch sent, byte for byte (``UserDataReadback``); None when it sent none.
+
+        Raises:
+            NotFound: no such instance in the orchestrator's project (another tenant's is not shown either).
+        """
+        with self.lock:
+            inst = self.engine.by_id.get(instance_id)
+            if inst is None or not inst.owned:
+                raise NotFound("instance", instance_id)
+            return inst.user_data
+
     def notice(self, instance_id: str) -> Notice | None:
         """The metadata mirror: the notice for this instance, if one is out."""
         self.sync()
@@ -201,6 +213,11 @@ class SimulatedRegion:
                 raise NotFound("pool", request.pool_id, tuple(e.index))
             i = e.index[request.pool_id]
             pool = e.specs[i].pool
+            size = user_data_size_b64(request.user_data or "")
+            if size > USER_DATA_LIMIT_B64:  # refused before anything is launched, as Nova does
+                raise InvalidRequest("user_data", f"{size} bytes of base64",
+                                     f"the provider accepts at most {USER_DATA_LIMIT_B64} (Nova's limit); send a "
+                                     "smaller document, e.g. let the agent fetch its bundle from the distributor")
             quota = self.quota_headroom()
             if quota.instances_used + request.count > quota.instances_limit:
                 raise QuotaExceeded("instances", request.count, quota.instances_used, quota.instances_limit, PROJECT)
@@ -215,7 +232,7 @@ class SimulatedRegion:
             for n in range(request.count):
                 inst = Inst(id=e.new_id(), pool=i, vcpu=pool.vcpu, launched=e.now, owned=True,
                             name=f"{request.name_prefix}-{request.owner.workload}-g{request.owner.generation}-{n}",
-                            tags=tags, metadata=meta)
+                            tags=tags, metadata=meta, user_data=request.user_data)
                 e.add(inst)
                 e._emit(SimEvent(EventKind.LAUNCHED, e.now, pool.pool_id, inst.id, "launch",
                                  workload=request.owner.workload, partition=request.owner.partition,

@@ -4,7 +4,10 @@ contract's paths plus the instance metadata mirror (ADR-05, ADR-17).
 
 HTTP paths (JSON): ``GET /v1/catalogue``, ``/v1/rate-card``, ``/v1/reservations[?business_unit=]``,
 ``/v1/forward-capacity?horizon_s=``, ``/v1/quota``, ``/v1/instances[?workload=&partition=&pool=&generation=]``,
-``/v1/instances/{id}``; ``POST /v1/launch`` (a ``LaunchRequest``), ``DELETE /v1/instances/{id}``,
+``/v1/instances/{id}``, ``/v1/instances/{id}/user-data`` (``{"instance_id", "user_data"}``: what the launch sent,
+base64 as Nova's ``OS-EXT-SRV-ATTR:user_data``, null when none; only for the project's own instances — the
+region has no identities, so this is its whole access check); ``POST /v1/launch`` (a ``LaunchRequest``; user-data
+over Nova's 65,535 bytes of base64 is refused, 400 ``InvalidRequest``), ``DELETE /v1/instances/{id}``,
 ``POST /v1/reclaim`` ``{"instances": [...], "drill": true}``, ``POST /v1/halls/{hall}/reclaim``;
 ``GET /metadata/{id}`` (``{"instance_id", "notices": [...]}``, what the agent polls every 5 s) and
 ``GET /metadata/{id}/notice``. Errors: ``{"error": <type>, "message", "args"}`` with 400/403/404/409/429.
@@ -16,6 +19,7 @@ HTTP paths (JSON): ``GET /v1/catalogue``, ``/v1/rate-card``, ``/v1/reservations[
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import inspect
 import json
@@ -163,6 +167,7 @@ class RegionService:
             web.get("/v1/reservations", w(self._reservations)), web.get("/v1/forward-capacity", w(self._forward)),
             web.get("/v1/quota", w(self._quota)), web.get("/v1/instances", w(self._instances)),
             web.get("/v1/instances/{id}", w(self._instance)), web.delete("/v1/instances/{id}", w(self._terminate)),
+            web.get("/v1/instances/{id}/user-data", w(self._user_data)),
             web.post("/v1/launch", w(self._launch)), web.post("/v1/reclaim", w(self._reclaim)),
             web.post("/v1/halls/{hall}/reclaim", w(self._hall)), web.get("/metadata/{id}", w(self._metadata)),
             web.get("/metadata/{id}/notice", w(self._metadata_notice)), web.get("/healthz", w(self._health)),
@@ -191,6 +196,11 @@ class RegionService:
 
     async def _instance(self, req: web.Request) -> Any:
         return _dump(self.region.instance(req.match_info["id"]))
+
+    async def _user_data(self, req: web.Request) -> Any:
+        iid = req.match_info["id"]
+        text = self.region.user_data(iid)
+        return {"instance_id": iid, "user_data": None if text is None else base64.b64encode(text.encode()).decode()}
 
     async def _launch(self, req: web.Request) -> Any:
         self._budget("launch")

@@ -1,11 +1,14 @@
 """The demo's node fleet: one agent per simulated instance, started when the instance appears and stopped
 after it is gone. A handful are real ``sco-agent`` processes: up to ``userdata_max`` at a time on simulated
-Kubernetes nodes, booted from the controller's rendered user-data (``userdata_agents``; kind
-``USERDATA_KIND``), and one on each of the real Slurm test bed's nodes when it is up (kind ``"process"``); the
-rest are in-process agents (the same ``agent.runtime.Agent``) on simulated nodes (``simnode``).
+Kubernetes nodes, booted from the user-data the controller sent, read back from the region
+(``userdata_agents``; kind ``USERDATA_KIND``), and one on each of the real Slurm test bed's nodes when it is up
+(kind ``"process"``); the rest are in-process agents (the same ``agent.runtime.Agent``) on simulated nodes
+(``simnode``).
 
 For the in-process and Slurm-bed agents the supervisor plays cloud-init with the rendered result: it writes
-each node's user-data JSON with the signed agent bundle of the instance's partition.
+each node's user-data JSON with the signed agent bundle of the instance's partition, and logs the agent in as
+the instance's own NATS user (``mint``: the runner passes the password of the launch's user-data, so the
+credential is the one the controller mints, whichever of the two registers it first).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import NodeIdentity
 from agent.runtime import Agent, SystemClock
-from contracts.provider import InstanceStatus
+from contracts.provider import InstanceStatus, ProviderError
 
 from .simnode import SimLocalActuator, SimScheduler
 from .userdata_agents import Launch, UserDataAgents
@@ -110,7 +113,7 @@ class Fleet:
                         inst.owner.workload, inst.launched_at)
         try:
             await asyncio.to_thread(self.userdata.boot, launch)
-        except (RuntimeError, OSError, ValueError) as exc:  # CloudConfigError, UserDataError are ValueErrors
+        except (RuntimeError, OSError, ValueError, ProviderError) as exc:  # CloudConfigError is a ValueError
             self.userdata_refused.append(f"{inst.instance_id}: {exc}")
             if self.agents.get(inst.instance_id) is node:  # still live: an in-process agent instead
                 del self.agents[inst.instance_id]

@@ -134,20 +134,29 @@ async def place(ctx: RunContext) -> None:
     ctx.slurm_conf, ctx.slurm_nodes = slurm_testbed() if ctx.cfg.slurm else (None, [])
     if ctx.slurm_conf:
         await asyncio.to_thread(cancel_demo_jobs, ctx.slurm_conf)
-    from sco.stack.manager import StackAgentCredentials, agent_relay_url, mint_agent
+    from contracts.provider import ProviderError
+    from sco.stack.manager import mint_agent
 
-    from .userdata_agents import UserDataAgents
+    from .userdata_agents import UserDataAgents, launch_password
 
     stack_home = ctx.home / "stack"
-    # real agents booted from the user-data the controller sends: its relay without credentials, the region's
-    # metadata endpoint, each instance's own NATS user minted as `sco controller run --agent-credentials stack` does
-    userdata = UserDataAgents(ctx.bundles, ctx.keys / "signing.pub.pem", agent_relay_url(stack_home),
-                              f"{ctx.sim_url}/metadata/{{instance}}", StackAgentCredentials(stack_home),
-                              ctx.run_dir / "userdata-nodes", seed=ctx.cfg.seed) if ctx.cfg.userdata_agents else None
-    ctx.fleet = Fleet(ctx.provider, ctx.bundles, ctx.keys / "signing.pub.pem", ctx.urls.nats, ctx.sim_url,
+    provider = ctx.provider
+    # real agents booted from the user-data the controllers sent with each launch, read back from the region
+    userdata = UserDataAgents(provider, ctx.bundles, ctx.keys / "signing.pub.pem", ctx.run_dir / "userdata-nodes",
+                              seed=ctx.cfg.seed) if ctx.cfg.userdata_agents else None
+
+    def mint(region: str, instance: str) -> str:
+        """The instance's own NATS URL, with the password of its launch's user-data: the credential the
+        controller mints (registered here first when the fleet sees the instance before the controller is done)."""
+        try:
+            sent = provider.user_data(instance)
+        except ProviderError:  # gone meanwhile: its agent is stopped at the next sync
+            sent = None
+        return mint_agent(region, instance, stack_home, password=launch_password(sent))
+
+    ctx.fleet = Fleet(provider, ctx.bundles, ctx.keys / "signing.pub.pem", ctx.urls.nats, ctx.sim_url,
                       ctx.run_dir / "nodes", slurm_nodes=ctx.slurm_nodes, slurm_conf=ctx.slurm_conf,
-                      seed=ctx.cfg.seed, mint=lambda region, instance: mint_agent(region, instance, stack_home),
-                      userdata=userdata, userdata_max=ctx.cfg.userdata_agents)
+                      seed=ctx.cfg.seed, mint=mint, userdata=userdata, userdata_max=ctx.cfg.userdata_agents)
     ctx.summary.userdata_agents_max = ctx.cfg.userdata_agents
     ctx.summary.real_agents_possible = len(ctx.slurm_nodes)
     ctx.live_started = time.monotonic()

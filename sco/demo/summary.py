@@ -60,9 +60,9 @@ class Summary:
     production_rate_pct_h: float = 4.0               # what the targets assume
     contracts: list[AgentRecord] = field(default_factory=list)   # the signed agent-bundle entries
     recommendations: dict[str, int] = field(default_factory=dict)  # direction -> workloads (the latest each)
-    userdata_agents_max: int = 0                     # real agents from rendered user-data at a time (0: none)
+    userdata_agents_max: int = 0                     # real agents from the launches' user-data at a time (0: none)
     userdata_booted: list[str] = field(default_factory=list)    # their instances, in boot order
-    userdata_refused: list[str] = field(default_factory=list)   # "<instance>: why" (sco-agent check refused)
+    userdata_refused: list[str] = field(default_factory=list)   # "<instance>: why" (check refused, no credential)
     userdata_reclaimed: str = ""                     # the instance the timeline reclaimed on purpose
     slurm_instances: set[str] = field(default_factory=set)      # instances whose real agent ran on the Slurm bed
 
@@ -189,8 +189,8 @@ class Summary:
         head = (f"SCO demo: {clock}reclaims at {self.reclaim_rate_pct_h:g} %/h (production ~"
                 f"{self.production_rate_pct_h:g} %/h); placement settled in {self.placed_in_s:.0f} s, then "
                 f"{self.live_s:.0f} s of timeline, {len(self.events)} events, peak fleet {self.fleet_peak} nodes "
-                f"({len(self.userdata_booted)} real sco-agent process(es) booted from the controller's rendered "
-                f"user-data, {self.real_agents} on the Slurm test bed, the rest in-process agents on simulated "
+                f"({len(self.userdata_booted)} real sco-agent process(es) booted from the user-data the "
+                f"controller sent, {self.real_agents} on the Slurm test bed, the rest in-process agents on simulated "
                 f"nodes); drill on {len(self.drilled)} node(s)")
         return head + ("" if not secs else f"; median drain {statistics.median(secs):.1f} s")
 
@@ -286,7 +286,7 @@ class Summary:
         return len(noticed), drained, len(ends) - drained, secs
 
     def userdata_row(self) -> Row:
-        """The real agents booted from the controller's rendered user-data beside the in-process agents."""
+        """The real agents booted from the user-data the controller sent beside the in-process agents."""
         booted = set(self.userdata_booted)
         n, d, o, secs = self.agent_figures(booted, True)
         on, od, oo, osecs = self.agent_figures(booted | self.slurm_instances, False)
@@ -294,17 +294,18 @@ class Summary:
         def times(values: list[float]) -> str:
             return f", drain p50 {_pct(values, .5):.1f} s, max {max(values):.1f} s" if values else ""
 
-        refused = f", {len(self.userdata_refused)} refused by sco-agent check" if self.userdata_refused else ""
-        shown = (f"{len(booted)} booted from rendered user-data{refused}: {n} got a notice, {d} drained, "
-                 f"{o} overran{times(secs)}; in-process agents: {on} got a notice, {od} drained, {oo} overran"
-                 f"{times(osecs)}")
+        refused = f", {len(self.userdata_refused)} refused at boot" if self.userdata_refused else ""
+        shown = (f"{len(booted)} booted from the user-data the controller sent{refused}: {n} got a notice, "
+                 f"{d} drained, {o} overran{times(secs)}; in-process agents: {on} got a notice, {od} drained, "
+                 f"{oo} overran{times(osecs)}")
         met = None if not booted and not self.userdata_refused else (
             bool(booted) and not self.userdata_refused and d > 0 and o == 0)
         return Row("Agents from user-data", "boot from the launch's cloud-config, drain within budget", shown,
                    verdict(met),
-                   "real sco-agent processes (sco/demo/userdata_agents.py): the controller's cloud-config for the "
-                   "launch, rendered with the instance's v1 data and laid out without cloud-init, sco-agent check, "
-                   "then sco-agent run on the Kubernetes API double; their notice/drained/overrun events against "
+                   "real sco-agent processes (sco/demo/userdata_agents.py): the cloud-config the controller sent "
+                   "with the launch, read back from the region, rendered with the instance's v1 data and laid out "
+                   "without cloud-init, sco-agent check, the controller's NATS credential, then sco-agent run on "
+                   "the Kubernetes API double; their notice/drained/overrun events against "
                    f"the in-process agents' (the timeline reclaims {self.userdata_reclaimed or 'none'} on purpose)")
 
     def _money_rows(self) -> list[Row]:

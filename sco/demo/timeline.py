@@ -34,7 +34,9 @@ def claims(bundle: Path, units: int) -> list[dict[str, Any]]:
 
 def start_controllers(ctx: RunContext) -> None:
     """One ``sco controller run`` per partition with the default ADR-12 bounds: the controller itself tells a
-    first placement (never planned, nothing held: no ramp) from a restart (two read-only cycles, then the ramp)."""
+    first placement (never planned, nothing held: no ramp) from a restart (two read-only cycles, then the ramp).
+    Every launch carries the complete user-data: the agent bundle, the stack's relay, the region's metadata
+    endpoint and a password the controller mints as the instance's own NATS user (``--agent-credentials``)."""
     for partition in ctx.partitions:
         region, cluster = partition.split("/", 1)
         bundle = ctx.bundles / region / cluster / "controller-bundle.json"
@@ -44,7 +46,9 @@ def start_controllers(ctx: RunContext) -> None:
             "controller", "run", "--partition", partition, "--bundle", str(bundle),
             "--pubkey", str(ctx.keys / "signing.pub.pem"), "--governance-key", str(ctx.keys / "governance.pub.pem"),
             "--sim-url", ctx.sim_url, "--nats", "stack",
-            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions)),
+            "--claims-file", str(claims_file), "--interval", "2", "--all-partitions", ",".join(ctx.partitions),
+            "--agent-credentials", "stack", "--agent-nats-url", "stack",
+            "--metadata-url", f"{ctx.sim_url}/metadata/{{instance}}"),
             env=ctx.env("controller"))
 
 

@@ -1,17 +1,21 @@
-"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sends (issue 16).
+"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent (issue 16).
 
-For an instance the simulated region launched, ``UserDataAgents.boot`` does what the launch and the node do:
+The demo's controllers run with ``--agent-credentials stack --agent-nats-url stack --metadata-url
+<region>/metadata/{instance}``: every launch request carries the controller's cloud-config (the partition's signed
+agent bundle, the stack's NATS relay without credentials, the region's metadata endpoint, a fresh password) and,
+once the region has named the instances, the controller mints each one's own NATS user with that password. The
+simulated region keeps what each launch sent and serves it back as Nova does (``UserDataReadback``).
 
-1. the controller's half: the cloud-config of the launch (``controllers.controller.userdata.render`` with the
-   fields ``controllers.controller.apply`` gives it: the partition's signed agent bundle, the stack's NATS relay
-   without credentials, the region's metadata endpoint, a fresh launch password) and, once the instance id is
-   known, the instance's own NATS user minted with that password (``sco.stack.manager.StackAgentCredentials``,
-   the adapter ``sco controller run --agent-credentials stack`` uses);
+For such an instance ``UserDataAgents.boot`` does what the node does:
+
+1. the datasource's half: the user-data READ BACK from the region for that instance (nothing rendered here);
 2. cloud-init's half: the template rendered with the instance's ``v1`` data and its ``write_files`` laid out
    under ``<root>/<instance>/`` (``sco.demo.cloudconfig``: no cloud-init needed on a newcomer's machine); the
    image's half: the bundle-signing public key and the node-bound ServiceAccount token at their paths;
-3. the unit's half: ``sco-agent check`` on those files (a node that fails it boots no agent), then
-   ``sco-agent run`` with the unit's environment file (``agent.env``, paths re-rooted).
+3. the unit's half: ``sco-agent check`` on those files (a node that fails it boots no agent), once the relay
+   accepts the instance's own user with the password in its user-data (the controller mints it just after the
+   launch returns; an agent started earlier would be refused and back off), then ``sco-agent run`` with the
+   unit's environment file (``agent.env``, paths re-rooted).
 
 A simulated node has no scheduler of its own: the node and its pods live in a Kubernetes API double speaking
 the real wire protocol (``sco.demo.kubeapi``), which the agent's own Kubernetes adapter drives (taint, cordon,
@@ -21,29 +25,35 @@ of Kubernetes workloads qualify (a Slurm workload's user-data names Slurm, which
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import random
-import secrets
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from contracts.agent_userdata import AGENT_ENV_PATH, USERDATA_PATH
-from controllers.controller.userdata import KUBE_TOKEN_PATH, AgentCredentials, LaunchUserData, render
+import yaml
+
+from contracts.agent_userdata import AGENT_ENV_PATH, NATS_PASSWORD_PATH, USERDATA_PATH
+from contracts.provider import UserDataReadback
+from contracts.subjects import agent_nats_name
+from controllers.controller.userdata import KUBE_TOKEN_PATH
+from sco.stack.services import nats_accepts
 
 from .cloudconfig import instance_v1, lay_out
 from .cloudconfig import render as render_template
 from .kubeapi import KubeApiDouble
 
-__all__ = ["PUBLIC_KEY_PATH", "BootedAgent", "Launch", "UserDataAgents"]
+__all__ = ["PUBLIC_KEY_PATH", "BootedAgent", "Launch", "UserDataAgents", "launch_password"]
 
 PUBLIC_KEY_PATH = "/etc/sco/bundle-signing.pub"  # baked into the image (deploy/agent/sco-agent.service)
 STATE_PATH = "/var/lib/sco"
@@ -51,9 +61,25 @@ NAMESPACE = "demo"
 REPO = Path(__file__).resolve().parents[2]
 
 
+def launch_password(user_data: str | None) -> str | None:
+    """The NATS password a launch's cloud-config carries (its ``/etc/sco/nats.password`` file), or None."""
+    if not user_data:
+        return None
+    try:
+        doc = yaml.safe_load(user_data)  # the jinja header is a YAML comment; the placeholders sit in strings
+    except yaml.YAMLError:
+        return None
+    files = doc.get("write_files") if isinstance(doc, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        if isinstance(entry, dict) and entry.get("path") == NATS_PASSWORD_PATH:
+            content = str(entry.get("content", ""))
+            return base64.b64decode(content).decode() if entry.get("encoding") in ("b64", "base64") else content
+    return None
+
+
 @dataclass(frozen=True)
 class Launch:
-    """What the controller knew of one instance's launch, and the instance's id once the provider said it."""
+    """One instance the controller launched, as the provider lists it."""
 
     instance_id: str
     region: str
@@ -71,32 +97,31 @@ class BootedAgent:
     files: dict[str, Path]
     process: subprocess.Popen[bytes]
     checked: str                   # what `sco-agent check` said
+    user_data: str                 # what the launch sent, as the region served it back
 
 
 @dataclass
 class UserDataAgents:
-    bundle_root: Path              # <out> of `sco contracts compile`
-    public_key: Path               # the bundle-signing public key
-    relay_url: str                 # the agents' NATS relay, without credentials
-    metadata_url: str              # the region's metadata endpoint; "{instance}" is the instance id
-    credentials: AgentCredentials  # mints each instance's own NATS user (the controller's adapter)
+    provider: UserDataReadback     # the region: what each launch sent (the controller's cloud-config)
+    bundle_root: Path              # <out> of `sco contracts compile`: which workloads qualify, their pods' labels
+    public_key: Path               # the bundle-signing public key (baked into the image)
     root: Path                     # the nodes' file systems: <root>/<instance>/etc/sco/...
     seed: int = 1
     units_per_node: int = 2
+    credential_wait_s: float = 60.0  # how long a boot waits for the controller's NATS credential
     kube: KubeApiDouble | None = None
     booted: dict[str, BootedAgent] = field(default_factory=dict)
     _kubelet: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)  # boots run in threads side by side
 
-    def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
-        d = self.bundle_root / partition
-        raw = (d / "agent-bundle.json").read_bytes()
-        return raw, (d / "agent-bundle.json.sig").read_bytes(), json.loads(raw)
+    def _bundle(self, partition: str) -> dict[str, Any]:
+        payload: dict[str, Any] = json.loads((self.bundle_root / partition / "agent-bundle.json").read_bytes())
+        return payload
 
     def entry(self, partition: str, workload: str) -> tuple[str, dict[str, Any]] | None:
         """The workload's ``(ref, entry)`` in its partition's agent bundle; None when it has none."""
-        workloads = self._bundle(partition)[2]["workloads"]
+        workloads = self._bundle(partition)["workloads"]
         return next(((ref, w) for ref, w in sorted(workloads.items()) if w["workload"] == workload), None)
 
     def qualifies(self, partition: str, workload: str) -> bool:
@@ -104,20 +129,13 @@ class UserDataAgents:
         found = self.entry(partition, workload)
         return found is not None and found[1].get("scheduler") == "kubernetes"
 
-    def user_data(self, launch: Launch, password: str) -> str:
-        """The cloud-config the partition's controller sends with this launch (``apply._user_data``)."""
-        raw, sig, _ = self._bundle(launch.partition)
-        found = self.entry(launch.partition, launch.workload)
-        scheduler = str(found[1]["scheduler"]) if found else "kubernetes"
-        return render(LaunchUserData(region=launch.region, partition=launch.partition, pool=launch.pool,
-                                     scheduler=scheduler, bundle=raw, bundle_sig=sig, nats_urls=(self.relay_url,),
-                                     nats_password=password, metadata_url=self.metadata_url))
-
-    def _node_files(self, launch: Launch, hostname: str) -> tuple[Path, dict[str, Path]]:
-        """The launch's user-data rendered and laid out as cloud-init would, plus the image's files."""
-        password = secrets.token_urlsafe(24)  # one per launch request, as the controller makes it
-        text = self.user_data(launch, password)
-        self.credentials.mint(launch.region, launch.instance_id, password)  # the controller, after the launch
+    def _node_files(self, launch: Launch, hostname: str) -> tuple[Path, dict[str, Path], str]:
+        """The user-data the launch sent, read back from the region, rendered and laid out as cloud-init would,
+        plus the image's files."""
+        text = self.provider.user_data(launch.instance_id)
+        if text is None:
+            raise RuntimeError(f"the launch of {launch.instance_id} sent no user-data: the controller needs the "
+                               "partition's agent bundle beside its controller bundle")
         root = self.root / launch.instance_id
         shutil.rmtree(root, ignore_errors=True)
         files = lay_out(render_template(text, instance_v1(launch.instance_id, hostname, launch.region)), root)
@@ -127,7 +145,28 @@ class UserDataAgents:
             target.write_bytes(data)
             files[path] = target
         (root / "user-data.txt").write_text(text)  # what the launch sent, for the curious
-        return root, files
+        return root, files, text
+
+    def _await_credential(self, launch: Launch, files: dict[str, Path]) -> None:
+        """Return once the relay named in the user-data accepts the instance's own NATS user with the password
+        the user-data carries (the controller mints it after the launch returns). No relay: nothing to wait for.
+
+        Raises:
+            RuntimeError: not accepted within ``credential_wait_s`` (the controller minted none).
+        """
+        urls = json.loads(files[USERDATA_PATH].read_text()).get("nats_urls") or []
+        secret = files.get(NATS_PASSWORD_PATH)
+        if not urls or secret is None:
+            return
+        port = urllib.parse.urlsplit(urls[0]).port or 4222
+        user, password = agent_nats_name(launch.region, launch.instance_id), secret.read_text()
+        deadline = time.monotonic() + self.credential_wait_s
+        while not nats_accepts(port, user, password):
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"{urls[0]} did not accept {user} with the password in its user-data within "
+                                   f"{self.credential_wait_s:.0f} s: the controller minted no NATS credential for "
+                                   "it (run it with --agent-credentials stack)")
+            time.sleep(0.2)
 
     def _env(self, root: Path, files: dict[str, Path]) -> dict[str, str]:
         """The unit's environment: its ``agent.env`` (paths re-rooted) and the node-local settings."""
@@ -146,24 +185,27 @@ class UserDataAgents:
                 "--public-key", str(files[PUBLIC_KEY_PATH]), "--state-dir", str(root / STATE_PATH.lstrip("/"))]
 
     def boot(self, launch: Launch) -> BootedAgent:
-        """Render, lay out, check and start the instance's agent (blocking: call it in a thread).
+        """Read back, render, lay out, check and start the instance's agent (blocking: call it in a thread).
 
         Raises:
-            RuntimeError: ``sco-agent check`` refused the files (its message says why).
+            RuntimeError: the launch sent no user-data, ``sco-agent check`` refused the files (its message says
+                why), or the instance's NATS credential was never minted. ``ProviderError``: the region did not
+                serve the user-data.
         """
         hostname = f"node-{launch.instance_id[:8]}"
-        root, files = self._node_files(launch, hostname)
+        root, files, text = self._node_files(launch, hostname)
         env = self._env(root, files)
         check = subprocess.run(self._argv("check", root, files), capture_output=True, text=True, env=env,
                                cwd=REPO, timeout=60)
         if check.returncode != 0:
             raise RuntimeError(f"sco-agent check refused the user-data of {launch.instance_id}: "
                                f"{check.stderr.strip()[-300:]}")
+        self._await_credential(launch, files)
         self._node(launch, hostname)
         with (root / "agent.log").open("wb") as log:  # the child holds its own descriptor
             process = subprocess.Popen([*self._argv("run", root, files), "--metrics-port", "0"], stdout=log,
                                        stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        booted = BootedAgent(launch, hostname, root, files, process, check.stdout.strip())
+        booted = BootedAgent(launch, hostname, root, files, process, check.stdout.strip(), text)
         self.booted[launch.instance_id] = booted
         return booted
 

@@ -1,7 +1,8 @@
 """On the OpenStack test bed (deploy/testbed/openstack/up): the cloud-config a controller sends with a real
 launch, read back from Nova as an administrator sees it (``OS-EXT-SRV-ATTR:user_data``, microversion >= 2.3),
 renders with the real cloud-init (deploy/testbed/cloudinit/up) into files ``sco-agent check`` accepts, and the
-password in it is the one minted for that instance."""
+password in it is the one minted for that instance; the adapter's own readback (``OpenStackProvider.user_data``,
+through its administrator ``topology`` connection) returns the same text."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import psycopg
 import pytest
 import yaml
 
+from contracts.provider_errors import ProviderError
 from contracts.schema import ContractSpec
 from contracts.tiers import resolve
 from controllers.controller.breaker import SafetyConfig
@@ -62,6 +64,8 @@ def bed() -> Iterator[dict[str, Any]]:
 
 def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_agent_check(
         bed: dict[str, Any], pg_migrated_url: str, tmp_path: Path) -> None:
+    from controllers.providers.openstack import OpenStackProvider
+
     provider, admin, workload, partition = bed["provider"], bed["admin"], bed["workload"], bed["partition"]
     region = bed["region"]
     spec = base("T3", workload=workload, partition=partition, resources={"vcpu": 1, "memory_gib": 1})
@@ -88,10 +92,14 @@ def test_the_user_data_nova_holds_for_a_controller_launched_instance_passes_the_
                 break
     launched = provider.list_instances({"workload": workload})
     assert launched, f"the controller launched nothing: {ctl.last}"
+    member = OpenStackProvider.from_clouds_yaml(OPENSTACK_CLOUDS, "sco-testbed", image="unused", region=region)
+    with pytest.raises(ProviderError, match=r"no user-data of .* to this credential"):  # Nova's policy: admin only
+        member.user_data(launched[0].instance_id)
     for inst in launched:
         server = admin.compute.get(f"/servers/{inst.instance_id}", microversion="2.3").json()["server"]
         text = base64.b64decode(server["OS-EXT-SRV-ATTR:user_data"]).decode()
         assert text.startswith("## template: jinja\n#cloud-config\n")
+        assert provider.user_data(inst.instance_id) == text  # the adapter's readback (UserDataReadback)
         work = tmp_path / inst.instance_id
         work.mkdir()
         data = cloudinit.instance_data(inst.instance_id, server["OS-EXT-SRV-ATTR:hostname"] or inst.name,

@@ -118,22 +118,36 @@ def test_the_summary_states_the_simulated_hour_and_the_rates_and_fits_120_column
     assert re.search(r"^Verdicts: \d+ PASS", summary, re.M), summary
 
 
-def test_real_agents_booted_from_the_controller_s_rendered_user_data_and_drained_on_a_newcomer_s_machine(
+def test_real_agents_booted_from_the_user_data_the_controller_sent_and_drained_on_a_newcomer_s_machine(
         demo: DemoRun) -> None:
     """Issue 16: with or without the Slurm test bed, real sco-agent processes run on simulated Kubernetes nodes,
-    booted from the launch's cloud-config rendered without cloud-init, and they drain."""
+    booted from the cloud-config the controller sent with the launch (read back from the region, rendered without
+    cloud-init, its password the one the controller minted for the instance), and they drain."""
+    from sco.demo.userdata_agents import launch_password
+    from sco.stack import credentials
+
+
     cell = demo.cells("Agents from user-data")["measured"]
-    figures = re.search(r"^(\d+) booted from rendered user-data: (\d+) got a notice, (\d+) drained, 0 overran, "
+    figures = re.search(r"^(\d+) booted from the user-data the controller sent: (\d+) got a notice, (\d+) drained, "
+                        r"0 overran, "
                         r"drain p50 (\d+\.\d) s", cell)
     assert figures and int(figures.group(1)) >= 1 and int(figures.group(3)) >= 1, cell
-    assert "refused by sco-agent check" not in cell and "in-process agents: " in cell, cell
-    assert re.search(r"\((\d+) real sco-agent process\(es\) booted from the controller's rendered user-data",
+    assert "refused at boot" not in cell and "in-process agents: " in cell, cell
+    assert re.search(r"\((\d+) real sco-agent process\(es\) booted from the user-data the controller sent",
                      " ".join(demo.stdout.split())), demo.stdout[-3000:]
     nodes = [d for d in (demo.home / "run").glob("*/userdata-nodes/*") if d.is_dir()]
     assert len(nodes) >= int(figures.group(1))  # a boot that ended after the last count has its directory too
+    minted = credentials.load_or_create(demo.home / "stack").agents
+    held = 0
     for node in nodes:  # what the launch sent, and what cloud-init's half wrote from it for this instance
-        assert (node / "user-data.txt").read_text().startswith("## template: jinja\n#cloud-config\n")
+        sent = (node / "user-data.txt").read_text()
+        assert sent.startswith("## template: jinja\n#cloud-config\n")
+        # the stack holds the controller's password for the instance, or none once the instance ended (the
+        # controller removes an ended instance's NATS user, ADR-31): never another one
+        assert minted.get(f"r1/{node.name}") in (launch_password(sent), None), node.name
+        held += minted.get(f"r1/{node.name}") is not None
         assert f'"instance":"{node.name}"' in (node / "etc" / "sco" / "agent-userdata.json").read_text()
+    assert held >= 1, "no booted instance's NATS user is the one its user-data carries"
     assert any("sco-agent running for " + n.name in (n / "agent.log").read_text() for n in nodes)
 
 

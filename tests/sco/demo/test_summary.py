@@ -1,4 +1,4 @@
-"""The summary's row for the real agents booted from the controller's rendered user-data: their notices, drains
+"""The summary's row for the real agents booted from the user-data the controller sent: their notices, drains
 and drain times beside the in-process agents', and its verdict."""
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ EVENTS = [
 def test_the_row_counts_the_user_data_agents_notices_and_drains_beside_the_in_process_agents() -> None:
     row = _summary(["u1", "u2", "u3"], events=EVENTS).userdata_row()
     assert row[0] == "Agents from user-data" and row[3] == "PASS"
-    assert row[2] == ("3 booted from rendered user-data: 2 got a notice, 2 drained, 0 overran, drain p50 1.5 s, "
-                      "max 2.5 s; in-process agents: 2 got a notice, 1 drained, 1 overran, drain p50 0.8 s, max 9.0 s")
+    assert row[2] == ("3 booted from the user-data the controller sent: 2 got a notice, 2 drained, 0 overran, "
+                      "drain p50 1.5 s, max 2.5 s; in-process agents: 2 got a notice, 1 drained, 1 overran, "
+                      "drain p50 0.8 s, max 9.0 s")
     assert "reclaims u1 on purpose" in row[4]
 
 
@@ -65,6 +66,6 @@ def test_the_slurm_test_bed_s_real_agents_are_not_counted_as_in_process_agents()
 def test_the_row_is_in_the_table_only_when_the_demo_boots_such_agents_and_the_headline_counts_them() -> None:
     with_them = _summary(["u1", "u2"], events=EVENTS)
     assert "Agents from user-data" in [r[0] for r in with_them.rows()]
-    assert "2 real sco-agent process(es) booted from the controller's rendered user-data" in with_them.headline()
+    assert "2 real sco-agent process(es) booted from the user-data the controller sent" in with_them.headline()
     without = Summary(started=datetime(2026, 12, 2, tzinfo=UTC))
     assert "Agents from user-data" not in [r[0] for r in without.rows()]
