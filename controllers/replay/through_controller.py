@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from contracts.cost_attributes import ATTR_WASTED_S, FINAL_MODES, lost_work_s
+from contracts.events import Event
 from contracts.pools import Pool
 from contracts.provider import Instance
 from contracts.schema import Contract
@@ -51,9 +52,9 @@ APPROXIMATIONS = (
     "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
     "drained at its notice, its lost work by the agent's rule from its launch (a final checkpoint when the "
     "contract writes one); no boot time (an instance delivers from the pass that launched it); the scheduler "
-    "double reports every node idle, so a surplus node goes after three passes; credentials revocation is recorded, not "
-    "called; the ranking is re-published "
-    "every 5 min from the region's events since the warm-up began (ClickHouse not used)")
+    "double reports every node idle, so a surplus node goes after three passes; credentials revocation is "
+    "recorded, not called; the ranking is re-published every 5 min from the region's events since the warm-up "
+    "began (ClickHouse not used); no token budget on provider calls")
 
 RANK_EVERY = timedelta(minutes=5)
 
@@ -107,8 +108,9 @@ class _Run:
         self.by_workload = {c.workload: c for c in contracts.values()}
         self.units = units
         self.pools: dict[str, Pool] = {s.pool.pool_id: s.pool for s in self.engine.specs}
+        catalogue = tuple(self.pools.values())
         self.outcome = {w: WorkloadOutcome(w, str(c.tier), units.get(w, 0),
-                                           guaranteed_rate_per_unit=guaranteed_rate_per_unit(c, tuple(self.pools.values())))
+                                           guaranteed_rate_per_unit=guaranteed_rate_per_unit(c, catalogue))
                         for w, c in self.by_workload.items()}
         self.feeds = _Feeds()
         self.events: list[SimEvent] = []
@@ -132,7 +134,9 @@ class _Run:
             self.feeds.reclaims[ev.pool] += 1
         c = self.by_workload.get(ev.workload or "")
         inst = self.engine.by_id.get(ev.instance)
-        if c is None or inst is None or not inst.owned or inst.metadata.get("sco_purpose", "reclaimable") != "reclaimable":
+        if c is None or inst is None or not inst.owned:
+            return
+        if inst.metadata.get("sco_purpose", "reclaimable") != "reclaimable":
             return
         o = self.outcome[c.workload]
         o.interruptions += 1
@@ -231,9 +235,12 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               units: Mapping[str, int], conn: Any, *, strategy: Strategy | None = None,
                               warmup_days: float = 7.0, ranker: Ranker | None = None,
                               pass_interval: timedelta = timedelta(seconds=60),
-                              progress: Callable[[float], None] | None = None) -> dict[str, WorkloadOutcome]:
+                              progress: Callable[[float], None] | None = None,
+                              diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
-    partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref."""
+    partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
+    ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
+    ``excluded``, ``breaker-tripped``, ...) and of the passes that held actions back."""
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
@@ -243,6 +250,7 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     run.events.clear()
     ctls = _controllers(region, conn, contracts, units, strategy, clock)
     stream = ExclusionStream(ctls[0][0].store)
+    outbox = _Outbox(conn, stream)
     step_s = int(pass_interval.total_seconds())
     end, now, ranked_at = start + timedelta(days=days), start, None
     while now < end:
@@ -254,8 +262,10 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
         plans: dict[str, Any] = {}
         for ctl, source in ctls:
             source.names = names
-            ctl.step()
+            report = ctl.step()
+            outbox.held += 1 if report.held else 0
             plans.update(ctl.previous.plans if ctl.previous else {})
+        outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
         run.accrue(region.list_instances(), plans, step_s)
         now += pass_interval
         clock.advance_to(now)
@@ -273,4 +283,24 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
         if progress is not None and now.minute == 0 and now.hour % 6 == 0:
             progress((now - start).total_seconds() / (end - start).total_seconds())
     run.finish(conn)
+    if diagnostics is not None:
+        diagnostics.update(outbox.kinds)
+        diagnostics["passes-holding-actions"] = outbox.held
     return run.outcome
+
+
+class _Outbox:
+    """The outbox as the relay would publish it: each new controller event to the exclusion watcher, counted."""
+
+    def __init__(self, conn: Any, stream: ExclusionStream) -> None:
+        self.conn, self.stream, self.last, self.held = conn, stream, 0, 0
+        self.kinds: dict[str, int] = defaultdict(int)
+
+    def feed(self, now: datetime) -> None:
+        rows = self.conn.execute("SELECT id, payload FROM outbox WHERE id > %s ORDER BY id", (self.last,)).fetchall()
+        for n, payload in rows:
+            self.last = max(self.last, int(n))
+            event = Event.from_json(bytes(payload))
+            self.kinds[str(event.kind)] += 1
+            if event.source != "exclusion-watcher":
+                self.stream.feed(event, now)

@@ -100,7 +100,7 @@ def _simulate(args: argparse.Namespace) -> int:
             summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
     finally:
         if run is not None:
-            run.close()  # type: ignore[attr-defined]
+            run.close()
     print(f"\nReplay: {trace.description}; {len(contracts)} workloads × {args.units} units asked; "
           f"rate-card saving (net of reclaimable, floor and fallback spend and wasted work)")
     for c in sized:

@@ -54,7 +54,7 @@ def production_ranker(conn: Any, region: str) -> Ranker:
                              mean_time_between_h=stats.get(f.pool, (0.0, None))[1],
                              forward_share=forward_share(f.free, f.capacity, f.forward_free),
                              reclaims=f.reclaims, instance_hours=f.instance_hours) for f in feeds]
-        publish_in_force(pg, region, now, rank_pools(inputs))  # type: ignore[arg-type]
+        publish_in_force(pg, region, now, rank_pools(inputs))
     return rank
 
 
