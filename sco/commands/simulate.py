@@ -122,6 +122,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.engine == "controller":
         from controllers.replay.through_controller import APPROXIMATIONS
         print(f"Engine: the production controller. Approximations: {APPROXIMATIONS}.")
+        kinds = ("placed", "replaced", "launch-failed", "excluded", "lost", "fallback-started", "breaker-tripped",
+                 "passes-holding-actions")
+        for name, seen in run.diagnostics.items():
+            print(f"  {name}: " + ", ".join(f"{k} {seen.get(k, 0)}" for k in kinds))
     else:
         print("Engine: the replay model. Approximations: no boot time (a lost instance is replaced at the next "
               "5-minute step), no scheduler (claims are whole units), a plan change moves capacity without cost.")
@@ -143,9 +147,13 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
     pg = EmbeddedPostgres()
 
     class Run:
+        def __init__(self) -> None:
+            self.diagnostics: dict[str, dict[str, int]] = {}
+
         def __call__(self, strategy: Any, progress: Any) -> Any:
+            seen = self.diagnostics[str(strategy or "contract")] = {}
             return run_controller_engine(pg.database(), RegionConfig(seed=args.seed), start, args.days, contracts,
-                                         claims, strategy, args.warmup_days, progress)
+                                         claims, strategy, args.warmup_days, progress, seen)
 
         def close(self) -> None:
             pg.close()

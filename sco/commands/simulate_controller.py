@@ -90,12 +90,14 @@ class EmbeddedPostgres:
 
 def run_controller_engine(url: str, config: RegionConfig, start: datetime, days: float,
                           contracts: Sequence[Contract], units: Mapping[str, int], strategy: Strategy | None,
-                          warmup_days: float = 7.0,
-                          progress: Callable[[float], None] | None = None) -> dict[str, WorkloadOutcome]:
-    """One strategy's replay through the controller on the migrated database at ``url``."""
+                          warmup_days: float = 7.0, progress: Callable[[float], None] | None = None,
+                          diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+    """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
+    controllers' events by kind)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
-                                         ranker=production_ranker(conn, config.region), progress=progress)
+                                         ranker=production_ranker(conn, config.region), progress=progress,
+                                         diagnostics=diagnostics)
