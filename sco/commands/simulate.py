@@ -140,11 +140,15 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
     embedded PostgreSQL, a fresh migrated database per strategy, with ``close()``."""
     if args.engine != "controller":
         return None
+    import signal
+
     from controllers.simregion.config import RegionConfig
 
     from .simulate_controller import EmbeddedPostgres, run_controller_engine
 
     pg = EmbeddedPostgres()
+    # a SIGTERM ends the run through ``finally`` (``Run.close``), so the embedded PostgreSQL is stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     class Run:
         def __init__(self) -> None:
