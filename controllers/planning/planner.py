@@ -167,14 +167,16 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
         static = static or Static(states, config.discount_threshold)
         residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
         table = PoolTable(static, residual)
-        index = {pid: i for i, pid in enumerate(static.ids)}
+        index: dict[str, int] = {}   # pool id -> table row, built when a short plan first needs it
         for claim in todo:
             prev = old.get(claim.workload)
-            if prev is not None and _may_keep(prev, claim, config, facts) and _keep_short(prev, claim, table, index,
-                                                                                          config):
-                plans[claim.workload] = prev
-            else:
-                plans[claim.workload] = _plan_one(claim, table, config)
+            if prev is not None and _may_keep(prev, claim, config, facts):
+                if not index:
+                    index.update((pid, i) for i, pid in enumerate(static.ids))
+                if _keep_short(prev, claim, table, index, config):
+                    plans[claim.workload] = prev
+                    continue
+            plans[claim.workload] = _plan_one(claim, table, config)
     removed = set(old) - set(plans)
     replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
     changed = bool(replanned or removed) or previous is None
