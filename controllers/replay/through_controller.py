@@ -282,6 +282,10 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
         run.events.clear()
         if progress is not None and now.minute == 0 and now.hour % 6 == 0:
             progress((now - start).total_seconds() / (end - start).total_seconds())
+    for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
+        source.names = {i.name for i in region.list_instances()}
+        ctl.step()
+    outbox.feed(now)
     run.finish(conn)
     if diagnostics is not None:
         diagnostics.update(outbox.kinds)

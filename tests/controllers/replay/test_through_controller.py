@@ -14,11 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from controllers.planning import Strategy
+from controllers.planning import Strategy, units_per_instance
 from controllers.replay import ReplayConfig, WorkloadOutcome, replay
 from controllers.replay.from_region import trace_from_region
 from controllers.replay.through_controller import replay_through_controller
 from controllers.simregion.config import RegionConfig
+from controllers.simregion.topology import build_pools
 from sco.commands.simulate_controller import production_ranker
 from tests.controllers.controller.helpers import contract
 
@@ -71,6 +72,12 @@ def test_the_controller_engine_places_the_claims_sees_the_regions_reclaims_and_c
     assert all(e["cause"] == "reclaimed-no-notice" and e["attributes"]["wasted_s"] >= 0 for e in no_notice)
     etl_no_notice = [e for e in no_notice if e["workload"] == "etl"]
     assert etl_no_notice and etl.wasted_s >= sum(e["attributes"]["wasted_s"] for e in etl_no_notice) > 0
+    # train writes a final checkpoint on notice: its wasted work is exactly its no-notice losses', unit-seconds
+    # (the controller's wasted_s is one unit's lost work; the instance held k units)
+    pools = {s.pool.pool_id: s.pool for s in build_pools(BUSY.region, BUSY.pools)}
+    assert train.interruptions > train.no_notice_losses   # some noticed losses, which cost train nothing
+    assert train.wasted_s == sum(e["attributes"]["wasted_s"] * units_per_instance(pools[e["pool"]], TRAIN)
+                                 for e in no_notice if e["workload"] == "train")
     # the exclusion watcher saw the controller's and the region's events (the busy region trips it)
     assert conn.execute("SELECT count(*) FROM exclusions").fetchone()[0] == diagnostics.get("excluded", 0)
 
