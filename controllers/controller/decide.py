@@ -142,11 +142,20 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
 
 def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]) -> list[PoolState]:
     """The planner's view of each pool: what is free plus what we already hold there; a lost hall lends
-    nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force."""
+    nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force.
+
+    A reclaimable pool's free figure comes from the rate card and is as old as the card (5 min in the simulated
+    region): an instance of ours launched after the card is still free on it and would count twice, free and
+    ours, so it counts only as free until the next card. (The replay through the controller showed plans on
+    room that was not there: the same launch failed every pass until the pool was excluded for thrash.)
+    Reservations and quota are read live, so every instance of ours counts there. Notified instances never
+    count: their room goes with them."""
     ours: dict[str, int] = defaultdict(int)
+    stale: dict[str, int] = defaultdict(int)   # ours launched after the rate card
     for o in observed:
         if o.live:
             ours[o.pool] += 1
+            stale[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
     available = {}
     for pid, p in market.pools.items():
         if p.purchase_model is PurchaseModel.COMMITTED:
@@ -154,13 +163,19 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
         elif p.purchase_model is PurchaseModel.GUARANTEED:
             free = market.free.get(pid, market.quota_free)
         else:
-            free = market.free.get(pid, 0)
-        available[pid] = 0 if pid in lost else free + ours[pid]
+            free = market.free.get(pid, 0) - stale[pid]
+        available[pid] = 0 if pid in lost else max(0, free + ours[pid])
     inputs = market.inputs
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
     return [replace(st, score=inputs.scores.get(st.pool_id, st.score), group=inputs.groups.get(st.pool_id, ""))
             for st in states]
+
+
+def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:
+    """Launched at or after the rate card's time: the card still counts its room as free (a launch in the same
+    instant as the card is taken as after it: the error is one instance too few, never one too many)."""
+    return launched_at is not None and card_at is not None and launched_at >= card_at
 
 
 def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime) -> PlanSet:

@@ -63,6 +63,7 @@ class Market:
     reserved: Mapping[str, int]             # committed reservations: free instances per pool
     quota_free: int                         # guaranteed quota headroom (instances)
     inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
+    free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,10 @@ class Observer:
     def market(self, now: datetime) -> Market:
         if self._catalogue is None:
             self._catalogue = {p.pool_id: p for p in self.provider.catalogue().pools}
-        card = {e.pool_id: e.free_instances for e in self.provider.rate_card().entries}
+        rate_card = self.provider.rate_card()
+        card = {e.pool_id: e.free_instances for e in rate_card.entries}
         reserved: dict[str, int] = {}
         for r in self.provider.reservations():
             reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
         headroom = min(self.provider.quota_headroom().instances_free, 10_000)
-        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now))
+        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now), rate_card.time)

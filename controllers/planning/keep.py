@@ -83,8 +83,11 @@ def remember(plans: PlanSet, summary: Summary) -> None:
     _SUMMARIES[key] = (weakref.ref(plans, lambda _: _SUMMARIES.pop(key, None)), summary)
 
 
-def _within_group_cap(prev: WorkloadPlan, groups: Mapping[str, str], caps_share: Decimal) -> bool:
-    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
+def _within_group_cap(prev: WorkloadPlan, groups: Mapping[str, str], caps_share: Decimal, short: int = 0) -> bool:
+    """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06).
+
+    The cap is taken on its placed units plus ``short`` (a short plan's cap is on what it was made for).
+    """
     if prev.strategy is Strategy.SINGLE_CHEAPEST:
         return True
     per: dict[str, int] = {}
@@ -92,15 +95,18 @@ def _within_group_cap(prev: WorkloadPlan, groups: Mapping[str, str], caps_share:
         if a.purpose is Purpose.RECLAIMABLE:
             group = groups.get(a.pool_id, a.pool_id)
             per[group] = per.get(group, 0) + a.units
-    cap = max(1, math.floor(Decimal(sum(per.values())) * caps_share))
+    cap = max(1, math.floor(Decimal(sum(per.values()) + short) * caps_share))
     return all(units <= cap for units in per.values())
 
 
-def fits_pools(prev: WorkloadPlan, facts: Facts) -> bool:
-    """None of the plan's pools is excluded or gone, and it respects the group cap under the groups in force."""
+def fits_pools(prev: WorkloadPlan, facts: Facts, *, short: bool = False) -> bool:
+    """None of the plan's pools is excluded or gone, and it respects the group cap under the groups in force.
+
+    ``short``: the cap on the units it placed plus those it left short, as it was made.
+    """
     pools = prev.pools
     return (not (pools & facts.excluded) and pools <= facts.groups.keys()
-            and _within_group_cap(prev, facts.groups, facts.group_share))
+            and _within_group_cap(prev, facts.groups, facts.group_share, prev.shortfall_units if short else 0))
 
 
 def usage_of(plans: Iterable[WorkloadPlan]) -> dict[str, int]:

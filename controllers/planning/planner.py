@@ -7,7 +7,9 @@ the same residual capacity. Incremental: a workload whose claim is unchanged, wh
 of whose pools is now excluded and whose reclaimable units still respect the group cap under the groups in force
 (a merged group, ADR-06) keeps its plan; only the others are re-planned, on the capacity the kept plans leave. A
 plan that left units short is re-planned every pass, so capacity that comes back is used (a kept short plan was
-the source of most of the replay's shortfall, issue 19).
+the source of most of the replay's shortfall, issue 19) — but the re-plan replaces it only when it places more
+units or more floor: otherwise the short plan stays where it is (re-made from scratch whenever the ranking moved,
+it moved every instance it held, for nothing).
 
 At fleet scale (issue 18): eligibility and rank orders come from per-plan tables built once per workload
 shape (``tables``), and which plans are kept is decided from what the planner remembers of the plan set it
@@ -100,6 +102,38 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
+def _may_keep(prev: WorkloadPlan, claim: Claim, config: PlannerConfig, facts: Facts) -> bool:
+    """A short plan in force for the same claim and strategy, still fitting the pools.
+
+    It is kept unless a re-plan places more (``_keep_short``).
+    """
+    return (prev.shortfall_units > 0 and prev.claim_digest == claim.digest
+            and prev.strategy is _strategy(claim.contract, config) and fits_pools(prev, facts, short=True))
+
+
+def _keep_short(prev: WorkloadPlan, claim: Claim, table: PoolTable, index: dict[str, int],
+                config: PlannerConfig) -> bool:
+    """Keep a short plan (taking what it holds from ``table``) when a re-plan would place no more.
+
+    Kept when its pools still have the room and a re-plan on the same residual capacity (a scratch table:
+    residual capacity in ``table`` only ever shrinks) would place no more units and no more floor. Moving what
+    it holds would gain nothing and cost interruptions and terminations: the replay through the controller
+    showed a short plan re-made from scratch move 22 of 53 instances when the ranking changed, which the
+    breaker took for a mass termination.
+    """
+    need: dict[int, int] = {}
+    for a in prev.allocations:
+        need[index[a.pool_id]] = need.get(index[a.pool_id], 0) + a.instances
+    if any(table.residual[i] < n for i, n in need.items()):
+        return False
+    trial = _plan_one(claim, PoolTable(table.static, list(table.residual)), config)
+    if trial.shortfall_units < prev.shortfall_units or trial.floor_units > prev.floor_units:
+        return False
+    for i, n in need.items():
+        table.take(i, n)
+    return True
+
+
 def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
     return (prev.claim_digest == claim.digest and prev.strategy is _strategy(claim.contract, config)
             and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim))
@@ -133,12 +167,21 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
         static = static or Static(states, config.discount_threshold)
         residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
         table = PoolTable(static, residual)
+        index: dict[str, int] = {}   # pool id -> table row, built when a short plan first needs it
         for claim in todo:
+            prev = old.get(claim.workload)
+            if prev is not None and _may_keep(prev, claim, config, facts):
+                if not index:
+                    index.update((pid, i) for i, pid in enumerate(static.ids))
+                if _keep_short(prev, claim, table, index, config):
+                    plans[claim.workload] = prev
+                    continue
             plans[claim.workload] = _plan_one(claim, table, config)
     removed = set(old) - set(plans)
-    changed = bool(todo or removed) or previous is None
+    replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
+    changed = bool(replanned or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
-    result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
     new = [plans[c.workload] for c in todo]
     for pid, n in usage_of(new).items():
         held[pid] = held.get(pid, 0) + n

@@ -30,7 +30,7 @@ from ..planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Purpose, 
 from ..planning.model import units_per_instance
 from .trace import Reclaim, Trace
 
-__all__ = ["PoolHistory", "ReplayConfig", "WorkloadOutcome", "replay"]
+__all__ = ["PoolHistory", "ReplayConfig", "WorkloadOutcome", "guaranteed_rate_per_unit", "replay"]
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def _loss_hours(contract: Contract, noticed: bool, interval_min: int | None) -> 
     return 0.0  # stateless: capacity is lost until replaced, no work is redone
 
 
-def _guaranteed_rate_per_unit(contract: Contract, pools: Sequence[Pool]) -> Decimal:
+def guaranteed_rate_per_unit(contract: Contract, pools: Sequence[Pool]) -> Decimal:
     """The cheapest guaranteed price of one unit: every pool carries the guaranteed rate of its flavour."""
     rates = [p.guaranteed_rate_eur_h / k for p in pools if p.region == contract.region
              and p.fits(contract) and (k := units_per_instance(p, contract)) > 0]
@@ -242,7 +242,7 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
     pools = PoolHistory(trace, config)
     pool_by_id = {p.pool_id: p for p in trace.pools}
     outcome = {c.workload: WorkloadOutcome(c.workload, str(c.tier), want[c.workload],
-                                           guaranteed_rate_per_unit=_guaranteed_rate_per_unit(c, trace.pools))
+                                           guaranteed_rate_per_unit=guaranteed_rate_per_unit(c, trace.pools))
                for c in contracts}
     held = {c.workload: _Held() for c in contracts}
     planner = PlannerConfig(caps=config.caps, strategy=config.strategy)

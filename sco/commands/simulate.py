@@ -28,6 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument("--units", type=int, default=40, help="units each workload claims (default 40)")
     p.add_argument("--seed", type=int, default=1, help="simulated region seed")
     p.add_argument("--start", default="2026-10-01", help="first replayed day, UTC (YYYY-MM-DD)")
+    p.add_argument("--engine", choices=("replay", "controller"), default="replay",
+                   help="replay: the planner in a replay-only model (default); controller: the production "
+                        "controller (observe → decide → apply, ledger, breaker) on an embedded PostgreSQL")
     p.set_defaults(handler=_simulate)
 
 
@@ -82,14 +85,22 @@ def _simulate(args: argparse.Namespace) -> int:
     claims = {c.workload: c.units for c in sized}
     names = STRATEGIES if args.strategy == "compare" else (args.strategy,)
     summaries = []
-    for name in names:
-        strategy = None if name == "contract" else Strategy(name)
-        outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
-        if args.strategy != "compare":
-            _print_workloads(outcomes)
-        summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
+    run = _engine(args, contracts, claims, start)
+    try:
+        for name in names:
+            strategy = None if name == "contract" else Strategy(name)
+            if run is None:
+                outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
+            else:
+                outcomes = run(strategy, _progress(name))
+            if sys.stderr.isatty():
+                print(file=sys.stderr)
+            if args.strategy != "compare":
+                _print_workloads(outcomes)
+            summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
+    finally:
+        if run is not None:
+            run.close()
     print(f"\nReplay: {trace.description}; {len(contracts)} workloads × {args.units} units asked; "
           f"rate-card saving (net of reclaimable, floor and fallback spend and wasted work)")
     for c in sized:
@@ -108,12 +119,49 @@ def _simulate(args: argparse.Namespace) -> int:
     print("\nThe region model (net % planning prices reclaimable hours at the planning rate):")
     for what, model, planning in assumptions(RegionConfig(seed=args.seed)):
         print(f"  {what}: {model}  [planning: {planning}]")
-    print("Approximations: no boot time (a lost instance is replaced at the next 5-minute step), no scheduler "
-          "(claims are whole units), a plan change moves capacity without cost.")
+    if args.engine == "controller":
+        from controllers.replay.through_controller import APPROXIMATIONS
+        print(f"Engine: the production controller. Approximations: {APPROXIMATIONS}.")
+        kinds = ("placed", "replaced", "launch-failed", "excluded", "lost", "fallback-started", "breaker-tripped",
+                 "passes-holding-actions")
+        for name, seen in run.diagnostics.items():
+            print(f"  {name}: " + ", ".join(f"{k} {seen.get(k, 0)}" for k in kinds))
+    else:
+        print("Engine: the replay model. Approximations: no boot time (a lost instance is replaced at the next "
+              "5-minute step), no scheduler (claims are whole units), a plan change moves capacity without cost.")
     print()
     for label, ok, figure in verdicts(summaries):
         print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
     return 0
+
+
+def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, int], start: datetime) -> Any:
+    """None for the replay model; for ``--engine controller`` a callable (strategy, progress) -> outcomes on one
+    embedded PostgreSQL, a fresh migrated database per strategy, with ``close()``."""
+    if args.engine != "controller":
+        return None
+    import signal
+
+    from controllers.simregion.config import RegionConfig
+
+    from .simulate_controller import EmbeddedPostgres, run_controller_engine
+
+    pg = EmbeddedPostgres()
+    # a SIGTERM ends the run through ``finally`` (``Run.close``), so the embedded PostgreSQL is stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    class Run:
+        def __init__(self) -> None:
+            self.diagnostics: dict[str, dict[str, int]] = {}
+
+        def __call__(self, strategy: Any, progress: Any) -> Any:
+            seen = self.diagnostics[str(strategy or "contract")] = {}
+            return run_controller_engine(pg.database(), RegionConfig(seed=args.seed), start, args.days, contracts,
+                                         claims, strategy, args.warmup_days, progress, seen)
+
+        def close(self) -> None:
+            pg.close()
+    return Run()
 
 
 def _print_workloads(outcomes: dict[str, Any]) -> None:

@@ -220,3 +220,17 @@ def test_an_excluded_guaranteed_or_committed_pool_gets_no_floor_units() -> None:
     result = plan([Claim(contract("T1"), 100)], pools, NOW).plans["wk"]
     floor = units_by_pool(result, Purpose.FLOOR)
     assert "cm-h1" not in floor and "gd-h1" not in floor and sum(floor.values()) == 30
+
+
+def test_a_short_plan_stays_where_it_is_when_a_replan_would_place_no_more_whatever_the_ranking() -> None:
+    scarce = states(n=10, free=2)  # 20 instances for a 40-unit claim
+    claims = [Claim(contract(name="wa"), 40)]
+    first = plan(claims, scarce, NOW)
+    assert first.plans["wa"].shortfall_units == 20
+    reranked = [PoolState(s.pool, s.available_instances, score=1.0 - s.score) for s in scarce]
+    second = plan(claims, reranked, NOW, previous=first)
+    assert second.plans["wa"] is first.plans["wa"] and second.replanned == ()
+    assert second.generation == first.generation  # nothing moved: no new generation for the controller to diff
+    more = [PoolState(s.pool, 4, score=1.0 - s.score) for s in scarce]  # room came back: the re-plan places more
+    third = plan(claims, more, NOW, previous=second)
+    assert third.replanned == ("wa",) and third.plans["wa"].shortfall_units < 20

@@ -31,3 +31,18 @@ def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
         "net saving ≥ 55 % (planning rates)", "interruptions/h below price-first", "worst 5-min loss below price-first",
         "interruptions/h below single-cheapest", "worst 5-min loss below single-cheapest"]
     assert "\r" not in result.stderr  # progress is one line a quarter when stderr is not a terminal
+
+
+@pytest.mark.services  # starts an embedded PostgreSQL (in the sco process)
+@pytest.mark.slow
+def test_the_controller_engine_runs_the_production_controller_and_says_what_it_approximates() -> None:
+    import re
+
+    result = sco("simulate", "--days", "0.02", "--warmup-days", "0.1", "--engine", "controller",
+                 "--strategy", "depth-first", "--units", "8")
+    assert result.returncode == 0, result.stderr
+    assert "Engine: the production controller. Approximations:" in result.stdout
+    assert "no agent runs" in result.stdout and "passes every 60 s of virtual time" in result.stdout
+    placed = re.search(r"^  depth-first: placed (\d+), .* breaker-tripped (\d+)", result.stdout, re.MULTILINE)
+    assert placed is not None and int(placed.group(1)) > 0
+    assert re.search(r"^ours: depth-first +\d+", result.stdout, re.MULTILINE)

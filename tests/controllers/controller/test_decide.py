@@ -372,3 +372,36 @@ def test_a_loss_without_notice_is_published_with_the_wasted_work_from_launch_tim
     # 95 min after launch with a 60-min periodic checkpoint: 35 min since the last one
     assert (note.workload, note.pool, note.instance, note.cause) == ("lossy", "p03", "i-9", "reclaimed-no-notice")
     assert note.attributes["wasted_s"] == 35 * 60
+
+
+CARD_AT = T0 - timedelta(minutes=2)
+
+
+def _ours(pid: str, status: str, launched: timedelta) -> Observed:
+    return Observed(f"{pid}-{status}-{launched}", "node", "etl", pid, PARTITION, 1, Purpose.RECLAIMABLE, status, "h1",
+                    CARD_AT + launched)
+
+
+@pytest.mark.parametrize(("pid", "instances", "free_at", "available"), [
+    pytest.param("p00", [("active", -60), ("active", -30)], CARD_AT, 50 + 2,
+                 id="ours launched before the card: free on the card plus ours"),
+    pytest.param("p00", [("active", -60), ("active", 30), ("building", 60)], CARD_AT, 50 + 1,
+                 id="ours launched after the card count once: the card still counts their room as free"),
+    pytest.param("p00", [("active", 0)], CARD_AT, 50,
+                 id="a launch in the card's instant counts as after it (one too few, never one too many)"),
+    pytest.param("p00", [("active", -60), ("notified", -90)], CARD_AT, 50 + 1,
+                 id="a notified instance never counts: its room goes with it"),
+    pytest.param("p00", [("active", 30), ("active", 60)], None, 50 + 2,
+                 id="a free figure without a time is taken as now: every live instance of ours counts"),
+    pytest.param("c0", [("active", 30), ("active", 60)], CARD_AT, 20 + 2,
+                 id="reservations are read live: every instance of ours on them counts"),
+])
+def test_the_planner_sees_each_pools_room_once_whatever_the_age_of_the_rate_card(
+        pid: str, instances: list[tuple[str, int]], free_at: Any, available: int) -> None:
+    from dataclasses import replace as with_
+
+    from controllers.controller.decide import pool_states_for
+
+    observed = [_ours(pid, status, timedelta(seconds=s)) for status, s in instances]
+    states = {st.pool_id: st for st in pool_states_for(with_(market(), free_at=free_at), observed, set())}
+    assert states[pid].available_instances == available

@@ -250,7 +250,7 @@ def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int]
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
-def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) -> bool:
+def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps, short: int = 0) -> bool:
     """The plan's reclaimable units per correlation group in force stay within the group cap (ADR-06)."""
     if prev.strategy is Strategy.SINGLE_CHEAPEST:
         return True
@@ -259,7 +259,7 @@ def _within_group_cap(prev: WorkloadPlan, groups: dict[str, str], caps: Caps) ->
         if a.purpose is Purpose.RECLAIMABLE:
             group = groups.get(a.pool_id, a.pool_id)
             per[group] = per.get(group, 0) + a.units
-    cap = max(1, math.floor(Decimal(sum(per.values())) * caps.group_share))
+    cap = max(1, math.floor(Decimal(sum(per.values()) + short) * caps.group_share))
     return all(units <= cap for units in per.values())
 
 
@@ -288,8 +288,32 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
             todo.append(claim)
     plans = dict(kept)
     for claim in todo:
-        plans[claim.workload] = _plan_one(claim, pools, residual, config)
+        prev = old.get(claim.workload)
+        if prev is not None and _keeps_short(prev, claim, pools, residual, excluded, known, groups, config):
+            plans[claim.workload] = prev
+            for a in prev.allocations:
+                residual[a.pool_id] -= a.instances
+        else:
+            plans[claim.workload] = _plan_one(claim, pools, residual, config)
     removed = set(old) - set(plans)
-    changed = bool(todo or removed) or previous is None
+    replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
+    changed = bool(replanned or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
-    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=tuple(c.workload for c in todo))
+    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
+
+
+def _keeps_short(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
+                 excluded: set[str], known: set[str], groups: dict[str, str], config: PlannerConfig) -> bool:
+    """A short plan for the same claim and strategy that still fits the pools and their room stays, unless a
+    re-plan on the same room places more units or more floor."""
+    if not (prev.shortfall_units > 0 and prev.claim_digest == claim.digest
+            and prev.strategy is _strategy(claim.contract, config) and not (prev.pools & excluded)
+            and prev.pools <= known and _within_group_cap(prev, groups, config.caps, prev.shortfall_units)):
+        return False
+    need: dict[str, int] = {}
+    for a in prev.allocations:
+        need[a.pool_id] = need.get(a.pool_id, 0) + a.instances
+    if any(residual[pid] < n for pid, n in need.items()):
+        return False
+    trial = _plan_one(claim, pools, dict(residual), config)
+    return trial.shortfall_units >= prev.shortfall_units and trial.floor_units <= prev.floor_units

@@ -1,0 +1,310 @@
+"""The replay through the production controller (issue 19, "one code path").
+
+The simulated region (``SimulatedRegion``, the provider protocol) runs on a ``VirtualClock``: its reclaim waves,
+notices, no-notice losses, hall reclaims and rate cards are the region's own, as in ``from_region`` (guaranteed
+requests take free room first). One production ``Controller`` per partition — observe → decide → apply, the
+planner, floor keeper, fallback arbiter with its PostgreSQL ledger, the safety gate and breaker — takes a pass
+every ``pass_interval`` of virtual time (60 s; the live controller's default is 5 s, which would be 12 times the
+passes for the same days) against a real PostgreSQL the caller migrated. Every region event goes through the
+production exclusion watcher (``ExclusionStream.feed``, as the JetStream consumer feeds it) and the controller's
+breach-rate signal; every five minutes a ``ranker`` the caller injects publishes the ranking in force from the
+pools' inputs (the sco layer wires the production scorer, ``orchestration.scoring``).
+
+Approximations, printed with the figures (``APPROXIMATIONS``): no agent runs, so a noticed instance is taken
+as drained at its notice — its lost work is the agent's rule (``contracts.cost_attributes.lost_work_s``, a
+final checkpoint when the contract writes one on notice) from its launch; no-notice losses carry the
+controller's own ``lost`` events' ``wasted_s``. No boot time: a launched instance delivers from the pass that
+launched it. The scheduler double holds each workload's claim as whole pending units and reports every node
+idle (work is fungible units: the idle rule delays a termination by three passes, nothing more).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from contracts.cost_attributes import ATTR_WASTED_S, FINAL_MODES, lost_work_s
+from contracts.events import Event
+from contracts.pools import Pool
+from contracts.provider import Instance
+from contracts.schema import Contract
+from contracts.subjects import EventKind
+
+from ..controller.breaker import SafetyConfig
+from ..controller.claims import WorkItem
+from ..controller.exclusion_stream import ExclusionStream
+from ..controller.loop import Controller, ControllerSettings
+from ..controller.revocation import RecordingRevoker
+from ..planning import PlannerConfig, Strategy, units_per_instance
+from ..simregion.clock import VirtualClock
+from ..simregion.config import RegionConfig
+from ..simregion.engine import SimEvent
+from ..simregion.region import SimulatedRegion
+from .engine import WorkloadOutcome, guaranteed_rate_per_unit
+
+__all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "replay_through_controller"]
+
+APPROXIMATIONS = (
+    "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
+    "drained at its notice, its lost work by the agent's rule from its launch (a final checkpoint when the "
+    "contract writes one); no boot time (an instance delivers from the pass that launched it); the scheduler "
+    "double reports every node idle, so a surplus node goes after three passes; credentials revocation is "
+    "recorded, not called; the ranking is re-published every 5 min from the region's events since the warm-up "
+    "began (ClickHouse not used); no token budget on provider calls")
+
+RANK_EVERY = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class PoolFeed:
+    """One reclaimable pool's scorer inputs as the region showed them (what ClickHouse would hold)."""
+
+    pool: str
+    rate_eur_h: float
+    guaranteed_rate_eur_h: float
+    free: int                 # free instances now (rate card)
+    capacity: int             # the pool's capacity now (rate card)
+    forward_free: int         # expected free instances ahead (``Provider.forward_capacity``)
+    reclaims: int             # reclaimed instances so far, drills excluded
+    instance_hours: float     # instance-hours held in the pool so far (every tenant)
+
+
+Ranker = Callable[[datetime, Sequence[PoolFeed]], None]
+
+
+class ReplayScheduler:
+    """The ``ClaimSource`` double: each workload's claim as whole pending units; every node idle."""
+
+    def __init__(self, contracts: Mapping[str, Contract], units: Mapping[str, int]) -> None:
+        self.items = [WorkItem("slurm", f"{c.workload}-{n}", ref, float(c.resources.vcpu),
+                               float(c.resources.memory_gib), "pending")
+                      for ref, c in sorted(contracts.items()) for n in range(units.get(c.workload, 0))]
+        self.names: set[str] = set()
+
+    def work(self) -> list[WorkItem]:
+        return list(self.items)
+
+    def idle_nodes(self) -> set[str]:
+        return set(self.names)
+
+
+@dataclass
+class _Feeds:
+    reclaims: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    rows: dict[str, tuple[int, int]] = field(default_factory=dict)   # pool -> (free, capacity)
+    seen: set[str] = field(default_factory=set)
+
+
+class _Run:
+    """The region, its hooks and the tallies of one replay."""
+
+    def __init__(self, region: SimulatedRegion, contracts: Mapping[str, Contract], units: Mapping[str, int]) -> None:
+        self.region, self.engine = region, region.engine
+        self.by_workload = {c.workload: c for c in contracts.values()}
+        self.units = units
+        self.pools: dict[str, Pool] = {s.pool.pool_id: s.pool for s in self.engine.specs}
+        catalogue = tuple(self.pools.values())
+        self.outcome = {w: WorkloadOutcome(w, str(c.tier), units.get(w, 0),
+                                           guaranteed_rate_per_unit=guaranteed_rate_per_unit(c, catalogue))
+                        for w, c in self.by_workload.items()}
+        self.feeds = _Feeds()
+        self.events: list[SimEvent] = []
+        self.lost_in_bucket: dict[tuple[str, int], int] = defaultdict(int)
+        self.fallback_live: dict[str, bool] = {}
+        self.engine.on_event.append(self._on_event)
+        self.engine.on_rate_card.append(self._on_rate_card)
+
+    def _on_rate_card(self, t: float, rows: list[tuple[int, float, int, int]]) -> None:
+        for i, _, free, cap in rows:
+            pid = self.engine.specs[i].pool.pool_id
+            self.feeds.rows[pid] = (free, cap)
+            self.feeds.seconds[pid] += (cap - free) * self.region.config.rate_card_s
+
+    def _on_event(self, ev: SimEvent) -> None:
+        self.events.append(ev)
+        if ev.drill or ev.kind not in (EventKind.NOTICE, EventKind.NO_NOTICE_LOSS):
+            return
+        if ev.instance not in self.feeds.seen:
+            self.feeds.seen.add(ev.instance)
+            self.feeds.reclaims[ev.pool] += 1
+        c = self.by_workload.get(ev.workload or "")
+        inst = self.engine.by_id.get(ev.instance)
+        if c is None or inst is None or not inst.owned:
+            return
+        if inst.metadata.get("sco_purpose", "reclaimable") != "reclaimable":
+            return
+        o = self.outcome[c.workload]
+        o.interruptions += 1
+        k = units_per_instance(self.pools[ev.pool], c)
+        self.lost_in_bucket[(c.workload, int(ev.time // 300))] += k
+        if ev.kind is EventKind.NO_NOTICE_LOSS:
+            o.no_notice_losses += 1   # its wasted_s comes from the controller's own ``lost`` event
+            return
+        # the agent's drain, approximated: the work lost since the last checkpoint, per unit, on k units
+        wasted = lost_work_s(ev.time - inst.launched, checkpoint_mode=str(c.checkpoint_mode),
+                             framework=None if c.framework is None else str(c.framework),
+                             interval_min=c.checkpoint_interval_min, max_unit_length_min=c.max_unit_length_min,
+                             final_written=str(c.checkpoint_mode) in FINAL_MODES)
+        o.wasted_s += round(wasted) * k
+
+    def feed_list(self, horizon: timedelta) -> list[PoolFeed]:
+        ahead = {f.pool_id: f.expected_free_instances for f in self.region.forward_capacity(horizon)}
+        card = {e.pool_id: e for e in self.region.rate_card().entries}
+        out = []
+        for pid, (free, cap) in sorted(self.feeds.rows.items()):
+            e = card[pid]
+            out.append(PoolFeed(pid, float(e.rate_eur_h), float(e.guaranteed_rate_eur_h), free, cap,
+                                ahead.get(pid, free), self.feeds.reclaims.get(pid, 0),
+                                round(self.feeds.seconds.get(pid, 0.0) / 3600, 3)))
+        return out
+
+    def accrue(self, listed: Sequence[Instance], plans: Mapping[str, Any], step_s: int) -> None:
+        """One pass's worth of held capacity, delivered units, fallback and money, per workload."""
+        rates = {e.pool_id: e.rate_eur_h for e in self.region.rate_card().entries}
+        step_h = Decimal(step_s) / 3600
+        held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
+        for i in listed:
+            owner = i.owner
+            c = self.by_workload.get(owner.workload) if owner else None
+            if c is None or i.status != "active" or i.pool_id is None:
+                continue
+            o, pool = self.outcome[c.workload], self.pools[i.pool_id]
+            purpose = i.metadata.get("sco_purpose", "reclaimable")
+            held[c.workload][purpose] += units_per_instance(pool, c)
+            rate = rates.get(i.pool_id, pool.rate_eur_h)
+            if purpose == "reclaimable":
+                o.instance_s += step_s
+                o.reclaimable_cost += rate * step_h
+                o.reclaimable_cost_planning += pool.rate_eur_h * step_h
+            elif purpose == "floor":
+                o.floor_cost += rate * step_h
+            else:
+                o.fallback_cost += rate * step_h
+        for w, o in self.outcome.items():
+            want = self.units.get(w, 0)
+            h = held.get(w, {})
+            rec = min(h.get("reclaimable", 0), want)
+            base = min(want, rec + h.get("floor", 0))
+            fb = min(want - base, h.get("fallback", 0))
+            o.wanted_s += want * step_s
+            o.reclaimable_s += rec * step_s
+            o.fallback_s += fb * step_s
+            o.delivered_s += (base + fb) * step_s
+            o.shortfall_s += (want - base - fb) * step_s
+            if fb and not self.fallback_live.get(w):
+                o.fallback_starts += 1
+            self.fallback_live[w] = bool(fb)
+            wp = plans.get(w)
+            if wp is not None:
+                o.depth_premium += wp.depth_premium_eur_h * step_h
+
+    def finish(self, conn: Any) -> None:
+        for (w, _), lost in self.lost_in_bucket.items():
+            o = self.outcome[w]
+            o.worst_step_loss_units = max(o.worst_step_loss_units, min(lost, o.units))
+        # the controller's own ``lost`` events of no-notice losses: ``wasted_s`` is one unit's lost work on the
+        # instance (lost_work_s); the outcome counts unit-seconds, so times the units the instance held
+        for w, pool, wasted in conn.execute(
+                "SELECT e->>'workload', e->>'pool', (e->'attributes'->>%s)::numeric FROM "
+                "(SELECT convert_from(payload, 'UTF8')::jsonb AS e FROM outbox) x WHERE e->>'kind' = 'lost'",
+                (ATTR_WASTED_S,)).fetchall():
+            c = self.by_workload.get(w or "")
+            if c is not None and pool in self.pools and wasted is not None:
+                self.outcome[c.workload].wasted_s += int(wasted) * units_per_instance(self.pools[pool], c)
+
+
+def _controllers(region: SimulatedRegion, conn: Any, contracts: Mapping[str, Contract], units: Mapping[str, int],
+                 strategy: Strategy | None, clock: VirtualClock) -> list[tuple[Controller, ReplayScheduler]]:
+    out = []
+    for partition in sorted({c.partition for c in contracts.values()}):
+        mine = {ref: c for ref, c in contracts.items() if c.partition == partition}
+        source = ReplayScheduler(mine, units)
+        settings = ControllerSettings(region.region, partition, holder=f"replay:{partition}",
+                                      lease_ttl=timedelta(minutes=10), safety=SafetyConfig(),
+                                      planner=PlannerConfig(strategy=strategy))
+        out.append((Controller(settings, region, conn, source, mine, clock, revoker=RecordingRevoker()), source))
+    return out
+
+
+def replay_through_controller(config: RegionConfig, start: datetime, days: float, contracts: Mapping[str, Contract],
+                              units: Mapping[str, int], conn: Any, *, strategy: Strategy | None = None,
+                              warmup_days: float = 7.0, ranker: Ranker | None = None,
+                              pass_interval: timedelta = timedelta(seconds=60),
+                              progress: Callable[[float], None] | None = None,
+                              diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+    """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
+    partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
+    ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
+    ``excluded``, ``breaker-tripped``, ...) and of the passes that held actions back."""
+    begin = start - timedelta(days=warmup_days)
+    clock = VirtualClock(begin)
+    region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
+    run = _Run(region, contracts, units)
+    clock.advance_to(start)
+    region.sync()                                 # the warm-up: history for the scorer, nothing of ours
+    run.events.clear()
+    ctls = _controllers(region, conn, contracts, units, strategy, clock)
+    stream = ExclusionStream(ctls[0][0].store)
+    outbox = _Outbox(conn, stream)
+    step_s = int(pass_interval.total_seconds())
+    end, now, ranked_at = start + timedelta(days=days), start, None
+    while now < end:
+        if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
+            ranker(now, run.feed_list(timedelta(minutes=30)))
+            ranked_at = now
+        listed = region.list_instances()
+        names = {i.name for i in listed}
+        plans: dict[str, Any] = {}
+        for ctl, source in ctls:
+            source.names = names
+            report = ctl.step()
+            outbox.held += 1 if report.held else 0
+            plans.update(ctl.previous.plans if ctl.previous else {})
+        outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+        run.accrue(region.list_instances(), plans, step_s)
+        now += pass_interval
+        clock.advance_to(now)
+        region.sync()
+        for ev in run.events:
+            if not ev.workload:
+                continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
+            event = region.to_event(ev)
+            stream.feed(event, now)
+            if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
+                for ctl, _ in ctls:
+                    if ev.workload in {c.workload for c in ctl.contracts.values()}:
+                        ctl.record_notice(ev.workload, event.time)
+        run.events.clear()
+        if progress is not None and now.minute == 0 and now.hour % 6 == 0:
+            progress((now - start).total_seconds() / (end - start).total_seconds())
+    for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
+        source.names = {i.name for i in region.list_instances()}
+        ctl.step()
+    outbox.feed(now)
+    run.finish(conn)
+    if diagnostics is not None:
+        diagnostics.update(outbox.kinds)
+        diagnostics["passes-holding-actions"] = outbox.held
+    return run.outcome
+
+
+class _Outbox:
+    """The outbox as the relay would publish it: each new controller event to the exclusion watcher, counted."""
+
+    def __init__(self, conn: Any, stream: ExclusionStream) -> None:
+        self.conn, self.stream, self.last, self.held = conn, stream, 0, 0
+        self.kinds: dict[str, int] = defaultdict(int)
+
+    def feed(self, now: datetime) -> None:
+        rows = self.conn.execute("SELECT id, payload FROM outbox WHERE id > %s ORDER BY id", (self.last,)).fetchall()
+        for n, payload in rows:
+            self.last = max(self.last, int(n))
+            event = Event.from_json(bytes(payload))
+            self.kinds[str(event.kind)] += 1
+            if event.source != "exclusion-watcher":
+                self.stream.feed(event, now)

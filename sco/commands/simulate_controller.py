@@ -1,0 +1,103 @@
+"""``sco simulate --engine controller``: the replay through the production controller (issue 19, one code path).
+
+Wires what the controllers layer cannot import: the production scorer (``orchestration.scoring.rank_pools`` on
+``PoolInputs`` built the way ``orchestration.rankings.gather_inputs`` builds them, published with
+``publish_in_force``) and an embedded PostgreSQL (``sco.stack.services.start_postgres``, one fresh migrated
+database per strategy run).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from contracts.schema import Contract
+from controllers.planning import Strategy
+from controllers.replay import WorkloadOutcome
+from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
+from controllers.simregion.config import RegionConfig
+
+__all__ = ["EmbeddedPostgres", "production_ranker", "run_controller_engine"]
+
+WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
+
+
+class _Pg:
+    """``orchestration.store.Postgres``'s one method the publisher uses, on the replay's connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        yield self.conn
+
+
+def production_ranker(conn: Any, region: str) -> Ranker:
+    """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, published to PostgreSQL."""
+    from orchestration.rankings import forward_share, publish_in_force
+    from orchestration.scoring import PoolInputs, interruption_stats, rank_pools
+
+    pg = _Pg(conn)
+
+    def rank(now: datetime, feeds: Sequence[PoolFeed]) -> None:
+        stats = interruption_stats({f.pool: f.reclaims for f in feeds}, {f.pool: f.instance_hours for f in feeds},
+                                   WINDOW_DAYS * 24.0)
+        inputs = [PoolInputs(pool=f.pool, rate_eur_h=f.rate_eur_h, guaranteed_rate_eur_h=f.guaranteed_rate_eur_h,
+                             interruption_rate_pct_h=stats.get(f.pool, (0.0, None))[0],
+                             mean_time_between_h=stats.get(f.pool, (0.0, None))[1],
+                             forward_share=forward_share(f.free, f.capacity, f.forward_free),
+                             reclaims=f.reclaims, instance_hours=f.instance_hours) for f in feeds]
+        publish_in_force(pg, region, now, rank_pools(inputs))
+    return rank
+
+
+class EmbeddedPostgres:
+    """One embedded PostgreSQL (fsync off: a replay's database is thrown away) with a fresh migrated database
+    per ``database()``."""
+
+    def __init__(self) -> None:
+        from sco.stack import services
+
+        self.dir = Path(tempfile.mkdtemp(prefix="sco-replay-pg-"))
+        self.url = services.start_postgres(self.dir, fast=True).url
+
+    def database(self) -> str:
+        import psycopg
+
+        from stores import migrate
+
+        name = f"replay_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = self.url.rsplit("/", 1)[0] + f"/{name}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate.migrate_postgres(conn)
+        return url
+
+    def close(self) -> None:
+        from sco.stack import services
+
+        services.stop_postgres(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_controller_engine(url: str, config: RegionConfig, start: datetime, days: float,
+                          contracts: Sequence[Contract], units: Mapping[str, int], strategy: Strategy | None,
+                          warmup_days: float = 7.0, progress: Callable[[float], None] | None = None,
+                          diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+    """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
+    controllers' events by kind)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
+                                         strategy=strategy, warmup_days=warmup_days,
+                                         ranker=production_ranker(conn, config.region), progress=progress,
+                                         diagnostics=diagnostics)
