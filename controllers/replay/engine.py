@@ -262,11 +262,7 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
             previous = replace(previous, plans={k: v for k, v in previous.plans.items() if k not in lost_last_step})
         current = plan(claims, states, now, previous, planner)
         previous = current
-        for name, wp in current.plans.items():
-            h = held[name]
-            h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
-            h.units = {a.pool_id: a.units for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
-            h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
+        _hold(current, held)
         lost_last_step = set()
         lost_units: dict[str, int] = defaultdict(int)
         step_end = now + config.step
@@ -275,34 +271,9 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
             if r.drill:
                 pools.record(r, ours=False)
                 continue
-            hit = False
-            for name, h in held.items():
-                n = h.reclaimable.get(r.pool_id, 0)
-                if not n:
-                    continue
-                lost = sum(1 for _ in range(n) if rng.random() < r.share)
-                if not lost:
-                    continue
-                c = by_name[name]
-                no_notice = sum(1 for _ in range(lost) if rng.random() < r.no_notice_share)
-                # an instance holds k units, the last of a partly filled allocation fewer: a loss takes at
-                # most the units the workload has in the pool
-                k = units_per_instance(pool_by_id[r.pool_id], c)
-                held_units = h.units.get(r.pool_id, n * k)
-                gone = min(held_units, lost * k)
-                per_instance = gone / lost
-                interval = c.checkpoint_interval_min or derived_interval_min(c, settings)
-                o = outcome[name]
-                o.interruptions += lost
-                o.no_notice_losses += no_notice
-                o.wasted_s += round(3600 * per_instance * (no_notice * _loss_hours(c, False, interval)
-                                                           + (lost - no_notice) * _loss_hours(c, True, interval)))
-                h.reclaimable[r.pool_id] = n - lost
-                h.units[r.pool_id] = held_units - gone
-                lost_units[name] += gone
-                lost_last_step.add(name)
-                hit = True
-            pools.record(r, ours=hit)  # the watcher sees a wave only when it took our instances
+            hit = _take_losses(r, held, by_name, pool_by_id, outcome, rng, settings, lost_units)
+            lost_last_step |= hit
+            pools.record(r, ours=bool(hit))  # the watcher sees a wave only when it took our instances
         for name, units_lost in lost_units.items():
             o = outcome[name]
             o.worst_step_loss_units = max(o.worst_step_loss_units, min(units_lost, want[name]))
@@ -310,6 +281,49 @@ def replay(trace: Trace, contracts: Iterable[Contract], units: dict[str, int] | 
             _accrue(outcome[name], h, by_name[name], pool_by_id, pools.rates, want[name], now, step_s, config, current)
         now = step_end
     return outcome
+
+
+def _hold(current: PlanSet, held: dict[str, _Held]) -> None:
+    """What each workload holds after this step's plan: instances and units per reclaimable pool, floor."""
+    for name, wp in current.plans.items():
+        h = held[name]
+        h.reclaimable = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
+        h.units = {a.pool_id: a.units for a in wp.allocations if a.purpose is Purpose.RECLAIMABLE}
+        h.floor = {a.pool_id: a.instances for a in wp.allocations if a.purpose is Purpose.FLOOR}
+
+
+def _take_losses(r: Reclaim, held: dict[str, _Held], by_name: dict[str, Contract], pools: dict[str, Pool],
+                 outcome: dict[str, WorkloadOutcome], rng: random.Random, settings: CompilerSettings,
+                 lost_units: dict[str, int]) -> set[str]:
+    """One reclaim wave on what the workloads hold in its pool: each instance lost with the wave's share, each
+    loss without notice with its share; interruptions and wasted work charged. The workloads it hit."""
+    hit: set[str] = set()
+    for name, h in held.items():
+        n = h.reclaimable.get(r.pool_id, 0)
+        if not n:
+            continue
+        lost = sum(1 for _ in range(n) if rng.random() < r.share)
+        if not lost:
+            continue
+        c = by_name[name]
+        no_notice = sum(1 for _ in range(lost) if rng.random() < r.no_notice_share)
+        # an instance holds k units, the last of a partly filled allocation fewer: a loss takes at most the units
+        # the workload has in the pool
+        k = units_per_instance(pools[r.pool_id], c)
+        held_units = h.units.get(r.pool_id, n * k)
+        gone = min(held_units, lost * k)
+        per_instance = gone / lost
+        interval = c.checkpoint_interval_min or derived_interval_min(c, settings)
+        o = outcome[name]
+        o.interruptions += lost
+        o.no_notice_losses += no_notice
+        o.wasted_s += round(3600 * per_instance * (no_notice * _loss_hours(c, False, interval)
+                                                   + (lost - no_notice) * _loss_hours(c, True, interval)))
+        h.reclaimable[r.pool_id] = n - lost
+        h.units[r.pool_id] = held_units - gone
+        lost_units[name] += gone
+        hit.add(name)
+    return hit
 
 
 def _accrue(o: WorkloadOutcome, h: _Held, c: Contract, pools: dict[str, Pool], rates: dict[str, Decimal],

@@ -121,6 +121,28 @@ def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -
     return lambda desired: PassMetrics(registry, desired, bucket=bucket, conn=conn)
 
 
+def _agent_bundle(bundle: Path) -> tuple[bytes, bytes] | None:
+    """The partition's signed agent bundle beside its controller bundle (what every launch carries), or None."""
+    agent_path = bundle.with_name("agent-bundle.json")
+    sig = agent_path.with_name(agent_path.name + ".sig")
+    return (agent_path.read_bytes(), sig.read_bytes()) if agent_path.exists() and sig.exists() else None
+
+
+def _claim_source(args: argparse.Namespace) -> Any:
+    """Where claims come from: a file (tests, the demo), a Kubernetes cluster's pending pods, or Slurm."""
+    if args.claims_file:
+        return _FileSource(args.claims_file)
+    if args.kubeconfig:
+        from kubernetes import config as kube_config
+
+        from controllers.controller.claims_k8s import KubernetesSource
+
+        return KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
+    from controllers.controller.claims_slurm import SlurmSource
+
+    return SlurmSource(tuple(args.slurm_partitions.split(",")))
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
     from decimal import Decimal
@@ -130,13 +152,12 @@ def _run(args: argparse.Namespace) -> int:
     from controllers.controller.approvals import http_webhook
     from controllers.controller.breaker import SafetyConfig
     from controllers.controller.budget import BudgetedProvider, split_budget
-    from controllers.controller.claims_slurm import SlurmSource
-    from controllers.controller.loop import Controller, ControllerSettings, PassReport
-    from controllers.controller.replacement import run
+    from controllers.controller.loop import Controller, ControllerSettings
     from controllers.simregion.clock import WallClock
     from stores import migrate
-    from stores import nats as sco_nats
     from stores.config import resolve_url
+
+    from .controller_serve import serve
 
     if "/" not in args.partition or not args.partition.startswith(args.region + "/"):
         raise CliError(f"--partition {args.partition!r} must be '<region>/<cluster>' in region {args.region!r}")
@@ -148,10 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     bundle_feed = controller_feed(args, verified)  # --distributor-url: the controller's own bundle refreshes
     payload = startup_bundle(bundle_feed, verified).payload
     contracts = contracts_of(payload)
-    agent_bundle = None
-    agent_path = args.bundle.with_name("agent-bundle.json")
-    if agent_path.exists() and agent_path.with_name(agent_path.name + ".sig").exists():
-        agent_bundle = (agent_path.read_bytes(), agent_path.with_name(agent_path.name + ".sig").read_bytes())
+    agent_bundle = _agent_bundle(args.bundle)
     partitions = args.all_partitions.split(",") if args.all_partitions else [args.partition]
     if args.partition not in partitions:
         raise CliError(f"--all-partitions {args.all_partitions!r} must include --partition {args.partition!r}")
@@ -167,17 +185,7 @@ def _run(args: argparse.Namespace) -> int:
     from stores import footprint
 
     footprint.start_for(args.postgres, args.region, "controller")  # the orchestrator's own cost (ADR-26)
-    source: Any
-    if args.claims_file:
-        source = _FileSource(args.claims_file)
-    elif args.kubeconfig:
-        from kubernetes import config as kube_config
-
-        from controllers.controller.claims_k8s import KubernetesSource
-
-        source = KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
-    else:
-        source = SlurmSource(tuple(args.slurm_partitions.split(",")))
+    source = _claim_source(args)
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
     from .controller_userdata import agent_bundle_feed, agent_credentials, agent_rollout, agent_settings
@@ -194,45 +202,7 @@ def _run(args: argparse.Namespace) -> int:
                      metrics=metrics)
     feed = agent_bundle_feed(args, args.pubkey, agent_bundle)
     refresh = refresher(ctl, bundle_feed, conn, args.partition)
-    count = 0
-
-    async def main() -> None:
-        stop = asyncio.Event()
-
-        async def on_pass(report: PassReport) -> None:
-            nonlocal count
-            count += 1
-            print(f"pass {count}: leader={report.leader} read_only={report.read_only} "
-                  f"generation={report.generation} launched={report.launched} terminated={report.terminated} "
-                  f"held={report.held}", flush=True)
-            if feed is not None:  # the agent bundle the next launches carry, fresh from the distributor
-                newer = await asyncio.to_thread(feed.poll)
-                if newer is not None:
-                    ctl.actuator.agent_bundle = newer
-                    print(f"agent bundle refreshed from {feed.url}", flush=True)
-            if refresh is not None:  # the controller's own contracts: the next pass plans with a taken bundle
-                await asyncio.to_thread(refresh)
-            if args.passes and count >= args.passes:
-                stop.set()
-
-        import signal as signals
-
-        loop = asyncio.get_running_loop()
-        for sig in (signals.SIGTERM, signals.SIGINT):  # an orderly stop hands the lease over at once
-            loop.add_signal_handler(sig, stop.set)
-        nc = await sco_nats.connect(None if args.nats == "stack" else args.nats, name=f"sco-controller-{holder}",
-                                    component="controller") if args.nats else None
-        try:
-            await run(ctl, nc, interval_s=args.interval, stop=stop, on_pass=on_pass)
-        finally:
-            if nc is not None:
-                await nc.close()
-            from controllers.controller.lease import release
-
-            release(conn, args.region, args.partition, holder)
-            print(f"stopped; released the lease of {args.partition}", flush=True)
-
-    asyncio.run(main())
+    asyncio.run(serve(args, ctl, conn, holder, feed, refresh))
     return 0
 
 

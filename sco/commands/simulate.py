@@ -50,31 +50,12 @@ def _progress(label: str) -> Any:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    if not 0 < args.days <= 400:
-        raise CliError(f"--days must be between 0 and 400, got {args.days:g}")
-    if args.warmup_days < 0:
-        raise CliError(f"--warmup-days must be 0 or more, got {args.warmup_days:g}")
-    if args.units < 1:
-        raise CliError(f"--units must be at least 1, got {args.units}")
-    try:
-        start = datetime.strptime(args.start, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise CliError(f"--start must be YYYY-MM-DD, got {args.start!r}") from None
-    from contracts.compiler import RepoError, check_repo
-    from controllers.planning import Strategy
-    from controllers.replay import ReplayConfig, replay, size_claims, summarise, verdicts
+    start = _checked_start(args)
+    from controllers.replay import size_claims
     from controllers.replay.from_region import trace_from_region
     from controllers.simregion.config import RegionConfig
-    from controllers.simregion.economics import assumptions
 
-    try:
-        result = check_repo(args.contracts)
-    except RepoError as exc:
-        raise CliError(str(exc)) from None
-    if result.errors:
-        raise CliError(f"{len(result.errors)} contract(s) do not compile; run `sco contracts check {args.contracts}`",
-                       code=1)
-    contracts = [w.contract for w in result.workloads]
+    contracts = _compiled(args.contracts)
     began = time.monotonic()
     print(f"recording {args.days:g} days (+{args.warmup_days:g} warm-up) of the simulated region, seed {args.seed}…",
           file=sys.stderr)
@@ -83,21 +64,9 @@ def _simulate(args: argparse.Namespace) -> int:
           f"({time.monotonic() - began:.0f} s)", file=sys.stderr)
     sized = size_claims(trace, contracts, args.units)
     claims = {c.workload: c.units for c in sized}
-    names = STRATEGIES if args.strategy == "compare" else (args.strategy,)
-    summaries = []
     run = _engine(args, contracts, claims, start)
     try:
-        for name in names:
-            strategy = None if name == "contract" else Strategy(name)
-            if run is None:
-                outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
-            else:
-                outcomes = run(strategy, _progress(name))
-            if sys.stderr.isatty():
-                print(file=sys.stderr)
-            if args.strategy != "compare":
-                _print_workloads(outcomes)
-            summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
+        summaries = _run_strategies(args, trace, contracts, claims, run)
     finally:
         if run is not None:
             run.close()
@@ -106,6 +75,65 @@ def _simulate(args: argparse.Namespace) -> int:
     for c in sized:
         if c.note:
             print(f"  claim {c.note}")
+    _report(args, summaries, run)
+    return 0
+
+
+def _checked_start(args: argparse.Namespace) -> datetime:
+    """The options' bounds, and the start day."""
+    if not 0 < args.days <= 400:
+        raise CliError(f"--days must be between 0 and 400, got {args.days:g}")
+    if args.warmup_days < 0:
+        raise CliError(f"--warmup-days must be 0 or more, got {args.warmup_days:g}")
+    if args.units < 1:
+        raise CliError(f"--units must be at least 1, got {args.units}")
+    try:
+        return datetime.strptime(args.start, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise CliError(f"--start must be YYYY-MM-DD, got {args.start!r}") from None
+
+
+def _compiled(repo: Any) -> list[Any]:
+    """The contracts of the repository, or a one-line error when any does not compile."""
+    from contracts.compiler import RepoError, check_repo
+
+    try:
+        result = check_repo(repo)
+    except RepoError as exc:
+        raise CliError(str(exc)) from None
+    if result.errors:
+        raise CliError(f"{len(result.errors)} contract(s) do not compile; run `sco contracts check {repo}`", code=1)
+    return [w.contract for w in result.workloads]
+
+
+def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], claims: dict[str, int],
+                    run: Any) -> list[Any]:
+    """One summary per strategy asked, on the replay model (``run`` None) or the controller engine."""
+    from controllers.planning import Strategy
+    from controllers.replay import ReplayConfig, replay, summarise
+
+    summaries = []
+    for name in STRATEGIES if args.strategy == "compare" else (args.strategy,):
+        strategy = None if name == "contract" else Strategy(name)
+        if run is None:
+            outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
+        else:
+            outcomes = run(strategy, _progress(name))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        if args.strategy != "compare":
+            _print_workloads(outcomes)
+        summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
+    return summaries
+
+
+def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
+    """The comparison table, the region model's assumptions, the engine's approximations and the verdicts."""
+    from controllers.planning import Strategy
+    from controllers.replay import verdicts
+    from controllers.simregion.config import RegionConfig
+    from controllers.simregion.economics import assumptions
+
     rows = [[("ours: " if s.strategy is Strategy.DEPTH_FIRST else "") + str(s.strategy), str(s.interruptions),
              f"{s.interruption_rate_pct_h:.2f}", f"{s.wasted_pct:.2f}%", str(s.fallback_starts),
              f"{s.shortfall_pct:.2f}%", f"€{s.cost:,.0f}", f"€{s.net_saving:,.0f}", f"{s.net_pct:.1f}%",
@@ -132,7 +160,6 @@ def _simulate(args: argparse.Namespace) -> int:
     print()
     for label, ok, figure in verdicts(summaries):
         print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
-    return 0
 
 
 def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, int], start: datetime) -> Any:
