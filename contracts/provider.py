@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
@@ -106,30 +107,46 @@ class OwnerTags(BaseModel):
     @staticmethod
     def parse(tags: tuple[str, ...] | list[str]) -> dict[str, str]:
         """The ``sco:`` tags of an instance as a dict (values decoded)."""
-        out: dict[str, str] = {}
-        for tag in tags:
-            if tag.startswith(TAG_PREFIX) and "=" in tag:
-                key, _, value = tag[len(TAG_PREFIX):].partition("=")
-                out[key] = unquote(value)
-        return out
+        return dict(_parsed(tuple(tags)))
 
     @classmethod
     def from_tags(cls, tags: tuple[str, ...] | list[str]) -> OwnerTags | None:
-        """The owner tags, or ``None`` when any of them is missing or malformed (then it is not ours)."""
-        found = cls.parse(tags)
-        if any(k not in found for k in OWNER_TAG_KEYS):
-            return None
-        try:
-            return cls(workload=found["workload"], pool=found["pool"], partition=found["partition"],
-                       generation=int(found["generation"]))
-        except (ValueError, InvalidRequest):
-            return None
+        """The owner tags, or ``None`` when any of them is missing or malformed (then it is not ours).
+        Memoised on the tags (an instance keeps its tags for life; the result is immutable): a controller
+        parses every listed instance's tags every pass."""
+        return _owner(tuple(tags)) if cls is OwnerTags else _owner_of(cls, tuple(tags))
 
     @staticmethod
     def missing(tags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         """The owner tag names (with the ``sco:`` prefix) that ``tags`` lacks."""
         found = OwnerTags.parse(tags)
         return tuple(f"{TAG_PREFIX}{k}" for k in OWNER_TAG_KEYS if k not in found)
+
+
+@lru_cache(maxsize=65536)
+def _parsed(tags: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    for tag in tags:
+        if tag.startswith(TAG_PREFIX) and "=" in tag:
+            key, _, value = tag[len(TAG_PREFIX):].partition("=")
+            out[key] = unquote(value)
+    return tuple(out.items())
+
+
+def _owner_of(cls: type[OwnerTags], tags: tuple[str, ...]) -> OwnerTags | None:
+    found = dict(_parsed(tags))
+    if any(k not in found for k in OWNER_TAG_KEYS):
+        return None
+    try:
+        return cls(workload=found["workload"], pool=found["pool"], partition=found["partition"],
+                   generation=int(found["generation"]))
+    except (ValueError, InvalidRequest):
+        return None
+
+
+@lru_cache(maxsize=65536)
+def _owner(tags: tuple[str, ...]) -> OwnerTags | None:
+    return _owner_of(OwnerTags, tags)
 
 
 class LaunchRequest(BaseModel):

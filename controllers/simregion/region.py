@@ -56,6 +56,8 @@ class SimulatedRegion:
         self._rate_card: RateCard | None = None
         self._event_ids = random.Random(f"{config.seed}:event-ids")
         self.engine.on_rate_card.append(self._keep_rate_card)
+        self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before issue 19's
+        self._listing: dict[tuple[str, bool], Instance] = {}   # speed-up; the equivalence test runs both)
 
     @property
     def region(self) -> str:
@@ -165,6 +167,9 @@ class SimulatedRegion:
                         launched_at=e.at(inst.launched))
 
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """Our instances (those matching ``tags``). An instance's listing changes only with its notice, so its
+        ``Instance`` is built once per state and handed out again (``cache_listing``; the replay through the
+        controller lists every instance several times a pass)."""
         self.sync()
         with self.lock:
             out = []
@@ -173,8 +178,20 @@ class SimulatedRegion:
                     found = OwnerTags.parse(inst.tags)
                     if any(found.get(k) != str(v) for k, v in tags.items()):
                         continue
-                out.append(self._instance(inst))
+                out.append(self._listed(inst))
             return tuple(out)
+
+    def _listed(self, inst: Inst) -> Instance:
+        if not self.cache_listing:
+            return self._instance(inst)
+        key = (inst.id, inst.notice_at is not None)
+        hit = self._listing.get(key)
+        if hit is None:
+            if len(self._listing) > 4 * len(self.engine.by_id) + 1024:   # forget the instances long gone
+                live = {i.id for i in self._owned()}
+                self._listing = {k: v for k, v in self._listing.items() if k[0] in live}
+            hit = self._listing[key] = self._instance(inst)
+        return hit
 
     def instance(self, instance_id: str) -> Instance:
         with self.lock:
