@@ -22,6 +22,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RANDOM_KEYS = ("reservation", "request", "decision")   # uuid4s the controller mints: not decisions
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")   # event ids (evidence)
 
 
 def _measure(hours: float, seed: int) -> dict[str, Any]:
@@ -49,11 +51,14 @@ def _measure(hours: float, seed: int) -> dict[str, Any]:
     trace = trace_from_region(RegionConfig(seed=seed), start, hours / 24, 7.0)
     claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
     first: list[tuple[float, float]] = []
+    server: dict[int, list[float]] = {}   # backend pid -> its CPU seconds at the first and the last pass
     step = Controller.step
 
     def timed_step(self: Any) -> Any:
         if not first:
             first.append((time.perf_counter(), time.process_time()))
+        pid = self.conn.info.backend_pid
+        server.setdefault(pid, [_cpu_of(pid)] * 2)[1] = _cpu_of(pid)
         return step(self)
 
     Controller.step = timed_step   # type: ignore[method-assign]
@@ -69,10 +74,20 @@ def _measure(hours: float, seed: int) -> dict[str, Any]:
     finally:
         Controller.step = step   # type: ignore[method-assign]
         pg.close()
-    passes = int(round(hours * 60))
+    passes = round(hours * 60)
     return {"passes": passes, "setup_wall_s": first[0][0] - t0, "setup_cpu_s": first[0][1] - c0,
             "pass_wall_s": (t1 - first[0][0]) / passes, "pass_cpu_s": (c1 - first[0][1]) / passes,
+            "pass_pg_cpu_s": sum(b - a for a, b in server.values()) / passes,
             "diagnostics": diagnostics, **digest}
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a local process (the PostgreSQL backend serving the replay)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +98,8 @@ def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
         for (payload,) in conn.execute("SELECT payload FROM outbox ORDER BY id"):
             e = json.loads(bytes(payload))
             attrs = {k: v for k, v in (e.get("attributes") or {}).items() if k not in RANDOM_KEYS}
-            events.append([e.get(k) for k in ("kind", "time", "workload", "pool", "instance", "cause")] + [attrs])
+            events.append([e.get(k) for k in ("kind", "time", "workload", "pool", "instance", "cause")]
+                          + [UUID.sub("<id>", json.dumps(attrs, sort_keys=True))])
         plans = [list(r) for r in conn.execute(
             "SELECT workload, generation, partition, plan::text, in_force FROM plans ORDER BY workload, generation")]
     figures = {w: [o.interruptions, o.wasted_s, o.shortfall_s, o.instance_s, str(o.cost)]
@@ -135,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         s = sides.get(name)
         if s is not None:
             print(f"{name:6s} ({'ref ' + args.baseline_ref if name == 'before' else 'this tree'}): "
-                  f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s']:.4f} CPU), "
+                  f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s']:.4f} CPU here, "
+                  f"{s['pass_pg_cpu_s']:.4f} in PostgreSQL's backend), "
                   f"{s['pass_wall_s'] * 1440 / 60:.1f} min a strategy-day wall ({s['pass_cpu_s'] * 1440 / 60:.1f} "
                   f"CPU); set-up + warm-up {s['setup_wall_s']:.0f} s wall ({s['setup_cpu_s']:.0f} CPU); "
                   f"{s['events']} events, {s['plans']} plans, decisions {s['decisions_sha256'][:12]}")

@@ -112,8 +112,10 @@ class OwnerTags(BaseModel):
     @classmethod
     def from_tags(cls, tags: tuple[str, ...] | list[str]) -> OwnerTags | None:
         """The owner tags, or ``None`` when any of them is missing or malformed (then it is not ours).
+
         Memoised on the tags (an instance keeps its tags for life; the result is immutable): a controller
-        parses every listed instance's tags every pass."""
+        parses every listed instance's tags every pass.
+        """
         return _owner(tuple(tags)) if cls is OwnerTags else _owner_of(cls, tuple(tags))
 
     @staticmethod

@@ -70,7 +70,9 @@ def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed],
         memory.healthy_since.setdefault(w, now)
     else:
         memory.healthy_since.pop(w, None)
-    per = {st.pool_id: units_per_instance(st.pool, contract) for st in states}
+    held = {o.pool for o in mine}   # units a pool's instance holds: only where it is read (held, guaranteed)
+    per = {st.pool_id: units_per_instance(st.pool, contract) for st in states
+           if st.pool_id in held or st.pool.purchase_model is PurchaseModel.GUARANTEED}
     notified_units = sum(per.get(o.pool, 1) for o in mine if o.status == "notified")
     if p.shortfall_units > 0:
         memory.short_since.setdefault(w, now)

@@ -102,8 +102,10 @@ class Observer:
         base = self.store.max_generation() if want_generation else None
         breaker_open = self.store.breaker_open()
         listed = observe(self.provider.list_instances({"partition": self.store.partition}))
-        return Glance(tenure, breaker_open, base, tuple(listed), self.store.rows(),
-                      self._notices_since(now - breach_window))
+        # the first pass reads every row (``begin``: did the partition ever hold an instance?); later passes
+        # only the rows a pass uses (``Store.rows``)
+        rows = self.store.rows(None if want_generation else [o.instance_id for o in listed])
+        return Glance(tenure, breaker_open, base, tuple(listed), rows, self._notices_since(now - breach_window))
 
     def _notices_since(self, cutoff: datetime) -> dict[str, int]:
         """Forget notices older than the window (oldest first, as they came) and count the rest."""
@@ -117,7 +119,7 @@ class Observer:
     def look(self, glance: Glance, now: datetime) -> Observation:
         self.store.adopt(glance.instances, now)
         gone = self.store.observe_states(glance.instances, self.source.idle_nodes())
-        rows = self.store.rows()
+        rows = self.store.rows([o.instance_id for o in glance.instances])
         items = tuple(self.source.work())
         market = self.market(now)
         approvals = self.store.approvals()

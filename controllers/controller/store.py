@@ -90,11 +90,17 @@ class Store:
             enqueue(self.conn, event, action="exclude", actor=self.actor)
 
     # --- instances ---------------------------------------------------------------------------------
-    def rows(self) -> dict[str, dict[str, Any]]:
+    def rows(self, listed: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The partition's instance rows; with ``listed`` (the instance ids the provider lists now) only the rows
+        a pass can use: those not ended (terminated or lost) and those of the listed instances, whatever their
+        state. Ended rows pile up for as long as the partition lives; a pass that read them all would slow down
+        day after day. ``None``: every row (the first pass asks whether the partition ever had one)."""
+        where = "" if listed is None else " AND (state NOT IN ('terminated', 'lost') OR instance_id = ANY(%s))"
+        params = (self.region, self.partition) if listed is None else (self.region, self.partition, list(listed))
         with self.conn.transaction():
             cur = self.conn.execute(
                 "SELECT instance_id, workload, pool, partition, plan_generation, state, idle_observations, purpose "
-                "FROM instances WHERE region = %s AND partition = %s", (self.region, self.partition))
+                "FROM instances WHERE region = %s AND partition = %s" + where, params)
             return {r[0]: {"workload": r[1], "pool": r[2], "partition": r[3], "generation": r[4], "state": r[5],
                            "idle": r[6], "purpose": r[7]} for r in cur}
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -236,14 +237,21 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               warmup_days: float = 7.0, ranker: Ranker | None = None,
                               pass_interval: timedelta = timedelta(seconds=60),
                               progress: Callable[[float], None] | None = None,
-                              diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+                              diagnostics: dict[str, int] | None = None, fast: bool = True
+                              ) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
     partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
     ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
-    ``excluded``, ``breaker-tripped``, ...) and of the passes that held actions back."""
+    ``excluded``, ``breaker-tripped``, ...) and of the passes that held actions back.
+
+    ``fast`` (the default) runs each pass's statements in psycopg's pipeline mode — the controller's code and
+    statements are the same, sent without waiting for the results nobody reads, one round trip per read — and
+    lets the region hand out each listed ``Instance`` once per state; False runs the path before (every
+    statement a round trip, every listing rebuilt): the equivalence test compares the two."""
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
+    region.cache_listing = fast
     run = _Run(region, contracts, units)
     clock.advance_to(start)
     region.sync()                                 # the warm-up: history for the scorer, nothing of ours
@@ -260,12 +268,13 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
         listed = region.list_instances()
         names = {i.name for i in listed}
         plans: dict[str, Any] = {}
-        for ctl, source in ctls:
-            source.names = names
-            report = ctl.step()
-            outbox.held += 1 if report.held else 0
-            plans.update(ctl.previous.plans if ctl.previous else {})
-        outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+        with conn.pipeline() if fast else nullcontext():
+            for ctl, source in ctls:
+                source.names = names
+                report = ctl.step()
+                outbox.held += 1 if report.held else 0
+                plans.update(ctl.previous.plans if ctl.previous else {})
+            outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
         run.accrue(region.list_instances(), plans, step_s)
         now += pass_interval
         clock.advance_to(now)

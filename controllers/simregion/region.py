@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 
 from contracts.events import Event
 from contracts.pools import Pool, PoolCatalogue, PurchaseModel
@@ -173,11 +174,10 @@ class SimulatedRegion:
         self.sync()
         with self.lock:
             out = []
+            wanted = tuple((k, str(v)) for k, v in (tags or {}).items())
             for inst in self._owned():
-                if tags:
-                    found = OwnerTags.parse(inst.tags)
-                    if any(found.get(k) != str(v) for k, v in tags.items()):
-                        continue
+                if wanted and not _matches(tuple(inst.tags), wanted):
+                    continue
                 out.append(self._listed(inst))
             return tuple(out)
 
@@ -292,3 +292,10 @@ class SimulatedRegion:
             if hall not in HALLS:
                 raise NotFound("hall", hall, HALLS)
             return tuple(i.id for i in self.engine.hall_reclaim(hall, drill=drill))
+
+
+@lru_cache(maxsize=65536)
+def _matches(tags: tuple[str, ...], wanted: tuple[tuple[str, str], ...]) -> bool:
+    """The instance's ``sco:`` tags carry every wanted key with the wanted value (an instance's tags never change)."""
+    found = OwnerTags.parse(tags)
+    return all(found.get(k) == v for k, v in wanted)

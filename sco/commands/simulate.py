@@ -31,6 +31,8 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=("replay", "controller"), default="replay",
                    help="replay: the planner in a replay-only model (default); controller: the production "
                         "controller (observe → decide → apply, ledger, breaker) on an embedded PostgreSQL")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="--engine controller: replay up to N strategies at once, each in its own process (1)")
     p.set_defaults(handler=_simulate)
 
 
@@ -85,6 +87,8 @@ def _checked_start(args: argparse.Namespace) -> datetime:
         raise CliError(f"--days must be between 0 and 400, got {args.days:g}")
     if args.warmup_days < 0:
         raise CliError(f"--warmup-days must be 0 or more, got {args.warmup_days:g}")
+    if args.jobs < 1:
+        raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     if args.units < 1:
         raise CliError(f"--units must be at least 1, got {args.units}")
     try:
@@ -113,9 +117,13 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
     from controllers.replay import ReplayConfig, replay, summarise
 
     summaries = []
-    for name in STRATEGIES if args.strategy == "compare" else (args.strategy,):
+    names = STRATEGIES if args.strategy == "compare" else (args.strategy,)
+    ahead = run.parallel(names, args.jobs) if run is not None and args.jobs > 1 and len(names) > 1 else {}
+    for name in names:
         strategy = None if name == "contract" else Strategy(name)
-        if run is None:
+        if name in ahead:
+            outcomes = ahead[name]
+        elif run is None:
             outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
         else:
             outcomes = run(strategy, _progress(name))
@@ -150,6 +158,8 @@ def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
     if args.engine == "controller":
         from controllers.replay.through_controller import APPROXIMATIONS
         print(f"Engine: the production controller. Approximations: {APPROXIMATIONS}.")
+        print("  the replay's own embedded PostgreSQL runs with fsync, synchronous_commit and full_page_writes off "
+              "(its databases are thrown away); each pass's statements go in psycopg's pipeline mode")
         kinds = ("placed", "replaced", "launch-failed", "excluded", "lost", "fallback-started", "breaker-tripped",
                  "passes-holding-actions")
         for name, seen in run.diagnostics.items():
@@ -171,7 +181,7 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
 
     from controllers.simregion.config import RegionConfig
 
-    from .simulate_controller import EmbeddedPostgres, run_controller_engine
+    from .simulate_controller import EmbeddedPostgres, run_controller_engine, run_in_processes
 
     pg = EmbeddedPostgres()
     # a SIGTERM ends the run through ``finally`` (``Run.close``), so the embedded PostgreSQL is stopped
@@ -186,9 +196,37 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
             return run_controller_engine(pg.database(), RegionConfig(seed=args.seed), start, args.days, contracts,
                                          claims, strategy, args.warmup_days, progress, seen)
 
+        def parallel(self, names: Any, jobs: int) -> dict[str, Any]:
+            """The strategies in up to ``jobs`` processes at once, one progress line a report."""
+            shown = _progress_line(names)
+            try:
+                done = run_in_processes(pg, names, jobs, RegionConfig(seed=args.seed), start, args.days, contracts,
+                                        claims, args.warmup_days, shown)
+            except RuntimeError as exc:
+                raise CliError(str(exc)) from None
+            for name, (_, seen) in done.items():
+                self.diagnostics[name] = seen
+            return {name: outcomes for name, (outcomes, _) in done.items()}
+
         def close(self) -> None:
             pg.close()
     return Run()
+
+
+def _progress_line(names: Any) -> Any:
+    """``depth-first 25 % · price-first 50 % · ... 120 s``: rewritten in place on a terminal, a line a change of
+    quarter otherwise."""
+    tty, last = sys.stderr.isatty(), [""]
+
+    def show(shares: Any, seconds: float) -> None:
+        line = " · ".join(f"{n} {shares.get(n, 0.0):4.0%}" for n in names)
+        quarters = " ".join(str(int(shares.get(n, 0.0) * 4)) for n in names)
+        if tty:
+            print(f"\r  {line}  {seconds:5.0f} s", end="", file=sys.stderr, flush=True)
+        elif quarters != last[0]:
+            last[0] = quarters
+            print(f"  {line}  {seconds:5.0f} s", file=sys.stderr, flush=True)
+    return show
 
 
 def _print_workloads(outcomes: dict[str, Any]) -> None:

@@ -8,8 +8,11 @@ database per strategy run).
 
 from __future__ import annotations
 
+import multiprocessing
+import queue as queues
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,7 +26,7 @@ from controllers.replay import WorkloadOutcome
 from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
 
-__all__ = ["EmbeddedPostgres", "production_ranker", "run_controller_engine"]
+__all__ = ["EmbeddedPostgres", "production_ranker", "run_controller_engine", "run_in_processes"]
 
 WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
 
@@ -59,8 +62,8 @@ def production_ranker(conn: Any, region: str) -> Ranker:
 
 
 class EmbeddedPostgres:
-    """One embedded PostgreSQL (fsync off: a replay's database is thrown away) with a fresh migrated database
-    per ``database()``."""
+    """One embedded PostgreSQL (fsync, synchronous_commit and full_page_writes off: a replay's database is thrown
+    away) with a fresh migrated database per ``database()``."""
 
     def __init__(self) -> None:
         from sco.stack import services
@@ -101,3 +104,62 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
                                          strategy=strategy, warmup_days=warmup_days,
                                          ranker=production_ranker(conn, config.region), progress=progress,
                                          diagnostics=diagnostics)
+
+
+Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]
+
+
+def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime, days: float,
+           contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float) -> None:
+    """One strategy's replay in its own process; progress, then the outcomes and diagnostics, on ``out``."""
+    try:
+        diagnostics: dict[str, int] = {}
+        outcomes = run_controller_engine(url, config, start, days, contracts, units,
+                                         None if name == "contract" else Strategy(name), warmup_days,
+                                         lambda done: out.put(("progress", name, done)), diagnostics)
+        out.put(("done", name, (outcomes, diagnostics)))
+    except BaseException as exc:   # reported to the parent, which stops the others
+        out.put(("error", name, f"{type(exc).__name__}: {exc}"))
+
+
+def run_in_processes(pg: EmbeddedPostgres, names: Sequence[str], jobs: int, config: RegionConfig, start: datetime,
+                     days: float, contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float,
+                     progress: Callable[[Mapping[str, float], float], None]) -> dict[str, Outcomes]:
+    """The strategies ``names`` replayed through the controller in up to ``jobs`` processes at once, each on its
+    own database of ``pg``; ``progress(done share per strategy, seconds)`` on every report. Raises RuntimeError
+    when a replay fails (the others are stopped)."""
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    pending = list(names)
+    running: dict[str, Any] = {}
+    done: dict[str, Outcomes] = {}
+    shares = {n: 0.0 for n in names}
+    began = time.monotonic()
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, jobs):
+                name = pending.pop(0)
+                running[name] = ctx.Process(target=_child, args=(out, name, pg.database(), config, start, days,
+                                                                 list(contracts), dict(units), warmup_days))
+                running[name].start()
+            try:
+                kind, name, payload = out.get(timeout=5)
+            except queues.Empty:
+                dead = [n for n, p in running.items() if not p.is_alive()]
+                if dead:
+                    raise RuntimeError(f"the replay of {dead[0]} ended without a result") from None
+                continue
+            if kind == "error":
+                raise RuntimeError(f"the replay of {name} failed: {payload}")
+            if kind == "done":
+                done[name] = payload
+                running.pop(name).join()
+                shares[name] = 1.0
+            else:
+                shares[name] = float(payload)
+            progress(shares, time.monotonic() - began)
+    finally:
+        for p in running.values():
+            p.terminate()
+            p.join()
+    return done
