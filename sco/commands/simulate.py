@@ -204,8 +204,8 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
                                         claims, args.warmup_days, shown)
             except RuntimeError as exc:
                 raise CliError(str(exc)) from None
-            for name, (_, seen) in done.items():
-                self.diagnostics[name] = seen
+            for name in names:   # in the table's order, whichever finished first
+                self.diagnostics[name] = done[name][1]
             return {name: outcomes for name, (outcomes, _) in done.items()}
 
         def close(self) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from contracts.schema import Contract
 from controllers.planning import Strategy
@@ -109,6 +109,12 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
 Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]
 
 
+class Databases(Protocol):
+    """Where each replay gets its fresh migrated database (``EmbeddedPostgres``)."""
+
+    def database(self) -> str: ...
+
+
 def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime, days: float,
            contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float) -> None:
     """One strategy's replay in its own process; progress, then the outcomes and diagnostics, on ``out``."""
@@ -122,7 +128,7 @@ def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime,
         out.put(("error", name, f"{type(exc).__name__}: {exc}"))
 
 
-def run_in_processes(pg: EmbeddedPostgres, names: Sequence[str], jobs: int, config: RegionConfig, start: datetime,
+def run_in_processes(pg: Databases, names: Sequence[str], jobs: int, config: RegionConfig, start: datetime,
                      days: float, contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float,
                      progress: Callable[[Mapping[str, float], float], None]) -> dict[str, Outcomes]:
     """The strategies ``names`` replayed through the controller in up to ``jobs`` processes at once, each on its
