@@ -51,14 +51,14 @@ class Store:
     # --- inputs written by others ------------------------------------------------------------------
     def inputs(self, now: datetime) -> InputsInForce:
         c = self.conn
-        with c.transaction():
-            scores = {r[0]: float(r[1]) for r in c.execute(
-                "SELECT pool, score FROM rankings_in_force WHERE region = %s", (self.region,))}
-            groups = {r[0]: r[1] for r in c.execute(
-                "SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))}
+        with c.transaction():   # the three sent before any is read: one round trip in pipeline mode
+            ranked = c.execute("SELECT pool, score FROM rankings_in_force WHERE region = %s", (self.region,))
+            grouped = c.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))
+            held = c.execute("SELECT pool, until, probation_until FROM exclusions WHERE region = %s", (self.region,))
+            scores = {r[0]: float(r[1]) for r in ranked}
+            groups = {r[0]: r[1] for r in grouped}
             excluded, probation = set(), set()
-            for pool, until, prob in c.execute(
-                    "SELECT pool, until, probation_until FROM exclusions WHERE region = %s", (self.region,)):
+            for pool, until, prob in held:
                 if until is None or now < until:
                     excluded.add(pool)
                 elif prob is not None and now < prob:

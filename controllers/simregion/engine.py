@@ -46,6 +46,7 @@ class RegionEngine:
         self.index = {s.pool.pool_id: i for i, s in enumerate(self.specs)}
         self.live: list[dict[str, Inst]] = [{} for _ in self.specs]
         self.by_id: dict[str, Inst] = {}
+        self.owned: dict[str, Inst] = {}   # the orchestrator's instances of ``by_id``, in the same order
         self.aggregates: dict[str, list[int]] = {}
         for i, s in enumerate(self.specs):
             if s.pool.purchase_model is PurchaseModel.RECLAIMABLE:
@@ -132,6 +133,8 @@ class RegionEngine:
         self._pool_area(inst.pool)
         self.live[inst.pool][inst.id] = inst
         self.by_id[inst.id] = inst
+        if inst.owned:
+            self.owned[inst.id] = inst
         if self._reclaimable(inst.pool):
             self._reclaimable_live += 1
             if not inst.doomed:
@@ -142,6 +145,7 @@ class RegionEngine:
         self._pool_area(inst.pool)
         del self.live[inst.pool][inst.id]
         del self.by_id[inst.id]
+        self.owned.pop(inst.id, None)
         if self._reclaimable(inst.pool):
             self._reclaimable_live -= 1
             if not inst.doomed:

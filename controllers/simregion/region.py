@@ -148,7 +148,7 @@ class SimulatedRegion:
         return tuple(out)
 
     def _owned(self) -> list[Inst]:
-        return [inst for inst in self.engine.by_id.values() if inst.owned]
+        return list(self.engine.owned.values())
 
     def quota_headroom(self) -> QuotaHeadroom:
         self.sync()
