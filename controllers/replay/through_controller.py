@@ -117,6 +117,7 @@ class _Run:
         self.events: list[SimEvent] = []
         self.lost_in_bucket: dict[tuple[str, int], int] = defaultdict(int)
         self.fallback_live: dict[str, bool] = {}
+        self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
         self.engine.on_event.append(self._on_event)
         self.engine.on_rate_card.append(self._on_rate_card)
 
@@ -176,7 +177,10 @@ class _Run:
                 continue
             o, pool = self.outcome[c.workload], self.pools[i.pool_id]
             purpose = i.metadata.get("sco_purpose", "reclaimable")
-            held[c.workload][purpose] += units_per_instance(pool, c)
+            key = (c.workload, i.pool_id)
+            if key not in self.units_of:
+                self.units_of[key] = units_per_instance(pool, c)
+            held[c.workload][purpose] += self.units_of[key]
             rate = rates.get(i.pool_id, pool.rate_eur_h)
             if purpose == "reclaimable":
                 o.instance_s += step_s
