@@ -43,6 +43,9 @@ def plan_json(p: WorkloadPlan) -> dict[str, Any]:
 
 
 class Store:
+    """The partition's reads and writes. Lists of ids go as binary arrays (``%b``): a pass sends the listing's
+    ids several times, and the text form quotes every element."""
+
     def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller",
                  operator: str | None = None) -> None:
         self.conn, self.region, self.partition, self.actor = conn, region, partition, actor
@@ -95,7 +98,7 @@ class Store:
         a pass can use: those not ended (terminated or lost) and those of the listed instances, whatever their
         state. Ended rows pile up for as long as the partition lives; a pass that read them all would slow down
         day after day. ``None``: every row (the first pass asks whether the partition ever had one)."""
-        where = "" if listed is None else " AND (state NOT IN ('terminated', 'lost') OR instance_id = ANY(%s))"
+        where = "" if listed is None else " AND (state NOT IN ('terminated', 'lost') OR instance_id = ANY(%b))"
         params = (self.region, self.partition) if listed is None else (self.region, self.partition, list(listed))
         with self.conn.transaction():
             cur = self.conn.execute(
@@ -109,7 +112,7 @@ class Store:
         Existing rows keep the ownership they recorded: that is what termination compares tags against."""
         with self.conn.transaction():
             known = {r[0] for r in self.conn.execute(
-                "SELECT instance_id FROM instances WHERE instance_id = ANY(%s)", ([o.instance_id for o in observed],))}
+                "SELECT instance_id FROM instances WHERE instance_id = ANY(%b)", ([o.instance_id for o in observed],))}
             missing = [o for o in observed if o.instance_id not in known]
             if missing:
                 with self.conn.cursor() as cur:
@@ -133,12 +136,12 @@ class Store:
         with self.conn.transaction():
             self.conn.execute(
                 "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
-                "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%s::text[], %s::text[], %s::bool[]) "
+                "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%b::text[], %b::text[], %b::bool[]) "
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
                 (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%s)) FOR UPDATE) "
+                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%b)) FOR UPDATE) "
                 "UPDATE instances AS i SET state = 'lost', updated_at = now() FROM g "
                 "WHERE i.instance_id = g.instance_id "
                 "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
