@@ -49,7 +49,8 @@ def _node_credentials(args: argparse.Namespace) -> Any:
         raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
     import yaml
 
-    from controllers.providers.openstack import KeystoneNodeCredentials, _connect
+    from controllers.providers.node_credentials import KeystoneNodeCredentials
+    from controllers.providers.openstack import _connect
 
     clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
     if args.keystone_issuer not in clouds:
