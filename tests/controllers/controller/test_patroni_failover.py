@@ -55,6 +55,7 @@ class KillDuringLaunch(CallLog):
         self.cluster, self.armed = cluster, False
         self.killed_at: float | None = None
         self.killed: str | None = None
+        self.orphans: set[str] = set()   # what the killed pass launched and could not write
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
         made = super().launch(request)
@@ -64,6 +65,7 @@ class KillDuringLaunch(CallLog):
             assert leader is not None
             self.cluster.kill_postgres(leader)
             self.killed, self.killed_at = leader.name, time.monotonic()
+            self.orphans = {i.instance_id for i in made}
         return made
 
     def keys(self) -> Counter[str]:
@@ -125,6 +127,8 @@ def test_killing_the_primary_mid_pass_promotes_the_standby_and_the_controller_re
     keys = provider.keys()
     assert keys and max(keys.values()) == 1, [k for k, n in keys.items() if n > 1]   # no key launched twice
     assert len(region.list_instances()) > placed
-    assert ownership(conn, "r1") == _tags(region)          # the killed pass's instances adopted from their tags
+    owned = ownership(conn, "r1")
+    assert owned == _tags(region)                          # the killed pass's instances adopted from their tags
+    assert provider.orphans and provider.orphans <= {row[0] for row in owned}
     assert sum(r.count for r in provider.requests) == len(region.list_instances())   # nothing launched twice
     conn.close()
