@@ -12,6 +12,10 @@ The candidates are a guaranteed shape's pools with capacity left (``tables``), i
 preference order (committed before on-demand, then cheapest rate per unit, then pool id). Every pool read
 while looking for a hall's next pool with room is part of the result, with zero units when it got none (as
 the planner has always recorded it).
+
+A floor is decided by its units, the halls where the shape has capacity and the pools it reads; while each pool
+it placed units in (or read) holds more than it placed, the next floor of the same units places the same: the
+plan reuses it (``placed.Placed``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,27 @@ import math
 from decimal import Decimal
 
 from .model import Caps
+from .placed import Placed
 from .tables import PoolTable, Shape
 
 __all__ = ["fill_floor"]
 
 
-def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
-    """Returns units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
+def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Placed:
+    """Units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
+    key = (units, shape.halls)
+    done = shape.floors.get(key)
+    if done is not None and done.valid(table.residual):
+        return done
+    placed, short, notes = _fill(units, shape, caps, table)
+    done = Placed(placed, short, shape.k, table.id_rank, tuple(notes))
+    # the same again while every pool read holds more than it placed there: none filled, none ran out
+    done.checks = [(i, u // shape.k[i] + 1) for i, u in placed.items()]
+    shape.floors[key] = done
+    return done
+
+
+def _fill(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
     notes: list[str] = []
     if units <= 0:
         return {}, 0, notes

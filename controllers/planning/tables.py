@@ -15,23 +15,20 @@ import operator
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from contracts.pools import Pool, PurchaseModel
+from contracts.pools import PurchaseModel
 from contracts.schema import Contract, Resources
 
 from .model import PoolState
+from .ranks import Keys
+
+if TYPE_CHECKING:
+    from .placed import Placed
 
 __all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
-
-
-def _units(pool: Pool, r: Resources) -> int:
-    """``model.units_per_instance``, from the unit's resources."""
-    fits = min(pool.vcpu // r.vcpu, pool.memory_gib // r.memory_gib)
-    if r.gpu:
-        fits = min(fits, pool.gpu // r.gpu)
-    return max(0, fits)
 
 
 class Order:
@@ -71,14 +68,16 @@ class Order:
 class ShapeStatic:
     """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "k", "max_k", "orders")
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units")
 
-    def __init__(self, entries: list[Entry]) -> None:
+    def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
         self.by_hall: dict[str, list[Entry]] = {}
+        self.halls = Counter(hall[i] for i, _ in entries)  # pools per hall, and per units an instance
+        self.units = Counter(k for _, k in entries)
 
 
 class Shape:
@@ -87,16 +86,24 @@ class Shape:
     The counts (in all, per hall, per units an instance) are updated when a pool runs out.
     """
 
-    __slots__ = ("by_hall", "entries", "k", "live", "live_by_k", "live_halls", "max_k", "orders", "starts")
+    __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "k", "live", "live_by_k", "live_halls", "max_k",
+                 "orders", "starts")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
         self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
         self.orders, self.by_hall = static.orders, static.by_hall
-        residual, halls = table.residual, table.hall
-        alive = [(i, k) for i, k in self.entries if residual[i] > 0]
-        self.live = len(alive)
-        self.live_halls = Counter(halls[i] for i, _ in alive)
-        self.live_by_k = Counter(k for _, k in alive)
+        self.live = len(self.entries)
+        self.live_halls, self.live_by_k = Counter(static.halls), Counter(static.units)
+        for i in table.dead:  # the pools with no capacity left
+            k = self.k.get(i)
+            if k is not None:
+                self.live -= 1
+                self.live_halls[table.hall[i]] -= 1
+                self.live_by_k[k] -= 1
+        self.halls = sum(1 for n in self.live_halls.values() if n > 0)  # halls with a pool with capacity left
+        # results of this plan's fills, by what decides them besides the pools they use (``placed.Placed``)
+        self.fills: dict[tuple[object, ...], Placed] = {}
+        self.floors: dict[tuple[int, int], Placed] = {}
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
         for i, _ in self.entries:
             table.member_of[i].append(self)
@@ -105,6 +112,8 @@ class Shape:
         """Pool ``i`` (in ``hall``) has no capacity left."""
         self.live -= 1
         self.live_halls[hall] -= 1
+        if not self.live_halls[hall]:
+            self.halls -= 1
         self.live_by_k[self.k[i]] -= 1
 
     def halls_alive(self) -> list[str]:
@@ -126,6 +135,9 @@ class Static:
     def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
         self.states = tuple(pools)
         self.ids = [s.pool_id for s in self.states]
+        self.id_rank = [0] * len(self.ids)  # each pool's position in pool id order
+        for rank, i in enumerate(sorted(range(len(self.ids)), key=self.ids.__getitem__)):
+            self.id_rank[i] = rank
         self.rate = [s.rate_eur_h for s in self.states]
         self.hall = [s.pool.hall for s in self.states]
         self.group = [s.group_id for s in self.states]
@@ -135,6 +147,13 @@ class Static:
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
+        self.fits: dict[tuple[object, ...], list[Entry]] = {}
+        pools = [s.pool for s in self.states]
+        self.vcpu = [p.vcpu for p in pools]
+        self.memory = [p.memory_gib for p in pools]
+        self.gpu = [p.gpu for p in pools]
+        self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in pools]
+        self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
         """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
@@ -148,9 +167,11 @@ class PoolTable:
     def __init__(self, static: Static, residual: list[int]) -> None:
         self.static = static
         self.states, self.ids, self.rate, self.hall = static.states, static.ids, static.rate, static.hall
+        self.id_rank = static.id_rank
         self.group, self.score, self.probation = static.group, static.score, static.probation
         self.threshold = static.threshold
         self.residual = residual
+        self.dead = [i for i, n in enumerate(residual) if n <= 0]  # pools with no capacity left, so far
         self.member_of: list[list[Shape]] = [[] for _ in self.states]
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
@@ -160,6 +181,7 @@ class PoolTable:
         before = self.residual[i]
         self.residual[i] = before - instances
         if before > 0 >= self.residual[i]:
+            self.dead.append(i)
             for shape in self.member_of[i]:
                 shape.ran_out(i, self.hall[i])
 
@@ -183,6 +205,22 @@ class PoolTable:
                     base.append(i)
         return base
 
+    def _fits(self, kind: str, region: str, r: Resources) -> list[Entry]:
+        """The pools of ``_base(kind, region)`` one unit of ``r`` fits in, with units per instance."""
+        key = (kind, region, r.vcpu, r.memory_gib, r.gpu)
+        fits = self.static.fits.get(key)
+        if fits is None:
+            st = self.static
+            vcpu, memory, gpu = st.vcpu, st.memory, st.gpu
+            fits = self.static.fits[key] = []
+            for i in self._base(kind, region):
+                k = min(vcpu[i] // r.vcpu, memory[i] // r.memory_gib)
+                if r.gpu:
+                    k = min(k, gpu[i] // r.gpu)
+                if k > 0:
+                    fits.append((i, k))
+        return fits
+
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
         r, e = contract.resources, contract.eligible
@@ -192,16 +230,14 @@ class PoolTable:
             return shape
         static = self.static.reclaimable.get(key)
         if static is None:
-            entries = []
-            for i in self._base("reclaimable", key[0]):
-                p = self.states[i].pool
-                if ((e.sku_families and p.sku_family not in e.sku_families) or (e.sizes and p.size not in e.sizes)
-                        or (e.halls and p.hall not in e.halls)):
-                    continue
-                k = _units(p, r) if p.vcpu >= r.vcpu and p.memory_gib >= r.memory_gib and p.gpu >= r.gpu else 0
-                if k > 0:
-                    entries.append((i, k))
-            static = self.static.reclaimable[key] = ShapeStatic(entries)
+            entries = self._fits("reclaimable", contract.region, r)
+            if e.sku_families or e.sizes or e.halls:
+                states = self.states
+                entries = [(i, k) for i, k in entries if not (
+                    (e.sku_families and states[i].pool.sku_family not in e.sku_families)
+                    or (e.sizes and states[i].pool.size not in e.sizes)
+                    or (e.halls and states[i].pool.hall not in e.halls))]
+            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
 
@@ -214,29 +250,22 @@ class PoolTable:
             return shape
         static = self.static.guaranteed.get(key)
         if static is None:
-            entries = []
-            for i in self._base("guaranteed", key[0]):
-                p = self.states[i].pool
-                if p.purchase_model is PurchaseModel.COMMITTED and p.business_unit != bu:
-                    continue
-                k = _units(p, r)
-                if k > 0:
-                    entries.append((i, k))
-            static = self.static.guaranteed[key] = ShapeStatic(entries)
+            committed, states = self.static.committed, self.states
+            entries = [(i, k) for i, k in self._fits("guaranteed", contract.region, r)
+                       if not committed[i] or states[i].pool.business_unit == bu]
+            static = self.static.guaranteed[key] = ShapeStatic(entries, self.hall)
             self._floor_order(static)
         shape = self._guaranteed[key] = Shape(static, self)
         return shape
 
     def _floor_order(self, shape: ShapeStatic) -> None:
         """Per hall, committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
-        states = self.states
-
-        def preference(e: Entry) -> tuple[int, Decimal, str]:
-            s = states[e[0]]
-            return (0 if s.pool.purchase_model is PurchaseModel.COMMITTED else 1, self.rate[e[0]] / e[1],
-                    self.ids[e[0]])
-
-        for e in sorted(shape.entries, key=preference):
+        committed, keys = self.static.committed, self.static.keys
+        ranked = keys.floor(shape.entries, committed) if keys is not None else None
+        if ranked is None:
+            rate, ids = self.rate, self.ids
+            ranked = sorted(shape.entries, key=lambda e: (0 if committed[e[0]] else 1, rate[e[0]] / e[1], ids[e[0]]))
+        for e in ranked:
             shape.by_hall.setdefault(self.hall[e[0]], []).append(e)
 
     def order(self, shape: Shape, price_first: bool) -> Order:
@@ -248,10 +277,13 @@ class PoolTable:
         key = "price" if price_first else "depth"
         order = shape.orders.get(key)
         if order is None:
-            rate, score, ids = self.rate, self.score, self.ids
-            if price_first:
-                ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
-            else:
-                ranked = sorted(shape.entries, key=lambda e: (-score[e[0]], rate[e[0]] / e[1], ids[e[0]]))
+            keys = self.static.keys
+            ranked = None if keys is None else keys.price(shape.entries) if price_first else keys.depth(shape.entries)
+            if ranked is None:
+                rate, score, ids = self.rate, self.score, self.ids
+                if price_first:
+                    ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
+                else:
+                    ranked = sorted(shape.entries, key=lambda e: (-score[e[0]], rate[e[0]] / e[1], ids[e[0]]))
             order = shape.orders[key] = Order(ranked, self.hall)
         return order

@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from .model import Caps, Strategy
+from .placed import Placed
 from .tables import Entry, Order, PoolTable, Shape
 
 __all__ = ["fill"]
@@ -84,8 +85,8 @@ def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int],
 
 
 def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, min_pools: int,
-            full: Callable[[str], bool]) -> Iterator[tuple[int, int, int]]:
-    """The candidates in fill order, each with how many candidates come after it.
+            full: Callable[[str], bool]) -> Iterator[tuple[int, int, int, int]]:
+    """The candidates in fill order, each with how many candidates come after it and its rank (-1: unranked).
 
     That count is exact below ``min_pools - 1`` and ``min_pools - 1`` above it, which is all the fill's
     reserve needs to know (it keeps back at most one unit for each of ``min_pools - 1`` further pools).
@@ -95,7 +96,7 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST):
         ranked = _sorted(table, shape, strategy, pool_cap)
         for index, (i, k) in enumerate(ranked):
-            yield i, k, len(ranked) - index - 1
+            yield i, k, len(ranked) - index - 1, -1
         return
     horizon = max(0, min_pools - 1)
     order = table.order(shape, strategy is Strategy.PRICE_FIRST)
@@ -113,12 +114,12 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     heads = _heads(order, start, residual, pool_cap, shape.max_k)
     lanes = order.lanes
     while heads:
-        _, lane, j = heapq.heappop(heads)
+        pos, lane, j = heapq.heappop(heads)
         if full(lane[0]):
             continue
         entries = lanes[lane]
         _, i, k = entries[j]
-        yield i, k, after.get(i, horizon)
+        yield i, k, after.get(i, horizon), pos
         j += 1
         while j < len(entries) and residual[entries[j][1]] <= 0:
             j += 1
@@ -127,20 +128,62 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     if over:
         oversize = _sorted(table, shape, strategy, pool_cap, oversize=True)
         for index, (i, k) in enumerate(oversize):
-            yield i, k, min(horizon, len(oversize) - index - 1)
+            yield i, k, min(horizon, len(oversize) - index - 1), -1
 
 
-def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int]:
-    """Place ``target`` units on the shape's pools with capacity left; returns units per pool index, shortfall."""
+def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> Placed:
+    """Place ``target`` units on the shape's pools with capacity left: units per pool index, shortfall."""
+    memo = strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST
+    if memo:
+        key = (strategy, target, shape.halls)
+        done = shape.fills.get(key)
+        if done is not None and done.valid(table.residual) and (
+                done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table)):
+            return done
+    placed, short, last = _fill(target, shape, strategy, caps, table)
+    done = Placed(placed, short, shape.k, table.id_rank)
+    if memo and last >= 0:
+        done.live, done.last = shape.live, last
+        shape.fills[key] = done
+    return done
+
+
+def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, caps: Caps,
+                   table: PoolTable) -> bool:
+    """Whether the candidates ``done`` read are still none of the last ``min_pools - 1`` (pools ran out since)."""
+    horizon = max(0, caps.min_pools - 1)
+    pool_cap = _share(target, caps.pool_share, True)
+    behind = shape.live_bigger_than(pool_cap)
+    entries, residual = table.order(shape, strategy is Strategy.PRICE_FIRST).entries, table.residual
+    pos = len(entries) - 1
+    while behind < horizon:
+        if pos <= done.last:
+            return False
+        i, k = entries[pos]
+        if residual[i] > 0 and k <= pool_cap:
+            behind += 1
+        pos -= 1
+    done.live = shape.live
+    return True
+
+
+def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
+          table: PoolTable) -> tuple[dict[int, int], int, int]:
+    """The fill, and the last rank it read when another fill of the same target may reuse it, else -1.
+
+    It may when the first pass placed everything before the last ``min_pools - 1`` candidates (the only ones
+    whose reserve depends on the pools after them): then what it placed depends on the pools it read (their
+    order, which the shape's live hall count and pools that ran out decide, and their capacity) and nothing else.
+    """
     if target <= 0:
-        return {}, 0
+        return {}, 0, -1
     if strategy is Strategy.SINGLE_CHEAPEST:
         pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
     else:
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
-        halls = sum(1 for n in shape.live_halls.values() if n > 0)
+        halls = shape.halls
         spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
         hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
     probation_cap = _share(target, caps.probation_share, False)
@@ -148,40 +191,40 @@ def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolT
     placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
     hall_used: dict[str, int] = defaultdict(int)
-    remaining, used = target, 0
-
-    def room(i: int, k: int) -> int:
-        done = placed.get(i, 0)
-        cap = probation_cap if probation[i] else pool_cap
-        return max(0, min(cap - done, group_cap - group_used[group[i]], hall_cap - hall_used[hall[i]],
-                          residual[i] * k - done))
-
-    def take(i: int, units: int) -> None:
-        nonlocal remaining, used
-        before = placed.get(i, 0)
-        used += before == 0
-        placed[i] = before + units
-        group_used[group[i]] += units
-        hall_used[hall[i]] += units
-        remaining -= units
+    remaining, used, horizon = target, 0, max(0, min_pools - 1)
+    tail, last = False, -1  # whether a candidate among the last min_pools - 1 was read; the last rank read
 
     # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools (a pool in
     # a hall already at its cap has no room: the walk skips it)
     seen: list[Entry] = []
-    for i, k, after in _ranked(table, shape, strategy, pool_cap, min_pools, lambda h: hall_used[h] >= hall_cap):
+    for i, k, after, pos in _ranked(table, shape, strategy, pool_cap, min_pools,
+                                    lambda h: hall_used[h] >= hall_cap):
         seen.append((i, k))
+        tail = tail or after < horizon or pos < 0
+        last = max(last, pos)
         reserve = min(max(0, min_pools - used - 1), after, remaining - 1)
-        units = min(room(i, k), remaining - reserve)
+        g, h, done = group[i], hall[i], placed.get(i, 0)
+        units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
+                    hall_cap - hall_used[h], residual[i] * k - done, remaining - reserve)
         if units > 0:
-            take(i, units)
+            used += done == 0
+            placed[i] = done + units
+            group_used[g] += units
+            hall_used[h] += units
+            remaining -= units
         if remaining == 0:
-            break
+            return placed, 0, -1 if tail else last
     # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
     # is left to place)
     for i, k in seen:
         if remaining == 0:
             break
-        units = min(room(i, k), remaining)
+        g, h, done = group[i], hall[i], placed.get(i, 0)
+        units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
+                    hall_cap - hall_used[h], residual[i] * k - done, remaining)
         if units > 0:
-            take(i, units)
-    return placed, remaining
+            placed[i] = done + units
+            group_used[g] += units
+            hall_used[h] += units
+            remaining -= units
+    return placed, remaining, -1

@@ -1,0 +1,62 @@
+"""A fill's result (issue 18): units per pool, the instances it takes, its allocations and cost, built once.
+
+Workloads of one shape often ask the same fill of the same pools (same units, same strategy), and a pool's
+capacity is rarely what limits a fill (a pool holds hundreds of instances, a workload takes a few of each), so
+a plan keeps each fill's result on its shape (``Shape.fills``, ``Shape.floors``) and hands it to the next
+workload that asks the same when the pools it used still have the room it needed (``valid``): the fill would
+place the same units in the same pools. The result then also shares its allocations (frozen values) and its
+cost, which are what the plans are made of.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .model import Allocation, Purpose
+from .tables import PoolTable
+
+__all__ = ["NOTHING", "Placed"]
+
+
+class Placed:
+    """Units per pool index, the shortfall and notes of one fill; the instances it takes, sorted by pool id.
+
+    ``checks`` are (pool index, instances): the fill is the same again while every such pool has at least
+    that many instances left (and the shape's live pools are what the key says, see the fills).
+    """
+
+    __slots__ = ("_allocations", "_cost", "checks", "last", "live", "notes", "placed", "short", "takes")
+
+    def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
+                 notes: tuple[str, ...] = ()) -> None:
+        self.placed, self.short, self.notes = placed, short, notes
+        self.takes = [(i, -(-u // k[i])) for i, u in sorted(placed.items(), key=lambda e: rank[e[0]])]
+        self.checks = self.takes
+        self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
+        self.last = -1
+        self._allocations: list[Allocation] | None = None
+        self._cost: Decimal | None = None
+
+    def valid(self, residual: list[int]) -> bool:
+        """Whether every pool the fill relied on still has the instances it relied on."""
+        for i, n in self.checks:  # noqa: SIM110 (a loop: faster than all() over a generator, and this is hot)
+            if residual[i] < n:
+                return False
+        return True
+
+    def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
+        """The allocations, in pool id order (built once; a fill is for one purpose only)."""
+        if self._allocations is None:
+            ids, rate, placed = table.ids, table.rate, self.placed
+            self._allocations = [Allocation(ids[i], purpose, placed[i], n, rate[i]) for i, n in self.takes]
+        return self._allocations
+
+    def cost(self, table: PoolTable) -> Decimal:
+        """What the placement costs per hour (EUR/h)."""
+        if self._cost is None:
+            rate = table.rate
+            self._cost = sum((rate[i] * n for i, n in self.takes), Decimal(0))
+        return self._cost
+
+
+NOTHING = Placed({}, 0, {}, [])  # no floor to place
