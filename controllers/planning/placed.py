@@ -30,7 +30,7 @@ class Placed:
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
                  notes: tuple[str, ...] = ()) -> None:
         self.placed, self.short, self.notes = placed, short, notes
-        self.takes = [(i, -(-u // k[i])) for i, u in sorted(placed.items(), key=lambda e: rank[e[0]])]
+        self.takes = [(i, -(-placed[i] // k[i])) for i in sorted(placed, key=rank.__getitem__)]
         self.checks = self.takes
         self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
         self.last = -1
@@ -47,8 +47,14 @@ class Placed:
     def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
         """The allocations, in pool id order (built once; a fill is for one purpose only)."""
         if self._allocations is None:
-            ids, rate, placed = table.ids, table.rate, self.placed
-            self._allocations = [Allocation(ids[i], purpose, placed[i], n, rate[i]) for i, n in self.takes]
+            ids, rate, placed, made = table.ids, table.rate, self.placed, table.allocations
+            self._allocations = out = []
+            for i, n in self.takes:  # equal allocations are one (frozen) object within a plan
+                key = (i, placed[i], n, purpose)
+                a = made.get(key)
+                if a is None:
+                    a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
+                out.append(a)
         return self._allocations
 
     def cost(self, table: PoolTable) -> Decimal:

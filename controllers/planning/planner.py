@@ -73,8 +73,7 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     floor = fill_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
     notes += floor.notes
     allocations = floor.allocations(Purpose.FLOOR, table)
-    for i, n in floor.takes:
-        table.take(i, n)
+    table.take_all(floor.takes)
 
     target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     shape = table.reclaimable(contract)
@@ -85,8 +84,7 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)
     reclaim = placed.allocations(Purpose.RECLAIMABLE, table)
     cheapest_cost = cheapest.cost(table)
-    for i, n in placed.takes:
-        table.take(i, n)
+    table.take_all(placed.takes)
     short = placed.short
     if short:
         notes.append(f"{short} unit(s) short: caps or capacity exhausted")
@@ -179,9 +177,11 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
     new = [plans[c.workload] for c in todo]
     for pid, n in usage_of(new).items():
         held[pid] = held.get(pid, 0) + n
-    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check
+    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check, and
+    # one made in this pass fits by construction (the pools in force, none excluded, and the fill keeps its
+    # units per group within the group cap of its complete target: the check's very cap)
     settled = {c.workload for c, p in zip(todo, new, strict=True)
-               if _unchanged_and_complete(p, c, config) and fits_pools(p, facts)}
+               if _unchanged_and_complete(p, c, config) and (p is not old.get(c.workload) or fits_pools(p, facts))}
     remember(result, Summary(facts, held, frozenset(kept.keys() | settled), static, config, seen,
                              frozenset(kept.keys() | settled)))
     return result

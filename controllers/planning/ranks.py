@@ -33,10 +33,17 @@ _UNITS_BOUND = 10**4
 class Keys:
     """Per-pool integer columns (scaled rate, score rank, id rank) and the rank orders they give."""
 
-    __slots__ = ("id_rank", "n", "rate", "score", "scores")
+    __slots__ = ("id_rank", "n", "rate", "runs", "score", "scores")
 
     def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int]) -> None:
         self.rate, self.score, self.scores, self.id_rank, self.n = rate, score, scores, id_rank, len(id_rank)
+        # every pool by best score, then pool id, in runs of one score
+        self.runs: list[list[int]] = []
+        for i in sorted(range(self.n), key=lambda i: score[i] * self.n + id_rank[i]):
+            if self.runs and score[self.runs[-1][0]] == score[i]:
+                self.runs[-1].append(i)
+            else:
+                self.runs.append([i])
 
     @classmethod
     def of(cls, rates: Sequence[Decimal], scores: Sequence[float], id_rank: list[int]) -> Keys | None:
@@ -65,15 +72,25 @@ class Keys:
         return [rate[i] * (lcm // k) for i, k in entries], max(rate) * lcm + 1
 
     def depth(self, entries: list[Entry]) -> list[Entry] | None:
-        """Best score, then rate per unit, then pool id."""
-        per_unit = self._per_unit(entries)
-        if per_unit is None:
+        """Best score, then rate per unit, then pool id.
+
+        The pools by score and id (``runs``) that are entries, those of one score sorted by rate per unit and id.
+        """
+        if not entries or max(k for _, k in entries) >= _UNITS_BOUND:
             return None
-        keys, bound = per_unit
-        score, ids, n = self.score, self.id_rank, self.n
-        ranked = [((score[e[0]] * bound + r) * n + ids[e[0]], e) for e, r in zip(entries, keys, strict=True)]
-        ranked.sort()
-        return [e for _, e in ranked]
+        units, rate, ids = dict(entries), self.rate, self.id_rank
+        ranked: list[Entry] = []
+        for run in self.runs:
+            if len(run) == 1:
+                if run[0] in units:
+                    ranked.append((run[0], units[run[0]]))
+                continue
+            tied = [(i, units[i]) for i in run if i in units]
+            if len(tied) > 1:
+                lcm = math.lcm(*(k for _, k in tied))
+                tied.sort(key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
+            ranked += tied
+        return ranked
 
     def price(self, entries: list[Entry]) -> list[Entry] | None:
         """Rate per unit, then best score, then pool id."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from contracts.pools import PurchaseModel
 from contracts.schema import Contract, Resources
 
-from .model import PoolState
+from .model import Allocation, PoolState, Purpose
 from .ranks import Keys
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ class Shape:
     The counts (in all, per hall, per units an instance) are updated when a pool runs out.
     """
 
-    __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "k", "live", "live_by_k", "live_halls", "max_k",
-                 "orders", "starts")
+    __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "heaps", "k", "live", "live_by_k", "live_halls",
+                 "max_k", "orders", "starts")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
         self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
@@ -105,6 +105,8 @@ class Shape:
         self.fills: dict[tuple[object, ...], Placed] = {}
         self.floors: dict[tuple[int, int], Placed] = {}
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
+        # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap)
+        self.heaps: dict[tuple[bool, int], tuple[int, list[tuple[int, tuple[str, int], int]]]] = {}
         for i, _ in self.entries:
             table.member_of[i].append(self)
 
@@ -175,6 +177,8 @@ class PoolTable:
         self.member_of: list[list[Shape]] = [[] for _ in self.states]
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
+        self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
+        self.allocations: dict[tuple[int, int, int, Purpose], Allocation] = {}  # by pool, units, instances, purpose
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
@@ -184,6 +188,17 @@ class PoolTable:
             self.dead.append(i)
             for shape in self.member_of[i]:
                 shape.ran_out(i, self.hall[i])
+
+    def take_all(self, takes: list[tuple[int, int]]) -> None:
+        """``take`` each (pool index, instances)."""
+        residual = self.residual
+        for i, n in takes:
+            before = residual[i]
+            residual[i] = before - n
+            if before > 0 >= before - n:
+                self.dead.append(i)
+                for shape in self.member_of[i]:
+                    shape.ran_out(i, self.hall[i])
 
     def _base(self, kind: str, region: str) -> list[int]:
         """The pools of ``region`` a shape of ``kind`` may use, before fit (computed once per table).

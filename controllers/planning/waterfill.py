@@ -167,6 +167,20 @@ def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, 
     return True
 
 
+def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[int, int, int, int, int]:
+    """Pool, group, hall and probation caps and the pools to reach, for ``target`` units."""
+    if strategy is Strategy.SINGLE_CHEAPEST:
+        pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
+    else:
+        pool_cap = _share(target, caps.pool_share, True)
+        group_cap = _share(target, caps.group_share, True)
+        min_pools = caps.min_pools
+        halls = shape.halls
+        spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
+        hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
+    return pool_cap, group_cap, hall_cap, _share(target, caps.probation_share, False), min_pools
+
+
 def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
           table: PoolTable) -> tuple[dict[int, int], int, int]:
     """The fill, and the last rank it read when another fill of the same target may reuse it, else -1.
@@ -177,16 +191,74 @@ def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
     """
     if target <= 0:
         return {}, 0, -1
-    if strategy is Strategy.SINGLE_CHEAPEST:
-        pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
-    else:
-        pool_cap = _share(target, caps.pool_share, True)
-        group_cap = _share(target, caps.group_share, True)
-        min_pools = caps.min_pools
-        halls = shape.halls
-        spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
-        hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
-    probation_cap = _share(target, caps.probation_share, False)
+    key = (target, shape.halls, strategy is Strategy.SINGLE_CHEAPEST)
+    limits = table.limits.get(key)
+    if limits is None:
+        limits = table.limits[key] = _caps(target, shape, strategy, caps)
+    if strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST:
+        walked = _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
+        if walked is not None:
+            return walked
+    return _scan(target, shape, strategy, limits, table)
+
+
+def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, int, int, int],
+          table: PoolTable) -> tuple[dict[int, int], int, int] | None:
+    """Depth-first and price-first when the first pass places everything (else None, and ``_scan`` does it).
+
+    The same walk as ``_scan`` without what only its last candidates need: it merges the lanes of the pools that
+    fit the pool cap (``_heads``), skips a hall at its cap, and stops as soon as the claim is placed. A candidate
+    has at least ``live - rank - 1`` fitting candidates with capacity after it, so while that is ``min_pools - 1``
+    or more its reserve does not depend on them (``_ranked`` counts the last ones exactly: the walk leaves
+    those to ``_scan``). Every pool is read once, so none holds units yet.
+    """
+    pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
+    order = table.order(shape, price_first)
+    residual, group, probation, live = table.residual, table.group, table.probation, shape.live
+    cut = min(pool_cap, shape.max_k)
+    built = shape.heaps.get((price_first, cut))
+    if built is None or built[0] != live:  # the lanes' first pools with capacity, unchanged while none ran out
+        built = shape.heaps[(price_first, cut)] = (live, _heads(
+            order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
+    heads = list(built[1])
+    lanes = order.lanes
+    placed: dict[int, int] = {}
+    group_used: dict[str, int] = {}
+    hall_used: dict[str, int] = {}
+    remaining, used, horizon = target, 0, max(0, min_pools - 1)
+    while heads:
+        pos, lane, j = heapq.heappop(heads)
+        in_hall = hall_used.get(lane[0], 0)
+        if in_hall >= hall_cap:
+            continue
+        if live - pos - 1 < horizon:
+            return None
+        entries = lanes[lane]
+        i, k = entries[j][1], entries[j][2]
+        g = group[i]
+        in_group = group_used.get(g, 0)
+        units = min(probation_cap if probation[i] else pool_cap, group_cap - in_group, hall_cap - in_hall,
+                    residual[i] * k, remaining - min(max(0, min_pools - used - 1), horizon, remaining - 1))
+        if units > 0:
+            used += 1
+            placed[i] = units
+            group_used[g] = in_group + units
+            hall_used[lane[0]] = in_hall + units
+            remaining -= units
+            if remaining == 0:
+                return placed, 0, pos
+        j += 1
+        while j < len(entries) and residual[entries[j][1]] <= 0:
+            j += 1
+        if j < len(entries):
+            heapq.heappush(heads, (entries[j][0], lane, j))
+    return None
+
+
+def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int, int, int, int],
+          table: PoolTable) -> tuple[dict[int, int], int, int]:
+    """The fill over every candidate (``_ranked``), with the second pass."""
+    pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
     placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
