@@ -48,7 +48,7 @@ class Keys:
     @classmethod
     def of(cls, rates: Sequence[Decimal], scores: Sequence[float], id_rank: list[int]) -> Keys | None:
         """The keys of these pools, or ``None`` when integer keys could order them differently."""
-        if decimal.getcontext().prec < 28 or any(s != s for s in scores):  # NaN
+        if decimal.getcontext().prec < 28 or any(map(math.isnan, scores)):
             return None
         ratios = []
         for r in rates:
@@ -61,15 +61,6 @@ class Keys:
             return None
         distinct = {v: j for j, v in enumerate(sorted(set(scores), reverse=True))}
         return cls(scaled, [distinct[s] for s in scores], len(distinct), id_rank)
-
-    def _per_unit(self, entries: list[Entry]) -> tuple[list[int], int] | None:
-        """Each entry's rate per unit as an integer, and a bound above them all (None: units too big)."""
-        units = {k for _, k in entries}
-        if not units or max(units) >= _UNITS_BOUND:
-            return None
-        lcm = math.lcm(*units)
-        rate = self.rate
-        return [rate[i] * (lcm // k) for i, k in entries], max(rate) * lcm + 1
 
     def depth(self, entries: list[Entry]) -> list[Entry] | None:
         """Best score, then rate per unit, then pool id.
@@ -94,23 +85,22 @@ class Keys:
 
     def price(self, entries: list[Entry]) -> list[Entry] | None:
         """Rate per unit, then best score, then pool id."""
-        per_unit = self._per_unit(entries)
-        if per_unit is None:
+        units = {k for _, k in entries}
+        if not units or max(units) >= _UNITS_BOUND:
             return None
-        keys, _ = per_unit
-        score, ids, n, scores = self.score, self.id_rank, self.n, self.scores
-        ranked = [((r * scores + score[e[0]]) * n + ids[e[0]], e) for e, r in zip(entries, keys, strict=True)]
-        ranked.sort()
-        return [e for _, e in ranked]
+        lcm, width = math.lcm(*units), self.scores * self.n  # (score, id) below the rate per unit
+        times = {k: lcm // k * width for k in units}
+        rate, score, ids, n = self.rate, self.score, self.id_rank, self.n
+        keys = [rate[i] * times[k] + score[i] * n + ids[i] for i, k in entries]
+        return [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]
 
     def floor(self, entries: list[Entry], committed: Sequence[bool]) -> list[Entry] | None:
         """Committed before on-demand, then rate per unit, then pool id."""
-        per_unit = self._per_unit(entries)
-        if per_unit is None:
+        units = {k for _, k in entries}
+        if not units or max(units) >= _UNITS_BOUND:
             return None
-        keys, bound = per_unit
-        ids, n = self.id_rank, self.n
-        ranked = [(((0 if committed[e[0]] else 1) * bound + r) * n + ids[e[0]], e)
-                  for e, r in zip(entries, keys, strict=True)]
-        ranked.sort()
-        return [e for _, e in ranked]
+        lcm, n, rate, ids = math.lcm(*units), self.n, self.rate, self.id_rank
+        times = {k: lcm // k * n for k in units}
+        on_demand = (max(rate) * lcm + 1) * n  # above every (rate per unit, id)
+        keys = [(0 if committed[i] else on_demand) + rate[i] * times[k] + ids[i] for i, k in entries]
+        return [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]

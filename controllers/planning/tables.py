@@ -76,8 +76,8 @@ class ShapeStatic:
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
         self.by_hall: dict[str, list[Entry]] = {}
-        self.halls = Counter(hall[i] for i, _ in entries)  # pools per hall, and per units an instance
-        self.units = Counter(k for _, k in entries)
+        self.halls = Counter(map(hall.__getitem__, self.k))  # pools per hall, and per units an instance
+        self.units = Counter(self.k.values())
 
 
 class Shape:
@@ -107,8 +107,7 @@ class Shape:
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
         # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap)
         self.heaps: dict[tuple[bool, int], tuple[int, list[tuple[int, tuple[str, int], int]]]] = {}
-        for i, _ in self.entries:
-            table.member_of[i].append(self)
+        table.shapes.append(self)
 
     def ran_out(self, i: int, hall: str) -> None:
         """Pool ``i`` (in ``hall``) has no capacity left."""
@@ -155,6 +154,9 @@ class Static:
         self.memory = [p.memory_gib for p in pools]
         self.gpu = [p.gpu for p in pools]
         self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in pools]
+        self.sku = [p.sku_family for p in pools]
+        self.size = [p.size for p in pools]
+        self.business_unit = [p.business_unit for p in pools]
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
@@ -174,7 +176,7 @@ class PoolTable:
         self.threshold = static.threshold
         self.residual = residual
         self.dead = [i for i, n in enumerate(residual) if n <= 0]  # pools with no capacity left, so far
-        self.member_of: list[list[Shape]] = [[] for _ in self.states]
+        self.shapes: list[Shape] = []  # the plan's shapes (a pool that runs out is looked up in each)
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
@@ -186,8 +188,9 @@ class PoolTable:
         self.residual[i] = before - instances
         if before > 0 >= self.residual[i]:
             self.dead.append(i)
-            for shape in self.member_of[i]:
-                shape.ran_out(i, self.hall[i])
+            for shape in self.shapes:
+                if i in shape.k:
+                    shape.ran_out(i, self.hall[i])
 
     def take_all(self, takes: list[tuple[int, int]]) -> None:
         """``take`` each (pool index, instances)."""
@@ -197,8 +200,9 @@ class PoolTable:
             residual[i] = before - n
             if before > 0 >= before - n:
                 self.dead.append(i)
-                for shape in self.member_of[i]:
-                    shape.ran_out(i, self.hall[i])
+                for shape in self.shapes:
+                    if i in shape.k:
+                        shape.ran_out(i, self.hall[i])
 
     def _base(self, kind: str, region: str) -> list[int]:
         """The pools of ``region`` a shape of ``kind`` may use, before fit (computed once per table).
@@ -225,15 +229,13 @@ class PoolTable:
         key = (kind, region, r.vcpu, r.memory_gib, r.gpu)
         fits = self.static.fits.get(key)
         if fits is None:
-            st = self.static
-            vcpu, memory, gpu = st.vcpu, st.memory, st.gpu
-            fits = self.static.fits[key] = []
-            for i in self._base(kind, region):
-                k = min(vcpu[i] // r.vcpu, memory[i] // r.memory_gib)
-                if r.gpu:
-                    k = min(k, gpu[i] // r.gpu)
-                if k > 0:
-                    fits.append((i, k))
+            st, v, m, g = self.static, r.vcpu, r.memory_gib, r.gpu
+            vcpu, memory, gpu, base = st.vcpu, st.memory, st.gpu, self._base(kind, region)
+            if g:
+                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m, gpu[i] // g)) > 0]
+            else:
+                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m)) > 0]
+            st.fits[key] = fits
         return fits
 
     def reclaimable(self, contract: Contract) -> Shape:
@@ -246,12 +248,10 @@ class PoolTable:
         static = self.static.reclaimable.get(key)
         if static is None:
             entries = self._fits("reclaimable", contract.region, r)
-            if e.sku_families or e.sizes or e.halls:
-                states = self.states
-                entries = [(i, k) for i, k in entries if not (
-                    (e.sku_families and states[i].pool.sku_family not in e.sku_families)
-                    or (e.sizes and states[i].pool.size not in e.sizes)
-                    or (e.halls and states[i].pool.hall not in e.halls))]
+            for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
+                                   (e.halls, self.hall)):
+                if wanted:
+                    entries = [(i, k) for i, k in entries if column[i] in wanted]
             static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
@@ -265,9 +265,9 @@ class PoolTable:
             return shape
         static = self.static.guaranteed.get(key)
         if static is None:
-            committed, states = self.static.committed, self.states
+            committed, unit = self.static.committed, self.static.business_unit
             entries = [(i, k) for i, k in self._fits("guaranteed", contract.region, r)
-                       if not committed[i] or states[i].pool.business_unit == bu]
+                       if not committed[i] or unit[i] == bu]
             static = self.static.guaranteed[key] = ShapeStatic(entries, self.hall)
             self._floor_order(static)
         shape = self._guaranteed[key] = Shape(static, self)

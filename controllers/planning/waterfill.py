@@ -221,26 +221,28 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         built = shape.heaps[(price_first, cut)] = (live, _heads(
             order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
     heads = list(built[1])
-    lanes = order.lanes
+    lanes, pop, push = order.lanes, heapq.heappop, heapq.heappush
     placed: dict[int, int] = {}
     group_used: dict[str, int] = {}
     hall_used: dict[str, int] = {}
-    remaining, used, horizon = target, 0, max(0, min_pools - 1)
+    remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
+    beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
     while heads:
-        pos, lane, j = heapq.heappop(heads)
+        pos, lane, j = pop(heads)
         in_hall = hall_used.get(lane[0], 0)
         if in_hall >= hall_cap:
             continue
-        if live - pos - 1 < horizon:
+        if pos > beyond:
             return None
         entries = lanes[lane]
-        i, k = entries[j][1], entries[j][2]
+        _, i, k = entries[j]
         g = group[i]
         in_group = group_used.get(g, 0)
+        reserve = remaining - 1 if need >= remaining else need if need > 0 else 0
         units = min(probation_cap if probation[i] else pool_cap, group_cap - in_group, hall_cap - in_hall,
-                    residual[i] * k, remaining - min(max(0, min_pools - used - 1), horizon, remaining - 1))
+                    residual[i] * k, remaining - reserve)
         if units > 0:
-            used += 1
+            need -= 1
             placed[i] = units
             group_used[g] = in_group + units
             hall_used[lane[0]] = in_hall + units
@@ -248,10 +250,11 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
             if remaining == 0:
                 return placed, 0, pos
         j += 1
-        while j < len(entries) and residual[entries[j][1]] <= 0:
+        end = len(entries)
+        while j < end and residual[entries[j][1]] <= 0:
             j += 1
-        if j < len(entries):
-            heapq.heappush(heads, (entries[j][0], lane, j))
+        if j < end:
+            push(heads, (entries[j][0], lane, j))
     return None
 
 
