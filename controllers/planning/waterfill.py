@@ -152,6 +152,9 @@ def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, 
                    table: PoolTable) -> bool:
     """Whether the candidates ``done`` read are still none of the last ``min_pools - 1`` (pools ran out since)."""
     horizon = max(0, caps.min_pools - 1)
+    if shape.live - done.last - 1 >= horizon:  # at least that many live pools rank after the last one it read
+        done.live = shape.live
+        return True
     pool_cap = _share(target, caps.pool_share, True)
     behind = shape.live_bigger_than(pool_cap)
     entries, residual = table.order(shape, strategy is Strategy.PRICE_FIRST).entries, table.residual
@@ -238,9 +241,19 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         _, i, k = entries[j]
         g = group[i]
         in_group = group_used.get(g, 0)
-        reserve = remaining - 1 if need >= remaining else need if need > 0 else 0
-        units = min(probation_cap if probation[i] else pool_cap, group_cap - in_group, hall_cap - in_hall,
-                    residual[i] * k, remaining - reserve)
+        units = probation_cap if probation[i] else pool_cap  # the least of the caps, the room and the reserve
+        if group_cap - in_group < units:
+            units = group_cap - in_group
+        if hall_cap - in_hall < units:
+            units = hall_cap - in_hall
+        if residual[i] * k < units:
+            units = residual[i] * k
+        if need >= remaining:
+            units = min(units, 1)
+        elif need > 0 and remaining - need < units:
+            units = remaining - need
+        elif remaining < units:
+            units = remaining
         if units > 0:
             need -= 1
             placed[i] = units
