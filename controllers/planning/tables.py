@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -34,35 +34,42 @@ Entry = tuple[int, int]  # (pool index, units one instance holds)
 class Order:
     """A rank order of a shape's pools, and the same order split in lanes.
 
-    A lane holds the pools of one hall and one number of units per instance, each with its position in the
-    whole order. A fill merges the lanes of the pools that fit its pool cap, and drops a hall's lanes when the
-    hall is full. Pools that ran out stay in the lists (a plan's residual capacity only shrinks, so they never
-    come back); a shape's ``starts`` skip those at the head of a lane, where the best-ranked pools run out
-    first. An order depends on the pools in force only, so a table's ``Static`` part keeps it across plans.
+    A lane holds the pools of one hall, or of one hall and one number of units per instance, linked by rank:
+    ``first`` is a lane's best-ranked pool, ``next`` (for (hall, 0) lanes) and ``next_k`` (for (hall, k) lanes)
+    the next pool of its lane by rank, -1 after the last. A fill merges the lanes of the pools that fit its pool
+    cap by rank (a heap of ranks: plain integers), and drops a hall's lanes when the hall is full. Pools that
+    ran out stay in the lanes (a plan's residual capacity only shrinks, so they never come back); a shape's
+    ``starts`` skip those at the head of a lane, where the best-ranked pools run out first. An order depends on
+    the pools in force only, so a table's ``Static`` part keeps it across plans.
     """
 
-    __slots__ = ("entries", "hall", "lanes")
+    __slots__ = ("entries", "first", "hall", "next", "next_k")
 
     def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
         self.hall = hall
-        # lanes keyed (hall, 0) hold every pool of the hall; (hall, k) lanes, the pools holding k units an
-        # instance, are made when a fill first needs them (a pool cap some instances exceed)
-        self.lanes: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
-        lanes = self.lanes
-        for pos, (i, k) in enumerate(entries):
-            lane = lanes.get((hall[i], 0))
-            if lane is None:
-                lane = lanes[(hall[i], 0)] = []
-            lane.append((pos, i, k))
+        self.first: dict[tuple[str, int], int] = {}
+        self.next = self._link(lambda i, k: (hall[i], 0))
+        self.next_k: list[int] | None = None  # the (hall, k) lanes, linked when a fill first needs them
 
-    def split(self) -> None:
-        """Add the (hall, k) lanes."""
-        if any(k for _, k in self.lanes):
-            return
-        for (hall, _), entries in list(self.lanes.items()):
-            for e in entries:
-                self.lanes.setdefault((hall, e[2]), []).append(e)
+    def _link(self, lane_of: Callable[[int, int], tuple[str, int]]) -> list[int]:
+        following, last = [-1] * len(self.entries), {}
+        for pos, (i, k) in enumerate(self.entries):
+            lane = lane_of(i, k)
+            before = last.get(lane)
+            if before is None:
+                self.first[lane] = pos
+            else:
+                following[before] = pos
+            last[lane] = pos
+        return following
+
+    def split(self) -> list[int]:
+        """The (hall, k) lanes' links (and their ``first``)."""
+        if self.next_k is None:
+            hall = self.hall
+            self.next_k = self._link(lambda i, k: (hall[i], k))
+        return self.next_k
 
 
 class ShapeStatic:
@@ -105,8 +112,9 @@ class Shape:
         self.fills: dict[tuple[object, ...], Placed] = {}
         self.floors: dict[tuple[int, int], Placed] = {}
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
-        # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap)
-        self.heaps: dict[tuple[bool, int], tuple[int, list[tuple[int, tuple[str, int], int]]]] = {}
+        # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap of
+        # ranks) and links
+        self.heaps: dict[tuple[bool, int], tuple[int, list[int], list[int]]] = {}
         table.shapes.append(self)
 
     def ran_out(self, i: int, hall: str) -> None:

@@ -66,22 +66,26 @@ def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversi
 
 
 def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,
-           max_k: int) -> list[tuple[int, tuple[str, int], int]]:
-    """The first pool with capacity left of each lane that fits ``cut`` units an instance, as a heap."""
+           max_k: int) -> tuple[list[int], list[int]]:
+    """The heads of the lanes that fit ``cut`` units an instance, and those lanes' links.
+
+    A head is the rank of the lane's first pool with capacity left; the heads form a heap.
+    """
     heads = []
-    if cut < max_k:
-        order.split()
-    for lane, entries in order.lanes.items():
-        if (lane[1] != 0) if cut >= max_k else (lane[1] == 0 or lane[1] > cut):
+    split = cut < max_k
+    following = order.split() if split else order.next
+    entries = order.entries
+    for lane, pos in order.first.items():
+        if (lane[1] == 0 or lane[1] > cut) if split else lane[1] != 0:
             continue
-        j = start.get(lane, 0)
-        while j < len(entries) and residual[entries[j][1]] <= 0:
-            j += 1
-        start[lane] = j
-        if j < len(entries):
-            heads.append((entries[j][0], lane, j))
+        pos = start.get(lane, pos)
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        start[lane] = pos
+        if pos >= 0:
+            heads.append(pos)
     heapq.heapify(heads)
-    return heads
+    return heads, following
 
 
 def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, min_pools: int,
@@ -111,20 +115,19 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
             after[i] = behind
             behind += 1
     start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
-    heads = _heads(order, start, residual, pool_cap, shape.max_k)
-    lanes = order.lanes
+    heads, following = _heads(order, start, residual, pool_cap, shape.max_k)
+    entries, hall = order.entries, table.hall
     while heads:
-        pos, lane, j = heapq.heappop(heads)
-        if full(lane[0]):
+        pos = heapq.heappop(heads)
+        i, k = entries[pos]
+        if full(hall[i]):
             continue
-        entries = lanes[lane]
-        _, i, k = entries[j]
         yield i, k, after.get(i, horizon), pos
-        j += 1
-        while j < len(entries) and residual[entries[j][1]] <= 0:
-            j += 1
-        if j < len(entries):
-            heapq.heappush(heads, (entries[j][0], lane, j))
+        pos = following[pos]
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        if pos >= 0:
+            heapq.heappush(heads, pos)
     if over:
         oversize = _sorted(table, shape, strategy, pool_cap, oversize=True)
         for index, (i, k) in enumerate(oversize):
@@ -221,24 +224,24 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     cut = min(pool_cap, shape.max_k)
     built = shape.heaps.get((price_first, cut))
     if built is None or built[0] != live:  # the lanes' first pools with capacity, unchanged while none ran out
-        built = shape.heaps[(price_first, cut)] = (live, _heads(
+        built = shape.heaps[(price_first, cut)] = (live, *_heads(
             order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
-    heads = list(built[1])
-    lanes, pop, push = order.lanes, heapq.heappop, heapq.heappush
+    heads, following = list(built[1]), built[2]
+    entries, hall, pop, push = order.entries, table.hall, heapq.heappop, heapq.heappush
     placed: dict[int, int] = {}
     group_used: dict[str, int] = {}
     hall_used: dict[str, int] = {}
     remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
     beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
     while heads:
-        pos, lane, j = pop(heads)
-        in_hall = hall_used.get(lane[0], 0)
+        pos = pop(heads)
+        i, k = entries[pos]
+        h = hall[i]
+        in_hall = hall_used.get(h, 0)
         if in_hall >= hall_cap:
             continue
         if pos > beyond:
             return None
-        entries = lanes[lane]
-        _, i, k = entries[j]
         g = group[i]
         in_group = group_used.get(g, 0)
         units = probation_cap if probation[i] else pool_cap  # the least of the caps, the room and the reserve
@@ -258,16 +261,15 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
             need -= 1
             placed[i] = units
             group_used[g] = in_group + units
-            hall_used[lane[0]] = in_hall + units
+            hall_used[h] = in_hall + units
             remaining -= units
             if remaining == 0:
                 return placed, 0, pos
-        j += 1
-        end = len(entries)
-        while j < end and residual[entries[j][1]] <= 0:
-            j += 1
-        if j < end:
-            push(heads, (entries[j][0], lane, j))
+        pos = following[pos]
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        if pos >= 0:
+            push(heads, pos)
     return None
 
 
