@@ -61,6 +61,9 @@ def _fill(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[
         notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
                      f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     residual = table.residual
+    spread = _round_robin(units, halls, hall_cap, shape, residual)
+    if spread is not None:
+        return spread, 0, notes
     placed: dict[int, int] = {}
     per_hall = dict.fromkeys(halls, 0)
     at = dict.fromkeys(halls, 0)
@@ -118,3 +121,29 @@ def _level_rounds(open_halls: list[str], shape: Shape, at: dict[str, int], place
         i, k = shape.by_hall[h][at[h]]
         rounds = min(rounds, residual[i] * k - placed[i])
     return rounds
+
+
+def _round_robin(units: int, halls: list[str], hall_cap: int, shape: Shape,
+                 residual: list[int]) -> dict[int, int] | None:
+    """The floor when each hall's first pool with capacity holds its share with room to spare (else None).
+
+    One unit at a time, each to the hall with the fewest floor units (ties to the first by name), is a round
+    robin over the halls in name order: ``units // halls`` each and one more for the first ``units % halls``.
+    While no share passes the hall cap and none fills its pool, nothing else happens: every hall's first pool
+    is read (and recorded, with zero units when its share is zero) and takes its share.
+    """
+    if not halls:
+        return None
+    each, more = divmod(units, len(halls))
+    placed: dict[int, int] = {}
+    for n, hall in enumerate(halls):
+        share = each + 1 if n < more else each
+        if share > hall_cap:
+            return None
+        for i, k in shape.by_hall[hall]:
+            if residual[i] > 0:
+                if share >= residual[i] * k:
+                    return None
+                placed[i] = share
+                break
+    return placed
