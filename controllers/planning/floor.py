@@ -39,7 +39,7 @@ def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Placed
     placed, short, notes = _fill(units, shape, caps, table)
     done = Placed(placed, short, shape.k, table.id_rank, tuple(notes))
     # the same again while every pool read holds more than it placed there: none filled, none ran out
-    done.checks = [(i, u // shape.k[i] + 1) for i, u in placed.items()]
+    done.needs = [placed[i] // shape.k[i] + 1 for i in done.pools]
     shape.floors[key] = done
     return done
 

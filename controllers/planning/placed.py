@@ -21,17 +21,20 @@ __all__ = ["NOTHING", "Placed"]
 class Placed:
     """Units per pool index, the shortfall and notes of one fill; the instances it takes, sorted by pool id.
 
-    ``checks`` are (pool index, instances): the fill is the same again while every such pool has at least
-    that many instances left (and the shape's live pools are what the key says, see the fills).
+    ``pools`` and ``instances``: the pools it uses, sorted by pool id, and the instances it takes of each.
+    ``needs``: the instances each of those pools must still have for the fill to be the same again (and the
+    shape's live pools what the key says, see the fills); by default what it takes. Parallel lists of integers,
+    not pairs: a plan makes thousands of fills.
     """
 
-    __slots__ = ("_allocations", "_cost", "checks", "last", "live", "notes", "placed", "short", "takes")
+    __slots__ = ("_allocations", "_cost", "instances", "last", "live", "needs", "notes", "placed", "pools", "short")
 
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
                  notes: tuple[str, ...] = ()) -> None:
         self.placed, self.short, self.notes = placed, short, notes
-        self.takes = [(i, -(-placed[i] // k[i])) for i in sorted(placed, key=rank.__getitem__)]
-        self.checks = self.takes
+        self.pools = sorted(placed, key=rank.__getitem__)
+        self.instances = [-(-placed[i] // k[i]) for i in self.pools]
+        self.needs = self.instances
         self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
         self.last = -1
         self._allocations: list[Allocation] | None = None
@@ -39,7 +42,7 @@ class Placed:
 
     def valid(self, residual: list[int]) -> bool:
         """Whether every pool the fill relied on still has the instances it relied on."""
-        for i, n in self.checks:  # noqa: SIM110 (a loop: faster than all() over a generator, and this is hot)
+        for i, n in zip(self.pools, self.needs, strict=True):  # noqa: SIM110 (a loop: faster than all())
             if residual[i] < n:
                 return False
         return True
@@ -49,7 +52,7 @@ class Placed:
         if self._allocations is None:
             ids, rate, placed, made = table.ids, table.rate, self.placed, table.allocations
             self._allocations = out = []
-            for i, n in self.takes:  # equal allocations are one (frozen) object within a plan
+            for i, n in zip(self.pools, self.instances, strict=True):  # equal allocations: one object in a plan
                 key = (i, placed[i], n, purpose)
                 a = made.get(key)
                 if a is None:
@@ -61,7 +64,7 @@ class Placed:
         """What the placement costs per hour (EUR/h)."""
         if self._cost is None:
             rate = table.rate
-            self._cost = sum((rate[i] * n for i, n in self.takes), Decimal(0))
+            self._cost = sum((rate[i] * n for i, n in zip(self.pools, self.instances, strict=True)), Decimal(0))
         return self._cost
 
 

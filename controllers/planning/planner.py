@@ -73,7 +73,7 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     floor = fill_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
     notes += floor.notes
     allocations = floor.allocations(Purpose.FLOOR, table)
-    table.take_all(floor.takes)
+    table.take_all(floor.pools, floor.instances)
 
     target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     shape = table.reclaimable(contract)
@@ -84,7 +84,7 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)
     reclaim = placed.allocations(Purpose.RECLAIMABLE, table)
     cheapest_cost = cheapest.cost(table)
-    table.take_all(placed.takes)
+    table.take_all(placed.pools, placed.instances)
     short = placed.short
     if short:
         notes.append(f"{short} unit(s) short: caps or capacity exhausted")

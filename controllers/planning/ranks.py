@@ -33,17 +33,19 @@ _UNITS_BOUND = 10**4
 class Keys:
     """Per-pool integer columns (scaled rate, score rank, id rank) and the rank orders they give."""
 
-    __slots__ = ("id_rank", "n", "rate", "runs", "score", "scores")
+    __slots__ = ("by_score", "id_rank", "n", "rate", "score", "scores", "ties")
 
     def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int]) -> None:
         self.rate, self.score, self.scores, self.id_rank, self.n = rate, score, scores, id_rank, len(id_rank)
-        # every pool by best score, then pool id, in runs of one score
-        self.runs: list[list[int]] = []
-        for i in sorted(range(self.n), key=lambda i: score[i] * self.n + id_rank[i]):
-            if self.runs and score[self.runs[-1][0]] == score[i]:
-                self.runs[-1].append(i)
+        # every pool by best score, then pool id; the pools of one score, by the first of them, where several
+        self.by_score = sorted(range(self.n), key=lambda i: score[i] * self.n + id_rank[i])
+        self.ties: dict[int, list[int]] = {}
+        first = -1
+        for at, i in enumerate(self.by_score):
+            if at and score[self.by_score[at - 1]] == score[i]:
+                self.ties.setdefault(first, [first]).append(i)
             else:
-                self.runs.append([i])
+                first = i
 
     @classmethod
     def of(cls, rates: Sequence[Decimal], scores: Sequence[float], id_rank: list[int]) -> Keys | None:
@@ -65,22 +67,29 @@ class Keys:
     def depth(self, entries: list[Entry]) -> list[Entry] | None:
         """Best score, then rate per unit, then pool id.
 
-        The pools by score and id (``runs``) that are entries, those of one score sorted by rate per unit and id.
+        The pools by score and id (``by_score``) that are entries, those of one score (``ties``) sorted by rate
+        per unit and id.
         """
         if not entries or max(k for _, k in entries) >= _UNITS_BOUND:
             return None
-        units, rate, ids = dict(entries), self.rate, self.id_rank
+        entry, rate, ids, ties = {e[0]: e for e in entries}, self.rate, self.id_rank, self.ties
         ranked: list[Entry] = []
-        for run in self.runs:
-            if len(run) == 1:
-                if run[0] in units:
-                    ranked.append((run[0], units[run[0]]))
+        skip = 0
+        for i in self.by_score:
+            if skip:
+                skip -= 1
                 continue
-            tied = [(i, units[i]) for i in run if i in units]
+            run = ties.get(i)
+            if run is None:
+                if i in entry:
+                    ranked.append(entry[i])
+                continue
+            tied = [entry[j] for j in run if j in entry]
             if len(tied) > 1:
                 lcm = math.lcm(*(k for _, k in tied))
                 tied.sort(key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
             ranked += tied
+            skip = len(run) - 1
         return ranked
 
     def price(self, entries: list[Entry]) -> list[Entry] | None:

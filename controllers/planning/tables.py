@@ -200,10 +200,10 @@ class PoolTable:
                 if i in shape.k:
                     shape.ran_out(i, self.hall[i])
 
-    def take_all(self, takes: list[tuple[int, int]]) -> None:
-        """``take`` each (pool index, instances)."""
+    def take_all(self, pools: list[int], instances: list[int]) -> None:
+        """``take`` the instances of each pool."""
         residual = self.residual
-        for i, n in takes:
+        for i, n in zip(pools, instances, strict=True):
             before = residual[i]
             residual[i] = before - n
             if before > 0 >= before - n:
@@ -259,7 +259,7 @@ class PoolTable:
             for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
                                    (e.halls, self.hall)):
                 if wanted:
-                    entries = [(i, k) for i, k in entries if column[i] in wanted]
+                    entries = [e for e in entries if column[e[0]] in wanted]
             static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
@@ -274,8 +274,8 @@ class PoolTable:
         static = self.static.guaranteed.get(key)
         if static is None:
             committed, unit = self.static.committed, self.static.business_unit
-            entries = [(i, k) for i, k in self._fits("guaranteed", contract.region, r)
-                       if not committed[i] or unit[i] == bu]
+            entries = [e for e in self._fits("guaranteed", contract.region, r)
+                       if not committed[e[0]] or unit[e[0]] == bu]
             static = self.static.guaranteed[key] = ShapeStatic(entries, self.hall)
             self._floor_order(static)
         shape = self._guaranteed[key] = Shape(static, self)
