@@ -50,12 +50,13 @@ class Placed:
     def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
         """The allocations, in pool id order (built once; a fill is for one purpose only)."""
         if self._allocations is None:
-            ids, rate, placed, made = table.ids, table.rate, self.placed, table.allocations
+            ids, rate, placed = table.ids, table.rate, self.placed
+            made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
             self._allocations = out = []
-            for i, n in zip(self.pools, self.instances, strict=True):  # equal allocations: one object in a plan
-                key = (i, placed[i], n, purpose)
+            for i, n in zip(self.pools, self.instances, strict=True):
+                key = (i << 42) | (placed[i] << 21) | n  # checked below: a key could collide
                 a = made.get(key)
-                if a is None:
+                if a is None or a.units != placed[i] or a.instances != n or a.pool_id != ids[i]:
                     a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
                 out.append(a)
         return self._allocations
@@ -63,8 +64,10 @@ class Placed:
     def cost(self, table: PoolTable) -> Decimal:
         """What the placement costs per hour (EUR/h)."""
         if self._cost is None:
-            rate = table.rate
-            self._cost = sum((rate[i] * n for i, n in zip(self.pools, self.instances, strict=True)), Decimal(0))
+            rate, cost = table.rate, Decimal(0)
+            for i, n in zip(self.pools, self.instances, strict=True):
+                cost += rate[i] * n
+            self._cost = cost
         return self._cost
 
 

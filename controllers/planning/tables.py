@@ -188,7 +188,7 @@ class PoolTable:
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
-        self.allocations: dict[tuple[int, int, int, Purpose], Allocation] = {}  # by pool, units, instances, purpose
+        self.allocations: dict[Purpose, dict[int, Allocation]] = {}  # by purpose, then pool, units and instances
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
