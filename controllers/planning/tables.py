@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -49,26 +49,27 @@ class Order:
         self.entries = entries
         self.hall = hall
         self.first: dict[tuple[str, int], int] = {}
-        self.next = self._link(lambda i, k: (hall[i], 0))
+        self.next = self._link(False)
         self.next_k: list[int] | None = None  # the (hall, k) lanes, linked when a fill first needs them
 
-    def _link(self, lane_of: Callable[[int, int], tuple[str, int]]) -> list[int]:
-        following, last = [-1] * len(self.entries), {}
+    def _link(self, by_units: bool) -> list[int]:
+        following, hall = [-1] * len(self.entries), self.hall
+        last: dict[object, int] = {}
         for pos, (i, k) in enumerate(self.entries):
-            lane = lane_of(i, k)
+            lane: object = (hall[i], k) if by_units else hall[i]
             before = last.get(lane)
             if before is None:
-                self.first[lane] = pos
+                last[lane] = pos
+                self.first[(hall[i], k if by_units else 0)] = pos
             else:
                 following[before] = pos
-            last[lane] = pos
+                last[lane] = pos
         return following
 
     def split(self) -> list[int]:
         """The (hall, k) lanes' links (and their ``first``)."""
         if self.next_k is None:
-            hall = self.hall
-            self.next_k = self._link(lambda i, k: (hall[i], k))
+            self.next_k = self._link(True)
         return self.next_k
 
 
@@ -157,14 +158,14 @@ class Static:
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.fits: dict[tuple[object, ...], list[Entry]] = {}
-        pools = [s.pool for s in self.states]
-        self.vcpu = [p.vcpu for p in pools]
-        self.memory = [p.memory_gib for p in pools]
-        self.gpu = [p.gpu for p in pools]
-        self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in pools]
-        self.sku = [p.sku_family for p in pools]
-        self.size = [p.size for p in pools]
-        self.business_unit = [p.business_unit for p in pools]
+        catalogue = [s.pool for s in self.states]
+        self.vcpu = [p.vcpu for p in catalogue]
+        self.memory = [p.memory_gib for p in catalogue]
+        self.gpu = [p.gpu for p in catalogue]
+        self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in catalogue]
+        self.sku = [p.sku_family for p in catalogue]
+        self.size = [p.size for p in catalogue]
+        self.business_unit = [p.business_unit for p in catalogue]
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
