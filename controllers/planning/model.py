@@ -100,7 +100,7 @@ class Claim:
     contract: Contract
     units: int
 
-    @property
+    @cached_property
     def workload(self) -> str:
         """The claiming workload's name."""
         return self.contract.workload
