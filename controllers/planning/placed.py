@@ -54,9 +54,9 @@ class Placed:
             made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
             self._allocations = out = []
             for i, n in zip(self.pools, self.instances, strict=True):
-                key = (i << 42) | (placed[i] << 21) | n  # checked below: a key could collide
+                key = (i, placed[i], n)
                 a = made.get(key)
-                if a is None or a.units != placed[i] or a.instances != n or a.pool_id != ids[i]:
+                if a is None:
                     a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
                 out.append(a)
         return self._allocations

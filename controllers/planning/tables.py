@@ -189,7 +189,7 @@ class PoolTable:
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
-        self.allocations: dict[Purpose, dict[int, Allocation]] = {}  # by purpose, then pool, units and instances
+        self.allocations: dict[Purpose, dict[tuple[int, int, int], Allocation]] = {}  # by purpose, pool, units, n
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
