@@ -13,8 +13,11 @@ Small claims: a share cap never rounds below one unit (a 4-unit claim puts one u
 except probation, which may round to zero.
 
 The candidates are a shape's pools with capacity left (``tables``). Depth-first and price-first walk the
-shape's rank order, built once per plan, and stop as soon as the claim is placed; capacity-optimised and
-single-cheapest (baselines) sort the candidates per claim.
+shape's rank order, built once per plan, and stop as soon as the claim is placed (``_walk``; ``_scan`` when the
+last candidates' count matters or the first pass cannot place everything); capacity-optimised and single-cheapest
+(baselines) sort the candidates per claim. A depth-first or price-first fill is reused by the next workload of
+the shape that asks the same (units, strategy, halls with capacity) while the pools it used still have the room
+it took and none it read is among the last candidates (``placed.Placed``; issue 18).
 """
 
 from __future__ import annotations
