@@ -4,10 +4,10 @@ Which pools a workload may use depends on its *shape*, not on the workload: the 
 and the eligibility lists (and, for the floor, the business unit). So eligibility, units per instance and the
 rank orders are computed once per shape and plan, in the order of the exact ``Decimal`` keys the planner always
 used (the plans stay the same to the unit), from integer keys where those give the same order (``ranks``); the
-pool columns a shape reads (fit, eligibility, business unit) are read once per plan. Residual capacity is one list indexed like the pools; each shape counts its
-pools with capacity left, in all and per hall, updated when a pool runs out, so a workload reads those counts
-instead of scanning every pool. Residual capacity only shrinks within a plan, so a pool that ran out stays out
-and the rank orders drop such pools as they meet them.
+pool columns a shape reads (fit, eligibility, business unit) are read once per plan. Residual capacity is one
+list indexed like the pools; each shape counts its pools with capacity left, in all and per hall, updated when
+a pool runs out, so a workload reads those counts instead of scanning every pool. Residual capacity only
+shrinks within a plan, so a pool that ran out stays out and the rank orders drop such pools as they meet them.
 """
 
 from __future__ import annotations
