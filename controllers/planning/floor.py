@@ -27,11 +27,23 @@ from .model import Caps
 from .placed import Placed
 from .tables import PoolTable, Shape
 
-__all__ = ["fill_floor"]
+__all__ = ["fill_floor", "shared_floor"]
 
 
-def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Placed:
-    """Units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
+def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
+    """Units per pool index, the shortfall and notes (e.g. a floor too small to spread), computed afresh.
+
+    For callers that change residual capacity other than by taking it (setting capacity aside for a while):
+    ``shared_floor`` reuses a floor only while capacity only shrinks.
+    """
+    return _fill(units, shape, caps, table)
+
+
+def shared_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Placed:
+    """``fill_floor``'s result, reused from an earlier workload of the plan when it would be the same.
+
+    Residual capacity must only have shrunk (``PoolTable.take``) since the floors the shape keeps were made.
+    """
     key = (units, shape.halls)
     done = shape.floors.get(key)
     if done is not None and done.valid(table.residual):

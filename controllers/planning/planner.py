@@ -27,12 +27,12 @@ from decimal import Decimal
 
 from contracts.schema import Contract, PlacementStrategy, TierName
 
-from .floor import fill_floor
+from .floor import shared_floor
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
 from .placed import NOTHING
 from .tables import PoolTable, Static
-from .waterfill import fill
+from .waterfill import shared_fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]
 
@@ -70,7 +70,7 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     floor_units = _floor_wanted(claim)
     notes: list[str] = []
 
-    floor = fill_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
+    floor = shared_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
     notes += floor.notes
     allocations = floor.allocations(Purpose.FLOOR, table)
     table.take_all(floor.pools, floor.instances)
@@ -79,9 +79,9 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     shape = table.reclaimable(contract)
     if shape.live < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
         notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed = fill(target, shape, strategy, config.caps, table)
+    placed = shared_fill(target, shape, strategy, config.caps, table)
     shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
-    cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)
+    cheapest = placed if shadow is strategy else shared_fill(target, shape, shadow, config.caps, table)
     reclaim = placed.allocations(Purpose.RECLAIMABLE, table)
     cheapest_cost = cheapest.cost(table)
     table.take_all(placed.pools, placed.instances)

@@ -32,7 +32,7 @@ from .model import Caps, Strategy
 from .placed import Placed
 from .tables import Entry, Order, PoolTable, Shape
 
-__all__ = ["fill"]
+__all__ = ["fill", "shared_fill"]
 
 
 _RATIOS: dict[Decimal, tuple[int, int]] = {}
@@ -137,8 +137,17 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
             yield i, k, min(horizon, len(oversize) - index - 1), -1
 
 
-def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> Placed:
+def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int]:
     """Place ``target`` units on the shape's pools with capacity left: units per pool index, shortfall."""
+    placed, short, _ = _fill(target, shape, strategy, caps, table)
+    return placed, short
+
+
+def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> Placed:
+    """``fill``'s result, reused from an earlier workload of the plan when it would be the same.
+
+    Residual capacity must only have shrunk (``PoolTable.take``) since the fills the shape keeps were made.
+    """
     memo = strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST
     if memo:
         key = (strategy, target, shape.halls)
