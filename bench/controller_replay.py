@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", type=float, default=0.03, help="seconds of wall a pass, after")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
+    if args.child:   # a SIGTERM ends it through ``finally``: the embedded PostgreSQL is stopped
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         print(json.dumps(_measure(args.hours, args.seed)))
         return 0
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
