@@ -48,6 +48,7 @@ from .drain_plan import (
     plan_drain,
     verify_settled,
 )
+from .eager import bounded
 from .first_actions import FirstActions, PendingAction, first_actions_pending, yield_to_first_actions
 from .model import Contract, Unit
 from .waste import drain_waste
@@ -130,10 +131,8 @@ class DrainEngine:
             raise SchedulerSlow("already draining locally")
         native = getattr(self.scheduler, "a" + fn.__name__, None)  # an asyncio twin: no thread hand-off
         try:
-            if native is not None:  # bounded in this task: no second task, no extra turn of the loop
-                async with asyncio.timeout(self.timeout):
-                    result: T = await native(*args)
-                return result
+            if native is not None:  # bounded in this task: no second task, no extra turn of the loop, and no
+                return await bounded(native(*args), self.timeout)  # timer at all when it answers at once
             return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.timeout)
         except TimeoutError:
             raise SchedulerSlow(f"{self.scheduler.name} did not answer {fn.__name__} within "
@@ -151,6 +150,32 @@ class DrainEngine:
             notice_id, received, contracts, cause, drill, terminate_in_s, selected, announce, pending))
         task.add_done_callback(lambda _t: pending.done())  # cancelled before it ran: the gate opens all the same
         return task
+
+    async def start(self, notice_id: str, received: float, contracts: list[Contract], cause: str, drill: bool,
+                    terminate_in_s: float | None, selected: set[str] | None = None,
+                    announce: Callable[[], None] | None = None) -> asyncio.Future[DrainReport]:
+        """Issue the first action in the caller's task; return the rest of the drain's report to come.
+
+        No task is created and no turn of the loop passes before the scheduler call. The rest of the drain is
+        started when the first-action gate opens (at once when the first action failed: going local is then the
+        first action). Arguments as ``drain``.
+        """
+        first = await self._first(notice_id, selected is not None, PendingAction())
+        loop = asyncio.get_running_loop()
+        report: asyncio.Future[DrainReport] = loop.create_future()
+
+        def run() -> None:
+            if report.cancelled():
+                self.active -= 1
+                return
+            _chain(loop.create_task(self._after_first(notice_id, received, contracts, cause, drill, terminate_in_s,
+                                                      selected, announce, first, gated=False)), report)
+
+        if isinstance(first, SchedulerSlow):
+            run()
+        else:
+            FirstActions.after(run)
+        return report
 
     async def drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
                     drill: bool, terminate_in_s: float | None, selected: set[str] | None = None,
@@ -172,14 +197,33 @@ class DrainEngine:
         Returns:
             The drain's report, once verified (and the credentials released, for a hard notice).
         """
+        first = await self._first(notice_id, selected is not None, pending or PendingAction())
+        return await self._after_first(notice_id, received, contracts, cause, drill, terminate_in_s, selected,
+                                       announce, first)
+
+    async def _first(self, notice_id: str, advisory: bool, pending: PendingAction) -> float | SchedulerSlow:
+        """Count the drain in and issue its first action, before anything else is built for its notice."""
         if self.active == 0:  # an earlier, finished drain that went local does not decide this one
             self.local = False
             self.local_started = set()
         self.active += 1
         try:
-            # the first action before anything else is built for this notice: the plan only names its reason
-            first = await self._mark_unschedulable(drain_reason(notice_id, selected is not None),
-                                                   pending or PendingAction())
+            return await self._mark_unschedulable(drain_reason(notice_id, advisory), pending)
+        except BaseException:
+            self.active -= 1
+            raise
+
+    async def _after_first(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
+                           drill: bool, terminate_in_s: float | None, selected: set[str] | None,
+                           announce: Callable[[], None] | None, first: float | SchedulerSlow,
+                           gated: bool = True) -> DrainReport:
+        """The drain after its first action: plan and execute it.
+
+        Once the burst's other first actions are done: waited for here when ``gated``.
+        """
+        try:
+            if gated and not isinstance(first, SchedulerSlow):  # a failed first action goes local at once
+                await FirstActions.yield_to_pending()
             plan = plan_drain(notice_id, received, contracts, terminate_in_s, selected)
             report = DrainReport(notice_id, advisory=plan.advisory,
                                  notice_at=self.now() - timedelta(seconds=self.monotonic() - received))
@@ -226,7 +270,7 @@ class DrainEngine:
 
     async def _first_action(self, run: _Run, announce: Callable[[], None] | None,
                             first: float | SchedulerSlow) -> None:
-        """After the first action: wait for the others pending, then announce the notice and record it."""
+        """After the first action (and the others of its burst): announce the notice and record it."""
         if isinstance(first, SchedulerSlow):
             if announce is not None:
                 announce()
@@ -234,7 +278,6 @@ class DrainEngine:
             return
         report = run.report
         report.first_action_s = first - run.plan.received
-        await FirstActions.yield_to_pending()
         if self.on_first_action:
             self.on_first_action(report.first_action_s)
         if announce is not None:
@@ -409,3 +452,20 @@ class DrainEngine:
             log.warning("credential release failed: %s", exc)
         self.emit(EventKind.CREDENTIALS_REVOKED, **run.ev, attributes={
             **run.base, "leases_released": report.leases_released, "revoked": ",".join(report.revoked)})
+
+
+def _chain(task: asyncio.Task[DrainReport], report: asyncio.Future[DrainReport]) -> None:
+    """``report`` gets ``task``'s outcome; cancelling ``report`` cancels ``task``."""
+
+    def copy(_t: asyncio.Task[DrainReport]) -> None:
+        if report.done():
+            return
+        if task.cancelled():
+            report.cancel()
+        elif (exc := task.exception()) is not None:
+            report.set_exception(exc)
+        else:
+            report.set_result(task.result())
+
+    task.add_done_callback(copy)
+    report.add_done_callback(lambda r: task.cancel() if r.cancelled() else None)
