@@ -57,6 +57,7 @@ __all__ = ["DrainEngine", "DrainReport", "SchedulerSlow", "first_actions_pending
 
 log = logging.getLogger("sco.agent.drain")
 T = TypeVar("T")
+_UNSET = object()
 Emit = Callable[..., None]
 
 
@@ -124,12 +125,16 @@ class DrainEngine:
         self.local_started: set[str] = set()
         self.unschedulable = False
         self.active = 0  # drains in progress; a drain that starts alone tries the scheduler afresh
+        self._natives: dict[str, Any] = {}  # scheduler method name -> its asyncio twin, or None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """One scheduler call, bounded by the scheduler timeout; SchedulerSlow when slow or failed."""
         if self.local:
             raise SchedulerSlow("already draining locally")
-        native = getattr(self.scheduler, "a" + fn.__name__, None)  # an asyncio twin: no thread hand-off
+        name = fn.__name__
+        native = self._natives.get(name, _UNSET)
+        if native is _UNSET:  # an asyncio twin: no thread hand-off (looked up once per method)
+            native = self._natives[name] = getattr(self.scheduler, "a" + name, None)
         try:
             if native is not None:  # bounded in this task: no second task, no extra turn of the loop, and no
                 return await bounded(native(*args), self.timeout)  # timer at all when it answers at once

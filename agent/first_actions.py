@@ -76,12 +76,18 @@ class FirstActions:
 
     _gates: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gate]] = weakref.WeakKeyDictionary()
 
+    _last: _Gate | None = None  # the last gate looked up: a notice's path asks twice, on the same loop
+
     @classmethod
     def _gate(cls) -> _Gate:
         loop = asyncio.get_running_loop()
+        gate = cls._last
+        if gate is not None and gate.loop is loop:
+            return gate
         gate = cls._gates.get(loop)
         if gate is None:
             gate = cls._gates[loop] = _Gate(loop)
+        cls._last = gate
         return gate
 
     @classmethod
