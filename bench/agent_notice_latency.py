@@ -10,10 +10,18 @@ its own notice subjects) and the notices come from the region's relay user, the 
 provider notice per instance subject as fast as it can; the latency of a notice is the time from its publish
 call to the agent's first drain action (``mark_unschedulable``). Baseline in the same run and configuration:
 the same burst delivered to one plain subscriber per instance, each on its own connection with the same
-credential, that only records the arrival time (raw NATS delivery). Prints per configuration the p99s and
+credential, that only records the arrival time (raw NATS delivery), taken before and after the agents (the
+faster of the two is kept: no ordering favours the agents). Prints per configuration the p99s and
 agent/raw, then the auth on/off p99 ratio (issue 14: the same latency, bar ``SAME_LATENCY``) and PASS/FAIL on
 agent/raw p99 ≤ 2× (issue 18, judged on the authenticated configuration). Goal (DESIGN §6): ≤ 100 ms p99;
 seed target ≤ 2 s. ``--rounds N`` alternates the configurations N times (the machine's load moves).
+
+Beside the wall figures, each run prints the process CPU from the first publish to the last arrival (raw) and
+to the last first action (agents): both include the publisher and nats-py's delivery, so their difference is
+the agents' own work per notice. Both runs wait for their end the same way (woken by the last arrival / first
+action, no polling task). One process holds all 1,000 agents, so a notice's latency includes the intake of the
+notices before it: the ratio measures the agents' Python per notice against nats-py's delivery per message, not
+one agent's latency (in production each agent is its own process on its own node).
 
     .venv/bin/python -m bench.agent_notice_latency [--nodes 1000] [--rounds 1] [--auth both|on|off]
 """
@@ -248,16 +256,23 @@ async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dic
 
 
 def configuration(auth: bool, instances: list[str], root: Path) -> dict[str, Any]:
-    """One configuration's run: its own nats-server, the raw-delivery baseline, then the agents."""
+    """One configuration's run: its own nats-server, the raw-delivery baseline, the agents, the baseline again.
+
+    The baseline is taken before and after the agents (a fresh server's first burst may be slower than its
+    later ones); the faster of the two (lower p99) is the one the agents are compared with.
+    """
     server = BenchNats(root / "nats", REGION, instances, auth=auth)
     try:
         asyncio.run(ensure_stream(server.url))
-        base, base_cpu = asyncio.run(baseline(server, instances))
+        before = asyncio.run(baseline(server, instances))
         res = asyncio.run(agents_run(server, instances, root / "agents"))
+        after = asyncio.run(baseline(server, instances))
     finally:
         server.stop()
     shutil.rmtree(root, ignore_errors=True)
-    res["base"], res["base_cpu_ms"] = base, base_cpu
+    res["base_p99s"] = [pct(b, 0.99) if b else float("nan") for b, _ in (before, after)]
+    res["base"], res["base_cpu_ms"] = min((before, after), key=lambda b: (  # complete first, then the faster
+        len(b[0]) < len(instances), pct(b[0], 0.99) if b[0] else float("inf")))
     return res
 
 
@@ -271,7 +286,8 @@ def _line(name: str, xs: list[float]) -> str:
 def report(label: str, res: dict[str, Any], n: int) -> None:
     lat, base = res["latency"], res["base"]
     print(f"-- {label}")
-    print(_line("raw NATS delivery of the burst", base) + f"   ({len(base)} delivered)")
+    print(_line("raw NATS delivery of the burst", base) + f"   ({len(base)} delivered; p99 before / after the "
+          f"agents {res['base_p99s'][0] * 1000:.1f} / {res['base_p99s'][1] * 1000:.1f} ms, the lower one kept)")
     print(_line("notice -> first drain action", lat) + f"   ({len(lat)} drained, {res['connected']} connected)")
     print(_line("  of which publish -> agent intake", res["intake"]))
     print(_line("  of which intake -> first action", res["acting"]))
