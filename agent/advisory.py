@@ -113,7 +113,7 @@ class AdvisoryWatch:
     """The advisory drain in force on this node, and what happens when it lapses."""
 
     def __init__(self, scheduler: SchedulerAdapter, emit: Callable[..., None], clock: _Clock,
-                 drain: Callable[[], asyncio.Task[DrainReport] | None], bundle: Callable[[], HeldBundle | None],
+                 drain: Callable[[], asyncio.Future[DrainReport] | None], bundle: Callable[[], HeldBundle | None],
                  draining: Callable[[], bool]) -> None:
         """Wire the scheduler (to un-cordon), the event sink, the clocks and the runtime's state in."""
         self.scheduler, self.emit, self.clock = scheduler, emit, clock

@@ -23,7 +23,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -35,7 +34,6 @@ from .drain_plan import (
     RETRY_S,
     SCHEDULER_TIMEOUT_S,
     Action,
-    DrainPlan,
     LocalStep,
     Outcome,
     WorkloadPlan,
@@ -48,6 +46,8 @@ from .drain_plan import (
     plan_drain,
     verify_settled,
 )
+from .drain_report import Deferred, DrainReport, DrainRun, SchedulerSlow, chain, workload_fields
+from .eager import bounded
 from .first_actions import FirstActions, PendingAction, first_actions_pending, yield_to_first_actions
 from .model import Contract, Unit
 from .waste import drain_waste
@@ -56,51 +56,8 @@ __all__ = ["DrainEngine", "DrainReport", "SchedulerSlow", "first_actions_pending
 
 log = logging.getLogger("sco.agent.drain")
 T = TypeVar("T")
+_UNSET = object()
 Emit = Callable[..., None]
-
-
-class _Deferred(Exception):
-    """An advisory drain met a slow scheduler: it is not taken locally (the hard notice will be)."""
-
-
-class SchedulerSlow(Exception):
-    """The scheduler did not answer in time (or failed): drain locally."""
-
-    def __init__(self, message: str, outcome: Outcome = Outcome.SLOW) -> None:
-        """Carry the call's ``outcome`` (SLOW or FAILED) for the decision table."""
-        super().__init__(message)
-        self.outcome = outcome
-
-
-@dataclass
-class DrainReport:
-    """What one drain did: its path, timings, per-workload results and the credentials it released."""
-
-    notice_id: str
-    path: str = "scheduler"  # scheduler | local | deferred (an advisory drain that met a slow scheduler)
-    advisory: bool = False
-    first_action_s: float | None = None
-    local_at_s: float | None = None
-    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    revoked: list[str] = field(default_factory=list)
-    leases_released: int = 0
-    notice_at: datetime | None = None  # the notice's receipt on the engine's wall clock
-    node_units: int = 0  # units listed on the node at the notice (all workloads): the wasted_s divisor
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass
-class _Run:
-    """One drain in progress: its plan, its report and the fields every one of its events carries."""
-
-    plan: DrainPlan
-    report: DrainReport
-    ev: dict[str, Any]  # cause, drill
-    base: dict[str, Any]  # notice_id
-
-
-def _workload_fields(contract: Contract) -> dict[str, Any]:
-    return dict(workload=contract.workload, contract_version=contract.version)
 
 
 class DrainEngine:
@@ -123,17 +80,19 @@ class DrainEngine:
         self.local_started: set[str] = set()
         self.unschedulable = False
         self.active = 0  # drains in progress; a drain that starts alone tries the scheduler afresh
+        self._natives: dict[str, Any] = {}  # scheduler method name -> its asyncio twin, or None
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """One scheduler call, bounded by the scheduler timeout; SchedulerSlow when slow or failed."""
         if self.local:
             raise SchedulerSlow("already draining locally")
-        native = getattr(self.scheduler, "a" + fn.__name__, None)  # an asyncio twin: no thread hand-off
+        name = fn.__name__
+        native = self._natives.get(name, _UNSET)
+        if native is _UNSET:  # an asyncio twin: no thread hand-off (looked up once per method)
+            native = self._natives[name] = getattr(self.scheduler, "a" + name, None)
         try:
-            if native is not None:  # bounded in this task: no second task, no extra turn of the loop
-                async with asyncio.timeout(self.timeout):
-                    result: T = await native(*args)
-                return result
+            if native is not None:  # bounded in this task: no second task, no extra turn of the loop, and no
+                return await bounded(native(*args), self.timeout)  # timer at all when it answers at once
             return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.timeout)
         except TimeoutError:
             raise SchedulerSlow(f"{self.scheduler.name} did not answer {fn.__name__} within "
@@ -151,6 +110,32 @@ class DrainEngine:
             notice_id, received, contracts, cause, drill, terminate_in_s, selected, announce, pending))
         task.add_done_callback(lambda _t: pending.done())  # cancelled before it ran: the gate opens all the same
         return task
+
+    async def start(self, notice_id: str, received: float, contracts: list[Contract], cause: str, drill: bool,
+                    terminate_in_s: float | None, selected: set[str] | None = None,
+                    announce: Callable[[], None] | None = None) -> asyncio.Future[DrainReport]:
+        """Issue the first action in the caller's task; return the rest of the drain's report to come.
+
+        No task is created and no turn of the loop passes before the scheduler call. The rest of the drain is
+        started when the first-action gate opens (at once when the first action failed: going local is then the
+        first action). Arguments as ``drain``.
+        """
+        first = await self._first(notice_id, selected is not None, PendingAction())
+        loop = asyncio.get_running_loop()
+        report: asyncio.Future[DrainReport] = loop.create_future()
+
+        def run() -> None:
+            if report.cancelled():
+                self.active -= 1
+                return
+            chain(loop.create_task(self._after_first(notice_id, received, contracts, cause, drill, terminate_in_s,
+                                                      selected, announce, first, gated=False)), report)
+
+        if isinstance(first, SchedulerSlow):
+            run()
+        else:
+            FirstActions.after(run)
+        return report
 
     async def drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
                     drill: bool, terminate_in_s: float | None, selected: set[str] | None = None,
@@ -172,21 +157,40 @@ class DrainEngine:
         Returns:
             The drain's report, once verified (and the credentials released, for a hard notice).
         """
+        first = await self._first(notice_id, selected is not None, pending or PendingAction())
+        return await self._after_first(notice_id, received, contracts, cause, drill, terminate_in_s, selected,
+                                       announce, first)
+
+    async def _first(self, notice_id: str, advisory: bool, pending: PendingAction) -> float | SchedulerSlow:
+        """Count the drain in and issue its first action, before anything else is built for its notice."""
         if self.active == 0:  # an earlier, finished drain that went local does not decide this one
             self.local = False
             self.local_started = set()
         self.active += 1
         try:
-            # the first action before anything else is built for this notice: the plan only names its reason
-            first = await self._mark_unschedulable(drain_reason(notice_id, selected is not None),
-                                                   pending or PendingAction())
+            return await self._mark_unschedulable(drain_reason(notice_id, advisory), pending)
+        except BaseException:
+            self.active -= 1
+            raise
+
+    async def _after_first(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
+                           drill: bool, terminate_in_s: float | None, selected: set[str] | None,
+                           announce: Callable[[], None] | None, first: float | SchedulerSlow,
+                           gated: bool = True) -> DrainReport:
+        """The drain after its first action: plan and execute it.
+
+        Once the burst's other first actions are done: waited for here when ``gated``.
+        """
+        try:
+            if gated and not isinstance(first, SchedulerSlow):  # a failed first action goes local at once
+                await FirstActions.yield_to_pending()
             plan = plan_drain(notice_id, received, contracts, terminate_in_s, selected)
             report = DrainReport(notice_id, advisory=plan.advisory,
                                  notice_at=self.now() - timedelta(seconds=self.monotonic() - received))
-            run = _Run(plan, report, dict(cause=cause, drill=drill), {"notice_id": notice_id})
+            run = DrainRun(plan, report, dict(cause=cause, drill=drill), {"notice_id": notice_id})
             try:
                 return await self._execute(run, announce, first)
-            except _Deferred as exc:
+            except Deferred as exc:
                 report.path = "deferred"
                 self.emit(EventKind.DRAIN_STARTED, **run.ev, attributes={
                     **run.base, "step": "advisory-deferred", "reason": str(exc)[:200]})
@@ -206,7 +210,7 @@ class DrainEngine:
         self.unschedulable = True
         return self.monotonic()
 
-    async def _execute(self, run: _Run, announce: Callable[[], None] | None,
+    async def _execute(self, run: DrainRun, announce: Callable[[], None] | None,
                        first: float | SchedulerSlow) -> DrainReport:
         await self._first_action(run, announce, first)
         units = await self._list_units(run)
@@ -224,9 +228,9 @@ class DrainEngine:
         run.report.done.set()
         return run.report
 
-    async def _first_action(self, run: _Run, announce: Callable[[], None] | None,
+    async def _first_action(self, run: DrainRun, announce: Callable[[], None] | None,
                             first: float | SchedulerSlow) -> None:
-        """After the first action: wait for the others pending, then announce the notice and record it."""
+        """After the first action (and the others of its burst): announce the notice and record it."""
         if isinstance(first, SchedulerSlow):
             if announce is not None:
                 announce()
@@ -234,7 +238,6 @@ class DrainEngine:
             return
         report = run.report
         report.first_action_s = first - run.plan.received
-        await FirstActions.yield_to_pending()
         if self.on_first_action:
             self.on_first_action(report.first_action_s)
         if announce is not None:
@@ -242,7 +245,7 @@ class DrainEngine:
         self.emit(EventKind.DRAIN_STARTED, **run.ev, attributes={**run.base, "step": "unschedulable",
                   "first_action_ms": round(report.first_action_s * 1000)})
 
-    async def _list_units(self, run: _Run) -> list[Unit]:
+    async def _list_units(self, run: DrainRun) -> list[Unit]:
         if self.local:
             return []
         try:
@@ -251,18 +254,18 @@ class DrainEngine:
             await self._act(run, self._decide_slow(run, exc), str(exc))
             return []
 
-    def _decide_slow(self, run: _Run, exc: SchedulerSlow) -> Action:
+    def _decide_slow(self, run: DrainRun, exc: SchedulerSlow) -> Action:
         return decide(exc.outcome, advisory=run.plan.advisory, now=self.monotonic())
 
-    async def _act(self, run: _Run, action: Action, why: str, units: Iterable[Unit] = (),
+    async def _act(self, run: DrainRun, action: Action, why: str, units: Iterable[Unit] = (),
                    only: Contract | None = None) -> None:
         """Execute a decision of the table: defer (advisory), go local, or nothing (continue / retry)."""
         if action is Action.DEFER:
-            raise _Deferred(why)
+            raise Deferred(why)
         if action is Action.GO_LOCAL:
             await self._go_local(run, units, why, only)
 
-    async def _go_local(self, run: _Run, units: Iterable[Unit], why: str, only: Contract | None) -> None:
+    async def _go_local(self, run: DrainRun, units: Iterable[Unit], why: str, only: Contract | None) -> None:
         report = run.report
         first = not self.local
         self.local = True
@@ -289,9 +292,9 @@ class DrainEngine:
         now_units = await self._call(self.scheduler.units)
         return [u for u in now_units if u.unit_id in ids]
 
-    async def _drain_workload(self, run: _Run, workload: WorkloadPlan) -> None:
+    async def _drain_workload(self, run: DrainRun, workload: WorkloadPlan) -> None:
         contract, units = workload.contract, workload.units
-        wl = _workload_fields(contract)
+        wl = workload_fields(contract)
         info: dict[str, Any] = {"units": len(units), "budget_s": contract.drain_budget_s, "retries": 0}
         run.report.workloads[contract.ref] = info
         self.emit(EventKind.DRAIN_STARTED, **run.ev, **wl, attributes={
@@ -307,7 +310,7 @@ class DrainEngine:
             remaining = await self._verify(contract, units, workload.deadline)
         await self._record(run, info, contract, remaining, units)
 
-    async def _evict(self, run: _Run, workload: WorkloadPlan, info: dict[str, Any]) -> None:
+    async def _evict(self, run: DrainRun, workload: WorkloadPlan, info: dict[str, Any]) -> None:
         """Evict every unit; retry refusals (PDB) as the table says; hand what outlasts the budget to local."""
         contract = workload.contract
         pending = list(workload.units)
@@ -322,7 +325,7 @@ class DrainEngine:
                 if result == EVICT_BLOCKED:
                     blocked.append(unit)
                 elif result != EVICT_GONE:
-                    self.emit(EventKind.DRAIN_STARTED, **run.ev, **_workload_fields(contract), attributes={
+                    self.emit(EventKind.DRAIN_STARTED, **run.ev, **workload_fields(contract), attributes={
                         **run.base, "step": "signal", "unit": unit.unit_id, "signal": contract.drain_signal,
                         "checkpoint_mode": contract.checkpoint_mode})
             pending = blocked
@@ -349,13 +352,13 @@ class DrainEngine:
             await asyncio.sleep(POLL_S)
         return left
 
-    async def _finish(self, run: _Run, workload: WorkloadPlan, left: list[Unit]) -> None:
+    async def _finish(self, run: DrainRun, workload: WorkloadPlan, left: list[Unit]) -> None:
         if not left or self.local:
             return
         contract = workload.contract
         for unit in left:
             await self._call(self.scheduler.finish, unit, contract)
-            self.emit(EventKind.DRAIN_STARTED, **run.ev, **_workload_fields(contract), attributes={
+            self.emit(EventKind.DRAIN_STARTED, **run.ev, **workload_fields(contract), attributes={
                 **run.base, "step": "finish", "unit": unit.unit_id, "requeue": contract.requeue})
 
     async def _verify(self, contract: Contract, units: Iterable[Unit], deadline: float) -> int | None:
@@ -376,7 +379,7 @@ class DrainEngine:
                 return remaining
             await asyncio.sleep(POLL_S)
 
-    async def _record(self, run: _Run, info: dict[str, Any], contract: Contract, remaining: int | None,
+    async def _record(self, run: DrainRun, info: dict[str, Any], contract: Contract, remaining: int | None,
                       units: Iterable[Unit]) -> None:
         report = run.report
         seconds = self.monotonic() - run.plan.received
@@ -388,9 +391,9 @@ class DrainEngine:
                  "verified": remaining is not None, **waste.attributes()}
         info["overrun"] = overran(remaining)
         kind = EventKind.OVERRUN if info["overrun"] else EventKind.DRAINED
-        self.emit(kind, **run.ev, **_workload_fields(contract), attributes=attrs)
+        self.emit(kind, **run.ev, **workload_fields(contract), attributes=attrs)
 
-    async def _verify_local(self, run: _Run) -> None:
+    async def _verify_local(self, run: DrainRun) -> None:
         """Local path with no unit list: verify per contract through the actuator."""
         for contract in run.plan.local_scope():
             info: dict[str, Any] = {"units": None, "budget_s": contract.drain_budget_s, "retries": 0}
@@ -398,7 +401,7 @@ class DrainEngine:
             remaining = await self._verify(contract, [], run.plan.deadline(contract))
             await self._record(run, info, contract, remaining, [])
 
-    async def _release(self, run: _Run) -> None:
+    async def _release(self, run: DrainRun) -> None:
         if self.credentials is None:
             return
         report = run.report
@@ -409,3 +412,4 @@ class DrainEngine:
             log.warning("credential release failed: %s", exc)
         self.emit(EventKind.CREDENTIALS_REVOKED, **run.ev, attributes={
             **run.base, "leases_released": report.leases_released, "revoked": ",".join(report.revoked)})
+

@@ -89,7 +89,8 @@ class Agent:
                            config.spool_fsync)
         self.gate = NoticeGate()
         self.intake = NoticeIntake(self.node, self.metrics, self.clock.monotonic)
-        self._advisory_drain: asyncio.Task[DrainReport] | None = None
+        self._advisory_drain: asyncio.Future[DrainReport] | None = None
+        self._advisory_starting = False  # an advisory's first action is being awaited (its task not made yet)
         self.advisories = AdvisoryWatch(scheduler, self._emit, self.clock, lambda: self._advisory_drain,
                                         lambda: self.bundles.current, lambda: self.draining)
         self.engine = DrainEngine(scheduler, actuator, credentials, self._emit, self.clock.now,
@@ -108,7 +109,7 @@ class Agent:
         self._subs: list[Any] = []
         self.nc: Any = None
         self.ready: bool | None = None
-        self.drains: list[asyncio.Task[DrainReport]] = []
+        self.drains: list[asyncio.Future[DrainReport]] = []
         self.reports: list[DrainReport] = []
         self.draining = False
         self._current_notice: Notice | None = None
@@ -181,10 +182,10 @@ class Agent:
         region, instance = self.node.region, self.node.instance
 
         async def on_notice(msg: Any) -> None:
-            self._on_message(msg.data, "notice")
+            await self._receive(msg.data, "notice")
 
         async def on_advisory(msg: Any) -> None:
-            self._on_message(msg.data, "advisory")
+            await self._receive(msg.data, "advisory")
 
         limits = {"pending_msgs_limit": PENDING_MSGS, "pending_bytes_limit": PENDING_BYTES}
         subs = [await nc.subscribe(notice_subject(region, instance), cb=on_notice, **limits),
@@ -255,6 +256,24 @@ class Agent:
         if notice is not None:
             self.on_notice(notice)
 
+    async def _receive(self, data: bytes, kind: str) -> None:
+        """A NATS message on a ``kind`` subject: the subscription's callback.
+
+        A drain's first action is issued here, awaited in the subscription's own task: no task is created and no
+        turn of the loop passes before the scheduler call.
+        """
+        notice = self.intake.from_nats(data, kind)
+        if notice is None:
+            return
+        drain = self._decide(notice)
+        if drain is None:
+            return
+        try:
+            task = await self.engine.start(*self._drain_args(notice, *drain))
+        finally:
+            self._advisory_starting = False
+        self._started(notice, task)
+
     def on_metadata(self, data: bytes) -> None:
         """Act on the metadata endpoint's document: bounded like a NATS message, then each notice in it."""
         for notice in self.intake.from_metadata(data):
@@ -266,27 +285,43 @@ class Agent:
         A drain's scheduler call is issued before anything else is done for its notice: the notice's counter,
         its file (a restart resumes the drain) and its event follow the first action (``announce``).
         """
+        drain = self._decide(notice)
+        if drain is not None:
+            self._started(notice, self.engine.launch(*self._drain_args(notice, *drain)))
+
+    def _decide(self, notice: Notice) -> tuple[list[Contract], set[str] | None] | None:
+        """The contracts and advisory selection when ``notice`` starts a drain; else None.
+
+        A notice that starts no drain is refused or counted (and recorded, within the flood bound) here.
+        """
         if not self.intake.plausible(notice):
-            return
+            return None
         contracts = list(self.bundles.current.contracts.values()) if self.bundles.current else []
         selected = {c.ref for c in contracts if c.advisory_drain} if notice.kind == "advisory" else None
-        running = self._advisory_drain is not None and not self._advisory_drain.done()
+        running = self._advisory_starting or (self._advisory_drain is not None and not self._advisory_drain.done())
         decision = coalesce(notice.kind, NoticeState(not self.gate.admit(notice), self.draining, running,
                                                      bool(selected), self.intake.flood.recorded))
         if decision.verdict is Verdict.DRAIN:
-            self._drain(notice, contracts, selected)
-            return
+            if notice.kind == "notice":
+                self.draining = True
+                self.advisories.release()  # a reclaim followed any advisory: not a false positive
+            else:  # counted as running from now: its first action may be awaited before its task exists
+                self._advisory_starting = True
+            self._current_notice = notice
+            return contracts, selected
         if self.intake.count(notice, decision):
             kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
             self._emit(kind, cause=notice.cause, drill=notice.drill,
                        attributes=self._notice_attrs(notice, action=decision.action))
+        return None
 
-    def _drain(self, notice: Notice, contracts: list[Contract], selected: set[str] | None) -> None:
+    def _drain_args(self, notice: Notice, contracts: list[Contract],
+                    selected: set[str] | None) -> tuple[Any, ...]:
+        """The engine's arguments for ``notice``'s drain.
+
+        The notice's counter, file and event are deferred to ``announce``, after the first action.
+        """
         hard = notice.kind == "notice"
-        if hard:
-            self.draining = True
-            self.advisories.release()  # a reclaim followed any advisory: not a false positive
-        self._current_notice = notice
         terminate_in = _notice_window(notice, self.clock.now(), self.clock.monotonic())
         generation = self.bundles.current.generation if self.bundles.current else 0
 
@@ -297,10 +332,13 @@ class Agent:
             self._emit(EventKind.NOTICE if hard else EventKind.ADVISORY, cause=notice.cause, drill=notice.drill,
                        attributes=self._notice_attrs(notice, action="drain", bundle_generation=generation))
 
-        task = self.engine.launch(notice.notice_id, notice.received, contracts, notice.cause, notice.drill,
-                                  terminate_in, selected, announce)
+        return (notice.notice_id, notice.received, contracts, notice.cause, notice.drill, terminate_in, selected,
+                announce)
+
+    def _started(self, notice: Notice, task: asyncio.Future[DrainReport]) -> None:
+        self._advisory_starting = False
         self.drains.append(task)
-        if not hard:
+        if notice.kind != "notice":
             self._advisory_drain = task
             self.advisories.hold(notice)
         task.add_done_callback(self._drain_done)
@@ -322,7 +360,7 @@ class Agent:
         attrs.update(extra)
         return attrs
 
-    def _drain_done(self, task: asyncio.Task[DrainReport]) -> None:
+    def _drain_done(self, task: asyncio.Future[DrainReport]) -> None:
         if task.cancelled():
             return
         exc = task.exception()

@@ -10,10 +10,18 @@ its own notice subjects) and the notices come from the region's relay user, the 
 provider notice per instance subject as fast as it can; the latency of a notice is the time from its publish
 call to the agent's first drain action (``mark_unschedulable``). Baseline in the same run and configuration:
 the same burst delivered to one plain subscriber per instance, each on its own connection with the same
-credential, that only records the arrival time (raw NATS delivery). Prints per configuration the p99s and
+credential, that only records the arrival time (raw NATS delivery), taken before and after the agents (the
+faster of the two is kept: no ordering favours the agents). Prints per configuration the p99s and
 agent/raw, then the auth on/off p99 ratio (issue 14: the same latency, bar ``SAME_LATENCY``) and PASS/FAIL on
 agent/raw p99 ≤ 2× (issue 18, judged on the authenticated configuration). Goal (DESIGN §6): ≤ 100 ms p99;
 seed target ≤ 2 s. ``--rounds N`` alternates the configurations N times (the machine's load moves).
+
+Beside the wall figures, each run prints the process CPU from the first publish to the last arrival (raw) and
+to the last first action (agents): both include the publisher and nats-py's delivery, so their difference is
+the agents' own work per notice. Both runs wait for their end the same way (woken by the last arrival / first
+action, no polling task). One process holds all 1,000 agents, so a notice's latency includes the intake of the
+notices before it: the ratio measures the agents' Python per notice against nats-py's delivery per message, not
+one agent's latency (in production each agent is its own process on its own node).
 
     .venv/bin/python -m bench.agent_notice_latency [--nodes 1000] [--rounds 1] [--auth both|on|off]
 """
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -64,13 +73,17 @@ class MemoryScheduler:
 
     name = "memory"
 
-    def __init__(self, first_action: dict[str, float], instance: str) -> None:
+    def __init__(self, first_action: dict[str, float], instance: str, everyone: asyncio.Event | None = None,
+                 nodes: int = 0) -> None:
         self.first_action = first_action
         self.instance = instance
         self.present = [Unit(f"job-{instance}", "etl@1")]
+        self.everyone, self.nodes = everyone, nodes  # set once all ``nodes`` have acted
 
     def mark_unschedulable(self, reason: str) -> None:
         self.first_action.setdefault(self.instance, time.monotonic())
+        if self.everyone is not None and len(self.first_action) == self.nodes:
+            self.everyone.set()
 
     async def amark_unschedulable(self, reason: str) -> None:  # the engine awaits asyncio twins directly
         self.mark_unschedulable(reason)
@@ -159,18 +172,22 @@ async def _gather_in_batches(coros: list[Any], size: int = 100) -> list[Any]:
     return out
 
 
-async def baseline(server: BenchNats, instances: list[str]) -> list[float]:
+async def baseline(server: BenchNats, instances: list[str]) -> tuple[list[float], float]:
     """NATS delivery alone: the same burst to one plain subscriber per instance, each on its own connection
-    with that instance's credential (as the agents below), recording only the arrival time."""
+    with that instance's credential (as the agents below), recording only the arrival time. Returns the
+    latencies and the process CPU (ms) from the first publish to the last arrival."""
     import nats
 
     arrived: dict[str, float] = {}
+    everyone = asyncio.Event()
 
     async def listener(instance: str) -> Any:
         nc = await nats.connect(server.agent_url(instance), inbox_prefix=agent_inbox_prefix(instance))
 
         async def cb(msg: Any) -> None:
             arrived[instance] = time.monotonic()
+            if len(arrived) == len(instances):
+                everyone.set()
 
         await nc.subscribe(notice_subject(REGION, instance), cb=cb)
         await nc.flush()
@@ -179,13 +196,14 @@ async def baseline(server: BenchNats, instances: list[str]) -> list[float]:
     clients = await _gather_in_batches([listener(i) for i in instances])
     gc.collect()
     gc.freeze()
+    cpu0 = time.process_time()
     sent = await burst(server.relay_url, instances)
-    end = time.monotonic() + 30
-    while len(arrived) < len(instances) and time.monotonic() < end:
-        await asyncio.sleep(0.01)
+    with contextlib.suppress(TimeoutError):  # the same wait as the agents' below: woken by the last arrival
+        await asyncio.wait_for(everyone.wait(), 30)
+    cpu_ms = (time.process_time() - cpu0) * 1000
     gc.unfreeze()
     await _gather_in_batches([c.close() for c in clients])
-    return [arrived[i] - sent[i] for i in instances if i in arrived]
+    return [arrived[i] - sent[i] for i in instances if i in arrived], cpu_ms
 
 
 async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dict[str, Any]:
@@ -193,6 +211,7 @@ async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dic
     connection, with its instance's minted credential when the server authenticates)."""
     raw, sig, pub = signed_bundle()
     first: dict[str, float] = {}
+    everyone = asyncio.Event()
     writer = ThreadPoolExecutor(1, thread_name_prefix="bench-spool")
     agents = []
     for instance in instances:
@@ -200,7 +219,8 @@ async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dic
         doc = userdata_document(node, raw, sig, [server.agent_url(instance)])
         ud = parse_userdata(json.dumps(doc).encode())
         cfg = AgentConfig(state_dir=root / instance, metrics_port=0)
-        agents.append(Agent(cfg, ud, pub, MemoryScheduler(first, instance), NullActuator(), writer=writer))
+        sched = MemoryScheduler(first, instance, everyone, len(instances))
+        agents.append(Agent(cfg, ud, pub, sched, NullActuator(), writer=writer))
     for k in range(0, len(agents), 50):  # 50 at a time, each batch subscribed before the next connects
         batch = agents[k:k + 50]
         await asyncio.gather(*(a.start() for a in batch))
@@ -214,9 +234,8 @@ async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dic
     gc.freeze()
     cpu0 = time.process_time()
     sent = await burst(server.relay_url, instances)
-    end = time.monotonic() + 60
-    while len(first) < len(instances) and time.monotonic() < end:
-        await asyncio.sleep(0.001)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(everyone.wait(), 60)
     cpu_ms = (time.process_time() - cpu0) * 1000
     latencies = [first[i] - sent[i] for i in instances if i in first]
     received = {a.node.instance: a._current_notice.received for a in agents if a._current_notice}
@@ -237,16 +256,23 @@ async def agents_run(server: BenchNats, instances: list[str], root: Path) -> dic
 
 
 def configuration(auth: bool, instances: list[str], root: Path) -> dict[str, Any]:
-    """One configuration's run: its own nats-server, the raw-delivery baseline, then the agents."""
+    """One configuration's run: its own nats-server, the raw-delivery baseline, the agents, the baseline again.
+
+    The baseline is taken before and after the agents (a fresh server's first burst may be slower than its
+    later ones); the faster of the two (lower p99) is the one the agents are compared with.
+    """
     server = BenchNats(root / "nats", REGION, instances, auth=auth)
     try:
         asyncio.run(ensure_stream(server.url))
-        base = asyncio.run(baseline(server, instances))
+        before = asyncio.run(baseline(server, instances))
         res = asyncio.run(agents_run(server, instances, root / "agents"))
+        after = asyncio.run(baseline(server, instances))
     finally:
         server.stop()
     shutil.rmtree(root, ignore_errors=True)
-    res["base"] = base
+    res["base_p99s"] = [pct(b, 0.99) if b else float("nan") for b, _ in (before, after)]
+    res["base"], res["base_cpu_ms"] = min((before, after), key=lambda b: (  # complete first, then the faster
+        len(b[0]) < len(instances), pct(b[0], 0.99) if b[0] else float("inf")))
     return res
 
 
@@ -260,14 +286,18 @@ def _line(name: str, xs: list[float]) -> str:
 def report(label: str, res: dict[str, Any], n: int) -> None:
     lat, base = res["latency"], res["base"]
     print(f"-- {label}")
-    print(_line("raw NATS delivery of the burst", base) + f"   ({len(base)} delivered)")
+    print(_line("raw NATS delivery of the burst", base) + f"   ({len(base)} delivered; p99 before / after the "
+          f"agents {res['base_p99s'][0] * 1000:.1f} / {res['base_p99s'][1] * 1000:.1f} ms, the lower one kept)")
     print(_line("notice -> first drain action", lat) + f"   ({len(lat)} drained, {res['connected']} connected)")
     print(_line("  of which publish -> agent intake", res["intake"]))
     print(_line("  of which intake -> first action", res["acting"]))
     if lat and base:
         print(f"   agent/raw p99: {pct(lat, 0.99) / pct(base, 0.99):.2f}x")
-    print(f"   process CPU from first publish to last first action: {res['cpu_ms']:.0f} ms "
-          f"({res['cpu_ms'] / n * 1000:.0f} us per notice, publisher included); events shipped "
+    print(f"   process CPU from first publish to the last arrival (raw) / first action (agents): "
+          f"{res['base_cpu_ms']:.0f} / {res['cpu_ms']:.0f} ms ({res['base_cpu_ms'] / n * 1000:.0f} / "
+          f"{res['cpu_ms'] / n * 1000:.0f} us per notice, publisher included; agent/raw CPU "
+          f"{res['cpu_ms'] / max(res['base_cpu_ms'], 1e-9):.2f}x)")
+    print(f"   events shipped "
           f"{res['shipped']} ({res['shipped'] / n:.1f} per drain), spools emptied {res['ship_s']:.2f} s after")
 
 

@@ -15,8 +15,9 @@ from typing import Any
 from agent.credentials import NodeCredentials
 from agent.local import RecordingActuator
 from agent.model import Unit
+from agent.notice_file import notice_window as _notice_window
 from agent.notices import parse_notice
-from agent.runtime import Agent, _notice_window
+from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
 
@@ -182,3 +183,77 @@ def test_the_kubernetes_local_path_starts_the_orderly_shutdown_once_and_cannot_c
     for proc in actuator.procs:
         proc.kill()
         proc.wait()
+
+
+class TwinScheduler(FakeScheduler):
+    """A scheduler with an asyncio twin for the first action (as the Slurm adapter has): the calls go in ``log``."""
+
+    def __init__(self, log: list[str], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.log = log
+        self.tasks_at_mark = -1
+
+    async def amark_unschedulable(self, reason: str) -> None:
+        self.tasks_at_mark = len(asyncio.all_tasks())
+        self.log.append(f"unschedulable {self.name}")
+        self.mark_unschedulable(reason)
+
+    def units(self) -> list[Unit]:
+        self.log.append(f"units {self.name}")
+        return super().units()
+
+
+def test_a_nats_notice_is_marked_unschedulable_inside_the_subscription_callback_before_any_task_or_event(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, [workload_entry("etl")]))
+    sched = TwinScheduler([], units_on_node=[Unit("j1", "etl@1")])
+
+    async def go() -> tuple[int, list[str], float, int, Agent]:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start(connect=False)
+        tasks = len(asyncio.all_tasks())
+        await agent._receive(json.dumps(notice_doc(NODE.instance)).encode(), "notice")  # the callback's body
+        marked = list(sched.log)
+        counted = agent.metrics.value("sco_agent_notices_total", channel="nats", kind="notice")
+        spooled = len(agent.spool.head(100))
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return tasks, marked, counted, spooled, agent
+
+    tasks, marked, counted, spooled, agent = asyncio.run(go())
+    assert sched.tasks_at_mark == tasks and marked == ["unschedulable fake"]  # in the callback's task, none made
+    assert counted == 0 and spooled == 0  # the notice's counter and events come after the first action
+    assert agent.metrics.value("sco_agent_notices_total", channel="nats", kind="notice") == 1
+    assert [n for n in sched.names() if n != "ready"][:2] == ["unschedulable", "units"]
+    assert agent.reports[0].path == "scheduler"
+    events = [e.read() for e in agent.spool.head(1000)]
+    assert any(e["kind"] == "notice" for e in events) and any(e["kind"] == "drained" for e in events)
+
+
+def test_a_burst_to_many_agents_in_one_process_issues_every_first_action_before_any_drains_later_steps(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    bundle = make_bundle(keys, "r1/slurm-batch", 1, [workload_entry("etl")])
+    log: list[str] = []
+    agents = []
+    for k in range(20):
+        node = node_identity(f"node{k}", f"i-node{k}")
+        cfg, ud, pub = agent_config(tmp_path / f"a{k}", keys, node, bundle)
+        agents.append(Agent(cfg, ud, pub, TwinScheduler(log, name=f"n{k}", units_on_node=[Unit(f"j{k}", "etl@1")]),
+                            RecordingActuator()))
+
+    async def go() -> None:
+        for agent in agents:
+            await agent.start(connect=False)
+        for agent in agents:  # 5 ms apart: the drains begun first would run their later steps without the gate
+            await agent._receive(json.dumps(notice_doc(agent.node.instance)).encode(), "notice")
+            await asyncio.sleep(0.005)
+        await asyncio.wait_for(asyncio.gather(*(d for a in agents for d in a.drains)), 20)
+        for agent in agents:
+            await agent.stop()
+
+    asyncio.run(go())
+    firsts = [i for i, entry in enumerate(log) if entry.startswith("unschedulable")]
+    later = [i for i, entry in enumerate(log) if entry.startswith("units")]
+    assert len(firsts) == 20 and len(later) >= 20 and max(firsts) < min(later)
