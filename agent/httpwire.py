@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from .errors import HttpError
 
-__all__ = ["HttpError", "exchange", "request", "start_text_server"]
+__all__ = ["HttpError", "exchange", "get_body", "request", "start_text_server"]
 
 MAX_BODY = 64 * 1024 * 1024
 
@@ -146,3 +146,16 @@ async def start_text_server(host: str, port: int, paths: tuple[str, ...],
             writer.close()
 
     return await asyncio.start_server(handle, host, port)
+
+
+def get_body(url: str, timeout: float) -> bytes:
+    """The body of a 200 answer to GET ``url``; anything else is an ``AgentError`` naming the URL."""
+    from .model import AgentError
+
+    try:
+        status, body = request("GET", url, timeout=timeout)
+    except OSError as exc:
+        raise AgentError(f"GET {url}: {exc}") from exc
+    if status != 200:
+        raise AgentError(f"GET {url} answered {status}")
+    return body

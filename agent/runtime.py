@@ -16,23 +16,25 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, agent_nats_name, notice_subject
+from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
 
 from . import __version__, instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
-from .bundle import BundleStore, fetch_bundle, instance_basic_auth
+from .bundle import BundleStore
 from .coalesce import NoticeState, Verdict, coalesce
 from .config import AgentConfig, UserData
 from .drain import DrainEngine, DrainReport
 from .events import make_event
-from .httpwire import request
+from .httpwire import get_body
 from .intake import NoticeIntake
 from .metrics import Metrics
 from .model import AgentError, Contract
+from .nats_auth import nats_auth
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
 from .notices import Notice, NoticeGate
+from .refresh import BundleRefresh
 from .shipping import EventShipper, wake_soon
 from .spool import Spool
 
@@ -68,7 +70,7 @@ class SystemClock:
         return time.monotonic()
 
 
-class Agent:
+class Agent(BundleRefresh):
     """The node agent: holds the bundle, listens for notices, drains, spools and ships events."""
 
     def __init__(self, config: AgentConfig, userdata: UserData, public_key_pem: bytes,
@@ -135,17 +137,6 @@ class Agent:
                     "origin": "user-data", "reason": offer.reason[:300]})
         await self._apply_readiness()
 
-    async def _apply_readiness(self) -> None:
-        want = self.bundles.current is not None
-        if self.ready == want or self.draining:
-            return
-        reason = "" if want else (self.bundles.last_refused_reason or "no bundle in user-data or on disk")[:120]
-        try:
-            await asyncio.wait_for(asyncio.to_thread(self.scheduler.set_ready, want, reason), 10)
-            self.ready = want
-        except Exception as exc:  # retried on the next refresh tick
-            log.warning("could not mark the node %s: %s", "ready" if want else "not ready", exc)
-
     # ---------- run ----------
     async def start(self, connect: bool = True) -> None:
         """Boot, resume an interrupted drain, then start listening (NATS, metadata), refreshing and shipping."""
@@ -210,7 +201,7 @@ class Agent:
                                  # its own reply inbox: a per-instance credential may read no one else's
                                  inbox_prefix=agent_inbox_prefix(self.node.instance),
                                  reconnected_cb=self._on_reconnect, error_cb=self._on_nats_error,
-                                 **self._nats_auth())
+                                 **nats_auth(self.cfg, self.node))
             except Exception as exc:
                 log.info("NATS relay unreachable (%s); retrying in %.1f s", exc, wait)
                 with contextlib.suppress(Exception):
@@ -220,27 +211,6 @@ class Agent:
                 continue
             await self.attach(nc)
             return
-
-    def _nats_auth(self) -> dict[str, Any]:
-        """Per-instance relay credentials (ADR-17): the instance's own user, a token file or a .creds file.
-
-        The own user is ``agent.<region>.<instance>`` with the password cloud-init wrote; a .creds file needs the
-        ``nkeys`` package.
-        """
-        if self.cfg.nats_password_file is not None:
-            try:
-                return {"user": agent_nats_name(self.node.region, self.node.instance),
-                        "password": self.cfg.nats_password_file.read_text().strip()}
-            except OSError as exc:
-                log.warning("NATS password %s unreadable: %s", self.cfg.nats_password_file, exc)
-        if self.cfg.nats_token_file is not None:
-            try:
-                return {"token": self.cfg.nats_token_file.read_text().strip()}
-            except OSError as exc:
-                log.warning("NATS token %s unreadable: %s", self.cfg.nats_token_file, exc)
-        if self.cfg.nats_creds is not None and self.cfg.nats_creds.exists():
-            return {"user_credentials": str(self.cfg.nats_creds)}
-        return {}
 
     async def _on_reconnect(self) -> None:
         self._wake.set()
@@ -390,7 +360,7 @@ class Agent:
         url = str(self.userdata.metadata_url)
         while not self._closing:
             try:
-                data = await asyncio.to_thread(_get, url, 2.0)
+                data = await asyncio.to_thread(get_body, url, 2.0)
             except AgentError as exc:
                 log.debug("metadata poll: %s", exc)
             else:
@@ -398,40 +368,6 @@ class Agent:
             with contextlib.suppress(TimeoutError):  # the poll interval, or at once when the subscriptions land
                 await asyncio.wait_for(self._subscribed.wait(), self.cfg.metadata_poll_s)
                 self._subscribed.clear()
-
-    # ---------- bundle refresh ----------
-    async def refresh_once(self) -> str:
-        """Fetch the bundle from the distributor once; return the offer's outcome or ``unreachable``.
-
-        The bundle is asked for with the ETag of the last one fetched: a 304 is ``unchanged`` without a download.
-        """
-        url = str(self.userdata.distributor_url)
-        auth = instance_basic_auth(self.node.region, self.node.instance, self.cfg.nats_password_file)
-        try:
-            got = await asyncio.to_thread(fetch_bundle, url, 5.0, auth, self._bundle_etag)
-        except AgentError as exc:
-            self.metrics.inc("sco_agent_bundle_refresh_failures_total")
-            log.debug("%s", exc)
-            await self._apply_readiness()
-            return "unreachable"
-        if got is None:
-            await self._apply_readiness()
-            return "unchanged"
-        raw, sig, etag = got
-        offer = self.bundles.offer(raw, sig, "distributor")
-        if offer.outcome in ("accepted", "unchanged"):
-            self._bundle_etag = etag
-        if offer.outcome == "refused":
-            self._emit(EventKind.BUNDLE_REFUSED, cause="bundle-verification", attributes={
-                "origin": "distributor", "reason": offer.reason[:300],
-                "held_generation": self.bundles.current.generation if self.bundles.current else 0})
-        await self._apply_readiness()
-        return offer.outcome
-
-    async def _refresh_loop(self) -> None:
-        while not self._closing:
-            await asyncio.sleep(self.cfg.refresh_s)
-            await self.refresh_once()
 
     # ---------- events ----------
     def _emit(self, kind: EventKind, *, cause: str, drill: bool = False, workload: str | None = None,
@@ -453,13 +389,3 @@ class Agent:
     async def flush_events(self, timeout: float = 10.0) -> bool:
         """Wait until the spool is empty (tests, shutdown). Returns False on timeout."""
         return await self.shipper.flush(self.clock.monotonic, timeout)
-
-
-def _get(url: str, timeout: float) -> bytes:
-    try:
-        status, body = request("GET", url, timeout=timeout)
-    except OSError as exc:
-        raise AgentError(f"GET {url}: {exc}") from exc
-    if status != 200:
-        raise AgentError(f"GET {url} answered {status}")
-    return body
