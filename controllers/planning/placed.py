@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from .model import Allocation, Purpose
+from .model import Allocation, Purpose, allocation
 from .tables import PoolTable
 
 __all__ = ["NOTHING", "Placed"]
@@ -57,7 +57,7 @@ class Placed:
                 key = (i, placed[i], n)
                 a = made.get(key)
                 if a is None:
-                    a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
+                    a = made[key] = allocation(ids[i], purpose, placed[i], n, rate[i])
                 out.append(a)
         return self._allocations
 
