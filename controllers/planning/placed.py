@@ -21,8 +21,9 @@ __all__ = ["NOTHING", "Placed"]
 class Placed:
     """Units per pool index, the shortfall and notes of one fill; the instances it takes of each pool.
 
-    ``pools`` and ``instances``: the pools it uses, in the order the fill placed them, and the instances it
-    takes of each (only the allocations, which not every fill needs, are sorted by pool id).
+    ``pools`` and ``instances``: the pools it uses, in the order the fill placed them (``placed`` itself: its
+    keys), and the instances it takes of each (only the allocations, which not every fill needs, are sorted by
+    pool id).
     ``needs``: the instances each of those pools must still have for the fill to be the same again (and the
     shape's live pools what the key says, see the fills); by default what it takes. Parallel lists of integers,
     not pairs: a plan makes thousands of fills.
@@ -34,7 +35,7 @@ class Placed:
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
                  notes: tuple[str, ...] = ()) -> None:
         self.placed, self.short, self.notes = placed, short, notes
-        self.pools = list(placed)
+        self.pools = placed
         self.instances = [-(-units // k[i]) for i, units in placed.items()]
         self.rank = rank  # each pool's position in pool id order
         self.needs = self.instances

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -206,7 +206,7 @@ class PoolTable:
                 if i in shape.k:
                     shape.ran_out(i, self.hall[i])
 
-    def take_all(self, pools: list[int], instances: list[int]) -> None:
+    def take_all(self, pools: Iterable[int], instances: list[int]) -> None:
         """``take`` the instances of each pool."""
         residual = self.residual
         for i, n in zip(pools, instances, strict=True):
