@@ -31,6 +31,7 @@ Goals (DESIGN §6, issue 18): full re-plan ≤ 1 s and ≤ 1.5x the naive greedy
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import random
@@ -58,11 +59,19 @@ CPU: dict[str, float] = {}  # median process CPU seconds of the last ``timed`` c
 
 
 def timed(fn: Callable[[], object], rounds: int, label: str = "") -> float:
-    """Median wall seconds of ``rounds`` calls; the median CPU seconds go to ``CPU[label]``."""
+    """Median wall seconds of ``rounds`` calls; the median CPU seconds go to ``CPU[label]``.
+
+    Each call is timed with a collection of the two young generations while its result is still held: the
+    planner pauses the collector while it plans (issue 18), which moves the collections its survivors cost to
+    the caller's next allocation; this puts them back in its time, as the same collection charges the greedy
+    (or an unpaused planner) with what its own young collections had left.
+    """
     samples, cpu = [], []
     for _ in range(rounds):
         start, start_cpu = time.perf_counter(), time.process_time()
-        fn()
+        result = fn()
+        gc.collect(1)
+        del result
         samples.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     CPU[label] = statistics.median(cpu)

@@ -24,7 +24,9 @@ __all__ = [
     "Purpose",
     "Strategy",
     "WorkloadPlan",
+    "allocation",
     "units_per_instance",
+    "workload_plan",
 ]
 
 
@@ -176,6 +178,31 @@ class PlanSet:
     made_at: datetime
     plans: dict[str, WorkloadPlan] = field(default_factory=dict)
     replanned: tuple[str, ...] = ()
+
+
+_new = object.__new__
+
+
+def allocation(pool_id: str, purpose: Purpose, units: int, instances: int, rate_eur_h: Decimal) -> Allocation:
+    """``Allocation(...)`` for the planner's hot path: the same value, built without the frozen ``__setattr__``s.
+
+    A frozen dataclass sets each field through ``object.__setattr__``; a plan makes thousands (issue 18). Every
+    field is a required argument, so none can be left out (``tests/controllers/planning/test_model.py``).
+    """
+    a = _new(Allocation)
+    a.__dict__.update(pool_id=pool_id, purpose=purpose, units=units, instances=instances, rate_eur_h=rate_eur_h)
+    return a
+
+
+def workload_plan(workload: str, claim_digest: str, strategy: Strategy, allocations: tuple[Allocation, ...],
+                  wanted_units: int, floor_units: int, shortfall_units: int, cheapest_cost_eur_h: Decimal,
+                  notes: tuple[str, ...]) -> WorkloadPlan:
+    """``WorkloadPlan(...)`` for the planner's hot path, like ``allocation``."""
+    p = _new(WorkloadPlan)
+    p.__dict__.update(workload=workload, claim_digest=claim_digest, strategy=strategy, allocations=allocations,
+                      wanted_units=wanted_units, floor_units=floor_units, shortfall_units=shortfall_units,
+                      cheapest_cost_eur_h=cheapest_cost_eur_h, notes=notes)
+    return p
 
 
 def units_per_instance(pool: Pool, contract: Contract) -> int:

@@ -12,28 +12,32 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from .model import Allocation, Purpose
+from .model import Allocation, Purpose, allocation
 from .tables import PoolTable
 
 __all__ = ["NOTHING", "Placed"]
 
 
 class Placed:
-    """Units per pool index, the shortfall and notes of one fill; the instances it takes, sorted by pool id.
+    """Units per pool index, the shortfall and notes of one fill; the instances it takes of each pool.
 
-    ``pools`` and ``instances``: the pools it uses, sorted by pool id, and the instances it takes of each.
+    ``pools`` and ``instances``: the pools it uses, in the order the fill placed them (``placed`` itself: its
+    keys), and the instances it takes of each (only the allocations, which not every fill needs, are sorted by
+    pool id).
     ``needs``: the instances each of those pools must still have for the fill to be the same again (and the
     shape's live pools what the key says, see the fills); by default what it takes. Parallel lists of integers,
     not pairs: a plan makes thousands of fills.
     """
 
-    __slots__ = ("_allocations", "_cost", "instances", "last", "live", "needs", "notes", "placed", "pools", "short")
+    __slots__ = ("_allocations", "_cost", "instances", "last", "live", "needs", "notes", "placed", "pools", "rank",
+                 "short")
 
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
                  notes: tuple[str, ...] = ()) -> None:
         self.placed, self.short, self.notes = placed, short, notes
-        self.pools = sorted(placed, key=rank.__getitem__)
-        self.instances = [-(-placed[i] // k[i]) for i in self.pools]
+        self.pools = placed
+        self.instances = [-(-units // k[i]) for i, units in placed.items()]
+        self.rank = rank  # each pool's position in pool id order
         self.needs = self.instances
         self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
         self.last = -1
@@ -53,11 +57,13 @@ class Placed:
             ids, rate, placed = table.ids, table.rate, self.placed
             made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
             self._allocations = out = []
-            for i, n in zip(self.pools, self.instances, strict=True):
+            instances = dict(zip(self.pools, self.instances, strict=True))
+            for i in sorted(self.pools, key=self.rank.__getitem__):
+                n = instances[i]
                 key = (i, placed[i], n)
                 a = made.get(key)
                 if a is None:
-                    a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
+                    a = made[key] = allocation(ids[i], purpose, placed[i], n, rate[i])
                 out.append(a)
         return self._allocations
 

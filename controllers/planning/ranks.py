@@ -33,12 +33,13 @@ _UNITS_BOUND = 10**4
 class Keys:
     """Per-pool integer columns (scaled rate, score rank, id rank) and the rank orders they give."""
 
-    __slots__ = ("by_score", "id_rank", "n", "rate", "score", "scores", "ties")
+    __slots__ = ("after_rate", "by_score", "id_rank", "n", "rate", "score", "scores", "ties")
 
     def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int]) -> None:
         self.rate, self.score, self.scores, self.id_rank, self.n = rate, score, scores, id_rank, len(id_rank)
+        self.after_rate = [s * self.n + r for s, r in zip(score, id_rank, strict=True)]  # (score, id) as one integer
         # every pool by best score, then pool id; the pools of one score, by the first of them, where several
-        self.by_score = sorted(range(self.n), key=lambda i: score[i] * self.n + id_rank[i])
+        self.by_score = sorted(range(self.n), key=self.after_rate.__getitem__)
         self.ties: dict[int, list[int]] = {}
         first = -1
         for at, i in enumerate(self.by_score):
@@ -99,8 +100,8 @@ class Keys:
             return None
         lcm, width = math.lcm(*units), self.scores * self.n  # (score, id) below the rate per unit
         times = {k: lcm // k * width for k in units}
-        rate, score, ids, n = self.rate, self.score, self.id_rank, self.n
-        keys = [rate[i] * times[k] + score[i] * n + ids[i] for i, k in entries]
+        rate, after_rate = self.rate, self.after_rate
+        keys = [rate[i] * times[k] + after_rate[i] for i, k in entries]
         return [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]
 
     def floor(self, entries: list[Entry], committed: Sequence[bool]) -> list[Entry] | None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from contracts.pools import PurchaseModel
@@ -54,17 +55,20 @@ class Order:
         self.next_k: list[int] | None = None  # the (hall, k) lanes, linked when a fill first needs them
 
     def _link(self, by_units: bool) -> list[int]:
-        following, hall = [-1] * len(self.entries), self.hall
-        last: dict[object, int] = {}
+        hall = self.hall
+        lanes: dict[tuple[str, int], list[int]] = {}  # the positions of each lane, by rank
         for pos, (i, k) in enumerate(self.entries):
-            lane: object = (hall[i], k) if by_units else hall[i]
-            before = last.get(lane)
-            if before is None:
-                last[lane] = pos
-                self.first[(hall[i], k if by_units else 0)] = pos
+            lane = (hall[i], k if by_units else 0)
+            held = lanes.get(lane)
+            if held is None:
+                lanes[lane] = [pos]
             else:
+                held.append(pos)
+        following = [-1] * len(self.entries)
+        for lane, held in lanes.items():
+            self.first[lane] = held[0]
+            for before, pos in pairwise(held):
                 following[before] = pos
-                last[lane] = pos
         return following
 
     def split(self) -> list[int]:
@@ -202,7 +206,7 @@ class PoolTable:
                 if i in shape.k:
                     shape.ran_out(i, self.hall[i])
 
-    def take_all(self, pools: list[int], instances: list[int]) -> None:
+    def take_all(self, pools: Iterable[int], instances: list[int]) -> None:
         """``take`` the instances of each pool."""
         residual = self.residual
         for i, n in zip(pools, instances, strict=True):
@@ -241,10 +245,15 @@ class PoolTable:
         if fits is None:
             st, v, m, g = self.static, r.vcpu, r.memory_gib, r.gpu
             vcpu, memory, gpu, base = st.vcpu, st.memory, st.gpu, self._base(kind, region)
-            if g:
-                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m, gpu[i] // g)) > 0]
-            else:
-                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m)) > 0]
+            fits = []
+            for i in base:  # min() of two or three, without the call
+                k, by_memory = vcpu[i] // v, memory[i] // m
+                if by_memory < k:
+                    k = by_memory
+                if g and gpu[i] // g < k:
+                    k = gpu[i] // g
+                if k > 0:
+                    fits.append((i, k))
             st.fits[key] = fits
         return fits
 

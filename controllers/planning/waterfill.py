@@ -234,12 +234,22 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     order = table.order(shape, price_first)
     residual, group, probation, live = table.residual, table.group, table.probation, shape.live
     cut = min(pool_cap, shape.max_k)
+    entries, hall, pop, push = order.entries, table.hall, heapq.heappop, heapq.heappush
     built = shape.heaps.get((price_first, cut))
-    if built is None or built[0] != live:  # the lanes' first pools with capacity, unchanged while none ran out
+    if built is None:  # the lanes' first pools with capacity, unchanged while none ran out
         built = shape.heaps[(price_first, cut)] = (live, *_heads(
             order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
+    elif built[0] != live:  # a pool ran out: the heads that did move on in their lanes (a lane never revives)
+        following = built[2]
+        heads = []
+        for pos in built[1]:
+            while pos >= 0 and residual[entries[pos][0]] <= 0:
+                pos = following[pos]
+            if pos >= 0:
+                heads.append(pos)
+        heapq.heapify(heads)
+        built = shape.heaps[(price_first, cut)] = (live, heads, following)
     heads, following = list(built[1]), built[2]
-    entries, hall, pop, push = order.entries, table.hall, heapq.heappop, heapq.heappush
     placed: dict[int, int] = {}
     group_used: dict[str, int] = {}
     hall_used: dict[str, int] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -234,3 +235,14 @@ def test_a_short_plan_stays_where_it_is_when_a_replan_would_place_no_more_whatev
     more = [PoolState(s.pool, 4, score=1.0 - s.score) for s in scarce]  # room came back: the re-plan places more
     third = plan(claims, more, NOW, previous=second)
     assert third.replanned == ("wa",) and third.plans["wa"].shortfall_units < 20
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_planning_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        plan([Claim(contract(), 40)], states(), NOW)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
