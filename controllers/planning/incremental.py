@@ -43,8 +43,12 @@ def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     return max(1, units) if at_least_one else units
 
 
-def _order(table: PoolTable, entries: list[Entry], strategy: Strategy, cap: int) -> list[Entry]:
-    """``entries`` in the water-fill's order for ``strategy`` (oversize instances last; ties by rate, pool id)."""
+def _order(table: PoolTable, shape: Shape, live: list[Entry], strategy: Strategy, cap: int) -> list[Entry]:
+    """``live`` in the water-fill's order for ``strategy`` (oversize instances last; ties by rate, pool id).
+
+    Depth-first and price-first take the shape's rank order (built once per pool states, ``tables``) for the
+    pools whose instance fits the cap, where it is the same order, and sort only the oversize ones.
+    """
     rate, score, ids, residual = table.rate, table.score, table.ids, table.residual
 
     def per_unit(i: int, k: int) -> Decimal:
@@ -57,13 +61,18 @@ def _order(table: PoolTable, entries: list[Entry], strategy: Strategy, cap: int)
         key = lambda e: (cap > 0 and e[1] > cap, -(residual[e[0]] * e[1]), per_unit(*e), ids[e[0]])  # noqa: E731
     else:
         key = lambda e: (cap > 0 and e[1] > cap, per_unit(*e), -score[e[0]], ids[e[0]])  # noqa: E731
-    return sorted(entries, key=key)
+    if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST) or cap <= 0:
+        return sorted(live, key=key)
+    ranked = table.order(shape, strategy is Strategy.PRICE_FIRST).entries
+    fitting = [e for e in ranked if e[1] <= cap and residual[e[0]] > 0]
+    return fitting + sorted((e for e in live if e[1] > cap), key=key)
 
 
 class _Fill:
     """One workload's reclaimable units under the caps on ``target``, starting from what its plan holds."""
 
-    def __init__(self, target: int, live: list[Entry], strategy: Strategy, caps: Caps, table: PoolTable) -> None:
+    def __init__(self, target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> None:
+        live = [e for e in shape.entries if table.residual[e[0]] > 0]
         if strategy is Strategy.SINGLE_CHEAPEST:
             self.pool_cap, self.group_cap, self.min_pools, self.hall_cap = target, target, 1, target
         else:
@@ -75,11 +84,12 @@ class _Fill:
             self.hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
         self.probation_cap = _share(target, caps.probation_share, False)
         self.table = table
-        self.ranked = _order(table, live, strategy, self.pool_cap)
+        self.ranked = _order(table, shape, live, strategy, self.pool_cap)
         self.placed: dict[int, int] = defaultdict(int)
         self.group_used: dict[str, int] = defaultdict(int)
         self.hall_used: dict[str, int] = defaultdict(int)
         self.remaining = target
+        self.used = 0    # pools holding units
 
     def room(self, i: int, k: int) -> int:
         t, done = self.table, self.placed[i]
@@ -88,6 +98,7 @@ class _Fill:
                           self.hall_cap - self.hall_used[t.hall[i]], t.residual[i] * k - done, self.remaining))
 
     def take(self, i: int, units: int) -> None:
+        self.used += self.placed[i] == 0
         self.placed[i] += units
         self.group_used[self.table.group[i]] += units
         self.hall_used[self.table.hall[i]] += units
@@ -96,9 +107,10 @@ class _Fill:
     def keep(self, held: dict[int, int]) -> None:
         """Keep the units held in eligible pools with room, in rank order, within the caps."""
         for i, k in self.ranked:
-            units = min(held.get(i, 0), self.room(i, k))
-            if units > 0:
-                self.take(i, units)
+            if i in held:
+                units = min(held[i], self.room(i, k))
+                if units > 0:
+                    self.take(i, units)
 
     def rest(self) -> None:
         """Place what is missing: pass 1 keeping one unit back per pool still needed, pass 2 to the caps."""
@@ -106,8 +118,7 @@ class _Fill:
         for index, (i, k) in enumerate(ranked):
             if self.remaining == 0:
                 return
-            used = sum(1 for v in self.placed.values() if v)
-            reserve = min(max(0, self.min_pools - used - 1), len(ranked) - index - 1, self.remaining - 1)
+            reserve = min(max(0, self.min_pools - self.used - 1), len(ranked) - index - 1, self.remaining - 1)
             units = min(self.room(i, k), self.remaining - reserve)
             if units > 0:
                 self.take(i, units)
@@ -172,8 +183,7 @@ def replan(prev: WorkloadPlan, claim: Claim, strategy: Strategy, caps: Caps, tab
     short = 0
     cheapest_cost = Decimal(0)
     if target > 0:
-        live = [e for e in shape.entries if table.residual[e[0]] > 0]
-        work = _Fill(target, live, strategy, caps, table)
+        work = _Fill(target, shape, strategy, caps, table)
         work.keep(_held(prev, Purpose.RECLAIMABLE, index))
         work.rest()
         placed, short = {i: n for i, n in work.placed.items() if n}, work.remaining

@@ -166,7 +166,8 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
             held[pid] -= n
     else:
         held = usage_of(kept.values())
-    todo = _follow_room(kept, todo, seen, held, states)
+    if not same:  # on the very pool states the plan set was made on, its plans fit their room by construction
+        todo = _follow_room(kept, todo, seen, held, states)
     plans = dict(kept)
     if todo:
         static = static or Static(states, config.discount_threshold)
