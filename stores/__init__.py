@@ -7,7 +7,8 @@ Controllers, orchestration and the CLI import these modules; they import only ``
 Submodules import their drivers lazily, so ``import stores`` is cheap:
 
 - ``stores.config`` — URL resolution (``SCO_*_URL`` environment, then ``$SCO_HOME/stack.json``)
-- ``stores.postgres`` — ``pool(url=None)``, ``connect(url=None)``
+- ``stores.postgres`` — ``pool(url=None)``, ``connect(url=None, reconnect=False)`` (multi-host URLs; ``reconnect``: a
+  connection replaced on its next use after a failover)
 - ``stores.clickhouse`` — ``client(url=None)``
 - ``stores.nats`` — ``connect``, ``ensure_events_stream``, ``publish_event`` (``Nats-Msg-Id`` = event_id)
 - ``stores.migrate`` — ``migrate_postgres``, ``migrate_clickhouse``

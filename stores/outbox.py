@@ -105,13 +105,20 @@ class Relay:
             except Exception as exc:  # NATS, ClickHouse or PostgreSQL away: the rows stay unsent
                 if idle_exit:
                     raise
-                log.warning("outbox relay: %s: %s; retrying", type(exc).__name__, exc)
+                log.warning("%soutbox relay: %s: %s; retrying", _code(exc), type(exc).__name__, exc)
                 await asyncio.sleep(1.0)
                 continue
             if settled == 0:
                 if idle_exit:
                     return
                 await asyncio.sleep(idle_sleep)
+
+
+def _code(exc: BaseException) -> str:
+    from .postgres import failure_code
+
+    code = failure_code(exc)
+    return f"{code} " if code else ""
 
 
 async def relay(postgres_url: str | None = None, nats_url: str | None = None, clickhouse_url: str | None = None,
@@ -125,7 +132,8 @@ async def relay(postgres_url: str | None = None, nats_url: str | None = None, cl
     try:
         js = nc.jetstream()
         await sco_nats.ensure_events_stream(js)
-        with connect(postgres_url, autocommit=True, component="relay") as conn:
+        # reconnect: after a failover the failed batch is retried on a connection to the new primary
+        with connect(postgres_url, autocommit=True, component="relay", reconnect=True) as conn:
             audit = ch_client(resolve_url("clickhouse", clickhouse_url, component="relay"))
             worker = Relay(conn, js, audit, batch_size=batch_size, after_publish=after_publish)
             await worker.run(idle_exit=once)

@@ -5,7 +5,8 @@ Markers (``make test-fast`` runs the tests that carry none of them):
 - ``services``: the test starts an embedded PostgreSQL, NATS or ClickHouse. Added here to every test that uses
   one of the server fixtures (``SERVICE_FIXTURES``, directly or through another fixture); a test that starts a
   server itself carries the marker by hand.
-- ``testbed``: needs a system test bed brought up by ``deploy/testbed/<name>/up`` (Slurm, OpenStack, Ceph RGW).
+- ``testbed``: needs a system test bed brought up by ``deploy/testbed/<name>/up`` (Slurm, OpenStack, Ceph RGW,
+  monitoring, cloud-init, Patroni with etcd).
   Skipped when ``SCO_TESTBED`` is unset (a developer's quick run) and required when it is set: ``.ci/run``
   exports ``SCO_TESTBED=required``, so in CI a missing test bed fails rather than skips.
 - ``slow``: takes more than a few seconds even without a service.

@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.events import Event
 from contracts.subjects import EVENT_SUBJECT_PREFIX, RECLAIM_KINDS, EventKind, is_reclaim
+from stores.postgres import failure_code
 
 from .loop import Controller, PassReport
 
@@ -67,7 +68,9 @@ async def run(controller: Controller, nc: Any | None, *, interval_s: float = 5.0
             try:
                 report = await asyncio.to_thread(controller.step)
             except Exception as exc:  # a dependency away costs convergence, never the process
-                log.warning("controller pass failed: %s: %s", type(exc).__name__, exc)
+                # PG001: PostgreSQL lost or read-only (a failover): the next pass reconnects to the new primary
+                code = failure_code(exc) or "CTL001"
+                log.warning("%s controller pass failed: %s: %s", code, type(exc).__name__, exc)
                 report = None
             if report is not None and on_pass is not None:
                 result = on_pass(report)

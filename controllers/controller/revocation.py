@@ -10,7 +10,7 @@ the revocation (or the credential was already gone), and a ``reason`` from a sma
 
 The ``credentials-revoked`` event carries ``ok``, ``reason`` and ``detail``, so a deployment without SPIRE,
 OpenBao or Keystone revocation shows it instead of claiming success. The OpenStack revoker (Keystone
-application credentials) is ``KeystoneRevoker`` over ``controllers.providers.openstack.KeystoneNodeCredentials``;
+application credentials) is ``KeystoneRevoker`` over ``controllers.providers.node_credentials.KeystoneNodeCredentials``;
 ``NatsUserRevoker`` removes the instance's own NATS user ``agent.<region>.<instance>`` that
 ``AgentCredentials.mint`` added at launch; ``CompositeRevoker`` asks several and is ``ok`` only when all are.
 A ``failed`` revocation is tried again on a later pass (``Store.revocation_failed``, backing off).
@@ -71,7 +71,7 @@ class KeystoneRevoker:
     Keystone confirmed the delete or has none. SPIRE and OpenBao are not covered: ``detail`` says so."""
 
     def __init__(self, authority: CredentialAuthority) -> None:
-        """``authority``: the Keystone side (``controllers.providers.openstack.KeystoneNodeCredentials``)."""
+        """``authority``: the Keystone side (``controllers.providers.node_credentials.KeystoneNodeCredentials``)."""
         self.authority = authority
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:

@@ -12,6 +12,10 @@ The candidates are a guaranteed shape's pools with capacity left (``tables``), i
 preference order (committed before on-demand, then cheapest rate per unit, then pool id). Every pool read
 while looking for a hall's next pool with room is part of the result, with zero units when it got none (as
 the planner has always recorded it).
+
+A floor is decided by its units, the halls where the shape has capacity and the pools it reads; while each pool
+it placed units in (or read) holds more than it placed, the next floor of the same units places the same: the
+plan reuses it (``placed.Placed``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,39 @@ import math
 from decimal import Decimal
 
 from .model import Caps
+from .placed import Placed
 from .tables import PoolTable, Shape
 
-__all__ = ["fill_floor"]
+__all__ = ["fill_floor", "shared_floor"]
 
 
 def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
-    """Returns units per pool index, the shortfall and notes (e.g. a floor too small to spread)."""
+    """Units per pool index, the shortfall and notes (e.g. a floor too small to spread), computed afresh.
+
+    For callers that change residual capacity other than by taking it (setting capacity aside for a while):
+    ``shared_floor`` reuses a floor only while capacity only shrinks.
+    """
+    return _fill(units, shape, caps, table)
+
+
+def shared_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Placed:
+    """``fill_floor``'s result, reused from an earlier workload of the plan when it would be the same.
+
+    Residual capacity must only have shrunk (``PoolTable.take``) since the floors the shape keeps were made.
+    """
+    key = (units, shape.halls)
+    done = shape.floors.get(key)
+    if done is not None and done.valid(table.residual):
+        return done
+    placed, short, notes = _fill(units, shape, caps, table)
+    done = Placed(placed, short, shape.k, table.id_rank, tuple(notes))
+    # the same again while every pool read holds more than it placed there: none filled, none ran out
+    done.needs = [placed[i] // shape.k[i] + 1 for i in done.pools]
+    shape.floors[key] = done
+    return done
+
+
+def _fill(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int, list[str]]:
     notes: list[str] = []
     if units <= 0:
         return {}, 0, notes
@@ -43,6 +73,9 @@ def fill_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[
         notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
                      f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     residual = table.residual
+    spread = _round_robin(units, halls, hall_cap, shape, residual)
+    if spread is not None:
+        return spread, 0, notes
     placed: dict[int, int] = {}
     per_hall = dict.fromkeys(halls, 0)
     at = dict.fromkeys(halls, 0)
@@ -100,3 +133,29 @@ def _level_rounds(open_halls: list[str], shape: Shape, at: dict[str, int], place
         i, k = shape.by_hall[h][at[h]]
         rounds = min(rounds, residual[i] * k - placed[i])
     return rounds
+
+
+def _round_robin(units: int, halls: list[str], hall_cap: int, shape: Shape,
+                 residual: list[int]) -> dict[int, int] | None:
+    """The floor when each hall's first pool with capacity holds its share with room to spare (else None).
+
+    One unit at a time, each to the hall with the fewest floor units (ties to the first by name), is a round
+    robin over the halls in name order: ``units // halls`` each and one more for the first ``units % halls``.
+    While no share passes the hall cap and none fills its pool, nothing else happens: every hall's first pool
+    is read (and recorded, with zero units when its share is zero) and takes its share.
+    """
+    if not halls:
+        return None
+    each, more = divmod(units, len(halls))
+    placed: dict[int, int] = {}
+    for n, hall in enumerate(halls):
+        share = each + 1 if n < more else each
+        if share > hall_cap:
+            return None
+        for i, k in shape.by_hall[hall]:
+            if residual[i] > 0:
+                if share >= residual[i] * k:
+                    return None
+                placed[i] = share
+                break
+    return placed

@@ -8,7 +8,8 @@ turning half a partition into surplus at once, which the breaker took for a mass
 So a re-plan of a plan made for the same contract and strategy starts from what the plan holds:
 
 - the floor keeps its units in guaranteed pools still eligible and with room, up to the floor wanted; only the
-  missing floor units are placed (``floor.fill_floor``, spread over the halls on those units);
+  missing floor units are placed (``floor.fill_floor``, spread over the halls where room is left once the kept
+  instances are set aside);
 - the reclaimable part keeps its units in pools still eligible (not excluded, discount, fitting the unit) with
   room, walking them in the strategy's order, within the pool, probation, group and hall caps on the target
   given what is already kept, and never more than the target;
@@ -29,6 +30,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
+
+from contracts.schema import Contract
 
 from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
@@ -134,7 +137,7 @@ def _held(prev: WorkloadPlan, purpose: Purpose, index: dict[str, int]) -> dict[i
     return {index[a.pool_id]: a.units for a in prev.allocations if a.purpose is purpose and a.pool_id in index}
 
 
-def _floor(prev: WorkloadPlan, wanted: int, shape: Shape, caps: Caps, table: PoolTable,
+def _floor(prev: WorkloadPlan, contract: Contract, wanted: int, shape: Shape, caps: Caps, table: PoolTable,
            index: dict[str, int]) -> tuple[dict[int, int], int, list[str]]:
     """The floor: held units in eligible guaranteed pools with room, then the missing ones spread over halls."""
     k = shape.k
@@ -144,12 +147,14 @@ def _floor(prev: WorkloadPlan, wanted: int, shape: Shape, caps: Caps, table: Poo
         if i in k and table.residual[i] > 0 and left > 0:
             n = min(units, table.residual[i] * k[i], left)
             kept[i], left = n, left - n
-    residual = table.residual  # the kept instances are set aside while the missing units are placed, and
-    for i, n in kept.items():  # given back after: the caller takes the merged allocation from the table
-        residual[i] -= math.ceil(n / k[i])
-    new, short, notes = fill_floor(left, shape, caps, table)
-    for i, n in kept.items():
-        residual[i] += math.ceil(n / k[i])
+    new: dict[int, int] = {}
+    short, notes = 0, list[str]()
+    if left > 0:  # the missing units, on a scratch table with the kept instances set aside
+        residual = list(table.residual)
+        for i, n in kept.items():
+            residual[i] -= math.ceil(n / k[i])
+        scratch = PoolTable(table.static, residual)
+        new, short, notes = fill_floor(left, scratch.guaranteed(contract), caps, scratch)
     merged = dict(kept)
     for i, n in new.items():
         merged[i] = merged.get(i, 0) + n
@@ -171,7 +176,7 @@ def replan(prev: WorkloadPlan, claim: Claim, strategy: Strategy, caps: Caps, tab
     contract = claim.contract
     floor_wanted = math.ceil(claim.units * contract.floor_pct / 100)
     guaranteed = table.guaranteed(contract)
-    floor_placed, floor_short, notes = _floor(prev, floor_wanted, guaranteed, caps, table, index)
+    floor_placed, floor_short, notes = _floor(prev, contract, floor_wanted, guaranteed, caps, table, index)
     floor = _allocations(floor_placed, guaranteed.k, table, Purpose.FLOOR)
     for a in floor:
         table.take(index[a.pool_id], a.instances)

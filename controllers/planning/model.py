@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 
 from contracts.pools import Pool
 from contracts.schema import Contract
@@ -99,14 +100,14 @@ class Claim:
     contract: Contract
     units: int
 
-    @property
+    @cached_property
     def workload(self) -> str:
         """The claiming workload's name."""
         return self.contract.workload
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """``<workload>@<version>:<units>``: a plan is redone only when this changes."""
+        """``<workload>@<version>:<units>``: a plan is redone only when this changes (computed once a claim)."""
         return f"{self.contract.ref}:{self.units}"
 
 

@@ -30,12 +30,13 @@ from decimal import Decimal
 
 from contracts.schema import Contract, PlacementStrategy, TierName
 
-from .floor import fill_floor
+from .floor import shared_floor
 from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
-from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
-from .tables import PoolTable, Shape, Static
-from .waterfill import fill
+from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
+from .placed import NOTHING
+from .tables import PoolTable, Static
+from .waterfill import shared_fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]
 
@@ -63,12 +64,6 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
     return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
 
 
-def _allocations(placed: dict[int, int], shape: Shape, table: PoolTable, purpose: Purpose) -> list[Allocation]:
-    k, ids, rate = shape.k, table.ids, table.rate
-    return [Allocation(ids[i], purpose, units, math.ceil(units / k[i]), rate[i])
-            for i, units in sorted(placed.items(), key=lambda item: ids[item[0]])]
-
-
 def _floor_wanted(claim: Claim) -> int:
     return math.ceil(claim.units * claim.contract.floor_pct / 100)
 
@@ -79,30 +74,27 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
     floor_units = _floor_wanted(claim)
     notes: list[str] = []
 
-    guaranteed = table.guaranteed(contract)
-    floor_placed, floor_short, floor_notes = fill_floor(floor_units, guaranteed, config.caps, table)
-    notes += floor_notes
-    allocations = _allocations(floor_placed, guaranteed, table, Purpose.FLOOR)
-    for i, a in zip(sorted(floor_placed, key=table.ids.__getitem__), allocations, strict=True):
-        table.take(i, a.instances)
+    floor = shared_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
+    notes += floor.notes
+    allocations = floor.allocations(Purpose.FLOOR, table)
+    table.take_all(floor.pools, floor.instances)
 
-    target = claim.units - floor_units + floor_short  # floor shortfall is sought on reclaimable capacity
+    target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     shape = table.reclaimable(contract)
     if shape.live < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
         notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed, short = fill(target, shape, strategy, config.caps, table)
+    placed = shared_fill(target, shape, strategy, config.caps, table)
     shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
-    cheapest = placed if shadow is strategy else fill(target, shape, shadow, config.caps, table)[0]
-    k = shape.k
-    reclaim = _allocations(placed, shape, table, Purpose.RECLAIMABLE)
-    cheapest_cost = sum((table.rate[i] * math.ceil(u / k[i]) for i, u in cheapest.items()), Decimal(0))
-    for i, a in zip(sorted(placed, key=table.ids.__getitem__), reclaim, strict=True):
-        table.take(i, a.instances)
+    cheapest = placed if shadow is strategy else shared_fill(target, shape, shadow, config.caps, table)
+    reclaim = placed.allocations(Purpose.RECLAIMABLE, table)
+    cheapest_cost = cheapest.cost(table)
+    table.take_all(placed.pools, placed.instances)
+    short = placed.short
     if short:
         notes.append(f"{short} unit(s) short: caps or capacity exhausted")
     return WorkloadPlan(
         workload=contract.workload, claim_digest=claim.digest, strategy=strategy,
-        allocations=tuple(allocations + reclaim), wanted_units=claim.units, floor_units=floor_units - floor_short,
+        allocations=tuple(allocations + reclaim), wanted_units=claim.units, floor_units=floor_units - floor.short,
         shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))
 
 
@@ -192,9 +184,11 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
     new = [plans[c.workload] for c in todo]
     for pid, n in usage_of(new).items():
         held[pid] = held.get(pid, 0) + n
-    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check
+    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check, and
+    # one made in this pass fits by construction (the pools in force, none excluded, and the fill keeps its
+    # units per group within the group cap of its complete target: the check's very cap)
     settled = {c.workload for c, p in zip(todo, new, strict=True)
-               if _unchanged_and_complete(p, c, config) and fits_pools(p, facts)}
+               if _unchanged_and_complete(p, c, config) and (p is not old.get(c.workload) or fits_pools(p, facts))}
     remember(result, Summary(facts, held, frozenset(kept.keys() | settled), static, config, seen,
                              frozenset(kept.keys() | settled)))
     return result

@@ -2,11 +2,12 @@
 
 Which pools a workload may use depends on its *shape*, not on the workload: the region, one unit's resources
 and the eligibility lists (and, for the floor, the business unit). So eligibility, units per instance and the
-rank orders are computed once per shape and plan, in the exact ``Decimal`` keys the planner always used (the
-plans stay the same to the unit). Residual capacity is one list indexed like the pools; each shape counts its
-pools with capacity left, in all and per hall, updated when a pool runs out, so a workload reads those counts
-instead of scanning every pool. Residual capacity only shrinks within a plan, so a pool that ran out stays out
-and the rank orders drop such pools as they meet them.
+rank orders are computed once per shape and plan, in the order of the exact ``Decimal`` keys the planner always
+used (the plans stay the same to the unit), from integer keys where those give the same order (``ranks``); the
+pool columns a shape reads (fit, eligibility, business unit) are read once per plan. Residual capacity is one
+list indexed like the pools; each shape counts its pools with capacity left, in all and per hall, updated when
+a pool runs out, so a workload reads those counts instead of scanning every pool. Residual capacity only
+shrinks within a plan, so a pool that ran out stays out and the rank orders drop such pools as they meet them.
 """
 
 from __future__ import annotations
@@ -15,70 +16,77 @@ import operator
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from contracts.pools import Pool, PurchaseModel
+from contracts.pools import PurchaseModel
 from contracts.schema import Contract, Resources
 
-from .model import PoolState
+from .model import Allocation, PoolState, Purpose
+from .ranks import Keys
+
+if TYPE_CHECKING:
+    from .placed import Placed
 
 __all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
 
 
-def _units(pool: Pool, r: Resources) -> int:
-    """``model.units_per_instance``, from the unit's resources."""
-    fits = min(pool.vcpu // r.vcpu, pool.memory_gib // r.memory_gib)
-    if r.gpu:
-        fits = min(fits, pool.gpu // r.gpu)
-    return max(0, fits)
-
-
 class Order:
     """A rank order of a shape's pools, and the same order split in lanes.
 
-    A lane holds the pools of one hall and one number of units per instance, each with its position in the
-    whole order. A fill merges the lanes of the pools that fit its pool cap, and drops a hall's lanes when the
-    hall is full. Pools that ran out stay in the lists (a plan's residual capacity only shrinks, so they never
-    come back); a shape's ``starts`` skip those at the head of a lane, where the best-ranked pools run out
-    first. An order depends on the pools in force only, so a table's ``Static`` part keeps it across plans.
+    A lane holds the pools of one hall, or of one hall and one number of units per instance, linked by rank:
+    ``first`` is a lane's best-ranked pool, ``next`` (for (hall, 0) lanes) and ``next_k`` (for (hall, k) lanes)
+    the next pool of its lane by rank, -1 after the last. A fill merges the lanes of the pools that fit its pool
+    cap by rank (a heap of ranks: plain integers), and drops a hall's lanes when the hall is full. Pools that
+    ran out stay in the lanes (a plan's residual capacity only shrinks, so they never come back); a shape's
+    ``starts`` skip those at the head of a lane, where the best-ranked pools run out first. An order depends on
+    the pools in force only, so a table's ``Static`` part keeps it across plans.
     """
 
-    __slots__ = ("entries", "hall", "lanes")
+    __slots__ = ("entries", "first", "hall", "next", "next_k")
 
     def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
         self.hall = hall
-        # lanes keyed (hall, 0) hold every pool of the hall; (hall, k) lanes, the pools holding k units an
-        # instance, are made when a fill first needs them (a pool cap some instances exceed)
-        self.lanes: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
-        lanes = self.lanes
-        for pos, (i, k) in enumerate(entries):
-            lane = lanes.get((hall[i], 0))
-            if lane is None:
-                lane = lanes[(hall[i], 0)] = []
-            lane.append((pos, i, k))
+        self.first: dict[tuple[str, int], int] = {}
+        self.next = self._link(False)
+        self.next_k: list[int] | None = None  # the (hall, k) lanes, linked when a fill first needs them
 
-    def split(self) -> None:
-        """Add the (hall, k) lanes."""
-        if any(k for _, k in self.lanes):
-            return
-        for (hall, _), entries in list(self.lanes.items()):
-            for e in entries:
-                self.lanes.setdefault((hall, e[2]), []).append(e)
+    def _link(self, by_units: bool) -> list[int]:
+        following, hall = [-1] * len(self.entries), self.hall
+        last: dict[object, int] = {}
+        for pos, (i, k) in enumerate(self.entries):
+            lane: object = (hall[i], k) if by_units else hall[i]
+            before = last.get(lane)
+            if before is None:
+                last[lane] = pos
+                self.first[(hall[i], k if by_units else 0)] = pos
+            else:
+                following[before] = pos
+                last[lane] = pos
+        return following
+
+    def split(self) -> list[int]:
+        """The (hall, k) lanes' links (and their ``first``)."""
+        if self.next_k is None:
+            self.next_k = self._link(True)
+        return self.next_k
 
 
 class ShapeStatic:
     """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "k", "max_k", "orders")
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units")
 
-    def __init__(self, entries: list[Entry]) -> None:
+    def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
         self.by_hall: dict[str, list[Entry]] = {}
+        self.halls = Counter(map(hall.__getitem__, self.k))  # pools per hall, and per units an instance
+        self.units = Counter(self.k.values())
 
 
 class Shape:
@@ -87,24 +95,36 @@ class Shape:
     The counts (in all, per hall, per units an instance) are updated when a pool runs out.
     """
 
-    __slots__ = ("by_hall", "entries", "k", "live", "live_by_k", "live_halls", "max_k", "orders", "starts")
+    __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "heaps", "k", "live", "live_by_k", "live_halls",
+                 "max_k", "orders", "starts")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
         self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
         self.orders, self.by_hall = static.orders, static.by_hall
-        residual, halls = table.residual, table.hall
-        alive = [(i, k) for i, k in self.entries if residual[i] > 0]
-        self.live = len(alive)
-        self.live_halls = Counter(halls[i] for i, _ in alive)
-        self.live_by_k = Counter(k for _, k in alive)
+        self.live = len(self.entries)
+        self.live_halls, self.live_by_k = Counter(static.halls), Counter(static.units)
+        for i in table.dead:  # the pools with no capacity left
+            k = self.k.get(i)
+            if k is not None:
+                self.live -= 1
+                self.live_halls[table.hall[i]] -= 1
+                self.live_by_k[k] -= 1
+        self.halls = sum(1 for n in self.live_halls.values() if n > 0)  # halls with a pool with capacity left
+        # results of this plan's fills, by what decides them besides the pools they use (``placed.Placed``)
+        self.fills: dict[tuple[object, ...], Placed] = {}
+        self.floors: dict[tuple[int, int], Placed] = {}
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
-        for i, _ in self.entries:
-            table.member_of[i].append(self)
+        # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap of
+        # ranks) and links
+        self.heaps: dict[tuple[bool, int], tuple[int, list[int], list[int]]] = {}
+        table.shapes.append(self)
 
     def ran_out(self, i: int, hall: str) -> None:
         """Pool ``i`` (in ``hall``) has no capacity left."""
         self.live -= 1
         self.live_halls[hall] -= 1
+        if not self.live_halls[hall]:
+            self.halls -= 1
         self.live_by_k[self.k[i]] -= 1
 
     def halls_alive(self) -> list[str]:
@@ -126,6 +146,9 @@ class Static:
     def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
         self.states = tuple(pools)
         self.ids = [s.pool_id for s in self.states]
+        self.id_rank = [0] * len(self.ids)  # each pool's position in pool id order
+        for rank, i in enumerate(sorted(range(len(self.ids)), key=self.ids.__getitem__)):
+            self.id_rank[i] = rank
         self.rate = [s.rate_eur_h for s in self.states]
         self.hall = [s.pool.hall for s in self.states]
         self.group = [s.group_id for s in self.states]
@@ -135,6 +158,16 @@ class Static:
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
+        self.fits: dict[tuple[object, ...], list[Entry]] = {}
+        catalogue = [s.pool for s in self.states]
+        self.vcpu = [p.vcpu for p in catalogue]
+        self.memory = [p.memory_gib for p in catalogue]
+        self.gpu = [p.gpu for p in catalogue]
+        self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in catalogue]
+        self.sku = [p.sku_family for p in catalogue]
+        self.size = [p.size for p in catalogue]
+        self.business_unit = [p.business_unit for p in catalogue]
+        self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
         """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
@@ -148,20 +181,38 @@ class PoolTable:
     def __init__(self, static: Static, residual: list[int]) -> None:
         self.static = static
         self.states, self.ids, self.rate, self.hall = static.states, static.ids, static.rate, static.hall
+        self.id_rank = static.id_rank
         self.group, self.score, self.probation = static.group, static.score, static.probation
         self.threshold = static.threshold
         self.residual = residual
-        self.member_of: list[list[Shape]] = [[] for _ in self.states]
+        self.dead = [i for i, n in enumerate(residual) if n <= 0]  # pools with no capacity left, so far
+        self.shapes: list[Shape] = []  # the plan's shapes (a pool that runs out is looked up in each)
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
+        self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
+        self.allocations: dict[Purpose, dict[tuple[int, int, int], Allocation]] = {}  # by purpose, pool, units, n
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
         before = self.residual[i]
         self.residual[i] = before - instances
         if before > 0 >= self.residual[i]:
-            for shape in self.member_of[i]:
-                shape.ran_out(i, self.hall[i])
+            self.dead.append(i)
+            for shape in self.shapes:
+                if i in shape.k:
+                    shape.ran_out(i, self.hall[i])
+
+    def take_all(self, pools: list[int], instances: list[int]) -> None:
+        """``take`` the instances of each pool."""
+        residual = self.residual
+        for i, n in zip(pools, instances, strict=True):
+            before = residual[i]
+            residual[i] = before - n
+            if before > 0 >= before - n:
+                self.dead.append(i)
+                for shape in self.shapes:
+                    if i in shape.k:
+                        shape.ran_out(i, self.hall[i])
 
     def _base(self, kind: str, region: str) -> list[int]:
         """The pools of ``region`` a shape of ``kind`` may use, before fit (computed once per table).
@@ -183,6 +234,20 @@ class PoolTable:
                     base.append(i)
         return base
 
+    def _fits(self, kind: str, region: str, r: Resources) -> list[Entry]:
+        """The pools of ``_base(kind, region)`` one unit of ``r`` fits in, with units per instance."""
+        key = (kind, region, r.vcpu, r.memory_gib, r.gpu)
+        fits = self.static.fits.get(key)
+        if fits is None:
+            st, v, m, g = self.static, r.vcpu, r.memory_gib, r.gpu
+            vcpu, memory, gpu, base = st.vcpu, st.memory, st.gpu, self._base(kind, region)
+            if g:
+                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m, gpu[i] // g)) > 0]
+            else:
+                fits = [(i, k) for i in base if (k := min(vcpu[i] // v, memory[i] // m)) > 0]
+            st.fits[key] = fits
+        return fits
+
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
         r, e = contract.resources, contract.eligible
@@ -192,16 +257,12 @@ class PoolTable:
             return shape
         static = self.static.reclaimable.get(key)
         if static is None:
-            entries = []
-            for i in self._base("reclaimable", key[0]):
-                p = self.states[i].pool
-                if ((e.sku_families and p.sku_family not in e.sku_families) or (e.sizes and p.size not in e.sizes)
-                        or (e.halls and p.hall not in e.halls)):
-                    continue
-                k = _units(p, r) if p.vcpu >= r.vcpu and p.memory_gib >= r.memory_gib and p.gpu >= r.gpu else 0
-                if k > 0:
-                    entries.append((i, k))
-            static = self.static.reclaimable[key] = ShapeStatic(entries)
+            entries = self._fits("reclaimable", contract.region, r)
+            for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
+                                   (e.halls, self.hall)):
+                if wanted:
+                    entries = [e for e in entries if column[e[0]] in wanted]
+            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
 
@@ -214,29 +275,22 @@ class PoolTable:
             return shape
         static = self.static.guaranteed.get(key)
         if static is None:
-            entries = []
-            for i in self._base("guaranteed", key[0]):
-                p = self.states[i].pool
-                if p.purchase_model is PurchaseModel.COMMITTED and p.business_unit != bu:
-                    continue
-                k = _units(p, r)
-                if k > 0:
-                    entries.append((i, k))
-            static = self.static.guaranteed[key] = ShapeStatic(entries)
+            committed, unit = self.static.committed, self.static.business_unit
+            entries = [e for e in self._fits("guaranteed", contract.region, r)
+                       if not committed[e[0]] or unit[e[0]] == bu]
+            static = self.static.guaranteed[key] = ShapeStatic(entries, self.hall)
             self._floor_order(static)
         shape = self._guaranteed[key] = Shape(static, self)
         return shape
 
     def _floor_order(self, shape: ShapeStatic) -> None:
         """Per hall, committed before on-demand, then cheapest rate per unit (EUR/h), then pool id."""
-        states = self.states
-
-        def preference(e: Entry) -> tuple[int, Decimal, str]:
-            s = states[e[0]]
-            return (0 if s.pool.purchase_model is PurchaseModel.COMMITTED else 1, self.rate[e[0]] / e[1],
-                    self.ids[e[0]])
-
-        for e in sorted(shape.entries, key=preference):
+        committed, keys = self.static.committed, self.static.keys
+        ranked = keys.floor(shape.entries, committed) if keys is not None else None
+        if ranked is None:
+            rate, ids = self.rate, self.ids
+            ranked = sorted(shape.entries, key=lambda e: (0 if committed[e[0]] else 1, rate[e[0]] / e[1], ids[e[0]]))
+        for e in ranked:
             shape.by_hall.setdefault(self.hall[e[0]], []).append(e)
 
     def order(self, shape: Shape, price_first: bool) -> Order:
@@ -248,10 +302,13 @@ class PoolTable:
         key = "price" if price_first else "depth"
         order = shape.orders.get(key)
         if order is None:
-            rate, score, ids = self.rate, self.score, self.ids
-            if price_first:
-                ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
-            else:
-                ranked = sorted(shape.entries, key=lambda e: (-score[e[0]], rate[e[0]] / e[1], ids[e[0]]))
+            keys = self.static.keys
+            ranked = None if keys is None else keys.price(shape.entries) if price_first else keys.depth(shape.entries)
+            if ranked is None:
+                rate, score, ids = self.rate, self.score, self.ids
+                if price_first:
+                    ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
+                else:
+                    ranked = sorted(shape.entries, key=lambda e: (-score[e[0]], rate[e[0]] / e[1], ids[e[0]]))
             order = shape.orders[key] = Order(ranked, self.hall)
         return order

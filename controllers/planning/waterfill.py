@@ -13,8 +13,11 @@ Small claims: a share cap never rounds below one unit (a 4-unit claim puts one u
 except probation, which may round to zero.
 
 The candidates are a shape's pools with capacity left (``tables``). Depth-first and price-first walk the
-shape's rank order, built once per plan, and stop as soon as the claim is placed; capacity-optimised and
-single-cheapest (baselines) sort the candidates per claim.
+shape's rank order, built once per plan, and stop as soon as the claim is placed (``_walk``; ``_scan`` when the
+last candidates' count matters or the first pass cannot place everything); capacity-optimised and single-cheapest
+(baselines) sort the candidates per claim. A depth-first or price-first fill is reused by the next workload of
+the shape that asks the same (units, strategy, halls with capacity) while the pools it used still have the room
+it took and none it read is among the last candidates (``placed.Placed``; issue 18).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from decimal import Decimal
 from typing import Any
 
 from .model import Caps, Strategy
+from .placed import Placed
 from .tables import Entry, Order, PoolTable, Shape
 
-__all__ = ["fill"]
+__all__ = ["fill", "shared_fill"]
 
 
 _RATIOS: dict[Decimal, tuple[int, int]] = {}
@@ -65,27 +69,31 @@ def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversi
 
 
 def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,
-           max_k: int) -> list[tuple[int, tuple[str, int], int]]:
-    """The first pool with capacity left of each lane that fits ``cut`` units an instance, as a heap."""
+           max_k: int) -> tuple[list[int], list[int]]:
+    """The heads of the lanes that fit ``cut`` units an instance, and those lanes' links.
+
+    A head is the rank of the lane's first pool with capacity left; the heads form a heap.
+    """
     heads = []
-    if cut < max_k:
-        order.split()
-    for lane, entries in order.lanes.items():
-        if (lane[1] != 0) if cut >= max_k else (lane[1] == 0 or lane[1] > cut):
+    split = cut < max_k
+    following = order.split() if split else order.next
+    entries = order.entries
+    for lane, pos in order.first.items():
+        if (lane[1] == 0 or lane[1] > cut) if split else lane[1] != 0:
             continue
-        j = start.get(lane, 0)
-        while j < len(entries) and residual[entries[j][1]] <= 0:
-            j += 1
-        start[lane] = j
-        if j < len(entries):
-            heads.append((entries[j][0], lane, j))
+        pos = start.get(lane, pos)
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        start[lane] = pos
+        if pos >= 0:
+            heads.append(pos)
     heapq.heapify(heads)
-    return heads
+    return heads, following
 
 
 def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, min_pools: int,
-            full: Callable[[str], bool]) -> Iterator[tuple[int, int, int]]:
-    """The candidates in fill order, each with how many candidates come after it.
+            full: Callable[[str], bool]) -> Iterator[tuple[int, int, int, int]]:
+    """The candidates in fill order, each with how many candidates come after it and its rank (-1: unranked).
 
     That count is exact below ``min_pools - 1`` and ``min_pools - 1`` above it, which is all the fill's
     reserve needs to know (it keeps back at most one unit for each of ``min_pools - 1`` further pools).
@@ -95,7 +103,7 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST):
         ranked = _sorted(table, shape, strategy, pool_cap)
         for index, (i, k) in enumerate(ranked):
-            yield i, k, len(ranked) - index - 1
+            yield i, k, len(ranked) - index - 1, -1
         return
     horizon = max(0, min_pools - 1)
     order = table.order(shape, strategy is Strategy.PRICE_FIRST)
@@ -110,78 +118,215 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
             after[i] = behind
             behind += 1
     start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
-    heads = _heads(order, start, residual, pool_cap, shape.max_k)
-    lanes = order.lanes
+    heads, following = _heads(order, start, residual, pool_cap, shape.max_k)
+    entries, hall = order.entries, table.hall
     while heads:
-        _, lane, j = heapq.heappop(heads)
-        if full(lane[0]):
+        pos = heapq.heappop(heads)
+        i, k = entries[pos]
+        if full(hall[i]):
             continue
-        entries = lanes[lane]
-        _, i, k = entries[j]
-        yield i, k, after.get(i, horizon)
-        j += 1
-        while j < len(entries) and residual[entries[j][1]] <= 0:
-            j += 1
-        if j < len(entries):
-            heapq.heappush(heads, (entries[j][0], lane, j))
+        yield i, k, after.get(i, horizon), pos
+        pos = following[pos]
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        if pos >= 0:
+            heapq.heappush(heads, pos)
     if over:
         oversize = _sorted(table, shape, strategy, pool_cap, oversize=True)
         for index, (i, k) in enumerate(oversize):
-            yield i, k, min(horizon, len(oversize) - index - 1)
+            yield i, k, min(horizon, len(oversize) - index - 1), -1
 
 
 def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int]:
-    """Place ``target`` units on the shape's pools with capacity left; returns units per pool index, shortfall."""
-    if target <= 0:
-        return {}, 0
+    """Place ``target`` units on the shape's pools with capacity left: units per pool index, shortfall."""
+    placed, short, _ = _fill(target, shape, strategy, caps, table)
+    return placed, short
+
+
+def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> Placed:
+    """``fill``'s result, reused from an earlier workload of the plan when it would be the same.
+
+    Residual capacity must only have shrunk (``PoolTable.take``) since the fills the shape keeps were made.
+    """
+    memo = strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST
+    if memo:
+        key = (strategy, target, shape.halls)
+        done = shape.fills.get(key)
+        if done is not None and done.valid(table.residual) and (
+                done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table)):
+            return done
+    placed, short, last = _fill(target, shape, strategy, caps, table)
+    done = Placed(placed, short, shape.k, table.id_rank)
+    if memo and last >= 0:
+        done.live, done.last = shape.live, last
+        shape.fills[key] = done
+    return done
+
+
+def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, caps: Caps,
+                   table: PoolTable) -> bool:
+    """Whether the candidates ``done`` read are still none of the last ``min_pools - 1`` (pools ran out since)."""
+    horizon = max(0, caps.min_pools - 1)
+    if shape.live - done.last - 1 >= horizon:  # at least that many live pools rank after the last one it read
+        done.live = shape.live
+        return True
+    pool_cap = _share(target, caps.pool_share, True)
+    behind = shape.live_bigger_than(pool_cap)
+    entries, residual = table.order(shape, strategy is Strategy.PRICE_FIRST).entries, table.residual
+    pos = len(entries) - 1
+    while behind < horizon:
+        if pos <= done.last:
+            return False
+        i, k = entries[pos]
+        if residual[i] > 0 and k <= pool_cap:
+            behind += 1
+        pos -= 1
+    done.live = shape.live
+    return True
+
+
+def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[int, int, int, int, int]:
+    """Pool, group, hall and probation caps and the pools to reach, for ``target`` units."""
     if strategy is Strategy.SINGLE_CHEAPEST:
         pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
     else:
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
-        halls = sum(1 for n in shape.live_halls.values() if n > 0)
+        halls = shape.halls
         spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
         hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
-    probation_cap = _share(target, caps.probation_share, False)
+    return pool_cap, group_cap, hall_cap, _share(target, caps.probation_share, False), min_pools
+
+
+def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
+          table: PoolTable) -> tuple[dict[int, int], int, int]:
+    """The fill, and the last rank it read when another fill of the same target may reuse it, else -1.
+
+    It may when the first pass placed everything before the last ``min_pools - 1`` candidates (the only ones
+    whose reserve depends on the pools after them): then what it placed depends on the pools it read (their
+    order, which the shape's live hall count and pools that ran out decide, and their capacity) and nothing else.
+    """
+    if target <= 0:
+        return {}, 0, -1
+    key = (target, shape.halls, strategy is Strategy.SINGLE_CHEAPEST)
+    limits = table.limits.get(key)
+    if limits is None:
+        limits = table.limits[key] = _caps(target, shape, strategy, caps)
+    if strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST:
+        walked = _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
+        if walked is not None:
+            return walked
+    return _scan(target, shape, strategy, limits, table)
+
+
+def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, int, int, int],
+          table: PoolTable) -> tuple[dict[int, int], int, int] | None:
+    """Depth-first and price-first when the first pass places everything (else None, and ``_scan`` does it).
+
+    The same walk as ``_scan`` without what only its last candidates need: it merges the lanes of the pools that
+    fit the pool cap (``_heads``), skips a hall at its cap, and stops as soon as the claim is placed. A candidate
+    has at least ``live - rank - 1`` fitting candidates with capacity after it, so while that is ``min_pools - 1``
+    or more its reserve does not depend on them (``_ranked`` counts the last ones exactly: the walk leaves
+    those to ``_scan``). Every pool is read once, so none holds units yet.
+    """
+    pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
+    order = table.order(shape, price_first)
+    residual, group, probation, live = table.residual, table.group, table.probation, shape.live
+    cut = min(pool_cap, shape.max_k)
+    built = shape.heaps.get((price_first, cut))
+    if built is None or built[0] != live:  # the lanes' first pools with capacity, unchanged while none ran out
+        built = shape.heaps[(price_first, cut)] = (live, *_heads(
+            order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
+    heads, following = list(built[1]), built[2]
+    entries, hall, pop, push = order.entries, table.hall, heapq.heappop, heapq.heappush
+    placed: dict[int, int] = {}
+    group_used: dict[str, int] = {}
+    hall_used: dict[str, int] = {}
+    remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
+    beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
+    while heads:
+        pos = pop(heads)
+        i, k = entries[pos]
+        h = hall[i]
+        in_hall = hall_used.get(h, 0)
+        if in_hall >= hall_cap:
+            continue
+        if pos > beyond:
+            return None
+        g = group[i]
+        in_group = group_used.get(g, 0)
+        units = probation_cap if probation[i] else pool_cap  # the least of the caps, the room and the reserve
+        if group_cap - in_group < units:
+            units = group_cap - in_group
+        if hall_cap - in_hall < units:
+            units = hall_cap - in_hall
+        if residual[i] * k < units:
+            units = residual[i] * k
+        if need >= remaining:
+            units = min(units, 1)
+        elif need > 0 and remaining - need < units:
+            units = remaining - need
+        elif remaining < units:
+            units = remaining
+        if units > 0:
+            need -= 1
+            placed[i] = units
+            group_used[g] = in_group + units
+            hall_used[h] = in_hall + units
+            remaining -= units
+            if remaining == 0:
+                return placed, 0, pos
+        pos = following[pos]
+        while pos >= 0 and residual[entries[pos][0]] <= 0:
+            pos = following[pos]
+        if pos >= 0:
+            push(heads, pos)
+    return None
+
+
+def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int, int, int, int],
+          table: PoolTable) -> tuple[dict[int, int], int, int]:
+    """The fill over every candidate (``_ranked``), with the second pass."""
+    pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
     placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
     hall_used: dict[str, int] = defaultdict(int)
-    remaining, used = target, 0
-
-    def room(i: int, k: int) -> int:
-        done = placed.get(i, 0)
-        cap = probation_cap if probation[i] else pool_cap
-        return max(0, min(cap - done, group_cap - group_used[group[i]], hall_cap - hall_used[hall[i]],
-                          residual[i] * k - done))
-
-    def take(i: int, units: int) -> None:
-        nonlocal remaining, used
-        before = placed.get(i, 0)
-        used += before == 0
-        placed[i] = before + units
-        group_used[group[i]] += units
-        hall_used[hall[i]] += units
-        remaining -= units
+    remaining, used, horizon = target, 0, max(0, min_pools - 1)
+    tail, last = False, -1  # whether a candidate among the last min_pools - 1 was read; the last rank read
 
     # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools (a pool in
     # a hall already at its cap has no room: the walk skips it)
     seen: list[Entry] = []
-    for i, k, after in _ranked(table, shape, strategy, pool_cap, min_pools, lambda h: hall_used[h] >= hall_cap):
+    for i, k, after, pos in _ranked(table, shape, strategy, pool_cap, min_pools,
+                                    lambda h: hall_used[h] >= hall_cap):
         seen.append((i, k))
+        tail = tail or after < horizon or pos < 0
+        last = max(last, pos)
         reserve = min(max(0, min_pools - used - 1), after, remaining - 1)
-        units = min(room(i, k), remaining - reserve)
+        g, h, done = group[i], hall[i], placed.get(i, 0)
+        units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
+                    hall_cap - hall_used[h], residual[i] * k - done, remaining - reserve)
         if units > 0:
-            take(i, units)
+            used += done == 0
+            placed[i] = done + units
+            group_used[g] += units
+            hall_used[h] += units
+            remaining -= units
         if remaining == 0:
-            break
+            return placed, 0, -1 if tail else last
     # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
     # is left to place)
     for i, k in seen:
         if remaining == 0:
             break
-        units = min(room(i, k), remaining)
+        g, h, done = group[i], hall[i], placed.get(i, 0)
+        units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
+                    hall_cap - hall_used[h], residual[i] * k - done, remaining)
         if units > 0:
-            take(i, units)
-    return placed, remaining
+            placed[i] = done + units
+            group_used[g] += units
+            hall_used[h] += units
+            remaining -= units
+    return placed, remaining, -1

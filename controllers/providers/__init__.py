@@ -7,7 +7,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "OpenStackProvider": "openstack", "KeystoneNodeCredentials": "openstack", "SimulatedProvider": "simulated",
+    "OpenStackProvider": "openstack", "KeystoneNodeCredentials": "node_credentials", "SimulatedProvider": "simulated",
     "FeedClient": "feeds", "RenewingConnection": "appcred", "KeystoneIssuer": "appcred",
     "TokenBucket": "budget", "MutatingHook": "budget",
 }

@@ -49,7 +49,8 @@ def _node_credentials(args: argparse.Namespace) -> Any:
         raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
     import yaml
 
-    from controllers.providers.openstack import KeystoneNodeCredentials, _connect
+    from controllers.providers.node_credentials import KeystoneNodeCredentials
+    from controllers.providers.openstack import _connect
 
     clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
     if args.keystone_issuer not in clouds:
@@ -107,17 +108,15 @@ def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -
     the rankings' age on a connection of their own (the pass's is busy with the pass)."""
     if not args.metrics_port:
         return None
-    import psycopg
-
     from controllers.controller.metrics import PassMetrics
-    from stores.config import resolve_url
+    from stores import postgres as pg
     from stores.telemetry import Registry
 
     from .metrics import start_metrics
 
     registry = Registry({"region": args.region, "partition": args.partition})
     start_metrics(args, registry, f"controller {args.partition}")
-    conn = psycopg.connect(resolve_url("postgres", postgres, component="controller"), autocommit=True)
+    conn = pg.connect(postgres, autocommit=True, component="controller", reconnect=True)
     return lambda desired: PassMetrics(registry, desired, bucket=bucket, conn=conn)
 
 
@@ -147,15 +146,13 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     from decimal import Decimal
 
-    import psycopg
-
     from controllers.controller.approvals import http_webhook
     from controllers.controller.breaker import SafetyConfig
     from controllers.controller.budget import BudgetedProvider, split_budget
     from controllers.controller.loop import Controller, ControllerSettings
     from controllers.simregion.clock import WallClock
     from stores import migrate
-    from stores.config import resolve_url
+    from stores import postgres as pg
 
     from .controller_serve import serve
 
@@ -176,7 +173,8 @@ def _run(args: argparse.Namespace) -> int:
     bucket = split_budget(args.region_budget, partitions)[args.partition]
     raw_provider = _provider(args)
     provider = BudgetedProvider(raw_provider, bucket)
-    conn = psycopg.connect(resolve_url("postgres", args.postgres, component="controller"), autocommit=True)
+    # reconnect: a failover (multi-host URL, target_session_attrs=read-write) fails one pass, the next reconnects
+    conn = pg.connect(args.postgres, autocommit=True, component="controller", reconnect=True)
     migrate.migrate_postgres(conn)
     _admit(args, payload, conn)
     from controllers.controller.store import publish_contracts_in_force
@@ -237,19 +235,17 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
     import signal
     from datetime import timedelta
 
-    import psycopg
-
     from controllers.controller.exclusion import ExclusionConfig
     from controllers.controller.exclusion_stream import ExclusionStream
     from controllers.controller.store import Store
     from controllers.simregion.clock import WallClock
     from stores import migrate
     from stores import nats as sco_nats
-    from stores.config import resolve_url
+    from stores import postgres as pg
 
     if args.wave_gap_s <= 0:
         raise CliError(f"--wave-gap-s must be above 0, got {args.wave_gap_s}")
-    conn = psycopg.connect(resolve_url("postgres", args.postgres, component="controller"), autocommit=True)
+    conn = pg.connect(args.postgres, autocommit=True, component="controller", reconnect=True)
     migrate.migrate_postgres(conn)
     stream = ExclusionStream(Store(conn, args.region, f"{args.region}/*", actor="sco-exclusion-watcher"),
                              ExclusionConfig(wave_gap=timedelta(seconds=args.wave_gap_s)))
@@ -263,8 +259,7 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
         from .metrics import start_metrics
 
         registry = Registry({"region": args.region})
-        watch(registry, stream, psycopg.connect(resolve_url("postgres", args.postgres, component="controller"),
-                                                autocommit=True))
+        watch(registry, stream, pg.connect(args.postgres, autocommit=True, component="controller", reconnect=True))
         start_metrics(args, registry, f"exclusion watcher {args.region}")
 
     async def main() -> None:

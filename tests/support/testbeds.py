@@ -8,6 +8,9 @@ cloud-init bed is Debian's ``cloud-init`` package (``deploy/testbed/cloudinit/up
 (``SCO_CLOUD_INIT`` overrides), None when it is not installed.
 The monitoring bed (deploy/testbed/monitoring/up) installs Debian's Prometheus and Alertmanager tools; ``tool``
 finds each (``SCO_PROMTOOL``, ``SCO_AMTOOL``, ``SCO_PROMETHEUS``, ``SCO_ALERTMANAGER`` override the path).
+The Patroni bed (deploy/testbed/patroni/up) installs Debian's Patroni, etcd and PostgreSQL 15; ``patroni_tools``
+finds them (``SCO_PATRONI``, ``SCO_ETCD``, ``SCO_PATRONI_PG_BIN`` override), and tests/support/patroni.py starts a
+cluster of its own from them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "SLURM_STATE",
     "bed_dir",
     "ceph_env",
+    "patroni_tools",
     "slurm_env",
     "tool",
 ]
@@ -71,3 +75,16 @@ def tool(name: str) -> str:
     if not found:
         raise FileNotFoundError(f"{name} is not installed: run deploy/testbed/monitoring/up (as root)")
     return found
+
+
+def patroni_tools() -> dict[str, str]:
+    """``patroni``, ``etcd`` and ``pg_bin`` (PostgreSQL 15's bin directory) installed by deploy/testbed/patroni/up;
+    ``FileNotFoundError`` naming the script when one is missing."""
+    pg_bin = os.environ.get("SCO_PATRONI_PG_BIN") or "/usr/lib/postgresql/15/bin"
+    found = {"patroni": os.environ.get("SCO_PATRONI") or shutil.which("patroni"),
+             "etcd": os.environ.get("SCO_ETCD") or shutil.which("etcd"),
+             "pg_bin": pg_bin if (Path(pg_bin) / "postgres").exists() else None}
+    missing = [name for name, path in found.items() if not path]
+    if missing:
+        raise FileNotFoundError(f"{', '.join(missing)} not installed: run deploy/testbed/patroni/up (as root)")
+    return {name: str(path) for name, path in found.items()}

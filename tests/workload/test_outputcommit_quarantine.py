@@ -112,3 +112,32 @@ def test_the_quarantine_event_reaches_a_real_nats_subscriber(nats_url: str) -> N
 
     asyncio.run(listen_then_quarantine())
     assert json.loads(received[0])["kind"] == "quarantined"
+
+
+def test_the_quarantine_event_is_published_through_a_cluster_url_list_whose_first_server_is_down(
+        nats_url: str) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on: the cluster's member that is down
+        s.bind(("127.0.0.1", 0))
+        dead = f"nats://127.0.0.1:{s.getsockname()[1]}"
+    received: list[bytes] = []
+
+    async def listen_then_publish() -> None:
+        import nats as nats_py
+
+        nc = await nats_py.connect(nats_url)
+        sub = await nc.subscribe("sco.test.cluster-list")
+        await nc.flush()
+        publisher = NatsPublisher(f"{dead}, {nats_url}")
+        await asyncio.to_thread(publisher.publish, "sco.test.cluster-list", b"q", "m-1")
+        received.append((await sub.next_msg(timeout=30)).data)
+        await nc.close()
+
+    asyncio.run(listen_then_publish())
+    assert received == [b"q"]
+
+
+def test_a_nats_publisher_without_any_server_is_refused_with_the_fix_named() -> None:
+    with pytest.raises(ValueError, match="comma-separated list"):
+        NatsPublisher(" , ")

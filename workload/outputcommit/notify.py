@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import smtplib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Protocol
@@ -42,16 +43,26 @@ class RecordingNotifier:
 
 
 class NatsPublisher:
-    """Publishes on core NATS (one short connection per call: quarantines are rare)."""
+    """Publishes on core NATS (one short connection per call: quarantines are rare).
 
-    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
-        self.url, self.timeout_s = url, timeout_s
+    ``url``: one server, or every server of a cluster (a list, or comma-separated as ``SCO_NATS_URL`` holds it);
+    the connection tries each in turn, so a quarantine is published while one member of the cluster is down.
+    """
+
+    def __init__(self, url: str | Sequence[str], timeout_s: float = 5.0) -> None:
+        parts = url.split(",") if isinstance(url, str) else list(url)
+        self.servers = [part.strip() for part in parts if part.strip()]
+        if not self.servers:
+            raise ValueError(f"NatsPublisher: no NATS server in url={url!r}; give nats://host:port, or a "
+                             "comma-separated list of a cluster's servers")
+        self.timeout_s = timeout_s
 
     def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
         async def go() -> None:
             import nats
 
-            nc = await nats.connect(self.url, connect_timeout=self.timeout_s, max_reconnect_attempts=0)
+            nc = await nats.connect(self.servers, connect_timeout=self.timeout_s, max_reconnect_attempts=0,
+                                   dont_randomize=True)
             try:
                 await nc.publish(subject, payload, headers={"Nats-Msg-Id": msg_id})
                 await nc.flush(timeout=max(1, int(self.timeout_s)))

@@ -39,18 +39,12 @@ class FloorCandidate:
         return (0 if self.committed else 1, self.state.rate_eur_h / self.per_instance, self.state.pool_id)
 
 
-def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps,
-               halls_of: list[FloorCandidate] | None = None) -> tuple[dict[str, int], int, list[str]]:
-    """Returns units per pool id, the shortfall and notes (e.g. a floor too small to spread).
-
-    ``halls_of``: the candidates whose halls count for the spread (default ``candidates``; a re-plan counts the
-    halls before setting aside the floor units it keeps).
-    """
+def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tuple[dict[str, int], int, list[str]]:
+    """Returns units per pool id, the shortfall and notes (e.g. a floor too small to spread)."""
     notes: list[str] = []
     if units <= 0:
         return {}, 0, notes
-    halls = sorted({c.state.pool.hall for c in (candidates if halls_of is None else halls_of)
-                    if c.capacity_units > 0})
+    halls = sorted({c.state.pool.hall for c in candidates if c.capacity_units > 0})
     hall_cap = max(1, math.floor(Decimal(units) * caps.floor_hall_share))
     if len(halls) < caps.floor_min_halls:
         notes.append(f"guaranteed capacity fitting this unit exists in {len(halls)} hall(s), fewer than "
@@ -357,8 +351,7 @@ def _replan(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residu
     aside = dict(residual)
     for pid, n in kept.items():
         aside[pid] -= math.ceil(n / guaranteed[pid].per_instance)
-    new, floor_short, notes = fill_floor(left, _guaranteed(contract, pools, aside), config.caps,
-                                         halls_of=list(guaranteed.values()))
+    new, floor_short, notes = fill_floor(left, _guaranteed(contract, pools, aside), config.caps)
     for pid, n in new.items():
         kept[pid] = kept.get(pid, 0) + n
     k_floor = {pid: c.per_instance for pid, c in guaranteed.items()}

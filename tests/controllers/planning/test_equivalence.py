@@ -6,7 +6,8 @@ cards, ties in rate and score, pools that run out — and random claims of every
 both, from scratch and then through a chain of incremental passes (claims that change, appear and go, pools
 excluded, regrouped, or with less capacity), under every strategy and a few cap settings. Incremental passes
 start from the planner's own plan set (whose summary it remembers, ``keep.py``) and from a copy (which it
-checks plan by plan).
+checks plan by plan). Workloads of one shape asking the same fill reuse it while its pools hold (``placed.py``):
+a region of deep and shallow pools and many such workloads checks that too.
 
 Issue 19 changed the incremental passes on purpose, and the oracle with them (``oracle._replan`` and the room
 rule in ``oracle.plan``, written the oracle's way from the rule's statement in ``incremental.py``): a re-plan of a
@@ -20,6 +21,7 @@ made from scratch are compared with the oracle unchanged.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -28,7 +30,7 @@ import pytest
 
 from contracts.pools import Pool, PurchaseModel
 from contracts.schema import Contract, Eligibility, PlacementStrategy, Resources
-from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, plan
+from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, floor, plan, waterfill
 
 from ..builders import contract
 from . import oracle
@@ -149,6 +151,33 @@ def test_every_plan_keeps_the_caps_the_spread_and_the_floor_first(seed: int) -> 
         assert all(units <= max(1, target * 30 // 100) for units in groups.values()), p.workload
         if target >= 8 and not p.shortfall_units and not any("fewer than 8" in n for n in p.notes):
             assert len(reclaim) >= 8, p.workload
+
+
+def counting(inner: Callable[..., object], label: str, counts: dict[str, int]) -> Callable[..., object]:
+    """``inner``, counting its calls in ``counts[label]``."""
+    def wrapper(*args: object) -> object:
+        counts[label] += 1
+        return inner(*args)
+    return wrapper
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fills_reused_across_workloads_of_one_shape_give_the_plans_the_planner_before_it_made(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7000 + seed)
+    pools = [replace(s, available_instances=rng.choice([2, 6, 40, 400])) for s in region(rng, 500)]
+    shapes = [claim(rng, "shape") for _ in range(3)]
+    claims = [Claim(rng.choice(shapes).contract.model_copy(update={"workload": f"wk-{i:03d}"}),
+                    rng.choice([5, 13, 40, 100])) for i in range(120)]
+    computed = {"water": 0, "floor": 0}
+    monkeypatch.setattr(waterfill, "_fill", counting(waterfill._fill, "water", computed))
+    monkeypatch.setattr(floor, "_fill", counting(floor._fill, "floor", computed))
+    ours = plan(claims, pools, NOW)
+    same(ours, oracle.plan(claims, pools, NOW))
+    # fewer fills computed than asked for: the rest were reused (a depth-first claim asks two, main and shadow)
+    asked = sum(1 if p.strategy is Strategy.PRICE_FIRST else 2 for p in ours.plans.values())
+    assert 0 < computed["water"] < asked, (computed, asked)
+    assert computed["floor"] < sum(1 for p in ours.plans.values() if p.floor_units)
 
 
 @pytest.mark.parametrize("seed", range(6))

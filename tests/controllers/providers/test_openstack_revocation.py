@@ -29,7 +29,8 @@ def bed() -> Iterator[dict[str, Any]]:
         pytest.fail(f"{OPENSTACK_CLOUDS} missing: run deploy/testbed/openstack/up")
     import yaml
 
-    from controllers.providers.openstack import KeystoneNodeCredentials, OpenStackProvider, _connect
+    from controllers.providers.node_credentials import KeystoneNodeCredentials
+    from controllers.providers.openstack import OpenStackProvider, _connect
 
     doc = yaml.safe_load(OPENSTACK_CLOUDS.read_text())
     issuer = _connect(**doc["clouds"]["sco-testbed-admin"])  # stands in for the issuer (OpenBao's plugin)
@@ -80,7 +81,7 @@ def test_termination_deletes_the_credential_and_only_keystone_s_confirmation_mak
 
 
 def test_a_keystone_refusal_is_reported_as_a_failure_not_as_revoked(bed: dict[str, Any]) -> None:
-    from controllers.providers.openstack import KeystoneNodeCredentials
+    from controllers.providers.node_credentials import KeystoneNodeCredentials
 
     second = bed["instances"][1]
     # the orchestrator's own restricted application credential may not manage application credentials: 403

@@ -1,0 +1,74 @@
+"""A fill's result (issue 18): units per pool, the instances it takes, its allocations and cost, built once.
+
+Workloads of one shape often ask the same fill of the same pools (same units, same strategy), and a pool's
+capacity is rarely what limits a fill (a pool holds hundreds of instances, a workload takes a few of each), so
+a plan keeps each fill's result on its shape (``Shape.fills``, ``Shape.floors``) and hands it to the next
+workload that asks the same when the pools it used still have the room it needed (``valid``): the fill would
+place the same units in the same pools. The result then also shares its allocations (frozen values) and its
+cost, which are what the plans are made of.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .model import Allocation, Purpose
+from .tables import PoolTable
+
+__all__ = ["NOTHING", "Placed"]
+
+
+class Placed:
+    """Units per pool index, the shortfall and notes of one fill; the instances it takes, sorted by pool id.
+
+    ``pools`` and ``instances``: the pools it uses, sorted by pool id, and the instances it takes of each.
+    ``needs``: the instances each of those pools must still have for the fill to be the same again (and the
+    shape's live pools what the key says, see the fills); by default what it takes. Parallel lists of integers,
+    not pairs: a plan makes thousands of fills.
+    """
+
+    __slots__ = ("_allocations", "_cost", "instances", "last", "live", "needs", "notes", "placed", "pools", "short")
+
+    def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
+                 notes: tuple[str, ...] = ()) -> None:
+        self.placed, self.short, self.notes = placed, short, notes
+        self.pools = sorted(placed, key=rank.__getitem__)
+        self.instances = [-(-placed[i] // k[i]) for i in self.pools]
+        self.needs = self.instances
+        self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
+        self.last = -1
+        self._allocations: list[Allocation] | None = None
+        self._cost: Decimal | None = None
+
+    def valid(self, residual: list[int]) -> bool:
+        """Whether every pool the fill relied on still has the instances it relied on."""
+        for i, n in zip(self.pools, self.needs, strict=True):  # noqa: SIM110 (a loop: faster than all())
+            if residual[i] < n:
+                return False
+        return True
+
+    def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
+        """The allocations, in pool id order (built once; a fill is for one purpose only)."""
+        if self._allocations is None:
+            ids, rate, placed = table.ids, table.rate, self.placed
+            made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
+            self._allocations = out = []
+            for i, n in zip(self.pools, self.instances, strict=True):
+                key = (i, placed[i], n)
+                a = made.get(key)
+                if a is None:
+                    a = made[key] = Allocation(ids[i], purpose, placed[i], n, rate[i])
+                out.append(a)
+        return self._allocations
+
+    def cost(self, table: PoolTable) -> Decimal:
+        """What the placement costs per hour (EUR/h)."""
+        if self._cost is None:
+            rate, cost = table.rate, Decimal(0)
+            for i, n in zip(self.pools, self.instances, strict=True):
+                cost += rate[i] * n
+            self._cost = cost
+        return self._cost
+
+
+NOTHING = Placed({}, 0, {}, [])  # no floor to place
