@@ -5,11 +5,14 @@ guaranteed capacity (``floor.fill_floor``), then water-fills the reclaimable res
 (``waterfill.fill``), and records the depth premium against the price-first placement under the same caps and
 the same residual capacity. Incremental: a workload whose claim is unchanged, whose plan placed all of it, none
 of whose pools is now excluded and whose reclaimable units still respect the group cap under the groups in force
-(a merged group, ADR-06) keeps its plan; only the others are re-planned, on the capacity the kept plans leave. A
-plan that left units short is re-planned every pass, so capacity that comes back is used (a kept short plan was
-the source of most of the replay's shortfall, issue 19) — but the re-plan replaces it only when it places more
-units or more floor: otherwise the short plan stays where it is (re-made from scratch whenever the ranking moved,
-it moved every instance it held, for nothing).
+(a merged group, ADR-06) and whose pools still have the room it holds keeps its plan; only the others are
+re-planned, on the capacity the kept plans leave. A re-plan of a plan made for the same contract and strategy
+keeps what the plan holds and places only what is missing (``incremental``): a re-plan made from scratch moved
+every instance the plan held whenever the ranking had moved, which the breaker took for a mass termination
+(issue 19). A plan that left units short is re-planned every pass, so capacity that comes back is used; when the
+re-plan places the same, the plan stays the very object it was. When kept plans want more instances in a pool
+than it can give (free and ours), the lowest-priority of them are re-planned the same way, instead of being
+relaunched into a full pool until it is excluded for thrash.
 
 At fleet scale (issue 18): eligibility and rank orders come from per-plan tables built once per workload
 shape (``tables``), and which plans are kept is decided from what the planner remembers of the plan set it
@@ -29,6 +32,7 @@ from decimal import Decimal
 from contracts.schema import Contract, PlacementStrategy, TierName
 
 from .floor import shared_floor
+from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, workload_plan
 from .placed import NOTHING
@@ -93,36 +97,36 @@ def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> Workload
                          floor_units - floor.short, short, cheapest_cost, tuple(notes))
 
 
-def _may_keep(prev: WorkloadPlan, claim: Claim, config: PlannerConfig, facts: Facts) -> bool:
-    """A short plan in force for the same claim and strategy, still fitting the pools.
+def _same_contract(prev: WorkloadPlan, claim: Claim, strategy: Strategy) -> bool:
+    """``prev`` was made for the claim's contract version and strategy (its units may differ)."""
+    return prev.strategy is strategy and prev.claim_digest.rpartition(":")[0] == claim.contract.ref
 
-    It is kept unless a re-plan places more (``_keep_short``).
+
+def _follow_room(kept: dict[str, WorkloadPlan], todo: list[Claim], claims: dict[str, Claim],
+                 held: dict[str, int], states: Sequence[PoolState]) -> list[Claim]:
+    """Kept plans follow the room: the lowest-priority kept plans using a pool they outgrew are re-planned.
+
+    While the kept plans want more instances in a pool than it can give (free and ours, as the caller sees it),
+    the lowest-priority kept plan using it is re-planned instead of kept. Relaunching a lost instance into a
+    pool other tenants filled fails every pass until the pool is excluded for thrash (the replay through the
+    controller: 575 failed launches and 176 exclusions a day). ``kept`` and ``held`` (instances the kept plans
+    hold per pool) are updated; returns the claims to plan, in priority order.
     """
-    return (prev.shortfall_units > 0 and prev.claim_digest == claim.digest
-            and prev.strategy is _strategy(claim.contract, config) and fits_pools(prev, facts, short=True))
-
-
-def _keep_short(prev: WorkloadPlan, claim: Claim, table: PoolTable, index: dict[str, int],
-                config: PlannerConfig) -> bool:
-    """Keep a short plan (taking what it holds from ``table``) when a re-plan would place no more.
-
-    Kept when its pools still have the room and a re-plan on the same residual capacity (a scratch table:
-    residual capacity in ``table`` only ever shrinks) would place no more units and no more floor. Moving what
-    it holds would gain nothing and cost interruptions and terminations: the replay through the controller
-    showed a short plan re-made from scratch move 22 of 53 instances when the ranking changed, which the
-    breaker took for a mass termination.
-    """
-    need: dict[int, int] = {}
-    for a in prev.allocations:
-        need[index[a.pool_id]] = need.get(index[a.pool_id], 0) + a.instances
-    if any(table.residual[i] < n for i, n in need.items()):
-        return False
-    trial = _plan_one(claim, PoolTable(table.static, list(table.residual)), config)
-    if trial.shortfall_units < prev.shortfall_units or trial.floor_units > prev.floor_units:
-        return False
-    for i, n in need.items():
-        table.take(i, n)
-    return True
+    room = {s.pool_id: s.available_instances for s in states}
+    over = {pid for pid, n in held.items() if n > room.get(pid, 0)}
+    if not over:
+        return todo
+    for name in reversed(list(kept)):
+        if not over:
+            break
+        prev = kept[name]
+        if prev.pools & over:
+            del kept[name]
+            todo.append(claims[name])
+            for a in prev.allocations:
+                held[a.pool_id] -= a.instances
+            over = {pid for pid in over if held[pid] > room.get(pid, 0)}
+    return sorted(todo, key=lambda c: priority(c.contract))
 
 
 def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
@@ -169,21 +173,24 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
             held[pid] -= n
     else:
         held = usage_of(kept.values())
+    if not same:  # on the very pool states the plan set was made on, its plans fit their room by construction
+        todo = _follow_room(kept, todo, seen, held, states)
     plans = dict(kept)
     if todo:
         static = static or Static(states, config.discount_threshold)
         residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
         table = PoolTable(static, residual)
-        index: dict[str, int] = {}   # pool id -> table row, built when a short plan first needs it
+        index: dict[str, int] = {}   # pool id -> table row, built when a re-plan first needs it
         for claim in todo:
             prev = old.get(claim.workload)
-            if prev is not None and _may_keep(prev, claim, config, facts):
-                if not index:
-                    index.update((pid, i) for i, pid in enumerate(static.ids))
-                if _keep_short(prev, claim, table, index, config):
-                    plans[claim.workload] = prev
-                    continue
-            plans[claim.workload] = _plan_one(claim, table, config)
+            strategy = _strategy(claim.contract, config)
+            if prev is None or not _same_contract(prev, claim, strategy):
+                plans[claim.workload] = _plan_one(claim, table, config)
+                continue
+            if not index:
+                index.update((pid, i) for i, pid in enumerate(static.ids))
+            fresh = replan(prev, claim, strategy, config.caps, table, index)
+            plans[claim.workload] = prev if same_placement(fresh, prev) else fresh
     removed = set(old) - set(plans)
     replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
     changed = bool(replanned or removed) or previous is None

@@ -142,9 +142,14 @@ def test_the_caps_bound_the_share_of_a_claim_one_reclaim_can_take_and_a_single_p
 
 
 @pytest.mark.slow
-def test_on_a_recorded_region_trace_depth_first_is_interrupted_less_and_wastes_less_than_price_first() -> None:
+def test_on_a_recorded_region_trace_depth_first_is_interrupted_less_than_price_first_and_both_waste_little() -> None:
     # The simulated region, where guaranteed requests fill free room before they reclaim: three days after two
     # of warm-up, the fourteen example workloads. (`sco simulate --strategy compare` runs the 30-day version.)
+    # Issue 19 (kept plans follow the room): since plans leave pools whose free room fell below what they hold,
+    # both strategies are interrupted about half as often and waste less than half as much (depth-first
+    # 0.88 -> 0.45 %/h, wasted 0.112 -> 0.049 %; price-first 1.07 -> 0.54 %/h, 0.137 -> 0.039 %), and depth-first
+    # no longer wastes less than price-first on this trace (0.049 % vs 0.039 %): its lower interruption rate is
+    # what still holds. docs/benchmarks.md, "Re-plans keep what a plan holds" has the figures.
 
     from contracts.compiler import check_repo
     from controllers.replay import summarise
@@ -158,5 +163,5 @@ def test_on_a_recorded_region_trace_depth_first_is_interrupted_less_and_wastes_l
     # per instance-hour, as the issue's target reads: with the hall cap (ADR-06) ours places more instance-hours
     # than price-first, so a raw count (199 vs 194 on this trace) is not the comparison
     assert ours.interruption_rate_pct_h < cheap.interruption_rate_pct_h
-    assert ours.wasted_pct < cheap.wasted_pct
+    assert ours.wasted_pct < 0.1 and cheap.wasted_pct < 0.1   # % of reclaimable hours; the target is 3 %
     assert ours.depth_premium > 0 and cheap.depth_premium == 0

@@ -405,3 +405,36 @@ def test_the_planner_sees_each_pools_room_once_whatever_the_age_of_the_rate_card
     observed = [_ours(pid, status, timedelta(seconds=s)) for status, s in instances]
     states = {st.pool_id: st for st in pool_states_for(with_(market(), free_at=free_at), observed, set())}
     assert states[pid].available_instances == available
+
+
+def test_a_lost_instance_whose_pool_others_filled_is_placed_elsewhere_not_relaunched_into_the_full_pool() -> None:
+    """Kept plans follow the room (issue 19): the pool now gives one instance less than the plan holds there
+    (free 0 on a card newer than our launches), so the plan keeps what the pool still holds and places the lost
+    unit in another pool; relaunched into the full pool it failed every pass until the pool was excluded."""
+    from dataclasses import replace as with_
+
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    glance = Glance(1, False, 0, (), {})
+    mem, _ = begin(glance, desired, memory, T0)
+    work = demand(ETL, 40)
+    first = decide(Observation(glance, {}, (), work, market(), {}, {}, 0), desired, mem, T0)
+    halls = {p.pool_id: p.hall for p in POOLS}
+    running = [Observed(f"{a.launch.key.pool}-{n}", f"node-{a.launch.key.pool}-{n}", a.launch.workload,
+                        a.launch.key.pool, PARTITION, first.generation, a.launch.key.purpose, "active",
+                        halls[a.launch.key.pool], T0 - timedelta(hours=1))
+               for a in first.of(Place) for n in range(a.launch.count)]
+    etl = sorted({o.pool for o in running if o.workload == "etl" and o.purpose is Purpose.RECLAIMABLE})
+    full = etl[0]
+    lost = next(o for o in running if o.pool == full and o.workload == "etl")
+    still = tuple(o for o in running if o is not lost)
+    card = market()
+    filled = with_(card, free={**card.free, full: 0}, free_at=T0)   # other tenants took the pool's room
+    later = T0 + timedelta(minutes=1)
+    glance2 = Glance(1, False, first.generation, still, {})
+    mem2, _ = begin(glance2, desired, first.memory, later)
+    second = decide(Observation(glance2, {}, (), work, filled, {}, {}, 0), desired, mem2, later)
+    placed = [(a.launch.key.pool, a.launch.count) for a in second.of(Place) if a.launch.workload == "etl"]
+    assert full not in {pid for pid, _ in placed}
+    assert sum(n for _, n in placed) == 1 and not second.of(Terminate)

@@ -1,7 +1,9 @@
 """The planner as it was before the per-plan tables (main at a9c10ad): the oracle of the equivalence tests.
 
 Verbatim logic of ``controllers/planning/{floor,waterfill,planner}.py`` before issue 18, merged into one module;
-the optimised planner must produce the same plans for the same inputs.
+the optimised planner must produce the same plans for the same inputs. Changed on purpose for issue 19, in
+the incremental passes only: re-plans keep what a plan holds (``_replan``) and kept plans follow the room
+(``plan``); plans from scratch are the planner's before issue 18, unchanged.
 """
 
 from __future__ import annotations
@@ -114,8 +116,12 @@ def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     return max(1, units) if at_least_one else units
 
 
-def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps) -> tuple[dict[str, int], int]:
-    """Place ``target`` units; returns units per pool id and the shortfall."""
+def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps,
+         held: dict[str, int] | None = None) -> tuple[dict[str, int], int]:
+    """Place ``target`` units; returns units per pool id and the shortfall.
+
+    ``held`` (issue 19, a re-plan): units the plan holds per pool, kept first in rank order within the caps.
+    """
     if target <= 0:
         return {}, 0
     if strategy is Strategy.SINGLE_CHEAPEST:
@@ -146,6 +152,10 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         hall_used[c.state.pool.hall] += units
         remaining -= units
 
+    for c in ranked if held else ():
+        units = min(held.get(c.state.pool_id, 0), room(c), remaining)  # type: ignore[union-attr]
+        if units > 0:
+            take(c, units)
     # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools
     for index, c in enumerate(ranked):
         if remaining == 0:
@@ -286,12 +296,24 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
                 residual[a.pool_id] -= a.instances
         else:
             todo.append(claim)
+    by_name = {c.workload: c for c in claims}
+    for name in reversed(list(kept)):  # issue 19: kept plans follow the room (the lowest priority re-planned)
+        over = {pid for pid, n in residual.items() if n < 0}
+        if not over:
+            break
+        if kept[name].pools & over:
+            for a in kept.pop(name).allocations:
+                residual[a.pool_id] += a.instances
+            todo.append(by_name[name])
+    todo.sort(key=lambda c: priority(c.contract))
     plans = dict(kept)
     for claim in todo:
         prev = old.get(claim.workload)
-        if prev is not None and _keeps_short(prev, claim, pools, residual, excluded, known, groups, config):
-            plans[claim.workload] = prev
-            for a in prev.allocations:
+        if (prev is not None and prev.strategy is _strategy(claim.contract, config)
+                and prev.claim_digest.rpartition(":")[0] == claim.contract.ref):
+            new = _replan(prev, claim, pools, residual, config)
+            plans[claim.workload] = prev if _same_placement(new, prev) else new
+            for a in plans[claim.workload].allocations:
                 residual[a.pool_id] -= a.instances
         else:
             plans[claim.workload] = _plan_one(claim, pools, residual, config)
@@ -302,18 +324,55 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
     return PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
 
 
-def _keeps_short(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
-                 excluded: set[str], known: set[str], groups: dict[str, str], config: PlannerConfig) -> bool:
-    """A short plan for the same claim and strategy that still fits the pools and their room stays, unless a
-    re-plan on the same room places more units or more floor."""
-    if not (prev.shortfall_units > 0 and prev.claim_digest == claim.digest
-            and prev.strategy is _strategy(claim.contract, config) and not (prev.pools & excluded)
-            and prev.pools <= known and _within_group_cap(prev, groups, config.caps, prev.shortfall_units)):
-        return False
-    need: dict[str, int] = {}
-    for a in prev.allocations:
-        need[a.pool_id] = need.get(a.pool_id, 0) + a.instances
-    if any(residual[pid] < n for pid, n in need.items()):
-        return False
-    trial = _plan_one(claim, pools, dict(residual), config)
-    return trial.shortfall_units >= prev.shortfall_units and trial.floor_units <= prev.floor_units
+def _same_placement(a: WorkloadPlan, b: WorkloadPlan) -> bool:
+    def key(p: WorkloadPlan) -> tuple[object, ...]:
+        return (p.claim_digest, p.strategy, p.floor_units, p.shortfall_units,
+                [(x.pool_id, x.purpose, x.units, x.instances) for x in p.allocations])
+    return key(a) == key(b)
+
+
+def _replan(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residual: dict[str, int],
+            config: PlannerConfig) -> WorkloadPlan:
+    """Issue 19's re-plan, which keeps what ``prev`` holds (the rule in ``controllers/planning/incremental.py``),
+    written the oracle's way: the floor keeps its units in eligible pools with room, up to the floor wanted, and
+    spreads only the missing ones; the reclaimable part keeps its units within the caps, then water-fills the
+    rest. Does not take from ``residual`` (the caller takes the plan it keeps)."""
+    contract = claim.contract
+    strategy = _strategy(contract, config)
+    floor_units = _floor_wanted(claim)
+    rates = {s.pool_id: s.rate_eur_h for s in pools}
+    guaranteed = {c.state.pool_id: c for c in _guaranteed(contract, pools, residual)}
+    kept: dict[str, int] = {}
+    left = floor_units
+    for a in sorted(prev.allocations, key=lambda a: a.pool_id):
+        if a.purpose is Purpose.FLOOR and a.pool_id in guaranteed and left > 0:
+            kept[a.pool_id] = min(a.units, guaranteed[a.pool_id].capacity_units, left)
+            left -= kept[a.pool_id]
+    aside = dict(residual)
+    for pid, n in kept.items():
+        aside[pid] -= math.ceil(n / guaranteed[pid].per_instance)
+    new, floor_short, notes = fill_floor(left, _guaranteed(contract, pools, aside), config.caps)
+    for pid, n in new.items():
+        kept[pid] = kept.get(pid, 0) + n
+    k_floor = {pid: c.per_instance for pid, c in guaranteed.items()}
+    floor = _allocations(kept, k_floor, rates, Purpose.FLOOR)
+    work = dict(residual)
+    for a in floor:
+        work[a.pool_id] -= a.instances
+    target = claim.units - floor_units + floor_short
+    candidates = _reclaimable(contract, pools, work, config.discount_threshold)
+    if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
+    held = {a.pool_id: a.units for a in prev.allocations if a.purpose is Purpose.RECLAIMABLE}
+    placed, short = fill(target, candidates, strategy, config.caps, held=held)
+    shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
+    cheapest = placed if shadow is strategy else fill(target, candidates, shadow, config.caps)[0]
+    k = {c.state.pool_id: c.per_instance for c in candidates}
+    reclaim = _allocations(placed, k, rates, Purpose.RECLAIMABLE)
+    cheapest_cost = sum((rates[pid] * math.ceil(u / k[pid]) for pid, u in cheapest.items()), Decimal(0))
+    if short:
+        notes.append(f"{short} unit(s) short: caps or capacity exhausted")
+    return WorkloadPlan(
+        workload=contract.workload, claim_digest=claim.digest, strategy=strategy,
+        allocations=tuple(floor + reclaim), wanted_units=claim.units, floor_units=floor_units - floor_short,
+        shortfall_units=short, cheapest_cost_eur_h=cheapest_cost, notes=tuple(notes))

@@ -8,6 +8,14 @@ excluded, regrouped, or with less capacity), under every strategy and a few cap 
 start from the planner's own plan set (whose summary it remembers, ``keep.py``) and from a copy (which it
 checks plan by plan). Workloads of one shape asking the same fill reuse it while its pools hold (``placed.py``):
 a region of deep and shallow pools and many such workloads checks that too.
+
+Issue 19 changed the incremental passes on purpose, and the oracle with them (``oracle._replan`` and the room
+rule in ``oracle.plan``, written the oracle's way from the rule's statement in ``incremental.py``): a re-plan of a
+plan made for the same contract version and strategy keeps what the plan holds (in eligible pools with room,
+within the caps on the new target) and places only the missing units, where the planner before it re-made the
+whole plan; a short plan that places no more stays the very object (as before); and kept plans that want more
+instances in a pool than it can give are re-planned, lowest priority first, where before they were kept. Plans
+made from scratch are compared with the oracle unchanged.
 """
 
 from __future__ import annotations
@@ -170,3 +178,28 @@ def test_fills_reused_across_workloads_of_one_shape_give_the_plans_the_planner_b
     asked = sum(1 if p.strategy is Strategy.PRICE_FIRST else 2 for p in ours.plans.values())
     assert 0 < computed["water"] < asked, (computed, asked)
     assert computed["floor"] < sum(1 for p in ours.plans.values() if p.floor_units)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_plans_follow_the_room_as_the_oracle_says_when_other_tenants_take_it(seed: int) -> None:
+    rng = random.Random(2000 + seed)
+    config = CONFIGS[seed % len(CONFIGS)]
+    pools = [replace(s, available_instances=rng.choice([40, 200]), excluded=False) for s in region(rng, 150)]
+    claims = [Claim(c.contract, rng.choice([4, 8, 13])) for c in (claim(rng, f"wk-{i:03d}") for i in range(40))]
+    ours, theirs = plan(claims, pools, NOW, config=config), oracle.plan(claims, pools, NOW, config=config)
+    same(ours, theirs)
+    moved = 0
+    for n in range(4):  # the pools our complete plans use most lose room to other tenants
+        held: dict[str, int] = {}
+        for p in ours.plans.values():
+            for a in p.allocations:
+                held[a.pool_id] = held.get(a.pool_id, 0) + a.instances
+        busiest = sorted(held, key=lambda pid: (-held[pid], pid))[:3]
+        pools = [replace(s, available_instances=held[s.pool_id] // 2) if s.pool_id in busiest else s for s in pools]
+        prev = ours
+        ours = plan(claims, pools, NOW + timedelta(minutes=n + 1), previous=ours if n % 2 else replace(ours),
+                    config=config)
+        theirs = oracle.plan(claims, pools, NOW + timedelta(minutes=n + 1), previous=theirs, config=config)
+        same(ours, theirs)
+        moved += sum(1 for name in ours.replanned if prev.plans[name].shortfall_units == 0)
+    assert moved > 0  # complete plans were re-planned because of the room alone
