@@ -1,6 +1,7 @@
 """A range of hours' attribution inputs as polars frames (issue 18): the instance spans come from ClickHouse
 as Arrow, are split into hours and summed per (hour, workload, pool, purpose, depth premium) in polars, and
-every money input is kept exact as an integer at a decimal scale (``RangeFrames.scales``), never a float.
+every money input is kept exact as the text of its ``Decimal`` (``text``), never a float: today's rate-card
+rates are ``Decimal`` of a ClickHouse ``avg`` (a Float64), some fifty decimal places, and stay so.
 
 ``build_frames`` is pure (the rows of the five queries in, frames out); ``read_frames`` runs the queries.
 ``hour_inputs`` turns one hour back into today's ``HourInputs`` (the ``Usage``/``Loss`` objects ``read_range``
@@ -13,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -32,12 +33,12 @@ from .attribution import Loss, Usage
 from .catalogue import load_catalogue
 from .store import ClickHouse
 
-__all__ = ["HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "hour_inputs", "read_frames",
-           "scaled"]
+__all__ = ["HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "hour_inputs", "read_frames", "text"]
 
 ZERO = Decimal(0)
 HOUR_MS = 3_600_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 SPANS = {"workload": pl.String, "pool": pl.String, "attrs": pl.String, "t0": pl.Int64, "t1": pl.Int64}
 LOSSES = {"workload": pl.String, "pool": pl.String, "cause": pl.String, "attrs": pl.String, "t": pl.Int64}
 
@@ -61,21 +62,17 @@ def dec(value: object) -> Decimal:
     return d if d.is_finite() else ZERO
 
 
-def scale_of(values: Sequence[Decimal]) -> int:
-    return max([0, *(-int(v.as_tuple().exponent) for v in values)])
-
-
-def scaled(value: Decimal, scale: int) -> int:
-    """``value`` × 10^scale as an exact integer (``scale`` at least the value's decimal places)."""
-    return int(value.scaleb(scale))
+def text(value: Decimal) -> str:
+    """A ``Decimal`` as frame text: exact, and equal values give equal text (0.10 and 0.1 group together)."""
+    return str(value.normalize(_EXACT)) if value else "0"  # normalize() in the default context rounds to 28 digits
 
 
 @dataclass(frozen=True)
 class RangeFrames:
-    """Hours [start, start + n h). Money columns are integers at ``scales``: ``rate`` (rates and depth
-    premiums), ``wasted`` (wasted seconds), ``storage``, ``orchestrator``. Usage hours are ``ms`` / 3.6e6.
+    """Hours [start, start + n h). Every money input is the exact text of its ``Decimal`` (``text``); usage
+    hours are ``ms`` / 3.6e6, loss hours ``wasted`` seconds / 3600.
 
-    ``usage``: h, workload, pool, model, purpose, premium, ms, rate, guar (sorted like today's usage lists);
+    ``usage``: h, workload, pool, model, purpose, premium, ms, rate, guar (one row per today's ``Usage``);
     ``losses``: h, seq, workload, pool, cause, wasted, guar; ``storage``: h, workload, eur; ``orch``: h, eur."""
 
     start: datetime
@@ -84,20 +81,19 @@ class RangeFrames:
     losses: pl.DataFrame
     storage: pl.DataFrame
     orch: pl.DataFrame
-    scales: dict[str, int]
 
     def hour(self, h: int) -> RangeFrames:
         def one(f: pl.DataFrame) -> pl.DataFrame:
             return f.filter(pl.col("h") == h).with_columns(pl.lit(0, pl.Int64).alias("h"))
 
         return RangeFrames(self.start + timedelta(hours=h), 1, one(self.usage), one(self.losses),
-                           one(self.storage), one(self.orch), self.scales)
+                           one(self.storage), one(self.orch))
 
 
 @lru_cache(maxsize=4096)
-def _launch_key(attrs: str) -> tuple[str, Decimal]:
+def _launch_key(attrs: str) -> tuple[str, str]:
     a = json.loads(attrs or "{}")
-    return str(a.get(ATTR_PURPOSE) or "work"), dec(a.get(ATTR_DEPTH_PREMIUM))
+    return str(a.get(ATTR_PURPOSE) or "work"), text(dec(a.get(ATTR_DEPTH_PREMIUM)))
 
 
 def _loss_cause(cause: str) -> str:
@@ -122,40 +118,34 @@ def _hour_split(spans: pl.DataFrame, s_ms: int, stop_ms: int) -> pl.DataFrame:
 
 
 def _usage(spans: pl.DataFrame, s_ms: int, stop_ms: int, pools: dict[str, Any],
-           rates: dict[tuple[str, int], tuple[Decimal, Decimal]]) -> tuple[pl.DataFrame, int]:
+           rates: dict[tuple[str, int], tuple[Decimal, Decimal]]) -> pl.DataFrame:
     keys = {a: _launch_key(a) for a in spans["attrs"].unique().to_list()}
-    scale = scale_of([*(k[1] for k in keys.values()), *(r for pair in rates.values() for r in pair),
-                      *(p.rate_eur_h for p in pools.values()), *(p.guaranteed_rate_eur_h for p in pools.values())])
     attrs = pl.DataFrame({"attrs": list(keys), "purpose": [k[0] for k in keys.values()],
-                          "premium": [scaled(k[1], scale) for k in keys.values()]},
-                         schema={"attrs": pl.String, "purpose": pl.String, "premium": pl.Int128})
+                          "premium": [k[1] for k in keys.values()]},
+                         schema={"attrs": pl.String, "purpose": pl.String, "premium": pl.String})
     usage = (_hour_split(spans, s_ms, stop_ms).join(attrs, on="attrs", how="left")
-             .group_by("h", "workload", "pool", "purpose", "premium").agg(pl.col("ms").sum())
-             .sort("h", "workload", "pool", "purpose", "premium"))
-    unknown = usage.filter(~pl.col("pool").is_in(list(pools)))
+             .group_by("h", "workload", "pool", "purpose", "premium").agg(pl.col("ms").sum()))
+    unknown = usage.filter(~pl.col("pool").is_in(list(pools))).sort("h", "workload", "pool")
     if unknown.height:
         raise ValueError(f"instance of {unknown['workload'][0]} ran in pool {unknown['pool'][0]!r}, which the "
                          "catalogue does not know; refresh the pool_catalogue asset first")
     cat = pl.DataFrame({"pool": list(pools), "model": [p.purchase_model for p in pools.values()],
-                        "cat_rate": [scaled(p.rate_eur_h, scale) for p in pools.values()],
-                        "cat_guar": [scaled(p.guaranteed_rate_eur_h, scale) for p in pools.values()]},
-                       schema={"pool": pl.String, "model": pl.String, "cat_rate": pl.Int128, "cat_guar": pl.Int128})
-    return (usage.join(cat, on="pool", how="left").join(_rates_frame(rates, scale), on=["pool", "h"], how="left")
+                        "cat_rate": [text(p.rate_eur_h) for p in pools.values()],
+                        "cat_guar": [text(p.guaranteed_rate_eur_h) for p in pools.values()]},
+                       schema={"pool": pl.String, "model": pl.String, "cat_rate": pl.String, "cat_guar": pl.String})
+    card = pl.DataFrame({"pool": [k[0] for k in rates], "h": [k[1] for k in rates],
+                         "card_rate": [text(r[0]) for r in rates.values()],
+                         "card_guar": [text(r[1]) for r in rates.values()]},
+                        schema={"pool": pl.String, "h": pl.Int64, "card_rate": pl.String, "card_guar": pl.String})
+    return (usage.join(cat, on="pool", how="left").join(card, on=["pool", "h"], how="left")
             .with_columns(pl.coalesce("card_rate", "cat_rate").alias("rate"),
                           pl.coalesce("card_guar", "cat_guar").alias("guar"))
-            .select("h", "workload", "pool", "model", "purpose", "premium", "ms", "rate", "guar")), scale
-
-
-def _rates_frame(rates: dict[tuple[str, int], tuple[Decimal, Decimal]], scale: int) -> pl.DataFrame:
-    return pl.DataFrame({"pool": [k[0] for k in rates], "h": [k[1] for k in rates],
-                         "card_rate": [scaled(r[0], scale) for r in rates.values()],
-                         "card_guar": [scaled(r[1], scale) for r in rates.values()]},
-                        schema={"pool": pl.String, "h": pl.Int64, "card_rate": pl.Int128, "card_guar": pl.Int128})
+            .select("h", "workload", "pool", "model", "purpose", "premium", "ms", "rate", "guar"))
 
 
 def _losses(rows: pl.DataFrame, s_ms: int, pools: dict[str, Any],
-            rates: dict[tuple[str, int], tuple[Decimal, Decimal]], rate_scale: int) -> tuple[pl.DataFrame, int]:
-    out: list[tuple[int, int, str, str, str, Decimal, int]] = []
+            rates: dict[tuple[str, int], tuple[Decimal, Decimal]]) -> pl.DataFrame:
+    out: list[tuple[int, int, str, str, str, str, str]] = []
     for seq, (workload, pool, cause, attrs, t) in enumerate(rows.iter_rows()):
         wasted = dec(json.loads(attrs).get(ATTR_WASTED_S))
         if wasted == 0:
@@ -163,18 +153,10 @@ def _losses(rows: pl.DataFrame, s_ms: int, pools: dict[str, Any],
         h = (t - s_ms) // HOUR_MS
         cat = pools.get(pool)
         guaranteed = rates.get((pool, h), (ZERO, cat.guaranteed_rate_eur_h if cat else ZERO))[1]
-        out.append((h, seq, workload, pool, _loss_cause(cause), wasted, scaled(guaranteed, rate_scale)))
-    scale = scale_of([r[5] for r in out])
-    return pl.DataFrame([(*r[:5], scaled(r[5], scale), r[6]) for r in out], orient="row", schema={
+        out.append((h, seq, workload, pool, _loss_cause(cause), text(wasted), text(guaranteed)))
+    return pl.DataFrame(out, orient="row", schema={
         "h": pl.Int64, "seq": pl.Int64, "workload": pl.String, "pool": pl.String, "cause": pl.String,
-        "wasted": pl.Int128, "guar": pl.Int128}), scale
-
-
-def _money(rows: Sequence[tuple[int, str, Decimal]] | Sequence[tuple[int, Decimal]],
-           keys: dict[str, type[pl.DataType]]) -> tuple[pl.DataFrame, int]:
-    scale = scale_of([r[-1] for r in rows])  # type: ignore[misc]
-    data = [(*r[:-1], scaled(r[-1], scale)) for r in rows]  # type: ignore[misc]
-    return pl.DataFrame(data, orient="row", schema={**keys, "eur": pl.Int128}), scale
+        "wasted": pl.String, "guar": pl.String})
 
 
 def build_frames(start: datetime, n: int, stop: datetime, spans: pl.DataFrame, loss_rows: pl.DataFrame,
@@ -184,12 +166,12 @@ def build_frames(start: datetime, n: int, stop: datetime, spans: pl.DataFrame, l
     epoch ms), ``loss_rows`` (LOSSES, in time order), the catalogue's pools by name, rate cards by (pool, hour
     index), storage (hour index, workload, EUR) and the orchestrator's cost (hour index, EUR)."""
     s_ms, stop_ms = ms(start), ms(stop)
-    usage, rate_scale = _usage(spans, s_ms, stop_ms, pools, rates)
-    losses, wasted_scale = _losses(loss_rows, s_ms, pools, rates, rate_scale)
-    store, storage_scale = _money(storage, {"h": pl.Int64, "workload": pl.String})
-    orchestrator, orch_scale = _money(orch, {"h": pl.Int64})
-    return RangeFrames(start, n, usage, losses, store, orchestrator, {
-        "rate": rate_scale, "wasted": wasted_scale, "storage": storage_scale, "orchestrator": orch_scale})
+    store = pl.DataFrame([(h, w, text(eur)) for h, w, eur in storage], orient="row",
+                         schema={"h": pl.Int64, "workload": pl.String, "eur": pl.String})
+    orchestrator = pl.DataFrame([(h, text(eur)) for h, eur in orch], orient="row",
+                                schema={"h": pl.Int64, "eur": pl.String})
+    return RangeFrames(start, n, _usage(spans, s_ms, stop_ms, pools, rates), _losses(loss_rows, s_ms, pools, rates),
+                       store, orchestrator)
 
 
 def _frame(ch: ArrowClickHouse, sql: str, p: dict[str, Any], schema: dict[str, Any]) -> pl.DataFrame:
@@ -241,19 +223,18 @@ def hour_inputs(frames: RangeFrames) -> list[Any]:
     """One ``HourInputs`` per hour, with today's ``Usage`` and ``Loss`` objects in today's order."""
     from .ledger import HourInputs
 
-    r, w = frames.scales["rate"], frames.scales["wasted"]
     usage: dict[int, list[Usage]] = {}
     for h, workload, pool, model, purpose, premium, span_ms, rate, guar in frames.usage.iter_rows():
         usage.setdefault(h, []).append(Usage(workload, pool, model, purpose, Decimal(span_ms) / Decimal(HOUR_MS),
-                                             Decimal(rate).scaleb(-r), Decimal(guar).scaleb(-r),
-                                             Decimal(premium).scaleb(-r)))
+                                             Decimal(rate), Decimal(guar), Decimal(premium)))
+    for rows in usage.values():
+        rows.sort(key=lambda u: (u.workload, u.pool, u.purpose, u.depth_premium_eur_h))
     losses: dict[int, list[Loss]] = {}
     for h, _, workload, pool, cause, wasted, guar in frames.losses.sort("seq").iter_rows():
-        losses.setdefault(h, []).append(Loss(workload, pool, Decimal(wasted).scaleb(-w) / Decimal(3600),
-                                             Decimal(guar).scaleb(-r), cause))
+        losses.setdefault(h, []).append(Loss(workload, pool, Decimal(wasted) / Decimal(3600), Decimal(guar), cause))
     storage: dict[int, dict[str, Decimal]] = {}
     for h, workload, eur in frames.storage.iter_rows():
-        storage.setdefault(h, {})[workload] = Decimal(eur).scaleb(-frames.scales["storage"])
-    orch = {h: Decimal(eur).scaleb(-frames.scales["orchestrator"]) for h, eur in frames.orch.iter_rows()}
+        storage.setdefault(h, {})[workload] = Decimal(eur)
+    orch = {h: Decimal(eur) for h, eur in frames.orch.iter_rows()}
     return [HourInputs(frames.start + timedelta(hours=h), usage.get(h, []), losses.get(h, []), storage.get(h, {}),
                        orch.get(h, ZERO), frames.hour(h) if frames.n > 1 else frames) for h in range(frames.n)]

@@ -58,7 +58,9 @@ def random_raw(seed: int) -> Raw:
                            rng.choice([D("0.36"), _money(rng, rng.choice([2, 3, 4]), 3)]))
              for k in range(rng.randint(1, 6))}
     workloads = [f"w{k}" for k in range(rng.randint(1, 7))]
-    rates = {(p, h): (_money(rng, 4, 2), _money(rng, 4, 3)) for p in pools for h in range(n) if rng.random() < 0.3}
+    # rate cards: ClickHouse's avg() is a Float64, so today's rates are Decimal(float), ~55 decimal places
+    rates = {(p, h): (D(rng.random() * 2), D(float(_money(rng, 4, 3)))) for p in pools for h in range(n)
+             if rng.random() < 0.3}
     spans = []
     for _ in range(rng.choice([1, 3, 20, 200])):
         attrs: dict[str, Any] = {}
@@ -143,10 +145,17 @@ def test_one_instance_for_the_whole_hour_is_one_line_of_one_hour() -> None:
 
 def test_an_exact_rounding_tie_is_rounded_as_todays_decimal_code_rounds_it() -> None:
     # 51 ms at 0.6 EUR/h is exactly 8.5 micro-euros: exact half-even says 8, today's Decimal (51 / 3.6e6 to 28
-    # digits, times 0.6, to 28 digits) lands just above the half and says 9 — the hour goes to the Decimal code
+    # digits, times 0.6, to 28 digits) lands just above the half and says 9 — the line goes to the Decimal code
     got = assert_identical(bare(1, [("w", "p", "{}", S_MS, S_MS + 51)]))
-    assert got.decimal_hours == (0,)
+    assert got.decimal_items == 2 and got.decimal_hours == ()  # the ledger line and the cost row
     assert got.lines[0][0].reclaimable_eur == D("0.000009")
+
+
+def test_an_exact_tie_todays_decimal_computes_exactly_is_rounded_half_even_on_the_frames() -> None:
+    # 27 ms: 27 / 3.6e6 h = 0.0000075 exactly (half-even 0.000008); at 0.2 EUR/h 1.5 micro-euros (0.000002)
+    got = assert_identical(bare(1, [("w", "p", "{}", S_MS, S_MS + 27)], rate="0.2"))
+    (line,) = got.lines[0]
+    assert got.decimal_items == 0 and line.instance_hours == D("0.000008") and line.reclaimable_eur == D("0.000002")
 
 
 def test_orchestrator_shares_add_up_and_the_remainder_goes_to_the_largest_consumer() -> None:
