@@ -105,6 +105,12 @@ def _exact(f: pl.DataFrame, col: str, scale: int) -> pl.DataFrame:
     return f.join(m, on=col, how="left")
 
 
+def _short(col: str) -> pl.Expr:
+    """At most 6 decimal places: today's products of exact hours and this stay within 28 digits."""
+    short: pl.Expr = (pl.col(f"{col}_lo") == 0) & (pl.col(f"{col}_hi") % 10 ** (RATE - 6) == 0)
+    return short
+
+
 def _with_line(usage: pl.DataFrame) -> pl.DataFrame:
     line = (pl.when(pl.col("purpose") == "headroom").then(pl.lit("headroom_eur"))
             .when((pl.col("purpose") == "fallback") | (pl.col("model") == "guaranteed")).then(pl.lit("fallback_eur"))
@@ -115,7 +121,7 @@ def _with_line(usage: pl.DataFrame) -> pl.DataFrame:
     ms, msf = pl.col("ms").cast(I128), pl.col("ms").cast(F64) / 3.6
     work = pl.col("purpose") != "headroom"
     hx = pl.col("ms") % 9 == 0  # ms / 3.6e6 has a finite decimal expansion: today's Decimal hours are exact
-    short = {c: (pl.col(f"{c}_lo") == 0) & (pl.col(f"{c}_hi") % 10 ** (RATE - 6) == 0) for c in ("rate", "guar", "premium")}
+    short = {c: _short(c) for c in ("rate", "guar", "premium")}
     return usage.with_columns(line.alias("line")).with_columns(
         hx.alias("hours_x"), (hx & short["rate"]).alias("cost_x"), (hx & short["premium"]).alias("prem_x"),
         (hx & short["guar"]).alias("work_x"), (hx & short["guar"] & short["rate"]).alias("gross_x"),
@@ -135,7 +141,8 @@ def _with_value(losses: pl.DataFrame) -> pl.DataFrame:
     w_hi, w_lo, g_hi, g_lo = (pl.col(c) for c in ("wasted_hi", "wasted_lo", "guar_hi", "guar_lo"))
     w_f, g_f = w_hi.cast(F64) / 10 ** WASTED, g_hi.cast(F64) / 10 ** RATE
     wx = (w_lo == 0) & (w_hi % 9 == 0)  # wasted / 3600 is exact in today's Decimal
-    return losses.with_columns(wx.alias("w_x"), (wx & (g_lo == 0) & (g_hi % 10 ** (RATE - 6) == 0)).alias("v_x"),(w_hi * g_hi).alias("value"), (w_lo / 3600 * 1e6).alias("wasted_r"),
+    return losses.with_columns(wx.alias("w_x"), (wx & _short("guar")).alias("v_x"), (w_hi * g_hi).alias("value"),
+                               (w_lo / 3600 * 1e6).alias("wasted_r"),
                                ((w_f * g_lo + w_lo * (g_f + g_lo)) / 3600 * 1e6).alias("value_r"))
 
 
@@ -206,7 +213,8 @@ def _fits(usage: pl.DataFrame, losses: pl.DataFrame, storage: pl.DataFrame, orch
 
 def _shares(orch: pl.DataFrame, keys: pl.DataFrame, inst: pl.DataFrame) -> pl.DataFrame:
     """``orchestrator_shares`` per hour: pro rata to instance-hours, the remainder to the largest consumer."""
-    f = (keys.join(inst, on=["h", "workload"], how="left").with_columns(pl.col("inst_ms").fill_null(0))
+    f = (keys.join(inst, on=["h", "workload"], how="left")
+         .with_columns(pl.col("inst_ms").fill_null(0), pl.col("inst_ms_x").fill_null(True))
          .join(orch, on="h", how="left").with_columns(pl.col("eur_hi").fill_null(0), pl.col("eur_lo").fill_null(0.0))
          .with_columns(pl.col("inst_ms").sum().over("h").alias("total_ms")))
     live = (pl.col("total_ms") > 0) & ((pl.col("eur_hi") != 0) | (pl.col("eur_lo") != 0))
@@ -218,7 +226,9 @@ def _shares(orch: pl.DataFrame, keys: pl.DataFrame, inst: pl.DataFrame) -> pl.Da
                        (live & (pl.col("share__tie") | pl.col("total__tie"))).alias("share__tie"))
     f = f.sort("h", "inst_ms", "workload", descending=[False, True, True]).with_columns(
         (pl.int_range(pl.len()).over("h") == 0).alias("biggest"),
-        (live & ((pl.col("inst_ms") == pl.col("inst_ms").max().over("h")).sum().over("h") > 1)).alias("max__tie"))
+        # the largest consumer: equal milliseconds are equal Decimal hours when today's sums are exact
+        (live & ((top := pl.col("inst_ms") == pl.col("inst_ms").max().over("h")).sum().over("h") > 1)
+         & (top & ~pl.col("inst_ms_x")).any().over("h")).alias("max__tie"))
     remainder = pl.col("total") - pl.col("share").sum().over("h")
     return f.with_columns(pl.when(live & pl.col("biggest")).then(pl.col("share") + remainder)
                           .otherwise(pl.col("share")).alias("orchestrator_eur"),
@@ -232,7 +242,8 @@ def _ledger(usage: pl.DataFrame, losses: pl.DataFrame, storage: pl.DataFrame, or
     keys = pl.concat([u.select("h", "workload"), lo.select("h", "workload"), storage.select("h", "workload")]).unique()
     f = (keys.join(u, on=["h", "workload"], how="left").join(lo, on=["h", "workload"], how="left")
          .join(storage, on=["h", "workload"], how="left")
-         .join(_shares(orch, keys, u.select("h", "workload", "inst_ms")), on=["h", "workload"], how="left"))
+         .join(_shares(orch, keys, u.select("h", "workload", "inst_ms", "inst_ms_x")), on=["h", "workload"],
+                how="left"))
     f = _fill(f).sort("h", "workload")
     return f.with_columns(
         *_hours("inst_ms", "instance_hours"), *_money("gross", U_EUR, "gross_saving_eur"),
@@ -264,6 +275,11 @@ def _lines(f: pl.DataFrame, start: datetime) -> list[tuple[int, LedgerLine]]:
 TIE = pl.any_horizontal(pl.col("^.*__tie$"))
 
 
+def _key(row: tuple[object, ...]) -> tuple[str, str, str]:
+    """A cost row's (workload, pool, purchase model): its order in the hour."""
+    return str(row[2]), str(row[3]), str(row[4])
+
+
 def _subset(frames: RangeFrames, h: int, workload: str, pool: str | None = None) -> Any:
     """Hour ``h``'s ``HourInputs`` restricted to one workload (and one pool)."""
     def keep(f: pl.DataFrame) -> pl.DataFrame:
@@ -285,7 +301,7 @@ def attribute_frames(frames: RangeFrames, region: str) -> FrameLedger:
     usage, losses = _with_line(frames.usage), _with_value(frames.losses)
     storage, orch = _exact(frames.storage, "eur", EUR), _exact(frames.orch, "eur", RATE)
     lines: list[dict[str, LedgerLine]] = [{} for _ in range(frames.n)]
-    rows: list[dict[tuple[object, ...], tuple[object, ...]]] = [{} for _ in range(frames.n)]
+    rows: list[dict[tuple[str, str, str], tuple[object, ...]]] = [{} for _ in range(frames.n)]
     whole, by_decimal = set(range(frames.n)), 0
     if _fits(usage, losses, storage, orch):
         ledger, costs = _ledger(usage, losses, storage, orch), _cost_frame(usage, losses)
@@ -294,23 +310,23 @@ def attribute_frames(frames: RangeFrames, region: str) -> FrameLedger:
         for h, line in _lines(ledger.filter(~TIE), frames.start):
             lines[h][line.workload] = line
         for h, row in _cost_rows(costs.filter(~TIE), frames.start, region):
-            rows[h][row[2:5]] = row
+            rows[h][_key(row)] = row
         for h, workload, share in ledger.filter(TIE).select("h", "workload", "orchestrator_eur").iter_rows():
             inputs = _subset(frames, h, workload)
             lines[h][workload] = attribute(workload, inputs.hour.strftime("%Y-%m-%dT%H:00Z"), inputs.usage,
                                            inputs.losses, inputs.storage_eur.get(workload, Decimal(0)), _d6(share))
         for h, workload, pool in costs.filter(TIE).select("h", "workload", "pool").iter_rows():
             for row in decimal_cost_rows(region, _subset(frames, h, workload, pool)):
-                rows[h][row[2:5]] = row
+                rows[h][_key(row)] = row
         by_decimal = ledger.filter(TIE).height + costs.filter(TIE).height
     for h in sorted(whole):
         inputs = hour_inputs(frames.hour(h))[0]
         lines[h] = {ln.workload: ln for ln in decimal_lines(inputs)}
-        rows[h] = {row[2:5]: row for row in decimal_cost_rows(region, inputs)}
+        rows[h] = {_key(row): row for row in decimal_cost_rows(region, inputs)}
     by_hour = [[hour[w] for w in sorted(hour)] for hour in lines]
     ledger_rows = [((frames.start + timedelta(hours=h)).replace(tzinfo=None),
                     *(getattr(ln, c) for c in LEDGER_COLUMNS[1:])) for h, hour in enumerate(by_hour) for ln in hour]
-    cost_rows = [hour[k] for hour in rows for k in sorted(hour)]  # type: ignore[type-var]
+    cost_rows = [hour[k] for hour in rows for k in sorted(hour)]
     return FrameLedger(by_hour, ledger_rows, cost_rows, tuple(sorted(whole)), by_decimal)
 
 

@@ -1,8 +1,10 @@
 """Today's hourly ledger in ``Decimal`` (main before issue 18), kept verbatim as the reference the polars path
 (``orchestration.range_frames``, ``orchestration.ledger_frames``) is checked against, like
-``tests/controllers/planning/oracle.py`` for the planner: ``oracle_range`` is ``backfill.read_range``'s loop
-over the queries' rows, ``attribute``, ``orchestrator_shares``, ``attribute_hour`` and ``hour_rows`` are copies.
-Only the names it imports from the production package are shared: ``Usage``, ``Loss``, ``LedgerLine``, ``q6``."""
+``tests/controllers/planning/oracle.py`` for the planner: ``oracle_read_range`` is ``backfill.read_range``
+(``oracle_range`` its loop over the queries' rows); ``attribute``, ``orchestrator_shares``, ``attribute_hour``
+and ``hour_rows`` are copies.
+Only the names it imports from the production package are shared: ``Usage``, ``Loss``, ``LedgerLine``, ``q6``,
+``load_catalogue``, ``LEDGER_COLUMNS``."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -22,12 +24,19 @@ from contracts.cost_attributes import (
     FALSE_POSITIVE_CAUSE,
 )
 from orchestration.attribution import LINES, LedgerLine, Loss, Usage, q6
+from orchestration.catalogue import load_catalogue
 from orchestration.ledger import LEDGER_COLUMNS
 
-__all__ = ["OracleHour", "attribute", "attribute_hour", "hour_rows", "oracle_range", "orchestrator_shares"]
+__all__ = ["OracleHour", "attribute", "attribute_hour", "hour_rows", "oracle_range", "oracle_read_range",
+           "orchestrator_shares"]
 
 ZERO = Decimal(0)
 HOUR_MS = 3_600_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _ms(t: datetime) -> int:
+    return ((t.replace(tzinfo=UTC) if t.tzinfo is None else t) - _EPOCH) // timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,74 @@ def _loss_cause(cause: str) -> str:
     if cause.startswith(DEFECT_CAUSE_PREFIX):
         return "defect"
     return "false-positive" if cause == FALSE_POSITIVE_CAUSE else "reclaim"
+
+
+def oracle_read_range(ch: Any, region: str, start: datetime, end: datetime, lookback_days: int = 90,
+               until: datetime | None = None) -> list[OracleHour]:
+    """One ``HourInputs`` per hour in [start, end) (whole hours, UTC).
+
+    ``until`` ends a still-open range early (the demo attributes its own, unfinished hour): instance spans,
+    losses and rate cards stop there instead of at ``end``, so instances still running are not charged for
+    time that has not happened. Storage and the orchestrator's footprint are per hour and stay whole.
+    ``ledger.read_hour`` is the one-hour case."""
+    n = int((end - start) // timedelta(hours=1))
+    stop = end if until is None else max(start, min(end, until))
+    s_ms, stop_ms = _ms(start), _ms(stop)
+    p = {"r": region, "h0": start, "h1": stop, "he": end,
+         "lb": min(start + timedelta(hours=1), stop) - timedelta(days=lookback_days)}
+    pools = {c.pool: c for c in load_catalogue(ch, region)}
+    rates: dict[tuple[str, int], tuple[Decimal, Decimal]] = {}
+    for pool, h, rate, guaranteed in ch.rows(
+            "SELECT pool, toStartOfHour(time) AS h, avg(rate_eur_h), avg(guaranteed_rate_eur_h) FROM rate_cards "
+            "WHERE region = {r:String} AND time >= {h0:DateTime64(3)} AND time < {h1:DateTime64(3)} "
+            "GROUP BY pool, h", p):
+        rates[(str(pool), (_ms(h) - s_ms) // HOUR_MS)] = (Decimal(rate), Decimal(guaranteed))
+    acc: dict[tuple[int, str, str, str, Decimal], int] = defaultdict(int)
+    for workload, pool, attrs, t0, t1 in ch.rows(
+            "SELECT argMinIf(workload, time, kind = 'launched') AS w, argMinIf(pool, time, kind = 'launched'), "
+            "argMinIf(attributes, time, kind = 'launched'), minIf(time, kind = 'launched'), "
+            "if(countIf(kind = 'terminated') > 0, minIf(time, kind = 'terminated'), {h1:DateTime64(3)}) "
+            "FROM events WHERE region = {r:String} AND kind IN ('launched', 'terminated') AND instance != '' "
+            "AND time < {h1:DateTime64(3)} AND time >= {lb:DateTime64(3)} "
+            "GROUP BY instance HAVING countIf(kind = 'launched') > 0 AND w != ''", p):
+        a = json.loads(attrs or "{}")
+        key = (str(workload), str(pool), str(a.get(ATTR_PURPOSE) or "work"), _dec(a.get(ATTR_DEPTH_PREMIUM)))
+        lo, hi = max(_ms(t0), s_ms), min(_ms(t1), stop_ms)
+        for h in range((lo - s_ms) // HOUR_MS, -(-(hi - s_ms) // HOUR_MS)):
+            ms = min(hi, s_ms + (h + 1) * HOUR_MS) - max(lo, s_ms + h * HOUR_MS)
+            if ms > 0:
+                acc[(h, *key)] += ms
+    usage: dict[int, list[Usage]] = defaultdict(list)
+    for (h, workload, pool, purpose, premium), ms in sorted(acc.items()):
+        cat = pools.get(pool)
+        if cat is None:
+            raise ValueError(f"instance of {workload} ran in pool {pool!r}, which the catalogue does not know; "
+                             "refresh the pool_catalogue asset first")
+        rate, guaranteed = rates.get((pool, h), (cat.rate_eur_h, cat.guaranteed_rate_eur_h))
+        usage[h].append(Usage(workload, pool, cat.purchase_model, purpose, Decimal(ms) / Decimal(HOUR_MS), rate,
+                              guaranteed, premium))
+    losses: dict[int, list[Loss]] = defaultdict(list)
+    for workload, pool, cause, attrs, t in ch.rows(
+            "SELECT workload, pool, cause, attributes, time FROM events WHERE region = {r:String} AND workload != '' "
+            "AND time >= {h0:DateTime64(3)} AND time < {h1:DateTime64(3)} AND NOT drill "
+            f"AND JSONHas(attributes, '{ATTR_WASTED_S}') ORDER BY time", p):
+        wasted = _dec(json.loads(attrs).get(ATTR_WASTED_S))
+        if wasted == 0:
+            continue
+        h = (_ms(t) - s_ms) // HOUR_MS
+        cat = pools.get(str(pool))
+        guaranteed = rates.get((str(pool), h), (ZERO, cat.guaranteed_rate_eur_h if cat else ZERO))[1]
+        losses[h].append(Loss(str(workload), str(pool), wasted / Decimal(3600), guaranteed, _loss_cause(str(cause))))
+    storage: dict[int, dict[str, Decimal]] = defaultdict(dict)
+    for hour, workload, eur in ch.rows(
+            "SELECT hour, workload, sum(gib_hours * eur_per_gib_h) FROM storage_usage FINAL "
+            "WHERE hour >= {h0:DateTime} AND hour < {he:DateTime} GROUP BY hour, workload", p):
+        storage[(_ms(hour) - s_ms) // HOUR_MS][str(workload)] = Decimal(eur)
+    orch = {(_ms(hour) - s_ms) // HOUR_MS: Decimal(cost) for hour, cost in ch.rows(
+        "SELECT hour, sum(cost_eur) FROM orchestrator_usage FINAL WHERE region = {r:String} "
+        "AND hour >= {h0:DateTime} AND hour < {he:DateTime} GROUP BY hour", p)}
+    return [OracleHour(start + timedelta(hours=h), usage.get(h, []), losses.get(h, []), storage.get(h, {}),
+                       orch.get(h, ZERO)) for h in range(n)]
 
 
 def oracle_range(start: datetime, n: int, stop: datetime, spans: Iterable[tuple[str, str, str, int, int]],

@@ -72,8 +72,9 @@ def random_raw(seed: int) -> Raw:
         t1 = t0 + rng.choice([rng.randint(0, 3 * HOUR_MS), 21, 15, rng.randint(-5, 5_000)])
         spans.append((rng.choice(workloads), rng.choice(list(pools)), json.dumps(attrs), t0, t1))
     causes = ["reclaimed", "workload-defect:oom", "advisory-false-positive", "lost"]
-    losses = sorted(((rng.choice(workloads + ["only-loss"]), rng.choice([*pools, "gone"]), rng.choice(causes),
-                      json.dumps({"wasted_s": rng.choice([rng.randint(0, 3600), rng.random() * 900, "12.5", 0, 1.5e-7])}),
+    wasted = [rng.randint(0, 3600), rng.random() * 900, "12.5", 0, 1.5e-7, 9, 4.5]
+    losses = sorted(((rng.choice([*workloads, "only-loss"]), rng.choice([*pools, "gone"]), rng.choice(causes),
+                      json.dumps({"wasted_s": rng.choice(wasted)}),
                       S_MS + rng.randint(0, n * HOUR_MS - 1)) for _ in range(rng.choice([0, 2, 15]))),
                     key=lambda r: r[4])
     storage = [(h, w, _money(rng, 15, 1)) for h in range(n) for w in [*workloads, "only-storage"] if rng.random() < 0.5]
@@ -93,8 +94,8 @@ def reference(raw: Raw, region: str) -> tuple[list[list[Any]], list[tuple[object
                                 raw.orch)
     lines, ledger_rows, cost_rows = [], [], []
     for inputs in hours:
-        hour_lines = oracle.attribute_hour(inputs)  # type: ignore[arg-type]
-        a, b = oracle.hour_rows(region, inputs, hour_lines)  # type: ignore[arg-type]
+        hour_lines = oracle.attribute_hour(inputs)
+        a, b = oracle.hour_rows(region, inputs, hour_lines)
         lines.append(hour_lines)
         ledger_rows += a
         cost_rows += b
@@ -169,3 +170,10 @@ def test_orchestrator_shares_add_up_and_the_remainder_goes_to_the_largest_consum
 def test_the_ledger_rows_carry_every_ledger_column_in_order() -> None:
     got = assert_identical(random_raw(11))
     assert all(len(r) == len(LEDGER_COLUMNS) for r in got.ledger_rows) and got.ledger_rows
+
+
+def test_equal_largest_consumers_with_exact_hours_keep_the_shares_on_the_frames() -> None:
+    # two workloads with the same whole hours: today's Decimal hours are equal too, the name decides
+    spans = [(w, "p", "{}", S_MS - HOUR_MS, S_MS + 2 * HOUR_MS) for w in ("a", "b", "c")]
+    got = assert_identical(bare(1, spans, orch=[(0, D("1.00"))]))
+    assert got.decimal_hours == () and got.lines[0][2].orchestrator_eur == D("0.333334")

@@ -42,7 +42,8 @@ def span_end(until: datetime | None) -> datetime:
     spans = [p for sql, p in ch.calls if "kind IN ('launched', 'terminated')" in sql]
     losses = [p for sql, p in ch.calls if "JSONHas(attributes" in sql]
     assert spans and losses and spans[0]["h1"] == losses[0]["h1"]
-    return spans[0]["h1"]
+    end: datetime = spans[0]["h1"]
+    return end
 
 
 def test_an_open_hour_ends_its_instance_spans_and_losses_at_until() -> None:
