@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from .attribution import LABEL, LINES, LedgerLine, attribute
-from .range_frames import _EXACT, HOUR_MS, RangeFrames, hour_inputs
+from .range_frames import EXACT, HOUR_MS, RangeFrames, hour_inputs
 
 __all__ = ["EPS", "FrameLedger", "attribute_frames"]
 
@@ -90,9 +90,9 @@ def _split(values: list[str], scale: int) -> tuple[list[int], list[float]]:
     his, los = [], []
     for v in values:
         d = Decimal(v)
-        hi = int(d.scaleb(scale, _EXACT).to_integral_value(ROUND_FLOOR, _EXACT))
+        hi = int(d.scaleb(scale, EXACT).to_integral_value(ROUND_FLOOR, EXACT))
         his.append(hi)
-        los.append(float(d.fma(1, -Decimal(hi).scaleb(-scale, _EXACT), _EXACT)))
+        los.append(float(d.fma(1, -Decimal(hi).scaleb(-scale, EXACT), EXACT)))
     return his, los
 
 

@@ -33,12 +33,13 @@ from .attribution import Loss, Usage
 from .catalogue import load_catalogue
 from .store import ClickHouse
 
-__all__ = ["HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "hour_inputs", "read_frames", "text"]
+__all__ = ["EXACT", "HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "hour_inputs", "read_frames",
+           "text"]
 
 ZERO = Decimal(0)
 HOUR_MS = 3_600_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 SPANS = {"workload": pl.String, "pool": pl.String, "attrs": pl.String, "t0": pl.Int64, "t1": pl.Int64}
 LOSSES = {"workload": pl.String, "pool": pl.String, "cause": pl.String, "attrs": pl.String, "t": pl.Int64}
 
@@ -64,7 +65,7 @@ def dec(value: object) -> Decimal:
 
 def text(value: Decimal) -> str:
     """A ``Decimal`` as frame text: exact, and equal values give equal text (0.10 and 0.1 group together)."""
-    return str(value.normalize(_EXACT)) if value else "0"  # normalize() in the default context rounds to 28 digits
+    return str(value.normalize(EXACT)) if value else "0"  # normalize() in the default context rounds to 28 digits
 
 
 @dataclass(frozen=True)
