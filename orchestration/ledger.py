@@ -1,19 +1,28 @@
 """Hourly savings attribution (ADR-26): instance-hours, losses, storage and the orchestrator's footprint for
-one hour, read from ClickHouse, turned into ledger lines by ``attribution.attribute`` and written back
-(``savings_ledger`` per workload × hour, ``cost_attribution`` per workload × pool × purchase model)."""
+one hour, read from ClickHouse, turned into ledger lines and written back (``savings_ledger`` per workload × hour,
+``cost_attribution`` per workload × pool × purchase model).
+
+Inputs read from ClickHouse carry their polars frames (``range_frames``) and are attributed on them
+(``ledger_frames``, exact integers); inputs built by hand, and an hour with an exact rounding tie, go through
+``attribution.attribute`` on ``Decimal`` (``decimal_lines``, ``decimal_cost_rows``) — the same figures."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from .attribution import LedgerLine, Loss, Usage, attribute, orchestrator_shares, q6
 from .store import ClickHouse
 
-__all__ = ["COST_COLUMNS", "LEDGER_COLUMNS", "HourInputs", "attribute_hour", "hour_rows", "read_hour", "write_hour"]
+if TYPE_CHECKING:
+    from .range_frames import ArrowClickHouse, RangeFrames
+
+__all__ = ["COST_COLUMNS", "LEDGER_COLUMNS", "HourInputs", "attribute_hour", "decimal_cost_rows", "decimal_lines",
+           "hour_rows", "read_hour", "write_hour"]
 
 ZERO = Decimal(0)
 LEDGER_COLUMNS = ("hour", "workload", "instance_hours", "useful_hours", "counterfactual_eur", "gross_saving_eur",
@@ -30,9 +39,10 @@ class HourInputs:
     losses: list[Loss]
     storage_eur: dict[str, Decimal]
     orchestrator_eur: Decimal
+    frames: RangeFrames | None = field(default=None, compare=False, repr=False)  # the hour as read, exact
 
 
-def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 90,
+def read_hour(ch: ArrowClickHouse, region: str, hour: datetime, lookback_days: int = 90,
               until: datetime | None = None) -> HourInputs:
     """One hour's inputs: ``backfill.read_range`` over [hour, hour + 1 h). ``until`` ends a still-open hour
     early (the demo attributes its own, unfinished hour); None (the hourly asset): the whole hour."""
@@ -42,6 +52,16 @@ def read_hour(ch: ClickHouse, region: str, hour: datetime, lookback_days: int = 
 
 
 def attribute_hour(inputs: HourInputs) -> list[LedgerLine]:
+    """The hour's ledger lines, one per workload (sorted)."""
+    if inputs.frames is not None:
+        from .ledger_frames import attribute_frames
+
+        return attribute_frames(inputs.frames, "").lines[0]
+    return decimal_lines(inputs)
+
+
+def decimal_lines(inputs: HourInputs) -> list[LedgerLine]:
+    """``attribute_hour`` on the ``Usage``/``Loss`` objects, in ``Decimal``."""
     workloads = sorted({u.workload for u in inputs.usage} | {lo.workload for lo in inputs.losses}
                        | set(inputs.storage_eur))
     usage: dict[str, list[Usage]] = defaultdict(list)
@@ -72,6 +92,16 @@ def hour_rows(region: str, inputs: HourInputs,
     """The ``savings_ledger`` and ``cost_attribution`` rows of one attributed hour."""
     hour = inputs.hour.replace(tzinfo=None)
     ledger_rows = [(hour, *(getattr(ln, c) for c in LEDGER_COLUMNS[1:])) for ln in lines]
+    if inputs.frames is not None:
+        from .ledger_frames import attribute_frames
+
+        return ledger_rows, attribute_frames(inputs.frames, region).cost_rows
+    return ledger_rows, decimal_cost_rows(region, inputs)
+
+
+def decimal_cost_rows(region: str, inputs: HourInputs) -> list[tuple[object, ...]]:
+    """The ``cost_attribution`` rows of one hour from its ``Usage``/``Loss`` objects, in ``Decimal``."""
+    hour = inputs.hour.replace(tzinfo=None)
     # per pool × purchase model, with the cost lines in the attributes (dbt's fct_savings_ledger rolls these up)
     rows: dict[tuple[str, str, str], dict[str, Decimal]] = defaultdict(lambda: defaultdict(lambda: ZERO))
     for u in inputs.usage:
@@ -99,4 +129,4 @@ def hour_rows(region: str, inputs: HourInputs,
         out.append((hour, region, workload, pool, model, float(r["instance_hours"]), float(r["instance_hours"]), cost,
                     counterfactual, counterfactual - cost, q6(r["wasted_eur"]),
                     json.dumps({k: str(q6(v)) for k, v in sorted(r.items())})))
-    return ledger_rows, out
+    return out

@@ -36,6 +36,14 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
         finally:
             c.close()
 
+    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> Any:
+        """One query's result as an Arrow table (the ledger's instance spans and losses, ``range_frames``)."""
+        c = self.client()
+        try:
+            return c.query_arrow(sql, parameters=parameters or {})
+        finally:
+            c.close()
+
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         c = self.client()
         try:

@@ -8,13 +8,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
+
 from orchestration.ledger import read_hour
 
 HOUR = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
 
 class RecordingClickHouse:
-    """Answers every query with no rows and keeps the parameters it was given."""
+    """Answers every query (rows or Arrow) with no rows and keeps the parameters it was given."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -22,6 +24,10 @@ class RecordingClickHouse:
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         self.calls.append((sql, dict(parameters or {})))
         return []
+
+    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> pa.Table:
+        self.calls.append((sql, dict(parameters or {})))
+        return pa.table({})
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         return None
@@ -36,7 +42,8 @@ def span_end(until: datetime | None) -> datetime:
     spans = [p for sql, p in ch.calls if "kind IN ('launched', 'terminated')" in sql]
     losses = [p for sql, p in ch.calls if "JSONHas(attributes" in sql]
     assert spans and losses and spans[0]["h1"] == losses[0]["h1"]
-    return spans[0]["h1"]
+    end: datetime = spans[0]["h1"]
+    return end
 
 
 def test_an_open_hour_ends_its_instance_spans_and_losses_at_until() -> None:
