@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
     p.add_argument("--contracts", type=Path, default=Path(__file__).resolve().parents[2] / "deploy" / "contracts")
     p.add_argument("--units", type=int, default=40, help="units each workload claims (default 40)")
     p.add_argument("--seed", type=int, default=1, help="simulated region seed")
-    p.add_argument("--start", default="2026-10-01", help="first replayed day, UTC (YYYY-MM-DD)")
+    p.add_argument("--start", default="2026-10-01", help="first replayed day, UTC (YYYY-MM-DD), or a time in it "
+                   "(YYYY-MM-DDTHH:MM): the region's demand follows the hour of day")
     p.add_argument("--engine", choices=("replay", "controller"), default="replay",
                    help="replay: the planner in a replay-only model (default); controller: the production "
                         "controller (observe → decide → apply, ledger, breaker) on an embedded PostgreSQL")
@@ -91,10 +92,12 @@ def _checked_start(args: argparse.Namespace) -> datetime:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     if args.units < 1:
         raise CliError(f"--units must be at least 1, got {args.units}")
-    try:
-        return datetime.strptime(args.start, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise CliError(f"--start must be YYYY-MM-DD, got {args.start!r}") from None
+    for form in ("%Y-%m-%d", "%Y-%m-%dT%H:%M"):
+        try:
+            return datetime.strptime(args.start, form).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise CliError(f"--start must be YYYY-MM-DD or YYYY-MM-DDTHH:MM, got {args.start!r}")
 
 
 def _compiled(repo: Any) -> list[Any]:
