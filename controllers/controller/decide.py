@@ -145,27 +145,34 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force.
 
     A reclaimable pool's free figure comes from the rate card and is as old as the card (5 min in the simulated
-    region): an instance of ours launched after the card is still free on it and would count twice, free and
-    ours, so it counts only as free until the next card. (The replay through the controller showed plans on
-    room that was not there: the same launch failed every pass until the pool was excluded for thrash.)
-    Reservations and quota are read live, so every instance of ours counts there. Notified instances never
-    count: their room goes with them."""
+    region): an instance launched after the card — ours, or another partition's — is still free on it, so the
+    room is the card's free figure less every SCO instance launched since the card, plus ours. (The replay through
+    the controller showed plans on room that was not there: ours counted twice, and two partitions planning the
+    same room, the second's launches failing until the pool was excluded for thrash.) Reservations and quota
+    are read live, so every instance of ours counts there. Notified instances never count: their room goes with
+    them.
+
+    A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
+    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. A
+    pool being reclaimed (``inputs.excluded``) is ineligible: its units move away."""
     ours: dict[str, int] = defaultdict(int)
-    stale: dict[str, int] = defaultdict(int)   # ours launched after the rate card
+    since: dict[str, int] = defaultdict(int, market.others_since_card)   # launched after the rate card
     for o in observed:
         if o.live:
             ours[o.pool] += 1
-            stale[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
+            since[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
+    inputs = market.inputs
     available = {}
     for pid, p in market.pools.items():
-        if p.purchase_model is PurchaseModel.COMMITTED:
+        if pid in inputs.full:
+            free = 0
+        elif p.purchase_model is PurchaseModel.COMMITTED:
             free = market.reserved.get(pid, 0)
         elif p.purchase_model is PurchaseModel.GUARANTEED:
             free = market.free.get(pid, market.quota_free)
         else:
-            free = market.free.get(pid, 0) - stale[pid]
+            free = market.free.get(pid, 0) - since[pid]
         available[pid] = 0 if pid in lost else max(0, free + ours[pid])
-    inputs = market.inputs
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
     return [replace(st, score=inputs.scores.get(st.pool_id, st.score), group=inputs.groups.get(st.pool_id, ""))

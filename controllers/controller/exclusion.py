@@ -4,6 +4,13 @@ minutes); a two-hour cool-off that doubles on each repeat, then an hour of proba
 planner caps the pool at 5 % of any workload. The streaming consumer (``exclusion_stream``) feeds events in
 and writes each decision to PostgreSQL with its evidence; this module decides.
 
+Each exclusion carries its **cause** (issue 19). ``reclaim``: reclamation waves, or launches reclaimed young —
+the pool is being reclaimed, so the planner moves units away (the pool is ineligible). ``full``: launches
+refused and nothing else — the pool has no room, but the instances running there are as safe as before, so
+the planner keeps the units it holds there and places no new ones (``decide.pool_states_for``). Moving them
+turned every workload's units in the top pools into surplus at once, which tripped the mass-termination
+breaker (the replay through the controller). A reclaim trip during a ``full`` exclusion replaces it.
+
 A **wave** is a run of reclamation starts (``contracts.subjects.is_reclaim``: notices and losses without
 notice, never drills) in one pool with gaps under ``wave_gap``: one guaranteed request displacing four
 instances is one wave, not four.
@@ -18,9 +25,11 @@ from datetime import datetime, timedelta
 
 from contracts.subjects import is_reclaim
 
-__all__ = ["Exclusion", "ExclusionConfig", "ExclusionWatcher", "Signal", "pool_status"]
+__all__ = ["FULL", "RECLAIM", "Exclusion", "ExclusionConfig", "ExclusionWatcher", "Signal", "pool_status"]
 
 THRASH_KINDS = frozenset({"launch-failed"})
+FULL = "full"          # launches refused: closed to new units, held units stay
+RECLAIM = "reclaim"    # the pool is being reclaimed: units move away
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class Exclusion:
     probation_until: datetime
     offences: int
     evidence: tuple[str, ...]
+    cause: str = RECLAIM
 
 
 def pool_status(ex: Exclusion | None, now: datetime) -> str:
@@ -79,7 +89,7 @@ class ExclusionWatcher:
     offences: dict[str, int] = field(default_factory=dict)     # previous exclusions per pool (from the DB)
     active: dict[str, Exclusion] = field(default_factory=dict)
     _waves: dict[str, deque[_Wave]] = field(default_factory=lambda: defaultdict(deque))
-    _thrash: dict[str, deque[tuple[datetime, str]]] = field(default_factory=lambda: defaultdict(deque))
+    _thrash: dict[str, deque[tuple[datetime, str, bool]]] = field(default_factory=lambda: defaultdict(deque))
     _seen: set[str] = field(default_factory=set)
 
     @classmethod
@@ -110,29 +120,31 @@ class ExclusionWatcher:
             if len(waves) >= self.config.waves:
                 evidence = tuple(e for w in waves for e in w.evidence)
                 return self._trip(s.pool, f"{len(waves)} reclamation waves within {self.config.window}",
-                                  s.time, evidence)
+                                  s.time, evidence, RECLAIM)
         if s.kind in THRASH_KINDS:
             self._push_thrash(s)
         thrash = self._thrash[s.pool]
         while thrash and thrash[0][0] <= s.time - self.config.thrash_window:
             thrash.popleft()
         if len(thrash) >= self.config.thrash_events:
-            return self._trip(s.pool, f"acquisition thrash: {len(thrash)} failed or short-lived acquisitions "
-                              f"within {self.config.thrash_window}", s.time, tuple(e for _, e in thrash))
+            refused = all(failed for _, _, failed in thrash)
+            what = "failed launches" if refused else "failed or short-lived acquisitions"
+            return self._trip(s.pool, f"acquisition thrash: {len(thrash)} {what} within {self.config.thrash_window}",
+                              s.time, tuple(e for _, e, _ in thrash), FULL if refused else RECLAIM)
         return None
 
     def _push_thrash(self, s: Signal) -> None:
         q = self._thrash[s.pool]
         if not q or q[-1][1] != s.event_id:
-            q.append((s.time, s.event_id))
+            q.append((s.time, s.event_id, s.kind in THRASH_KINDS))
 
-    def _trip(self, pool: str, reason: str, now: datetime, evidence: tuple[str, ...]) -> Exclusion | None:
+    def _trip(self, pool: str, reason: str, now: datetime, evidence: tuple[str, ...], cause: str) -> Exclusion | None:
         current = self.active.get(pool)
-        if pool_status(current, now) == "excluded":
+        if pool_status(current, now) == "excluded" and not (current and current.cause == FULL and cause == RECLAIM):
             return None
         n = self.offences.get(pool, 0)
         until = now + self.config.cool_off * (2 ** n)
-        ex = Exclusion(pool, reason, now, until, until + self.config.probation, n + 1, evidence)
+        ex = Exclusion(pool, reason, now, until, until + self.config.probation, n + 1, evidence, cause)
         self.offences[pool] = n + 1
         self.active[pool] = ex
         self._waves.pop(pool, None)

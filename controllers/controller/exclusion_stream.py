@@ -33,7 +33,7 @@ def excluded_event(ex: Exclusion, region: str) -> Event:
     return Event(kind=EventKind.EXCLUDED, time=ex.excluded_at, region=region, pool=ex.pool, cause=ex.reason,
                  source="exclusion-watcher", attributes={
                      "until": ex.until.isoformat(), "probation_until": ex.probation_until.isoformat(),
-                     "offences": ex.offences, "evidence": ",".join(ex.evidence)[:2000]})
+                     "offences": ex.offences, "exclusion_cause": ex.cause, "evidence": ",".join(ex.evidence)[:2000]})
 
 
 class ExclusionStream:

@@ -64,6 +64,7 @@ class Market:
     quota_free: int                         # guaranteed quota headroom (instances)
     inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
     free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
+    others_since_card: Mapping[str, int] = field(default_factory=dict)   # other partitions' launches since it
 
 
 @dataclass(frozen=True)
@@ -141,4 +142,5 @@ class Observer:
         for r in self.provider.reservations():
             reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
         headroom = min(self.provider.quota_headroom().instances_free, 10_000)
-        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now), rate_card.time)
+        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now), rate_card.time,
+                      self.store.others_launched_since(rate_card.time))

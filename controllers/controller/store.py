@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -19,7 +19,7 @@ from contracts.events import Event
 from controllers.planning import WorkloadPlan
 from stores.outbox import enqueue
 
-from .exclusion import Exclusion
+from .exclusion import FULL, Exclusion
 from .fallback import Approval
 from .model import Gone, Note, Observed
 
@@ -28,10 +28,14 @@ __all__ = ["InputsInForce", "Store", "plan_json"]
 
 @dataclass(frozen=True)
 class InputsInForce:
+    """Rankings, groups and exclusions in force. ``excluded``: pools being reclaimed (units move away); ``full``:
+    pools excluded because launches were refused (closed to new units, held units stay; no probation after)."""
+
     scores: dict[str, float]
     groups: dict[str, str]
     excluded: set[str]
     probation: set[str]
+    full: set[str] = field(default_factory=set)
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
@@ -57,39 +61,55 @@ class Store:
         with c.transaction():   # the three sent before any is read: one round trip in pipeline mode
             ranked = c.execute("SELECT pool, score FROM rankings_in_force WHERE region = %s", (self.region,))
             grouped = c.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))
-            held = c.execute("SELECT pool, until, probation_until FROM exclusions WHERE region = %s", (self.region,))
+            held = c.execute("SELECT pool, until, probation_until, cause FROM exclusions WHERE region = %s",
+                             (self.region,))
             scores = {r[0]: float(r[1]) for r in ranked}
             groups = {r[0]: r[1] for r in grouped}
-            excluded, probation = set(), set()
-            for pool, until, prob in held:
+            excluded: set[str] = set()
+            probation: set[str] = set()
+            full: set[str] = set()
+            for pool, until, prob, cause in held:
                 if until is None or now < until:
-                    excluded.add(pool)
-                elif prob is not None and now < prob:
+                    (full if cause == FULL else excluded).add(pool)
+                elif prob is not None and now < prob and cause != FULL:
                     probation.add(pool)
-        return InputsInForce(scores, groups, excluded, probation)
+        return InputsInForce(scores, groups, excluded, probation, full)
+
+    def others_launched_since(self, at: datetime | None) -> dict[str, int]:
+        """The other partitions' live instances launched at or after ``at`` (the rate card's time), per pool: the
+        room the card still counts as free, though they hold it (issue 19: two partitions planned the same room
+        and the second's launches failed). The partition's own come from the provider's listing."""
+        if at is None:
+            return {}
+        with self.conn.transaction():
+            rows = self.conn.execute(
+                "SELECT pool, count(*) FROM instances WHERE region = %s AND partition <> %s AND launched_at >= %s "
+                "AND state IN ('launching', 'running') GROUP BY pool", (self.region, self.partition, at))
+            return {str(pool): int(n) for pool, n in rows}
 
     def exclusions(self) -> tuple[dict[str, int], dict[str, Exclusion]]:
         offences: dict[str, int] = {}
         active: dict[str, Exclusion] = {}
         with self.conn.transaction():
-            for pool, reason, at, until, prob, n, evidence in self.conn.execute(
-                    "SELECT pool, reason, excluded_at, until, probation_until, offences, evidence FROM exclusions "
-                    "WHERE region = %s", (self.region,)):
+            for pool, reason, at, until, prob, n, evidence, cause in self.conn.execute(
+                    "SELECT pool, reason, excluded_at, until, probation_until, offences, evidence, cause FROM "
+                    "exclusions WHERE region = %s", (self.region,)):
                 offences[pool] = int(n)
                 if until is not None and prob is not None:
-                    active[pool] = Exclusion(pool, reason, at, until, prob, int(n), tuple(evidence or ()))
+                    active[pool] = Exclusion(pool, reason, at, until, prob, int(n), tuple(evidence or ()), cause)
         return offences, active
 
     def write_exclusion(self, ex: Exclusion, event: Event) -> None:
         with self.conn.transaction():
             self.conn.execute(
                 "INSERT INTO exclusions (region, pool, reason, source, excluded_at, until, probation_until, offences, "
-                "evidence) VALUES (%s, %s, %s, 'exclusion-watcher', %s, %s, %s, %s, %s) ON CONFLICT (region, pool) "
-                "DO UPDATE SET reason = excluded.reason, excluded_at = excluded.excluded_at, until = excluded.until, "
+                "evidence, cause) VALUES (%s, %s, %s, 'exclusion-watcher', %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (region, pool) DO UPDATE SET reason = excluded.reason, "
+                "excluded_at = excluded.excluded_at, until = excluded.until, "
                 "probation_until = excluded.probation_until, offences = excluded.offences, "
-                "evidence = excluded.evidence",
+                "evidence = excluded.evidence, cause = excluded.cause",
                 (self.region, ex.pool, ex.reason, ex.excluded_at, ex.until, ex.probation_until, ex.offences,
-                 json.dumps(list(ex.evidence))))
+                 json.dumps(list(ex.evidence)), ex.cause))
             enqueue(self.conn, event, action="exclude", actor=self.actor)
 
     # --- instances ---------------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""A full pool is not a dangerous pool (issue 19): an exclusion carries its cause, and only a pool being reclaimed
+moves units away; a pool excluded because launches were refused keeps what runs there and takes nothing new.
+And partitions see each other's launches: the room a controller plans with is the rate card's free count less
+every SCO instance launched since the card, whichever partition launched it. Pure: hand-built signals,
+observations and markets on a fixed clock (``test_decide.py`` style)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from controllers.controller.decide import begin, decide, pool_states_for
+from controllers.controller.decision import Decision, Desired, Memory, Place, WritePlans
+from controllers.controller.exclusion import FULL, RECLAIM, ExclusionWatcher, Signal
+from controllers.controller.model import Observed, Purpose, Terminate
+from controllers.controller.observe import Glance, Market, Observation
+from controllers.controller.settings import ControllerSettings
+from controllers.controller.store import InputsInForce
+from tests.controllers.controller.helpers import PARTITION, T0, contracts
+from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, demand, market, row
+
+
+def _sig(kind: str, minute: float, n: int = 0, age_s: float | None = None) -> Signal:
+    return Signal(kind, "p1", T0 + timedelta(minutes=minute), f"{kind}-{minute}-{n}", age_s=age_s)
+
+
+@pytest.mark.parametrize(("signals", "cause"), [
+    pytest.param([_sig("launch-failed", m) for m in (0, 1, 2)], FULL,
+                 id="three refused launches in 10 minutes: the pool is full"),
+    pytest.param([_sig("launch-failed", 0), _sig("launch-failed", 1), _sig("notice", 2, age_s=120)], RECLAIM,
+                 id="a launch reclaimed young among the refusals: the pool is being reclaimed"),
+    pytest.param([_sig("notice", m) for m in (0, 10, 20)], RECLAIM,
+                 id="three reclamation waves in 30 minutes: the pool is being reclaimed"),
+])
+def test_an_exclusion_carries_its_cause(signals: list[Signal], cause: str) -> None:
+    w = ExclusionWatcher()
+    trips = [ex for s in signals if (ex := w.observe(s)) is not None]
+    assert [ex.cause for ex in trips] == [cause]
+
+
+def test_a_full_pool_that_starts_being_reclaimed_is_excluded_again_for_the_reclaims_not_for_more_refusals() -> None:
+    w = ExclusionWatcher()
+    first = [ex for m in (0, 1, 2) if (ex := w.observe(_sig("launch-failed", m))) is not None]
+    assert [ex.cause for ex in first] == [FULL]
+    assert all(w.observe(_sig("launch-failed", m)) is None for m in (3, 4, 5))   # already closed
+    again = [ex for m in (10, 20, 30) if (ex := w.observe(_sig("notice", m))) is not None]
+    assert [(ex.cause, ex.offences) for ex in again] == [(RECLAIM, 2)]
+
+
+def _ours(pid: str, n: int, at: timedelta, status: str = "active") -> list[Observed]:
+    return [Observed(f"{pid}-{status}-{at}-{i}", "node", "etl", pid, PARTITION, 1, Purpose.RECLAIMABLE, status, "h1",
+                     T0 + at) for i in range(n)]
+
+
+CARD = replace(market(free=50), free_at=T0)
+
+
+@pytest.mark.parametrize(("mkt", "observed", "excluded", "available"), [
+    pytest.param(replace(CARD, inputs=InputsInForce({}, {}, set(), set(), {"p00"})), _ours("p00", 3, -timedelta(1)),
+                 False, 3, id="a full pool stays eligible with no room beyond what we hold there"),
+    pytest.param(replace(CARD, inputs=InputsInForce({}, {}, {"p00"}, set())), _ours("p00", 3, -timedelta(1)),
+                 True, 53, id="a pool being reclaimed is ineligible: its units move away"),
+    pytest.param(replace(CARD, others_since_card={"p00": 20}), _ours("p00", 3, -timedelta(1)),
+                 False, 50 - 20 + 3, id="another partition's launches since the card hold room the card shows free"),
+    pytest.param(replace(CARD, others_since_card={"p00": 20}), _ours("p00", 2, timedelta(seconds=30)),
+                 False, 50 - 20 - 2 + 2, id="ours since the card and theirs: every launch since the card counts once"),
+    pytest.param(replace(CARD, others_since_card={"p00": 80}), [], False, 0,
+                 id="a pool the others filled since the card has no room, never less than none"),
+])
+def test_the_room_a_controller_plans_with(mkt: Market, observed: list[Observed], excluded: bool,
+                                          available: int) -> None:
+    states = {st.pool_id: st for st in pool_states_for(mkt, observed, set())}
+    assert (states["p00"].excluded, states["p00"].available_instances) == (excluded, available)
+
+
+def _two_passes(inputs: InputsInForce) -> tuple[Decision, Decision, str]:
+    """Place ``etl`` and ``train``; then exclude the pool ``etl`` holds most in, with every instance running."""
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    work = demand(TRAIN, 40) + demand(ETL, 40)
+    first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), work, market(), {}, {}, 0), desired, mem, T0)
+    halls = {p.pool_id: p.hall for p in POOLS}
+    running = tuple(Observed(f"{a.launch.key.pool}-{a.launch.workload}-{n}", f"node-{n}", a.launch.workload,
+                             a.launch.key.pool, PARTITION, first.generation, a.launch.key.purpose, "active",
+                             halls[a.launch.key.pool], T0 - timedelta(hours=1))
+                    for a in first.of(Place) for n in range(a.launch.count))
+    held = sorted({o.pool for o in running if o.purpose is Purpose.RECLAIMABLE},
+                  key=lambda pid: -sum(o.pool == pid for o in running))
+    pool = held[0]
+    rows = {o.instance_id: row(o, 3) for o in running}
+    later = T0 + timedelta(minutes=5)
+    inputs = InputsInForce({}, {}, {pool} if inputs.excluded else set(), set(), {pool} if inputs.full else set())
+    glance = Glance(1, False, first.generation, running, rows)
+    mem2, _ = begin(glance, desired, first.memory, later)
+    second = decide(Observation(glance, rows, (), work, replace(market(), inputs=inputs), {}, {}, 0), desired, mem2,
+                    later)
+    return first, second, pool
+
+
+def _units_in(d: Decision, pool: str) -> int:
+    (plans,) = d.of(WritePlans)
+    return sum(a.units for p in plans.plans.values() for a in p.allocations if a.pool_id == pool)
+
+
+def test_through_the_controller_a_full_pool_keeps_its_running_units_and_gets_no_new_ones() -> None:
+    """A pool excluded because launches were refused: nothing running there is terminated or moved, nothing new
+    is launched there. On main the exclusion had no cause and made every unit held there surplus: the
+    ``reclaim`` case below is what main did for a launch-failure exclusion too."""
+    first, second, pool = _two_passes(InputsInForce({}, {}, set(), set(), {"x"}))
+    assert _units_in(first, pool) > 0 and _units_in(second, pool) == _units_in(first, pool)
+    assert not second.of(Terminate) and not second.of(Place)
+    assert second.gated is not None and not second.gated.terminations and second.held == 0
+
+
+def test_through_the_controller_a_pool_being_reclaimed_moves_its_units_away() -> None:
+    first, second, pool = _two_passes(InputsInForce({}, {}, {"x"}, set()))
+    assert _units_in(first, pool) > 0 and _units_in(second, pool) == 0
+    moved = [p.launch for p in second.of(Place)]
+    assert moved and pool not in {a.key.pool for a in moved}
+    assert second.gated is not None and (second.gated.terminations or second.held), "its instances are surplus"

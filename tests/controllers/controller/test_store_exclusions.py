@@ -1,0 +1,69 @@
+"""What the store tells a pass about exclusions and other partitions' launches, on a real PostgreSQL (issue 19):
+an exclusion keeps its cause through the table (a full pool is closed to new units, a pool being reclaimed is
+ineligible), and every partition's launches since the rate card are counted, not only the pass's own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from contracts.events import Event
+from contracts.subjects import EventKind
+from controllers.controller.exclusion import FULL, RECLAIM, Exclusion
+from controllers.controller.store import Store
+from tests.controllers.controller.helpers import PARTITION
+
+NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
+CARD = NOW - timedelta(minutes=3)
+
+
+@pytest.fixture
+def conn(pg_migrated_url: str) -> Iterator[Any]:
+    with psycopg.connect(pg_migrated_url, autocommit=True) as c:
+        yield c
+
+
+def _exclusion(store: Store, pool: str, cause: str) -> None:
+    ex = Exclusion(pool, "why", NOW - timedelta(hours=1), NOW + timedelta(hours=1), NOW + timedelta(hours=2), 1,
+                   ("e1",), cause)
+    store.write_exclusion(ex, Event(kind=EventKind.EXCLUDED, time=ex.excluded_at, region="r1", pool=pool,
+                                    cause=ex.reason, source="exclusion-watcher"))
+
+
+def test_an_exclusion_keeps_its_cause_through_the_table_and_only_a_reclaimed_pool_is_ineligible(conn: Any) -> None:
+    store = Store(conn, "r1", PARTITION)
+    _exclusion(store, "p-full", FULL)
+    _exclusion(store, "p-reclaimed", RECLAIM)
+    inputs = store.inputs(NOW)
+    assert (inputs.excluded, inputs.full) == ({"p-reclaimed"}, {"p-full"})
+    _, active = store.exclusions()   # the watcher restarts with each exclusion's cause
+    assert {pool: ex.cause for pool, ex in active.items()} == {"p-full": FULL, "p-reclaimed": RECLAIM}
+    after = store.inputs(NOW + timedelta(hours=1, minutes=30))   # cool-off over: only a reclaimed pool is on probation
+    assert (after.excluded, after.full, after.probation) == (set(), set(), {"p-reclaimed"})
+
+
+def _row(conn: Any, iid: str, partition: str, launched: datetime, state: str = "running", pool: str = "p1") -> None:
+    conn.execute(
+        "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
+        "purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES (%s, 'r1', %s, %s, 'etl', 1, %s, "
+        "'reclaimable', %s, %s, 'reclaimable', 'h1', %s)",
+        (iid, partition, pool, state, json.dumps({}), launched, iid))
+
+
+def test_the_other_partitions_live_launches_since_the_rate_card_are_counted_per_pool(conn: Any) -> None:
+    other = "r1/k8s-batch"
+    _row(conn, "mine", PARTITION, CARD + timedelta(seconds=10))            # ours: from the listing, not here
+    _row(conn, "theirs-1", other, CARD + timedelta(seconds=10))
+    _row(conn, "theirs-2", other, CARD, state="launching")                 # in the card's instant: after it
+    _row(conn, "theirs-3", other, CARD + timedelta(seconds=20), pool="p2")
+    _row(conn, "theirs-old", other, CARD - timedelta(seconds=1))           # on the card already
+    _row(conn, "theirs-lost", other, CARD + timedelta(seconds=30), state="lost")
+    _row(conn, "theirs-notified", other, CARD + timedelta(seconds=30), state="draining")
+    store = Store(conn, "r1", PARTITION)
+    assert store.others_launched_since(CARD) == {"p1": 2, "p2": 1}
+    assert store.others_launched_since(None) == {}
