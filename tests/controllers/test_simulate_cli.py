@@ -46,3 +46,14 @@ def test_the_controller_engine_runs_the_production_controller_and_says_what_it_a
     placed = re.search(r"^  depth-first: placed (\d+), .* breaker-tripped (\d+)", result.stdout, re.MULTILINE)
     assert placed is not None and int(placed.group(1)) > 0
     assert re.search(r"^ours: depth-first +\d+", result.stdout, re.MULTILINE)
+
+
+@pytest.mark.parametrize(("start", "hour"), [("2026-10-01", 0), ("2026-10-01T12:00", 12)])
+def test_the_start_may_be_a_day_or_a_time_of_day_so_a_short_window_can_be_the_busy_afternoon(
+        start: str, hour: int) -> None:
+    import argparse
+
+    from sco.commands.simulate import _checked_start
+
+    args = argparse.Namespace(days=0.25, warmup_days=7, jobs=1, units=40, start=start)
+    assert (_checked_start(args).day, _checked_start(args).hour) == (1, hour)
