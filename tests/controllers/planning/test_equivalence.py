@@ -15,7 +15,10 @@ plan made for the same contract version and strategy keeps what the plan holds (
 within the caps on the new target) and places only the missing units, where the planner before it re-made the
 whole plan; a short plan that places no more stays the very object (as before); and kept plans that want more
 instances in a pool than it can give are re-planned, lowest priority first, where before they were kept. Plans
-made from scratch are compared with the oracle unchanged.
+made from scratch are compared with the oracle unchanged. The exclusion causes (issue 19, ``exclude``) changed
+neither: a pool excluded because launches were refused reaches the planner as an eligible pool with no room
+beyond what is held there (``decide.pool_states_for``), which both already handle — the kept plans keep it and
+nothing new goes in; only a pool being reclaimed reaches them as excluded.
 """
 
 from __future__ import annotations
