@@ -319,5 +319,7 @@ class _Outbox:
             self.last = max(self.last, int(n))
             event = Event.from_json(bytes(payload))
             self.kinds[str(event.kind)] += 1
+            if event.attributes.get("exclusion_cause") == "full":   # of the exclusions, those of a full pool
+                self.kinds["excluded-full"] += 1
             if event.source != "exclusion-watcher":
                 self.stream.feed(event, now)

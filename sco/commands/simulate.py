@@ -163,8 +163,8 @@ def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
         print(f"Engine: the production controller. Approximations: {APPROXIMATIONS}.")
         print("  the replay's own embedded PostgreSQL runs with fsync, synchronous_commit and full_page_writes off "
               "(its databases are thrown away); each pass's statements go in psycopg's pipeline mode")
-        kinds = ("placed", "replaced", "launch-failed", "excluded", "lost", "fallback-started", "breaker-tripped",
-                 "passes-holding-actions")
+        kinds = ("placed", "replaced", "launch-failed", "excluded", "excluded-full", "lost", "fallback-started",
+                 "breaker-tripped", "passes-holding-actions")
         for name, seen in run.diagnostics.items():
             print(f"  {name}: " + ", ".join(f"{k} {seen.get(k, 0)}" for k in kinds))
     else:
