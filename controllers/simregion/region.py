@@ -7,6 +7,7 @@ what was launched through ``launch``; other tenants' reclaimable instances fill 
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import threading
@@ -45,6 +46,13 @@ from .topology import HALLS
 __all__ = ["PROJECT", "SimulatedRegion", "price_factor"]
 
 PROJECT = "sco-orchestrator"
+
+
+@functools.lru_cache(maxsize=65536)
+def _owner(tags: tuple[str, ...]) -> dict[str, str]:
+    """``OwnerTags.parse``, once per distinct tag tuple (a multi-create's instances share one): a listing by
+    partition filters every instance of ours (read-only: callers must not change the dict)."""
+    return OwnerTags.parse(tags)
 
 
 class SimulatedRegion:
@@ -170,7 +178,7 @@ class SimulatedRegion:
             out = []
             for inst in self._owned():
                 if tags:
-                    found = OwnerTags.parse(inst.tags)
+                    found = _owner(inst.tags)
                     if any(found.get(k) != str(v) for k, v in tags.items()):
                         continue
                 out.append(self._instance(inst))
