@@ -240,11 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         urls = cluster.url.split(",")
-        results = [(n, run_size(n, args, pg, cluster.url, urls)) for n in sizes]
+        results, rows = [], []
+        for n in sizes:   # each size's figures as soon as they are there
+            results.append((n, run_size(n, args, pg, cluster.url, urls)))
+            rows.append(report(*results[-1]))
     finally:
         cluster.close()
         pg.close()
-    rows = [report(n, s) for n, s in results]
     if len(rows) > 1:
         growth(sizes, rows)
     print(f"subscribers: {args.subscribers} real connections sampling the noticed subjects (not one per instance: "

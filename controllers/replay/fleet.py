@@ -64,7 +64,8 @@ class FleetPlan:
     steady_share: float = 0.1
     reclaim_at_s: float = 480.0      # the hall-wide reclaim
     after_s: float = 900.0           # simulated after the reclaim at most (the floor's promise is 15 min) ...
-    settle_s: float = 60.0           # ... and at least, then until every floor and replacement is back
+    settle_s: float = 60.0           # ... and at least, then until every floor and replacement is back (or
+    stall_s: float = 180.0           # ... nothing waiting was served for this long: counted as never served)
     hall: str = "h1"
     seed: int = 18
     budget_rate: float = 10.0        # ADR-12: mutating calls a second per region
@@ -171,7 +172,10 @@ class _Latency:
         if units > 0:
             self.waiting[workload].append(_Need(at, units, replacement, steady))
 
+    last: datetime | None = None   # when a waiting unit was last served
+
     def _served(self, n: _Need, units: int, latency: float) -> None:
+        self.last = n.at + timedelta(seconds=latency)
         (self.f.replacement_s if n.replacement else self.f.placement_s).extend([latency] * units)
         if n.steady:
             self.f.steady_s.extend([latency] * units)
@@ -216,6 +220,7 @@ class _Service:
         self.call(self.service.stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+        self.loop.close()
 
 
 class FleetSim:
@@ -368,7 +373,8 @@ class FleetSim:
 
     def _held(self) -> dict[str, int]:
         """Units our live instances hold per workload (any purpose), those under notice not counted."""
-        engine, out = self.region.engine, defaultdict(int)
+        engine = self.region.engine
+        out: dict[str, int] = defaultdict(int)
         for inst in engine.by_id.values():
             if inst.owned and not inst.doomed:
                 c = self.by_workload.get(self._workload(inst))
@@ -423,7 +429,8 @@ class FleetSim:
 
     def _floor_units(self, outside: str | None) -> dict[str, int]:
         """Units our live floor instances hold, per workload (outside hall ``outside`` when given)."""
-        engine, out = self.region.engine, defaultdict(int)
+        engine = self.region.engine
+        out: dict[str, int] = defaultdict(int)
         for i, s in enumerate(engine.specs):
             if s.pool.purchase_model is PurchaseModel.RECLAIMABLE or s.pool.hall == outside:
                 continue
@@ -444,7 +451,9 @@ class FleetSim:
 
     def _settled(self, now: datetime, reclaim_at: datetime) -> bool:
         waiting = any(q for q in self.latency.waiting.values())
-        return (now - reclaim_at).total_seconds() >= self.plan.settle_s and not waiting and \
+        last = self.latency.last or reclaim_at
+        stalled = (now - max(last, reclaim_at)).total_seconds() >= self.plan.stall_s
+        return (now - reclaim_at).total_seconds() >= self.plan.settle_s and (not waiting or stalled) and \
             len(self.floor_at) == len(self.floor_before)
 
     @staticmethod
