@@ -50,7 +50,9 @@ __all__ = ["FleetFigures", "FleetPlan", "FleetSim", "fleet_region", "fleet_workl
 START = datetime(2026, 10, 1, 6, tzinfo=UTC)   # morning: the region's demand rising, not at its peak
 CLOCK_RULE = ("virtual clock: each round every partition's controller takes one pass at the round's virtual time "
               "(concurrently, one process each); the clock then advances by max(pass interval, the slowest pass's "
-              "measured wall time), so a slow pass shows up as latency")
+              "measured wall time), so a slow pass shows up as latency; the shared token budget's clock is the "
+              "pass's virtual time + the wall time spent in the pass + the partition's offset (k x interval / P: "
+              "unsynchronised controllers' passes spread over the interval)")
 
 
 @dataclass(frozen=True)
@@ -288,10 +290,11 @@ class FleetSim:
     def _spawn(self, url: str) -> list[tuple[Any, Any]]:
         ctx = multiprocessing.get_context("spawn")
         out = []
-        for p in sorted({c.partition for c in self.contracts.values()}):
+        partitions = sorted({c.partition for c in self.contracts.values()})
+        for k, p in enumerate(partitions):
             mine = {ref: c for ref, c in self.contracts.items() if c.partition == p}
             spec = WorkerSpec(p, mine, self.pg_url, url, self.config.region, self.plan.budget_rate, START,
-                              self.strategy)
+                              self.strategy, offset_s=k * self.plan.pass_interval_s / len(partitions))
             here, there = ctx.Pipe()
             proc = ctx.Process(target=worker_main, args=(spec, there), name=f"fleet-{p}", daemon=True)
             proc.start()

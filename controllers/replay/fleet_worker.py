@@ -9,7 +9,9 @@ the worker runs one pass and answers with a ``PassResult`` — the pass's wall a
 
 The budget's clock is the pass's virtual start plus the wall time elapsed in the pass (the virtual clock runs
 with the wall clock while a pass works; between passes the coordinator moves it by max(pass interval, the
-slowest pass's wall time)).
+slowest pass's wall time)), plus the partition's offset: partition k of P at k × interval / P, as unsynchronised
+controllers' passes spread over the interval (all at the same instant, each round would see one burst of the
+budget, 10 tokens, instead of an interval's refill).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class WorkerSpec:
     budget_rate: float
     start: datetime
     strategy: Strategy | None = None
+    offset_s: float = 0.0     # where in the pass interval this partition's passes fall on the budget's clock
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,12 @@ class _Listing(SimulatedProvider):
 class _BudgetClock:
     """Virtual seconds: the pass's virtual start plus the wall time since the pass began."""
 
-    def __init__(self, start: datetime) -> None:
-        self.virtual, self.wall = start.timestamp(), time.perf_counter()
+    def __init__(self, start: datetime, offset_s: float = 0.0) -> None:
+        self.offset = offset_s
+        self.virtual, self.wall = start.timestamp() + offset_s, time.perf_counter()
 
     def begin(self, at: datetime) -> None:
-        self.virtual, self.wall = at.timestamp(), time.perf_counter()
+        self.virtual, self.wall = at.timestamp() + self.offset, time.perf_counter()
 
     def __call__(self) -> float:
         return self.virtual + (time.perf_counter() - self.wall)
@@ -99,7 +103,7 @@ def worker_main(spec: WorkerSpec, pipe: Any) -> None:
     try:
         conn = psycopg.connect(spec.pg_url, autocommit=True)
         budget_conn = psycopg.connect(spec.pg_url, autocommit=True)
-        clock, budget_clock = VirtualClock(spec.start), _BudgetClock(spec.start)
+        clock, budget_clock = VirtualClock(spec.start), _BudgetClock(spec.start, spec.offset_s)
         budget = RegionBudget(budget_conn, spec.region, spec.budget_rate, monotonic=budget_clock)
         http = _Listing(spec.region_url, region=spec.region, timeout_s=120.0)
         ctl, source = partition_controller(BudgetedProvider(http, budget), conn, spec.partition, spec.contracts,
