@@ -9,9 +9,9 @@
 
 ``HttpError`` stays an ``OSError`` so that callers treating it as a network failure keep doing so.
 ``agent.model``, ``agent.httpwire``, ``agent.slurm`` and ``agent.kube`` re-export what they raise. The drain
-engine's ``SchedulerSlow`` and ``_Deferred`` are not errors but control flow inside one drain (the scheduler
-did not answer in time / an advisory drain waits for the hard notice); they stay in ``agent.drain``, next to the
-decision table (``agent.drain_plan.Outcome``) they carry.
+engine's ``SchedulerSlow`` and ``Deferred`` are not errors but control flow inside one drain (the scheduler
+did not answer in time / an advisory drain waits for the hard notice); they stay in ``agent.drain_report``, beside
+the drain's report and the decision table's outcome (``agent.drain_plan.Outcome``) they carry.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 between its partitions (by weight, default equal). Every mutating call — launch (one multi-create is one
 call), terminate, reclaim — takes a token from its partition's bucket first; an empty bucket raises
 ``Throttled`` and the reconciler leaves the rest for its next pass.
+
+``RegionBudget`` is the same budget shared instead of split: one PostgreSQL row per region
+(``region_token_budget``) that every partition controller, each in its own process, draws from with one atomic
+``UPDATE`` — a quiet partition's share is there for a busy one (the fleet-scale simulation, issue 18).
 """
 
 from __future__ import annotations
@@ -12,9 +16,65 @@ from datetime import timedelta
 from typing import Any
 
 from contracts.provider import Instance, LaunchRequest, Provider, ReclaimReceipt
-from controllers.providers.budget import TokenBucket
+from contracts.provider_errors import Throttled
+from controllers.providers.budget import MutatingHook, TokenBucket
 
-__all__ = ["BudgetedProvider", "split_budget"]
+__all__ = ["BudgetedProvider", "RegionBudget", "split_budget"]
+
+_TAKE = """UPDATE region_token_budget SET tokens = LEAST(burst, tokens + GREATEST(%(now)s - at, 0) * rate) - 1,
+    at = GREATEST(at, %(now)s), spent = spent + 1
+    WHERE region = %(region)s AND LEAST(burst, tokens + GREATEST(%(now)s - at, 0) * rate) >= 1 - 1e-9
+    RETURNING tokens"""
+_REFUSE = """UPDATE region_token_budget SET refused = refused + 1 WHERE region = %(region)s
+    RETURNING (1 - LEAST(burst, tokens + GREATEST(%(now)s - at, 0) * rate)) / rate"""
+
+
+class RegionBudget:
+    """The region's ``rate`` mutating calls a second (``burst`` banked) on one PostgreSQL row that every
+    partition controller draws from. ``conn``: an autocommit connection of its own (a token taken inside a
+    controller's transaction would hold the row's lock until that commits). ``monotonic``: seconds on a clock
+    every process shares (wall time live; the simulation's virtual time)."""
+
+    def __init__(self, conn: Any, region: str, rate: float = 10.0, burst: float | None = None, *,
+                 monotonic: Callable[[], float] = time.time) -> None:
+        if rate <= 0:
+            raise ValueError(f"token budget rate must be > 0 calls/s, got {rate}")
+        self.conn, self.region, self.rate = conn, region, rate
+        self.burst = max(1.0, burst if burst is not None else rate)
+        self.key = f"region {region}"
+        self._monotonic = monotonic
+        self.spent = 0      # this process's admitted calls
+        self.refused = 0    # this process's refused calls
+
+    def ensure(self) -> RegionBudget:
+        """Create the region's row, full, unless it is there (its rate and burst are then the row's)."""
+        self.conn.execute("INSERT INTO region_token_budget (region, rate, burst, tokens, at) VALUES "
+                          "(%s, %s, %s, %s, %s) ON CONFLICT (region) DO NOTHING",
+                          (self.region, self.rate, self.burst, self.burst, self._monotonic()))
+        return self
+
+    def try_acquire(self) -> float:
+        """Spend one token and return 0, or return the seconds until one is there (spending nothing)."""
+        args = {"now": self._monotonic(), "region": self.region}
+        if self.conn.execute(_TAKE, args).fetchone() is not None:
+            self.spent += 1
+            return 0.0
+        row = self.conn.execute(_REFUSE, args).fetchone()
+        if row is None:
+            raise LookupError(f"no token budget row for region {self.region}: call RegionBudget.ensure() first")
+        self.refused += 1
+        return max(float(row[0]), 0.0)
+
+    def __call__(self, operation: str) -> None:
+        wait = self.try_acquire()
+        if wait > 0.0:
+            raise Throttled(operation, wait, self.rate, self.key)
+
+    def totals(self) -> tuple[int, int]:
+        """(spent, refused) by every process, from the row."""
+        row = self.conn.execute("SELECT spent, refused FROM region_token_budget WHERE region = %s",
+                                (self.region,)).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
 def split_budget(region_rate: float, partitions: Sequence[str], weights: Mapping[str, float] | None = None,
@@ -34,7 +94,7 @@ def split_budget(region_rate: float, partitions: Sequence[str], weights: Mapping
 class BudgetedProvider:
     """A ``Provider`` whose mutating calls first take a token from ``bucket``. Reads pass through."""
 
-    def __init__(self, inner: Provider, bucket: TokenBucket) -> None:
+    def __init__(self, inner: Provider, bucket: TokenBucket | RegionBudget | MutatingHook) -> None:
         self.inner = inner
         self.bucket = bucket
 

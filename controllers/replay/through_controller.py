@@ -31,7 +31,7 @@ from typing import Any
 from contracts.cost_attributes import ATTR_WASTED_S, FINAL_MODES, lost_work_s
 from contracts.events import Event
 from contracts.pools import Pool
-from contracts.provider import Instance
+from contracts.provider import Clock, Instance, Provider
 from contracts.schema import Contract
 from contracts.subjects import EventKind
 
@@ -47,7 +47,8 @@ from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
 from .engine import WorkloadOutcome, guaranteed_rate_per_unit
 
-__all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "replay_through_controller"]
+__all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "partition_controller",
+           "replay_through_controller"]
 
 APPROXIMATIONS = (
     "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
@@ -85,6 +86,13 @@ class ReplayScheduler:
                                float(c.resources.memory_gib), "pending")
                       for ref, c in sorted(contracts.items()) for n in range(units.get(c.workload, 0))]
         self.names: set[str] = set()
+
+    def add(self, contract: Contract, units: int) -> None:
+        """``units`` more pending units of ``contract``'s workload: its claim grows (the fleet simulation)."""
+        first = sum(1 for i in self.items if i.contract_ref == contract.ref)
+        self.items += [WorkItem("slurm", f"{contract.workload}-{first + n}", contract.ref,
+                                float(contract.resources.vcpu), float(contract.resources.memory_gib), "pending")
+                       for n in range(units)]
 
     def work(self) -> list[WorkItem]:
         return list(self.items)
@@ -223,17 +231,24 @@ class _Run:
                 self.outcome[c.workload].wasted_s += int(wasted) * units_per_instance(self.pools[pool], c)
 
 
+def partition_controller(provider: Provider, conn: Any, partition: str, contracts: Mapping[str, Contract],
+                         units: Mapping[str, int], clock: Clock, *, strategy: Strategy | None = None,
+                         holder: str | None = None) -> tuple[Controller, ReplayScheduler]:
+    """One partition's production ``Controller`` as the replay runs it (its contracts, the ``ReplayScheduler``
+    double, a 10-min lease, revocation recorded) against ``provider``: the region in process, or over HTTP with
+    the region's token budget in front (the fleet-scale simulation, one process per partition)."""
+    mine = {ref: c for ref, c in contracts.items() if c.partition == partition}
+    source = ReplayScheduler(mine, units)
+    settings = ControllerSettings(provider.region, partition, holder=holder or f"replay:{partition}",
+                                  lease_ttl=timedelta(minutes=10), safety=SafetyConfig(),
+                                  planner=PlannerConfig(strategy=strategy))
+    return Controller(settings, provider, conn, source, mine, clock, revoker=RecordingRevoker()), source
+
+
 def _controllers(region: SimulatedRegion, conn: Any, contracts: Mapping[str, Contract], units: Mapping[str, int],
                  strategy: Strategy | None, clock: VirtualClock) -> list[tuple[Controller, ReplayScheduler]]:
-    out = []
-    for partition in sorted({c.partition for c in contracts.values()}):
-        mine = {ref: c for ref, c in contracts.items() if c.partition == partition}
-        source = ReplayScheduler(mine, units)
-        settings = ControllerSettings(region.region, partition, holder=f"replay:{partition}",
-                                      lease_ttl=timedelta(minutes=10), safety=SafetyConfig(),
-                                      planner=PlannerConfig(strategy=strategy))
-        out.append((Controller(settings, region, conn, source, mine, clock, revoker=RecordingRevoker()), source))
-    return out
+    return [partition_controller(region, conn, partition, contracts, units, clock, strategy=strategy)
+            for partition in sorted({c.partition for c in contracts.values()})]
 
 
 def replay_through_controller(config: RegionConfig, start: datetime, days: float, contracts: Mapping[str, Contract],

@@ -19,6 +19,8 @@ class RegionConfig(BaseModel):
     region: str = Field("r1", description="region name used in pool ids and NATS subjects")
     seed: int = Field(1, description="every random choice derives from it")
     pools: int | None = Field(None, ge=1, description="trim the reclaimable pools to this many (default all, 141)")
+    slot_scale: float = Field(1.0, gt=0, description="multiply every pool's slots (reclaimable, committed, "
+                              "guaranteed): a bigger region of the same shape, for the fleet-scale simulation")
     reclaim_rate_pct_h: float = Field(4.0, ge=0, description="% of reclaimable instances reclaimed an hour")
     no_notice_share: float = Field(0.02, ge=0, le=1, description="share of reclaimed instances given no notice")
     advisory_share: float = Field(0.65, ge=0, le=1, description="share of reclaims preceded by an advisory")

@@ -42,7 +42,7 @@ class RegionEngine:
     def __init__(self, config: RegionConfig, start: datetime) -> None:
         self.config = config
         self.start = start
-        self.specs: tuple[PoolSpec, ...] = build_pools(config.region, config.pools)
+        self.specs: tuple[PoolSpec, ...] = build_pools(config.region, config.pools, config.slot_scale)
         self.index = {s.pool.pool_id: i for i, s in enumerate(self.specs)}
         self.live: list[dict[str, Inst]] = [{} for _ in self.specs]
         self.by_id: dict[str, Inst] = {}

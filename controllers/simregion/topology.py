@@ -51,8 +51,13 @@ def _slots(vcpu: int, gpu: int) -> int:
     return max(4, 1024 // vcpu) if not gpu else max(3, 96 // vcpu)
 
 
-def build_pools(region: str, max_reclaimable: int | None = None) -> tuple[PoolSpec, ...]:
-    """All pools of the region. ``max_reclaimable`` trims the reclaimable set evenly across halls."""
+def _scaled(slots: int, scale: float) -> int:
+    return max(1, round(slots * scale))
+
+
+def build_pools(region: str, max_reclaimable: int | None = None, slot_scale: float = 1.0) -> tuple[PoolSpec, ...]:
+    """All pools of the region. ``max_reclaimable`` trims the reclaimable set evenly across halls; ``slot_scale``
+    multiplies every pool's slots (a bigger region of the same shape: the fleet-scale simulation)."""
     reclaimable: list[PoolSpec] = []
     for suffix, families in _FAMILIES.items():
         for family, sizes in families.items():
@@ -64,7 +69,7 @@ def build_pools(region: str, max_reclaimable: int | None = None) -> tuple[PoolSp
                                 aggregate=f"{hall}-agg-{suffix}", sku_family=family, size=size, vcpu=vcpu,
                                 memory_gib=mem, gpu=gpu, purchase_model=PurchaseModel.RECLAIMABLE, rate_eur_h=rate,
                                 guaranteed_rate_eur_h=price)
-                    reclaimable.append(PoolSpec(pool, _slots(vcpu, gpu)))
+                    reclaimable.append(PoolSpec(pool, _scaled(_slots(vcpu, gpu), slot_scale)))
     if max_reclaimable is not None and max_reclaimable < len(reclaimable):
         if max_reclaimable < 1:
             raise ValueError(f"pools must be >= 1, got {max_reclaimable}")
@@ -82,10 +87,10 @@ def build_pools(region: str, max_reclaimable: int | None = None) -> tuple[PoolSp
                     pool_id=f"{region}-{hall}-{family}-{size}-cm-{bu}", region=region, hall=hall, aggregate=agg,
                     sku_family=family, size=size, vcpu=vcpu, memory_gib=mem, gpu=gpu,
                     purchase_model=PurchaseModel.COMMITTED, rate_eur_h=price, guaranteed_rate_eur_h=price,
-                    business_unit=bu), 2 if gpu else 12))
+                    business_unit=bu), _scaled(2 if gpu else 12, slot_scale)))
             guaranteed.append(PoolSpec(Pool(
                 pool_id=f"{region}-{hall}-{family}-{size}-gd", region=region, hall=hall, aggregate=agg,
                 sku_family=family, size=size, vcpu=vcpu, memory_gib=mem, gpu=gpu,
                 purchase_model=PurchaseModel.GUARANTEED, rate_eur_h=price, guaranteed_rate_eur_h=price),
-                8 if gpu else 200))
+                _scaled(8 if gpu else 200, slot_scale)))
     return (*reclaimable, *committed, *guaranteed)
