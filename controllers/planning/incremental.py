@@ -27,23 +27,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 from contracts.schema import Contract
 
 from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
 from .tables import Entry, PoolTable, Shape
-from .waterfill import fill
+from .waterfill import _key, _share, fill
 
 __all__ = ["replan", "same_placement"]
-
-
-def _share(target: int, share: Decimal, at_least_one: bool) -> int:
-    units = math.floor(Decimal(target) * share)
-    return max(1, units) if at_least_one else units
 
 
 def _order(table: PoolTable, shape: Shape, live: list[Entry], strategy: Strategy, cap: int) -> list[Entry]:
@@ -52,18 +45,8 @@ def _order(table: PoolTable, shape: Shape, live: list[Entry], strategy: Strategy
     Depth-first and price-first take the shape's rank order (built once per pool states, ``tables``) for the
     pools whose instance fits the cap, where it is the same order, and sort only the oversize ones.
     """
-    rate, score, ids, residual = table.rate, table.score, table.ids, table.residual
-
-    def per_unit(i: int, k: int) -> Decimal:
-        return rate[i] / min(k, cap) if cap else rate[i] / k
-
-    key: Callable[[Entry], tuple[Any, ...]]
-    if strategy is Strategy.DEPTH_FIRST:
-        key = lambda e: (cap > 0 and e[1] > cap, -score[e[0]], per_unit(*e), ids[e[0]])  # noqa: E731
-    elif strategy is Strategy.CAPACITY_OPTIMISED:
-        key = lambda e: (cap > 0 and e[1] > cap, -(residual[e[0]] * e[1]), per_unit(*e), ids[e[0]])  # noqa: E731
-    else:
-        key = lambda e: (cap > 0 and e[1] > cap, per_unit(*e), -score[e[0]], ids[e[0]])  # noqa: E731
+    residual = table.residual
+    key = _key(table, strategy, cap)
     if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST) or cap <= 0:
         return sorted(live, key=key)
     ranked = table.order(shape, strategy is Strategy.PRICE_FIRST).entries
