@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,19 @@ async def _raise_later() -> int:
     raise ValueError("refused later")
 
 
+def _slow_call(cancelled: list[bool]) -> Callable[[], Coroutine[Any, Any, int]]:
+    """A call that waits 5 s and records in ``cancelled`` that it was cancelled."""
+    async def slow() -> int:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return 0
+
+    return slow
+
+
 def test_a_call_that_answers_at_once_returns_its_answer_without_arming_a_timer() -> None:
     async def go() -> tuple[int, int]:
         loop = asyncio.get_running_loop()
@@ -50,14 +65,7 @@ def test_a_call_that_waits_is_finished_in_the_callers_task_with_its_answer() -> 
 
 def test_a_call_that_outlasts_the_timeout_is_cancelled_and_raises_timeout_error() -> None:
     cancelled: list[bool] = []
-
-    async def slow() -> int:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
-        return 0
+    slow = _slow_call(cancelled)
 
     async def go() -> float:
         start = asyncio.get_running_loop().time()
@@ -80,14 +88,7 @@ def test_an_exception_raised_at_once_or_after_a_wait_reaches_the_caller(call: ob
 
 def test_cancelling_the_caller_cancels_the_call_it_waits_on() -> None:
     cancelled: list[bool] = []
-
-    async def slow() -> int:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
-        return 0
+    slow = _slow_call(cancelled)
 
     async def go() -> bool:
         task = asyncio.create_task(bounded(slow(), 5.0))
