@@ -50,6 +50,10 @@ def main() -> None:
         counted = client.query("SELECT count() FROM events").result_rows[0][0]
         rates = client.query("SELECT count() FROM rate_cards").result_rows[0][0]
         query_s = time.perf_counter() - t0
+        client.command("OPTIMIZE TABLE events FINAL")   # the parts as background merges leave them
+        disk, raw, parts = client.query(
+            "SELECT sum(bytes_on_disk), sum(data_uncompressed_bytes), count() FROM system.parts "
+            "WHERE active AND database = currentDatabase() AND table = 'events'").result_rows[0]
 
     print(f"sim history: {args.days} days x {report.pools} pools -> {report.events:,} events + "
           f"{report.rate_card_rows:,} rate-card rows in {elapsed:.1f} s "
@@ -60,6 +64,10 @@ def main() -> None:
     print(f"machine load while measuring: {os.getloadavg()[0]:.1f} (1-min load average)")
     print(f"reclaims {report.reclaimed:,} ({report.reclaim_rate_pct_h:.2f} %/h); read back {counted:,} events, "
           f"{rates:,} rate-card rows in {query_s * 1000:.0f} ms")
+    if counted:
+        print(f"events table after OPTIMIZE FINAL: {disk:,} bytes on disk in {parts} parts = {disk / counted:.1f} "
+              f"bytes/event compressed ({raw / counted:.1f} uncompressed, {raw / max(disk, 1):.1f}x) — the "
+              f"ClickHouse sizing figure in docs/scaling.md")
 
 
 if __name__ == "__main__":
