@@ -84,7 +84,9 @@ class DrainEngine:
         self.local_started: set[str] = set()
         self.unschedulable = False
         self.active = 0  # drains in progress; a drain that starts alone tries the scheduler afresh
-        self._natives: dict[str, Any] = {}  # scheduler method name -> its asyncio twin, or None
+        # scheduler method name -> its asyncio twin, or None; the first action's looked up here, before any notice
+        self._natives: dict[str, Any] = {"mark_unschedulable": getattr(scheduler, "amark_unschedulable", None)}
+        self._rest_of = self._start_rest  # bound once: a burst's drains allocate no more than they must
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """One scheduler call, bounded by the scheduler timeout; SchedulerSlow when slow or failed."""
@@ -126,7 +128,7 @@ class DrainEngine:
         """
         first = await self._first(notice_id, advisory, PendingAction())
         report: asyncio.Future[DrainReport] = asyncio.get_running_loop().create_future()
-        run = partial(self._start_rest, report, rest, first)
+        run = partial(self._rest_of, report, rest, first)
         if isinstance(first, SchedulerSlow):
             run()
         else:
@@ -175,7 +177,8 @@ class DrainEngine:
         """Count the drain in and issue its first action, before anything else is built for its notice."""
         if self.active == 0:  # an earlier, finished drain that went local does not decide this one
             self.local = False
-            self.local_started = set()
+            if self.local_started:
+                self.local_started = set()
         self.active += 1
         try:
             return await self._mark_unschedulable(drain_reason(notice_id, advisory), pending)
