@@ -27,7 +27,7 @@ class Verdict(StrEnum):
     COALESCE = "coalesce"  # changes nothing, the bound is reached: counted only
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NoticeState:
     """What the agent knows when a plausible notice arrives."""
 

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from contracts.subjects import EventKind
@@ -52,12 +53,15 @@ from .first_actions import FirstActions, PendingAction, first_actions_pending, y
 from .model import Contract, Unit
 from .waste import drain_waste
 
-__all__ = ["DrainEngine", "DrainReport", "SchedulerSlow", "first_actions_pending", "yield_to_first_actions"]
+__all__ = ["DrainArgs", "DrainEngine", "DrainReport", "SchedulerSlow", "first_actions_pending",
+           "yield_to_first_actions"]
 
 log = logging.getLogger("sco.agent.drain")
 T = TypeVar("T")
 _UNSET = object()
 Emit = Callable[..., None]
+# ``drain``'s arguments from ``notice_id`` to ``announce``, as ``start``'s ``rest()`` gives them
+DrainArgs = tuple[str, float, list[Contract], str, bool, float | None, set[str] | None, Callable[[], None] | None]
 
 
 class DrainEngine:
@@ -80,7 +84,9 @@ class DrainEngine:
         self.local_started: set[str] = set()
         self.unschedulable = False
         self.active = 0  # drains in progress; a drain that starts alone tries the scheduler afresh
-        self._natives: dict[str, Any] = {}  # scheduler method name -> its asyncio twin, or None
+        # scheduler method name -> its asyncio twin, or None; the first action's looked up here, before any notice
+        self._natives: dict[str, Any] = {"mark_unschedulable": getattr(scheduler, "amark_unschedulable", None)}
+        self._rest_of = self._start_rest  # bound once: a burst's drains allocate no more than they must
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """One scheduler call, bounded by the scheduler timeout; SchedulerSlow when slow or failed."""
@@ -111,31 +117,37 @@ class DrainEngine:
         task.add_done_callback(lambda _t: pending.done())  # cancelled before it ran: the gate opens all the same
         return task
 
-    async def start(self, notice_id: str, received: float, contracts: list[Contract], cause: str, drill: bool,
-                    terminate_in_s: float | None, selected: set[str] | None = None,
-                    announce: Callable[[], None] | None = None) -> asyncio.Future[DrainReport]:
+    async def start(self, notice_id: str, advisory: bool,
+                    rest: Callable[[], DrainArgs]) -> asyncio.Future[DrainReport]:
         """Issue the first action in the caller's task; return the rest of the drain's report to come.
 
-        No task is created and no turn of the loop passes before the scheduler call. The rest of the drain is
-        started when the first-action gate opens (at once when the first action failed: going local is then the
-        first action). Arguments as ``drain``.
+        No task is created and no turn of the loop passes before the scheduler call, and nothing else is built for
+        the drain before it: ``rest()`` gives ``drain``'s arguments (``notice_id`` to ``announce``) once the rest
+        of the drain starts, when the first-action gate opens (at once when the first action failed: going local
+        is then the first action). ``advisory``: an advisory's drain (``selected`` is given).
         """
-        first = await self._first(notice_id, selected is not None, PendingAction())
-        loop = asyncio.get_running_loop()
-        report: asyncio.Future[DrainReport] = loop.create_future()
-
-        def run() -> None:
-            if report.cancelled():
-                self.active -= 1
-                return
-            chain(loop.create_task(self._after_first(notice_id, received, contracts, cause, drill, terminate_in_s,
-                                                      selected, announce, first, gated=False)), report)
-
+        first = await self._first(notice_id, advisory, PendingAction())
+        report: asyncio.Future[DrainReport] = asyncio.get_running_loop().create_future()
+        run = partial(self._rest_of, report, rest, first)
         if isinstance(first, SchedulerSlow):
             run()
         else:
             FirstActions.after(run)
         return report
+
+    def _start_rest(self, report: asyncio.Future[DrainReport], rest: Callable[[], DrainArgs],
+                    first: float | SchedulerSlow) -> None:
+        """Start the drain after its first action (``start``); its report gets the outcome."""
+        if report.cancelled():
+            self.active -= 1
+            return
+        try:
+            args = rest()
+        except Exception as exc:  # the arguments could not be built: the drain ends here, reported, gate intact
+            self.active -= 1
+            report.set_exception(exc)
+            return
+        chain(asyncio.get_running_loop().create_task(self._after_first(*args, first, gated=False)), report)
 
     async def drain(self, notice_id: str, received: float, contracts: list[Contract], cause: str,
                     drill: bool, terminate_in_s: float | None, selected: set[str] | None = None,
@@ -165,7 +177,8 @@ class DrainEngine:
         """Count the drain in and issue its first action, before anything else is built for its notice."""
         if self.active == 0:  # an earlier, finished drain that went local does not decide this one
             self.local = False
-            self.local_started = set()
+            if self.local_started:
+                self.local_started = set()
         self.active += 1
         try:
             return await self._mark_unschedulable(drain_reason(notice_id, advisory), pending)

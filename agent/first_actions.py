@@ -132,6 +132,8 @@ class PendingAction:
     the first notice on, so no drain's later steps run between the first actions of the others.
     """
 
+    __slots__ = ("_gate", "_open")
+
     def __init__(self) -> None:
         """Count one more pending first action."""
         self._gate = FirstActions._gate()

@@ -29,7 +29,7 @@ __all__ = ["Notice", "NoticeGate", "parse_metadata", "parse_notice"]
 KINDS = ("notice", "advisory")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Notice:
     """A reclaim notice or advisory for an instance, as received on one channel."""
 
@@ -75,7 +75,7 @@ def parse_notice(doc: Any, channel: str, received: float, default_kind: str = "n
         raise AgentError(f"{channel} notice for {instance}: bad time ({exc})") from exc
     notice_id = get("notice_id") or get("id")
     if not notice_id and instance and issued is not None:  # same on both channels, whatever the time format
-        notice_id = f"{kind}:{instance}:{issued.astimezone(UTC).isoformat()}"
+        notice_id = f"{kind}:{instance}:{(issued if issued.tzinfo is UTC else issued.astimezone(UTC)).isoformat()}"
     if not notice_id or not instance:
         raise AgentError(f"{channel} notice lacks instance_id or issued_at/notice_id: {doc!r}")
     return Notice(str(notice_id), kind, str(instance), channel, received, get("region"),

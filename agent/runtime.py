@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
@@ -21,15 +22,15 @@ from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, 
 from . import __version__, instruments
 from .adapters import Credentials, LocalActuator, SchedulerAdapter
 from .advisory import AdvisoryWatch
-from .bundle import BundleStore
+from .bundle import BundleStore, HeldBundle
 from .coalesce import NoticeState, Verdict, coalesce
 from .config import AgentConfig, UserData
-from .drain import DrainEngine, DrainReport
+from .drain import DrainArgs, DrainEngine, DrainReport
 from .events import make_event
 from .httpwire import get_body
 from .intake import NoticeIntake
 from .metrics import Metrics
-from .model import AgentError, Contract
+from .model import AgentError
 from .nats_auth import nats_auth
 from .notice_file import NOTICE_FILE, resumable, save_notice
 from .notice_file import notice_window as _notice_window
@@ -65,9 +66,7 @@ class SystemClock:
         """``datetime.now(UTC)``."""
         return datetime.now(UTC)
 
-    def monotonic(self) -> float:
-        """``time.monotonic()``."""
-        return time.monotonic()
+    monotonic = staticmethod(time.monotonic)  # ``time.monotonic()``, called directly: the notice path reads it
 
 
 class Agent(BundleRefresh):
@@ -115,6 +114,7 @@ class Agent(BundleRefresh):
         self.reports: list[DrainReport] = []
         self.draining = False
         self._current_notice: Notice | None = None
+        self._args_of, self._done_of = self._drain_args, self._drain_done  # bound once: no method object per notice
         self._closing = False
         self._bundle_etag: str | None = None  # of the last bundle the distributor sent (If-None-Match)
         self.shipper = EventShipper(self.spool, self._writer, self.metrics, self._wake, lambda: self.nc,
@@ -230,7 +230,9 @@ class Agent(BundleRefresh):
         """A NATS message on a ``kind`` subject: the subscription's callback.
 
         A drain's first action is issued here, awaited in the subscription's own task: no task is created and no
-        turn of the loop passes before the scheduler call.
+        turn of the loop passes before the scheduler call. The drain's other arguments (contracts, window, the
+        notice's announcement) are built only when the rest of the drain starts (``DrainEngine.start``): in a
+        burst, not before the other notices' first actions.
         """
         notice = self.intake.from_nats(data, kind)
         if notice is None:
@@ -239,7 +241,8 @@ class Agent(BundleRefresh):
         if drain is None:
             return
         try:
-            task = await self.engine.start(*self._drain_args(notice, *drain))
+            task = await self.engine.start(notice.notice_id, drain[1] is not None,
+                                           partial(self._args_of, notice, *drain))
         finally:
             self._advisory_starting = False
         self._started(notice, task)
@@ -259,15 +262,17 @@ class Agent(BundleRefresh):
         if drain is not None:
             self._started(notice, self.engine.launch(*self._drain_args(notice, *drain)))
 
-    def _decide(self, notice: Notice) -> tuple[list[Contract], set[str] | None] | None:
-        """The contracts and advisory selection when ``notice`` starts a drain; else None.
+    def _decide(self, notice: Notice) -> tuple[HeldBundle | None, set[str] | None] | None:
+        """The bundle held at the notice and the advisory selection when ``notice`` starts a drain; else None.
 
         A notice that starts no drain is refused or counted (and recorded, within the flood bound) here.
         """
         if not self.intake.plausible(notice):
             return None
-        contracts = list(self.bundles.current.contracts.values()) if self.bundles.current else []
-        selected = {c.ref for c in contracts if c.advisory_drain} if notice.kind == "advisory" else None
+        held = self.bundles.current  # frozen: the drain's contracts are listed from it after the first action
+        selected = None
+        if notice.kind == "advisory":
+            selected = {c.ref for c in held.contracts.values() if c.advisory_drain} if held else set()
         running = self._advisory_starting or (self._advisory_drain is not None and not self._advisory_drain.done())
         decision = coalesce(notice.kind, NoticeState(not self.gate.admit(notice), self.draining, running,
                                                      bool(selected), self.intake.flood.recorded))
@@ -278,22 +283,24 @@ class Agent(BundleRefresh):
             else:  # counted as running from now: its first action may be awaited before its task exists
                 self._advisory_starting = True
             self._current_notice = notice
-            return contracts, selected
+            return held, selected
         if self.intake.count(notice, decision):
             kind = EventKind.NOTICE if notice.kind == "notice" else EventKind.ADVISORY
             self._emit(kind, cause=notice.cause, drill=notice.drill,
                        attributes=self._notice_attrs(notice, action=decision.action))
         return None
 
-    def _drain_args(self, notice: Notice, contracts: list[Contract],
-                    selected: set[str] | None) -> tuple[Any, ...]:
-        """The engine's arguments for ``notice``'s drain.
+    def _drain_args(self, notice: Notice, held: HeldBundle | None, selected: set[str] | None) -> DrainArgs:
+        """The engine's arguments for ``notice``'s drain, with the contracts of ``held`` (the bundle at the notice).
 
-        The notice's counter, file and event are deferred to ``announce``, after the first action.
+        Built after the first action when the first action is issued in the subscription callback; the window
+        counts from the notice's receipt whenever it is computed. The notice's counter, file and event are
+        deferred to ``announce``, after the first action.
         """
         hard = notice.kind == "notice"
+        contracts = list(held.contracts.values()) if held else []
         terminate_in = _notice_window(notice, self.clock.now(), self.clock.monotonic())
-        generation = self.bundles.current.generation if self.bundles.current else 0
+        generation = held.generation if held else 0
 
         def announce() -> None:  # after the first action: the counter, the notice file, the notice's event
             self.metrics.inc("sco_agent_notices_total", channel=notice.channel, kind=notice.kind)
@@ -311,7 +318,7 @@ class Agent(BundleRefresh):
         if notice.kind != "notice":
             self._advisory_drain = task
             self.advisories.hold(notice)
-        task.add_done_callback(self._drain_done)
+        task.add_done_callback(self._done_of)
 
     # ---------- drains survive a restart ----------
     def _save_notice(self, notice: Notice, done: bool) -> None:

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.drain import DrainEngine, DrainReport
+from agent.drain import DrainArgs, DrainEngine, DrainReport
+from agent.first_actions import PendingAction
 from agent.local import RecordingActuator
 from agent.model import STARTED_AT, Contract, Unit, format_time
 from contracts.subjects import EventKind
@@ -202,3 +203,27 @@ def test_an_overrun_event_carries_the_work_since_the_last_periodic_checkpoint() 
     overrun = [kw["attributes"] for kind, kw in events if kind == EventKind.OVERRUN]
     assert overrun and overrun[0]["wasted_s"] == 200 and overrun[0]["wasted_units"] == 1  # 2000 mod 1800
     assert report.workloads["train@1"]["wasted_s"] == 200
+
+
+def test_a_drain_whose_arguments_cannot_be_built_reports_why_and_the_rest_of_the_burst_still_drains() -> None:
+    broken_sched, sched = FakeScheduler(), FakeScheduler(units_on_node=[Unit("j1", "etl@1")])
+
+    def engine(scheduler: FakeScheduler) -> DrainEngine:
+        return DrainEngine(scheduler, RecordingActuator(), None, lambda kind, **kw: None, lambda: datetime.now(UTC))
+
+    def no_arguments() -> DrainArgs:
+        raise ValueError("no arguments")
+
+    async def go() -> tuple[BaseException | None, DrainReport, int]:
+        broken, fine = engine(broken_sched), engine(sched)
+        other = PendingAction()  # the burst: both drains' later steps wait for the gate
+        failed = await broken.start("n-1", False, no_arguments)
+        report = await fine.start("n-2", False, lambda: ("n-2", time.monotonic(), [contract("etl", 2)], "reclaim",
+                                                         False, None, None, None))
+        other.done()
+        done = await asyncio.wait_for(report, 10)
+        return failed.exception(), done, broken.active
+
+    error, report, active = asyncio.run(go())
+    assert isinstance(error, ValueError) and active == 0  # the broken drain ended, counted out
+    assert "unschedulable" in broken_sched.names() and report.workloads["etl@1"]["remaining"] == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.credentials import NodeCredentials
+from agent.first_actions import PendingAction
 from agent.local import RecordingActuator
 from agent.model import Unit
 from agent.notice_file import notice_window as _notice_window
@@ -257,3 +258,33 @@ def test_a_burst_to_many_agents_in_one_process_issues_every_first_action_before_
     firsts = [i for i, entry in enumerate(log) if entry.startswith("unschedulable")]
     later = [i for i, entry in enumerate(log) if entry.startswith("units")]
     assert len(firsts) == 20 and len(later) >= 20 and max(firsts) < min(later)
+
+
+def test_a_nats_notice_drains_with_the_bundle_held_at_the_notice_when_a_newer_one_lands_before_its_later_steps(
+        tmp_path: Path) -> None:
+    keys = new_keys()
+    cfg, ud, pub = agent_config(tmp_path, keys, NODE, make_bundle(keys, NODE.partition, 1, [workload_entry("etl")]))
+    sched = TwinScheduler([], units_on_node=[Unit("j1", "etl@1"), Unit("j2", "ml@1")])
+    newer = make_bundle(keys, NODE.partition, 2, [workload_entry("ml")])
+
+    async def go() -> tuple[int, list[str], Agent]:
+        agent = Agent(cfg, ud, pub, sched, RecordingActuator())
+        await agent.start(connect=False)
+        other = PendingAction()  # another agent's first action is pending: this drain's later steps wait for it
+        await agent._receive(json.dumps(notice_doc(NODE.instance)).encode(), "notice")
+        assert agent.bundles.offer(*newer, "distributor").outcome == "accepted"
+        await asyncio.get_running_loop().run_in_executor(agent._writer, lambda: None)  # what was spooled so far
+        spooled, called = len(agent.spool.head(100)), list(sched.log)
+        other.done()
+        await asyncio.wait_for(asyncio.gather(*agent.drains), 10)
+        await agent.stop()
+        return spooled, called, agent
+
+    spooled, called, agent = asyncio.run(go())
+    assert spooled == 0 and called == ["unschedulable fake"]  # only the first action before the gate opened
+    assert "etl@1" in agent.reports[0].workloads and "ml@1" not in agent.reports[0].workloads  # generation 1's
+    events = [e.read() for e in agent.spool.head(1000)]  # the deferred steps all reached the spool
+    notice = [e for e in events if e["kind"] == "notice"]
+    assert len(notice) == 1 and notice[0]["attributes"]["bundle_generation"] == 1
+    steps = [e["attributes"].get("step") for e in events if e["kind"] == "drain-started"]
+    assert steps[0] == "unschedulable" and "etl" in [e["workload"] for e in events if e["kind"] == "drained"]
