@@ -58,6 +58,13 @@ def priority(contract: Contract) -> tuple[int, int, str]:
     return (_TIER_ORDER.get(contract.base_tier, 5), 0 if contract.deadline else 1, contract.workload)
 
 
+def _by_priority(claims: Sequence[Claim]) -> list[Claim]:
+    """``claims`` sorted by ``priority`` (its keys built in one pass: a plan sorts thousands of claims)."""
+    tier = _TIER_ORDER.get
+    keys = [(tier((c := claim.contract).base_tier, 5), 0 if c.deadline else 1, c.workload) for claim in claims]
+    return [claims[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+
+
 def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
     if config.strategy is not None:
         return config.strategy
@@ -124,9 +131,9 @@ def _follow_room(kept: dict[str, WorkloadPlan], todo: list[Claim], claims: dict[
             del kept[name]
             todo.append(claims[name])
             for a in prev.allocations:
-                held[a.pool_id] -= a.instances
+                held[a.pool_id] = held.get(a.pool_id, 0) - a.instances
             over = {pid for pid in over if held[pid] > room.get(pid, 0)}
-    return sorted(todo, key=lambda c: priority(c.contract))
+    return _by_priority(todo)
 
 
 def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
@@ -170,42 +177,46 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
     if trusted:  # what the previous plans hold, less the plans not kept
         held = dict(trusted.usage)
         for pid, n in usage_of(old[name] for name in old.keys() - kept.keys()).items():
-            held[pid] -= n
+            held[pid] = held.get(pid, 0) - n  # a pool where they hold no instance may not be in the usage
     else:
         held = usage_of(kept.values())
     if not same:  # on the very pool states the plan set was made on, its plans fit their room by construction
         todo = _follow_room(kept, todo, seen, held, states)
     plans = dict(kept)
+    settled = set(kept)
     if todo:
         static = static or Static(states, config.discount_threshold)
-        residual = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
-        table = PoolTable(static, residual)
+        start = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
+        table = PoolTable(static, list(start))
         index: dict[str, int] = {}   # pool id -> table row, built when a re-plan first needs it
         for claim in todo:
-            prev = old.get(claim.workload)
+            name = claim.workload
+            prev = old.get(name)
             strategy = _strategy(claim.contract, config)
             if prev is None or not _same_contract(prev, claim, strategy):
-                plans[claim.workload] = _plan_one(claim, table, config)
+                new = plans[name] = _plan_one(claim, table, config)
+                # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
+                # and the fill keeps its units per group within the group cap of its complete target)
+                if not new.shortfall_units and new.floor_units >= _floor_wanted(claim):
+                    settled.add(name)
                 continue
             if not index:
                 index.update((pid, i) for i, pid in enumerate(static.ids))
             fresh = replan(prev, claim, strategy, config.caps, table, index)
-            plans[claim.workload] = prev if same_placement(fresh, prev) else fresh
+            new = plans[name] = prev if same_placement(fresh, prev) else fresh
+            # a short plan is replanned next pass whatever its fit; a kept one is checked against the facts
+            if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):
+                settled.add(name)
+        ids, end = static.ids, table.residual  # what the new plans took is what they hold
+        for i in [i for i, (a, b) in enumerate(zip(start, end)) if a != b]:
+            held[ids[i]] = held.get(ids[i], 0) + start[i] - end[i]
     removed = set(old) - set(plans)
     replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
     changed = bool(replanned or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
     result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
-    new = [plans[c.workload] for c in todo]
-    for pid, n in usage_of(new).items():
-        held[pid] = held.get(pid, 0) + n
-    # a new plan that is short is replanned next pass whatever its fit: only complete ones need the check, and
-    # one made in this pass fits by construction (the pools in force, none excluded, and the fill keeps its
-    # units per group within the group cap of its complete target: the check's very cap)
-    settled = {c.workload for c, p in zip(todo, new, strict=True)
-               if _unchanged_and_complete(p, c, config) and (p is not old.get(c.workload) or fits_pools(p, facts))}
-    remember(result, Summary(facts, held, frozenset(kept.keys() | settled), static, config, seen,
-                             frozenset(kept.keys() | settled)))
+    done = frozenset(settled)
+    remember(result, Summary(facts, held, done, static, config, seen, done))
     return result
 
 
@@ -217,7 +228,7 @@ def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: Planner
     seen: dict[str, Claim] = {}
     checked = trusted.claims if trusted is not None and same else {}
     settled = trusted.settled if trusted is not None and same else frozenset()
-    for claim in sorted(claims, key=lambda c: priority(c.contract)):
+    for claim in _by_priority(claims):
         name = claim.workload
         seen[name] = claim
         prev = old.get(name)

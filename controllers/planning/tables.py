@@ -193,6 +193,9 @@ class PoolTable:
         self.shapes: list[Shape] = []  # the plan's shapes (a pool that runs out is looked up in each)
         self._reclaimable: dict[tuple[object, ...], Shape] = {}
         self._guaranteed: dict[tuple[object, ...], Shape] = {}
+        # the same shapes by the identity of the contract's parts (with the parts, so no id is reused): the
+        # workloads of one template share them, and the identity is cheaper to key on than their values
+        self._by_parts: dict[tuple[object, ...], tuple[object, object, Shape]] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
         self.allocations: dict[Purpose, dict[tuple[int, int, int], Allocation]] = {}  # by purpose, pool, units, n
 
@@ -259,6 +262,16 @@ class PoolTable:
 
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
+        r, e, partition = contract.resources, contract.eligible, contract.partition
+        parts = (id(r), id(e), partition)
+        seen = self._by_parts.get(parts)
+        if seen is not None and seen[0] is r and seen[1] is e:
+            return seen[2]
+        shape = self._reclaimable_by_value(contract)
+        self._by_parts[parts] = (r, e, shape)
+        return shape
+
+    def _reclaimable_by_value(self, contract: Contract) -> Shape:
         r, e = contract.resources, contract.eligible
         key = (contract.region, r.vcpu, r.memory_gib, r.gpu, e.sku_families, e.sizes, e.halls)
         shape = self._reclaimable.get(key)
@@ -277,6 +290,16 @@ class PoolTable:
 
     def guaranteed(self, contract: Contract) -> Shape:
         """The business unit's committed pools and on-demand guaranteed pools of the region (ADR-22)."""
+        r, bu, partition = contract.resources, contract.business_unit, contract.partition
+        parts = (id(r), bu, partition, "guaranteed")
+        seen = self._by_parts.get(parts)
+        if seen is not None and seen[0] is r:
+            return seen[2]
+        shape = self._guaranteed_by_value(contract)
+        self._by_parts[parts] = (r, None, shape)
+        return shape
+
+    def _guaranteed_by_value(self, contract: Contract) -> Shape:
         r, bu = contract.resources, contract.business_unit
         key = (contract.region, r.vcpu, r.memory_gib, r.gpu, bu)
         shape = self._guaranteed.get(key)
