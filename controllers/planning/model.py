@@ -113,7 +113,7 @@ class Claim:
         return f"{self.contract.ref}:{self.units}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """Units of one workload placed in one pool, for the floor or as reclaimable capacity.
 
@@ -135,7 +135,7 @@ class Allocation:
         return self.rate_eur_h * self.instances
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadPlan:
     """The plan of one workload: its allocations, what was wanted and what could not be placed."""
 
@@ -180,17 +180,23 @@ class PlanSet:
     replanned: tuple[str, ...] = ()
 
 
-_new = object.__new__
+_new, _set = object.__new__, object.__setattr__
 
 
 def allocation(pool_id: str, purpose: Purpose, units: int, instances: int, rate_eur_h: Decimal) -> Allocation:
     """``Allocation(...)`` for the planner's hot path: the same value, built without the frozen ``__setattr__``s.
 
-    A frozen dataclass sets each field through ``object.__setattr__``; a plan makes thousands (issue 18). Every
-    field is a required argument, so none can be left out (``tests/controllers/planning/test_model.py``).
+    A frozen dataclass sets each field through ``object.__setattr__`` called from its ``__init__``; a plan makes
+    thousands (issue 18). Every field is a required argument, so none can be left out
+    (``tests/controllers/planning/test_model.py``). Slotted: a plan's thousands of allocations and plans have
+    no ``__dict__`` each for the collector to walk after the plan (issue 18).
     """
     a = _new(Allocation)
-    a.__dict__.update(pool_id=pool_id, purpose=purpose, units=units, instances=instances, rate_eur_h=rate_eur_h)
+    _set(a, "pool_id", pool_id)
+    _set(a, "purpose", purpose)
+    _set(a, "units", units)
+    _set(a, "instances", instances)
+    _set(a, "rate_eur_h", rate_eur_h)
     return a
 
 
@@ -199,9 +205,15 @@ def workload_plan(workload: str, claim_digest: str, strategy: Strategy, allocati
                   notes: tuple[str, ...]) -> WorkloadPlan:
     """``WorkloadPlan(...)`` for the planner's hot path, like ``allocation``."""
     p = _new(WorkloadPlan)
-    p.__dict__.update(workload=workload, claim_digest=claim_digest, strategy=strategy, allocations=allocations,
-                      wanted_units=wanted_units, floor_units=floor_units, shortfall_units=shortfall_units,
-                      cheapest_cost_eur_h=cheapest_cost_eur_h, notes=notes)
+    _set(p, "workload", workload)
+    _set(p, "claim_digest", claim_digest)
+    _set(p, "strategy", strategy)
+    _set(p, "allocations", allocations)
+    _set(p, "wanted_units", wanted_units)
+    _set(p, "floor_units", floor_units)
+    _set(p, "shortfall_units", shortfall_units)
+    _set(p, "cheapest_cost_eur_h", cheapest_cost_eur_h)
+    _set(p, "notes", notes)
     return p
 
 

@@ -68,29 +68,22 @@ class Keys:
     def depth(self, entries: list[Entry]) -> list[Entry] | None:
         """Best score, then rate per unit, then pool id.
 
-        The pools by score and id (``by_score``) that are entries, those of one score (``ties``) sorted by rate
-        per unit and id.
+        The pools by score and id (``by_score``) that are entries; then the entries of one score (``ties``)
+        re-sorted by rate per unit and id where several of them are entries (they are adjacent by then).
         """
         if not entries or max(k for _, k in entries) >= _UNITS_BOUND:
             return None
-        entry, rate, ids, ties = {e[0]: e for e in entries}, self.rate, self.id_rank, self.ties
-        ranked: list[Entry] = []
-        skip = 0
-        for i in self.by_score:
-            if skip:
-                skip -= 1
-                continue
-            run = ties.get(i)
-            if run is None:
-                if i in entry:
-                    ranked.append(entry[i])
-                continue
+        entry, rate, ids = {e[0]: e for e in entries}, self.rate, self.id_rank
+        ranked = [entry[i] for i in self.by_score if i in entry]
+        where: dict[int, int] | None = None
+        for run in self.ties.values():
             tied = [entry[j] for j in run if j in entry]
             if len(tied) > 1:
+                if where is None:
+                    where = {e[0]: at for at, e in enumerate(ranked)}
+                start = where[tied[0][0]]
                 lcm = math.lcm(*(k for _, k in tied))
-                tied.sort(key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
-            ranked += tied
-            skip = len(run) - 1
+                ranked[start:start + len(tied)] = sorted(tied, key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
         return ranked
 
     def price(self, entries: list[Entry]) -> list[Entry] | None:
