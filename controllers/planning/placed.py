@@ -54,16 +54,16 @@ class Placed:
     def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
         """The allocations, in pool id order (built once; a fill is for one purpose only)."""
         if self._allocations is None:
-            ids, rate, placed = table.ids, table.rate, self.placed
+            ids, rate, rank = table.ids, table.rate, self.rank
             made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
             self._allocations = out = []
-            instances = dict(zip(self.pools, self.instances, strict=True))
-            for i in sorted(self.pools, key=self.rank.__getitem__):
-                n = instances[i]
-                key = (i, placed[i], n)
+            # (rank, pool, units, instances): ranks are distinct, so the sort compares them alone
+            for _, i, units, n in sorted(zip(map(rank.__getitem__, self.pools), self.pools, self.placed.values(),
+                                             self.instances)):
+                key = (i, units, n)
                 a = made.get(key)
                 if a is None:
-                    a = made[key] = allocation(ids[i], purpose, placed[i], n, rate[i])
+                    a = made[key] = allocation(ids[i], purpose, units, n, rate[i])
                 out.append(a)
         return self._allocations
 

@@ -76,10 +76,10 @@ def _floor_wanted(claim: Claim) -> int:
     return math.ceil(claim.units * claim.contract.floor_pct / 100)
 
 
-def _plan_one(claim: Claim, table: PoolTable, config: PlannerConfig) -> WorkloadPlan:
+def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTable,
+              config: PlannerConfig) -> WorkloadPlan:
+    """The plan of ``claim`` from scratch (``strategy`` and ``floor_units``: the claim's, as the caller has them)."""
     contract = claim.contract
-    strategy = _strategy(contract, config)
-    floor_units = _floor_wanted(claim)
     notes: list[str] = []
 
     floor = shared_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
@@ -194,10 +194,11 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
             prev = old.get(name)
             strategy = _strategy(claim.contract, config)
             if prev is None or not _same_contract(prev, claim, strategy):
-                new = plans[name] = _plan_one(claim, table, config)
+                floor_units = _floor_wanted(claim)
+                new = plans[name] = _plan_one(claim, strategy, floor_units, table, config)
                 # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
                 # and the fill keeps its units per group within the group cap of its complete target)
-                if not new.shortfall_units and new.floor_units >= _floor_wanted(claim):
+                if not new.shortfall_units and new.floor_units >= floor_units:
                     settled.add(name)
                 continue
             if not index:
