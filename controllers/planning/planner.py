@@ -186,9 +186,9 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
     settled = set(kept)
     if todo:
         static = static or Static(states, config.discount_threshold)
-        start = [s.available_instances - held.get(pid, 0) for s, pid in zip(states, static.ids, strict=True)]
+        get = held.get
+        start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)]
         table = PoolTable(static, list(start))
-        index: dict[str, int] = {}   # pool id -> table row, built when a re-plan first needs it
         for claim in todo:
             name = claim.workload
             prev = old.get(name)
@@ -201,9 +201,7 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
                 if not new.shortfall_units and new.floor_units >= floor_units:
                     settled.add(name)
                 continue
-            if not index:
-                index.update((pid, i) for i, pid in enumerate(static.ids))
-            fresh = replan(prev, claim, strategy, config.caps, table, index)
+            fresh = replan(prev, claim, strategy, config.caps, table, static.index)
             new = plans[name] = prev if same_placement(fresh, prev) else fresh
             # a short plan is replanned next pass whatever its fit; a kept one is checked against the facts
             if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):

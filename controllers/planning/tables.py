@@ -158,6 +158,8 @@ class Static:
         self.group = [s.group_id for s in self.states]
         self.score = [s.score for s in self.states]
         self.probation = [s.probation for s in self.states]
+        self.available = [s.available_instances for s in self.states]
+        self._index: dict[str, int] | None = None
         self.threshold = threshold
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
@@ -172,6 +174,13 @@ class Static:
         self.size = [p.size for p in catalogue]
         self.business_unit = [p.business_unit for p in catalogue]
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Pool id -> row (the last row of an id, should two rows share one), built when first asked for."""
+        if self._index is None:
+            self._index = {pid: i for i, pid in enumerate(self.ids)}
+        return self._index
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
         """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
