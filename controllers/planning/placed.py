@@ -59,7 +59,7 @@ class Placed:
             self._allocations = out = []
             # (rank, pool, units, instances): ranks are distinct, so the sort compares them alone
             for _, i, units, n in sorted(zip(map(rank.__getitem__, self.pools), self.pools, self.placed.values(),
-                                             self.instances)):
+                                             self.instances, strict=True)):
                 key = (i, units, n)
                 a = made.get(key)
                 if a is None:

@@ -207,7 +207,7 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
             if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):
                 settled.add(name)
         ids, end = static.ids, table.residual  # what the new plans took is what they hold
-        for i in [i for i, (a, b) in enumerate(zip(start, end)) if a != b]:
+        for i in [i for i, (a, b) in enumerate(zip(start, end, strict=True)) if a != b]:
             held[ids[i]] = held.get(ids[i], 0) + start[i] - end[i]
     removed = set(old) - set(plans)
     replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
