@@ -16,7 +16,6 @@ import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from contracts.pools import PurchaseModel
@@ -51,30 +50,39 @@ class Order:
         self.entries = entries
         self.hall = hall
         self.first: dict[tuple[str, int], int] = {}
-        self.next = self._link(False)
-        self.next_k: list[int] | None = None  # the (hall, k) lanes, linked when a fill first needs them
+        self.next, self.next_k = self._link()
 
-    def _link(self, by_units: bool) -> list[int]:
-        hall = self.hall
-        lanes: dict[tuple[str, int], list[int]] = {}  # the positions of each lane, by rank
-        for pos, (i, k) in enumerate(self.entries):
-            lane = (hall[i], k if by_units else 0)
-            held = lanes.get(lane)
-            if held is None:
-                lanes[lane] = [pos]
+    def _link(self) -> tuple[list[int], list[int]]:
+        """Both lanes' links in one pass: the (hall, 0) lanes and, within each hall, the (hall, k) lanes.
+
+        Nearly every fill of a shape needs both (the split ones when its pool cap is below the biggest
+        instance), so they are built together, and a lane within a hall is keyed by its small integer ``k``.
+        """
+        entries, hall, first = self.entries, self.hall, self.first
+        following, following_k = [-1] * len(entries), [-1] * len(entries)
+        last: dict[str, int] = {}  # per hall, its last position so far
+        last_k: dict[str, dict[int, int]] = {}  # per hall and units an instance, the same
+        for pos in range(len(entries)):
+            i, k = entries[pos]
+            h = hall[i]
+            before = last.get(h)
+            if before is None:
+                first[(h, 0)] = pos
+                last_k[h] = lanes = {}
             else:
-                held.append(pos)
-        following = [-1] * len(self.entries)
-        for lane, held in lanes.items():
-            self.first[lane] = held[0]
-            for before, pos in pairwise(held):
                 following[before] = pos
-        return following
+                lanes = last_k[h]
+            last[h] = pos
+            before = lanes.get(k)
+            if before is None:
+                first[(h, k)] = pos
+            else:
+                following_k[before] = pos
+            lanes[k] = pos
+        return following, following_k
 
     def split(self) -> list[int]:
         """The (hall, k) lanes' links (and their ``first``)."""
-        if self.next_k is None:
-            self.next_k = self._link(True)
         return self.next_k
 
 
