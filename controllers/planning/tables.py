@@ -167,6 +167,13 @@ class Static:
         self.score = [s.score for s in self.states]
         self.probation = [s.probation for s in self.states]
         self.available = [s.available_instances for s in self.states]
+        # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
+        numbers: dict[str, int] = {}
+        self.hall_no = [numbers.setdefault(h, len(numbers)) for h in self.hall]
+        self.halls = len(numbers)
+        numbers = {}
+        self.group_no = [numbers.setdefault(g, len(numbers)) for g in self.group]
+        self.groups = len(numbers)
         self._index: dict[str, int] | None = None
         self.threshold = threshold
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}

@@ -232,9 +232,9 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     order = table.order(shape, price_first)
-    residual, group, probation, live = table.residual, table.group, table.probation, shape.live
+    residual, group, probation, live = table.residual, table.static.group_no, table.probation, shape.live
     cut = min(pool_cap, shape.max_k)
-    entries, hall, pop, push = order.entries, table.hall, heapq.heappop, heapq.heappush
+    entries, hall, pop, push = order.entries, table.static.hall_no, heapq.heappop, heapq.heappush
     built = shape.heaps.get((price_first, cut))
     if built is None:  # the lanes' first pools with capacity, unchanged while none ran out
         built = shape.heaps[(price_first, cut)] = (live, *_heads(
@@ -251,21 +251,21 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         built = shape.heaps[(price_first, cut)] = (live, heads, following)
     heads, following = list(built[1]), built[2]
     placed: dict[int, int] = {}
-    group_used: dict[str, int] = {}
-    hall_used: dict[str, int] = {}
+    group_used = [0] * table.static.groups  # units per correlation group and per hall, by their numbers
+    hall_used = [0] * table.static.halls
     remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
     beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
     while heads:
         pos = pop(heads)
         i, k = entries[pos]
         h = hall[i]
-        in_hall = hall_used.get(h, 0)
+        in_hall = hall_used[h]
         if in_hall >= hall_cap:
             continue
         if pos > beyond:
             return None
         g = group[i]
-        in_group = group_used.get(g, 0)
+        in_group = group_used[g]
         units = probation_cap if probation[i] else pool_cap  # the least of the caps, the room and the reserve
         if group_cap - in_group < units:
             units = group_cap - in_group
