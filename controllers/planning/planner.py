@@ -58,8 +58,22 @@ def priority(contract: Contract) -> tuple[int, int, str]:
     return (_TIER_ORDER.get(contract.base_tier, 5), 0 if contract.deadline else 1, contract.workload)
 
 
-def _by_priority(claims: Sequence[Claim]) -> list[Claim]:
-    """``claims`` sorted by ``priority`` (its keys built in one pass: a plan sorts thousands of claims)."""
+def _by_priority(claims: Sequence[Claim], before: dict[str, Claim] | None = None) -> list[Claim]:
+    """``claims`` sorted by ``priority`` (its keys built in one pass: a plan sorts thousands of claims).
+
+    ``before``: the claims of the last pass by name, in this order. When ``claims`` are the same workloads with
+    the very same contract objects (the units may differ), their priorities are too: the order is that one.
+    """
+    if before is not None and len(before) == len(claims):
+        now: dict[str, Claim] = {}
+        for claim in claims:
+            was = before.get(claim.workload)
+            if was is None or was.contract is not claim.contract:
+                break
+            now[claim.workload] = claim
+        else:
+            if len(now) == len(claims):  # no workload twice
+                return [now[name] for name in before]
     tier = _TIER_ORDER.get
     keys = [(tier((c := claim.contract).base_tier, 5), 0 if c.deadline else 1, c.workload) for claim in claims]
     return [claims[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
@@ -227,7 +241,7 @@ def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: Planner
     seen: dict[str, Claim] = {}
     checked = trusted.claims if trusted is not None and same else {}
     settled = trusted.settled if trusted is not None and same else frozenset()
-    for claim in _by_priority(claims):
+    for claim in _by_priority(claims, trusted.claims if trusted is not None else None):
         name = claim.workload
         seen[name] = claim
         prev = old.get(name)

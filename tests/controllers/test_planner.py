@@ -182,6 +182,17 @@ def test_an_unchanged_claim_keeps_its_plan_and_only_changed_claims_are_replanned
     assert changed.plans["wa"] is first.plans["wa"]
 
 
+def test_a_pass_plans_in_the_priority_of_the_contracts_in_force_when_a_workloads_contract_changes_tier() -> None:
+    pools = states()
+    claims = [Claim(contract("T3", name="wa"), 20), Claim(contract("T1", name="wb"), 20)]
+    first = plan(claims, pools, NOW)
+    assert first.replanned == ("wb", "wa")
+    same_contracts = [Claim(c.contract, 21) for c in claims]  # the very contract objects: the order holds
+    assert plan(same_contracts, pools, NOW, previous=first).replanned == ("wb", "wa")
+    promoted = [Claim(contract("T1", name="wa"), 21), Claim(claims[1].contract, 21)]  # wa is now T1 too
+    assert plan(promoted, pools, NOW, previous=first).replanned == ("wa", "wb")
+
+
 def test_a_plan_left_short_is_replanned_when_capacity_comes_back_and_a_complete_one_is_kept() -> None:
     scarce = states(n=10, free=2)  # 20 instances for a 40-unit claim
     claims = [Claim(contract(name="wa"), 40)]
