@@ -44,7 +44,7 @@ from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
 from .reconcile import desired_slots, diff, interleave
 
-__all__ = ["begin", "decide", "full_pool_room", "full_pool_score", "pool_states_for"]
+__all__ = ["begin", "decide", "full_pool_score", "pool_states_for"]
 
 
 def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tuple[Memory, Decision | None]:
@@ -153,9 +153,9 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     are read live, so every instance of ours counts there. Notified instances never count: their room goes with
     them.
 
-    A pool excluded because launches were refused (``inputs.full``) stays eligible and gets no new units, and its
-    units leave one at a time (``full_pool_room``) until its room is seen again; its score has no depth
-    (``full_pool_score``). A pool being reclaimed (``inputs.excluded``) is ineligible: its units move away."""
+    A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
+    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. A
+    pool being reclaimed (``inputs.excluded``) is ineligible: its units move away."""
     ours: dict[str, int] = defaultdict(int)
     since: dict[str, int] = defaultdict(int, market.others_since_card)   # launched after the rate card
     for o in observed:
@@ -173,10 +173,7 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
             free = market.free.get(pid, market.quota_free)
         else:
             free = market.free.get(pid, 0) - since[pid]
-        held = ours[pid]
-        if pid in inputs.full:
-            held = full_pool_room(held, room_seen=_room_seen(market, pid, market.free.get(pid, 0) - since[pid]))
-        available[pid] = 0 if pid in lost else max(0, free + held)
+        available[pid] = 0 if pid in lost else max(0, free + ours[pid])
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
     scores = {pid: full_pool_score(inputs.scores.get(pid), inputs.depth.get(pid), full_since=inputs.full_since.get(pid),
@@ -200,27 +197,6 @@ def full_pool_score(score: float | None, depth: tuple[float, float] | None, *, f
     if full_since is not None and full_pool_share(share, full_since=full_since, card_at=card_at, free_now=free_now):
         return score
     return without_depth(score, share, headroom)
-
-
-def full_pool_room(ours: int, *, room_seen: bool) -> int:
-    """The room a pool excluded as full gives the instances we hold there: one fewer than we hold until its room is
-    seen again, so its units leave one at a time. Pure.
-
-    In the region's model other tenants fill a pool by landing guaranteed requests in its free room and the next
-    request reclaims what does not fit (room-first): a full pool is where the next reclaim lands. The trace of
-    single-cheapest's day (seed 2, ``bench.trace_launch_failures``) counted 51 notices in 211 instance-hours held
-    in pools excluded as full (24 %/h) against 181 in 7,790 elsewhere (2.3 %/h). Moving them all at once is a
-    mass termination (the breaker trips); one at a time, the next only once the last is gone (the re-plan moves
-    one unit, the surplus instance goes after three idle observations under the 2 %/10 min cap), stays inside the
-    breaker's pace. Once a card after the refusals shows room (``room_seen``) the tenants have left: the units
-    stay."""
-    return ours if room_seen else max(0, ours - 1)
-
-
-def _room_seen(market: Market, pid: str, free_now: int) -> bool:
-    """A rate card taken after the pool was excluded as full shows free room (unknown exclusion time: never)."""
-    since = market.inputs.full_since.get(pid)
-    return since is not None and full_pool_share(1.0, full_since=since, card_at=market.free_at, free_now=free_now) > 0
 
 
 def _or(*values: float | None) -> float:
