@@ -10,9 +10,11 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from types import MappingProxyType
 
-__all__ = ["WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "price_ratio"]
+__all__ = ["WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "full_pool_share", "price_ratio",
+           "without_depth"]
 
 WEIGHTS: Mapping[str, float] = MappingProxyType({"depth": 0.4, "calm": 0.4, "cheap": 0.2})
 WORST_INTERRUPTION_PCT_H = 10.0  # at or above this rate a pool earns nothing for calm
@@ -44,3 +46,25 @@ def composite_score(forward_share: float, interruption_pct_h: float, price_ratio
     cheap = 1.0 - clamp01(price_ratio)
     raw = WEIGHTS["depth"] * depth + WEIGHTS["calm"] * calm + WEIGHTS["cheap"] * cheap
     return round(raw * clamp01(quota_headroom), 6)
+
+
+def full_pool_share(forward_share: float, *, full_since: datetime | None, card_at: datetime | None,
+                    free_now: int) -> float:
+    """The depth input of a pool whose launches were refused: zero until its room is seen again (issue 19).
+
+    ``full_since``: when the pool was excluded with cause ``full`` (None: it is not, the share stands). Its room
+    is seen again on a rate card taken after the refusals (``card_at``) that shows free instances (``free_now``).
+    A card as old as the refusals or older still counts the room the tenants who filled the pool have taken (the
+    card is up to 5 min old), so its share is not believed.
+    """
+    if full_since is None:
+        return forward_share
+    if card_at is not None and card_at > full_since and free_now > 0:
+        return forward_share
+    return 0.0
+
+
+def without_depth(score: float, forward_share: float, quota_headroom: float = 1.0) -> float:
+    """``score`` (a ``composite_score``) less its depth term: the score of the same pool at zero depth."""
+    depth = WEIGHTS["depth"] * clamp01(forward_share) * clamp01(quota_headroom)
+    return round(max(0.0, score - depth), 6)

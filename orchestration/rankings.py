@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from contracts.scoring import full_pool_share
 from contracts.subjects import RECLAIM_KINDS
 
 from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
-from .store import ClickHouse, Postgres, replace_in_force
+from .store import ClickHouse, Postgres, replace_in_force, utc
 
-__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "forward_share", "gather_inputs", "publish_in_force", "rank",
-           "write_rankings"]
+__all__ = ["FULL", "RANKING_COLUMNS", "RECLAIM_FILTER", "ExcludedPool", "excluded_pools", "forward_share", "full_since",
+           "gather_inputs", "publish_in_force", "rank", "ranking_rows", "write_rankings"]
 
+FULL = "full"   # the exclusion cause of a pool whose launches were refused (controllers.controller.exclusion)
 SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
 # A reclaim (contracts.subjects.is_reclaim): a notice, or a loss that came without one. Drills never count.
 RECLAIM_FILTER = (f"kind IN ({', '.join(repr(str(k)) for k in sorted(RECLAIM_KINDS))}) "
@@ -33,16 +36,33 @@ def forward_share(free_now: int, capacity: int, forward_free: int | None = None)
     return min(1.0, free / capacity)
 
 
+@dataclass(frozen=True)
+class ExcludedPool:
+    """An exclusion in force: its cause (``full``: launches refused; ``reclaim``: the pool is being reclaimed) and
+    since when."""
+
+    cause: str
+    since: datetime
+
+
+def full_since(excluded: Mapping[str, ExcludedPool]) -> dict[str, datetime]:
+    """The pools excluded because launches were refused, and since when: their depth is zero until a rate card
+    taken after the refusals shows room again (``contracts.scoring.full_pool_share``)."""
+    return {pool: ex.since for pool, ex in excluded.items() if ex.cause == FULL}
+
+
 def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
-                  quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None) -> list[PoolInputs]:
+                  quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None,
+                  full: Mapping[str, datetime] | None = None) -> list[PoolInputs]:
     """One ``PoolInputs`` per active reclaimable pool of the catalogue; ``forward_free`` is the provider's
-    forward capacity (expected free instances per pool, ``Provider.forward_capacity``)."""
+    forward capacity (expected free instances per pool, ``Provider.forward_capacity``); ``full``: the pools
+    excluded because launches were refused, since when (``full_since``)."""
     start = now - timedelta(days=window_days)
     params = {"r": region, "t0": start, "t1": now}
     pools = load_catalogue(ch, region, "reclaimable")
     card = {str(r[0]): r[1:] for r in ch.rows(
         "SELECT pool, argMax(rate_eur_h, time), argMax(guaranteed_rate_eur_h, time), argMax(free_instances, time), "
-        "argMax(capacity, time), sum(instances) FROM rate_cards "
+        "argMax(capacity, time), sum(instances), max(time) FROM rate_cards "
         "WHERE region = {r:String} AND time > {t0:DateTime64(3)} AND time <= {t1:DateTime64(3)} GROUP BY pool",
         params)}
     reclaims = {str(r[0]): int(r[1]) for r in ch.rows(
@@ -57,27 +77,39 @@ def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int =
                                                                        float(p.guaranteed_rate_eur_h))
         free, capacity = (int(row[2]), int(row[3])) if row else (0, 0)
         rate_pct, mtbi = stats.get(p.pool, (0.0, None))
+        share = full_pool_share(forward_share(free, capacity, (forward_free or {}).get(p.pool)),
+                                full_since=(full or {}).get(p.pool), card_at=utc(row[5]) if row else None,
+                                free_now=free)
         out.append(PoolInputs(pool=p.pool, rate_eur_h=rate, guaranteed_rate_eur_h=guaranteed,
                               interruption_rate_pct_h=rate_pct, mean_time_between_h=mtbi,
-                              forward_share=forward_share(free, capacity, (forward_free or {}).get(p.pool)),
+                              forward_share=share,
                               quota_headroom=quota_headroom, reclaims=reclaims.get(p.pool, 0),
                               instance_hours=round(hours.get(p.pool, 0.0), 3)))
     return out
 
 
 def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
-         quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None) -> list[RankedPool]:
-    return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom, forward_free))
+         quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None,
+         full: Mapping[str, datetime] | None = None) -> list[RankedPool]:
+    return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom, forward_free, full))
+
+
+def ranking_rows(now: datetime, region: str, ranked: list[RankedPool], excluded: Mapping[str, ExcludedPool],
+                 groups: Mapping[str, str]) -> list[tuple[object, ...]]:
+    """The ``rankings`` rows (``RANKING_COLUMNS``): ``excluded`` flags every pool excluded in force, whatever its
+    cause; the cause (``full`` or ``reclaim``, "" when not excluded) goes with the inputs, beside the group —
+    a full pool's depth is zero (``full_since``), a reclaimed pool's is not, so the inputs need it to be read."""
+    generation = int(now.timestamp() * 1000)
+    return [(now, generation, region, r.pool, r.rank, r.score, r.inputs.interruption_rate_pct_h, r.discount,
+             r.inputs.forward_share, r.pool in excluded,
+             json.dumps({**r.inputs.as_dict(), "group": groups.get(r.pool, ""),
+                         "exclusion_cause": ex.cause if (ex := excluded.get(r.pool)) else ""}, sort_keys=True))
+            for r in ranked]
 
 
 def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],
-                   excluded: set[str], groups: dict[str, str]) -> int:
-    generation = int(now.timestamp() * 1000)
-    rows = [(now, generation, region, r.pool, r.rank, r.score, r.inputs.interruption_rate_pct_h, r.discount,
-             r.inputs.forward_share, r.pool in excluded,
-             json.dumps({**r.inputs.as_dict(), "group": groups.get(r.pool, "")}, sort_keys=True))
-            for r in ranked]
-    return ch.insert("rankings", rows, RANKING_COLUMNS)
+                   excluded: Mapping[str, ExcludedPool], groups: dict[str, str]) -> int:
+    return ch.insert("rankings", ranking_rows(now, region, ranked, excluded, groups), RANKING_COLUMNS)
 
 
 def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[RankedPool]) -> None:
@@ -89,8 +121,9 @@ def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[Rank
                       for r in ranked])
 
 
-def excluded_pools(pg: Postgres, region: str, now: datetime) -> set[str]:
+def excluded_pools(pg: Postgres, region: str, now: datetime) -> dict[str, ExcludedPool]:
+    """The exclusions in force, with their cause and since when."""
     with pg.connection() as conn:
-        rows = conn.execute("SELECT pool FROM exclusions WHERE region = %s AND (until IS NULL OR until > %s)",
-                            (region, now)).fetchall()
-    return {str(r[0]) for r in rows}
+        rows = conn.execute("SELECT pool, cause, excluded_at FROM exclusions WHERE region = %s "
+                            "AND (until IS NULL OR until > %s)", (region, now)).fetchall()
+    return {str(r[0]): ExcludedPool(str(r[1]), r[2]) for r in rows}

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from contracts.pools import PurchaseModel
+from contracts.scoring import full_pool_share, without_depth
 from controllers.planning import PlanSet, PoolState, plan, pool_states
 
 from .approval_judge import judge_answers, with_verdicts
@@ -43,7 +44,7 @@ from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
 from .reconcile import desired_slots, diff, interleave
 
-__all__ = ["begin", "decide", "pool_states_for"]
+__all__ = ["begin", "decide", "full_pool_score", "pool_states_for"]
 
 
 def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tuple[Memory, Decision | None]:
@@ -175,8 +176,31 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
         available[pid] = 0 if pid in lost else max(0, free + ours[pid])
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
-    return [replace(st, score=inputs.scores.get(st.pool_id, st.score), group=inputs.groups.get(st.pool_id, ""))
-            for st in states]
+    scores = {pid: full_pool_score(inputs.scores.get(pid), inputs.depth.get(pid), full_since=inputs.full_since.get(pid),
+                                   card_at=market.free_at, free_now=market.free.get(pid, 0) - since[pid])
+              for pid in inputs.full}
+    return [replace(st, score=_or(scores.get(st.pool_id), inputs.scores.get(st.pool_id), st.score),
+                    group=inputs.groups.get(st.pool_id, "")) for st in states]
+
+
+def full_pool_score(score: float | None, depth: tuple[float, float] | None, *, full_since: datetime | None,
+                    card_at: datetime | None, free_now: int) -> float | None:
+    """The score the planner uses for a pool excluded as full (launches refused; ``full_since``: when): the ranking's
+    score at zero depth (``depth``: its forward share and quota headroom) until its room is seen again — a rate
+    card taken after the refusals showing free room (``free_now``: the card's free count less the launches since
+    it). The ranking in force may be from a card older than the refusals, which still counts the room the tenants
+    who filled the pool have taken. None when there is no ranking (the planner's own score stands). Pure."""
+    if score is None or depth is None:
+        return score
+    share, headroom = depth
+    # when it was excluded is not known: no card counts as taken after it
+    if full_since is not None and full_pool_share(share, full_since=full_since, card_at=card_at, free_now=free_now):
+        return score
+    return without_depth(score, share, headroom)
+
+
+def _or(*values: float | None) -> float:
+    return next(v for v in values if v is not None)
 
 
 def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:

@@ -36,6 +36,8 @@ class InputsInForce:
     excluded: set[str]
     probation: set[str]
     full: set[str] = field(default_factory=set)
+    full_since: dict[str, datetime] = field(default_factory=dict)   # when each ``full`` pool was excluded
+    depth: dict[str, tuple[float, float]] = field(default_factory=dict)   # the ranking's forward share, quota headroom
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
@@ -59,21 +61,31 @@ class Store:
     def inputs(self, now: datetime) -> InputsInForce:
         c = self.conn
         with c.transaction():   # the three sent before any is read: one round trip in pipeline mode
-            ranked = c.execute("SELECT pool, score FROM rankings_in_force WHERE region = %s", (self.region,))
+            ranked = c.execute("SELECT pool, score, (inputs->>'forward_share')::float8, "
+                               "(inputs->>'quota_headroom')::float8 FROM rankings_in_force WHERE region = %s",
+                               (self.region,))
             grouped = c.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))
-            held = c.execute("SELECT pool, until, probation_until, cause FROM exclusions WHERE region = %s",
-                             (self.region,))
-            scores = {r[0]: float(r[1]) for r in ranked}
+            held = c.execute("SELECT pool, until, probation_until, cause, excluded_at FROM exclusions "
+                             "WHERE region = %s", (self.region,))
+            scores: dict[str, float] = {}
+            depth: dict[str, tuple[float, float]] = {}
+            for pool, score, share, headroom in ranked:
+                scores[pool] = float(score)
+                if share is not None:
+                    depth[pool] = (float(share), 1.0 if headroom is None else float(headroom))
             groups = {r[0]: r[1] for r in grouped}
             excluded: set[str] = set()
             probation: set[str] = set()
-            full: set[str] = set()
-            for pool, until, prob, cause in held:
+            full: dict[str, datetime] = {}
+            for pool, until, prob, cause, at in held:
                 if until is None or now < until:
-                    (full if cause == FULL else excluded).add(pool)
+                    if cause == FULL:
+                        full[pool] = at
+                    else:
+                        excluded.add(pool)
                 elif prob is not None and now < prob and cause != FULL:
                     probation.add(pool)
-        return InputsInForce(scores, groups, excluded, probation, full)
+        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth)
 
     def others_launched_since(self, at: datetime | None) -> dict[str, int]:
         """The other partitions' live instances launched at or after ``at`` (the rate card's time), per pool: the

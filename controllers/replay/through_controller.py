@@ -73,6 +73,7 @@ class PoolFeed:
     forward_free: int         # expected free instances ahead (``Provider.forward_capacity``)
     reclaims: int             # reclaimed instances so far, drills excluded
     instance_hours: float     # instance-hours held in the pool so far (every tenant)
+    card_at: datetime | None = None   # when the rate card counted ``free``
 
 
 Ranker = Callable[[datetime, Sequence[PoolFeed]], None]
@@ -164,13 +165,14 @@ class _Run:
 
     def feed_list(self, horizon: timedelta) -> list[PoolFeed]:
         ahead = {f.pool_id: f.expected_free_instances for f in self.region.forward_capacity(horizon)}
-        card = {e.pool_id: e for e in self.region.rate_card().entries}
+        rate_card = self.region.rate_card()
+        card = {e.pool_id: e for e in rate_card.entries}
         out = []
         for pid, (free, cap) in sorted(self.feeds.rows.items()):
             e = card[pid]
             out.append(PoolFeed(pid, float(e.rate_eur_h), float(e.guaranteed_rate_eur_h), free, cap,
                                 ahead.get(pid, free), self.feeds.reclaims.get(pid, 0),
-                                round(self.feeds.seconds.get(pid, 0.0) / 3600, 3)))
+                                round(self.feeds.seconds.get(pid, 0.0) / 3600, 3), rate_card.time))
         return out
 
     def accrue(self, listed: Sequence[Instance], plans: Mapping[str, Any], step_s: int) -> None:

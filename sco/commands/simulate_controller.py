@@ -43,8 +43,10 @@ class _Pg:
 
 
 def production_ranker(conn: Any, region: str) -> Ranker:
-    """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, published to PostgreSQL."""
-    from orchestration.rankings import forward_share, publish_in_force
+    """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, published to PostgreSQL; a pool
+    excluded because launches were refused has no depth until a card taken after the refusals shows room."""
+    from contracts.scoring import full_pool_share
+    from orchestration.rankings import excluded_pools, forward_share, full_since, publish_in_force
     from orchestration.scoring import PoolInputs, interruption_stats, rank_pools
 
     pg = _Pg(conn)
@@ -52,10 +54,13 @@ def production_ranker(conn: Any, region: str) -> Ranker:
     def rank(now: datetime, feeds: Sequence[PoolFeed]) -> None:
         stats = interruption_stats({f.pool: f.reclaims for f in feeds}, {f.pool: f.instance_hours for f in feeds},
                                    WINDOW_DAYS * 24.0)
+        full = full_since(excluded_pools(pg, region, now))
         inputs = [PoolInputs(pool=f.pool, rate_eur_h=f.rate_eur_h, guaranteed_rate_eur_h=f.guaranteed_rate_eur_h,
                              interruption_rate_pct_h=stats.get(f.pool, (0.0, None))[0],
                              mean_time_between_h=stats.get(f.pool, (0.0, None))[1],
-                             forward_share=forward_share(f.free, f.capacity, f.forward_free),
+                             forward_share=full_pool_share(forward_share(f.free, f.capacity, f.forward_free),
+                                                           full_since=full.get(f.pool), card_at=f.card_at,
+                                                           free_now=f.free),
                              reclaims=f.reclaims, instance_hours=f.instance_hours) for f in feeds]
         publish_in_force(pg, region, now, rank_pools(inputs))
     return rank

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from contracts.scoring import WEIGHTS, composite_score, price_ratio
+from contracts.scoring import WEIGHTS, composite_score, full_pool_share, price_ratio, without_depth
 from controllers import planning
 from orchestration.scoring import PoolInputs, score
 
@@ -57,3 +59,27 @@ def test_an_unknown_guaranteed_rate_earns_nothing_for_price() -> None:
 
 def test_the_planner_may_name_its_own_worst_interruption_rate() -> None:
     assert planning.composite_score(0.5, 4.0, 0.3, worst_interruption_pct_h=5.0) == 0.42
+
+
+_AT = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)   # the third refused launch: the pool is excluded as full
+
+
+@pytest.mark.parametrize(("full_since", "card_at", "free_now", "share"), [
+    pytest.param(None, _AT - timedelta(minutes=4), 30, 0.6, id="a pool that is not full keeps its share"),
+    pytest.param(_AT, _AT - timedelta(minutes=4), 30, 0.0,
+                 id="a card from before the refusals still counts the room the tenants took: no depth"),
+    pytest.param(_AT, _AT, 30, 0.0, id="a card taken in the instant of the exclusion is not after it: no depth"),
+    pytest.param(_AT, None, 30, 0.0, id="no card time: no depth"),
+    pytest.param(_AT, _AT + timedelta(minutes=1), 0, 0.0, id="a card after the refusals that shows no room: none"),
+    pytest.param(_AT, _AT + timedelta(minutes=1), 1, 0.6, id="room seen again on a card after the refusals"),
+])
+def test_a_full_pool_has_no_depth_until_a_card_after_the_refusals_shows_room(
+        full_since: datetime | None, card_at: datetime | None, free_now: int, share: float) -> None:
+    assert full_pool_share(0.6, full_since=full_since, card_at=card_at, free_now=free_now) == share
+
+
+@pytest.mark.parametrize(("share", "headroom"), [(0.5, 1.0), (0.0, 1.0), (1.3, 1.0), (0.5, 0.5), (0.9, 0.0)])
+def test_a_score_without_its_depth_is_the_score_of_the_same_pool_at_zero_depth(share: float, headroom: float) -> None:
+    full = composite_score(share, 2.5, 0.42, quota_headroom=headroom)
+    assert without_depth(full, share, headroom) == pytest.approx(
+        composite_score(0.0, 2.5, 0.42, quota_headroom=headroom), abs=2e-6)

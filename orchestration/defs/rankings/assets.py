@@ -18,9 +18,10 @@ def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource, se
                   provider: ProviderFeedResource) -> MaterializeResult:
     postgres.migrate()
     now = settings.data_now(clickhouse)
-    ranked = rankings.rank(clickhouse, settings.region, now, settings.interruption_window_days,
-                           quota_headroom=provider.quota_headroom(), forward_free=provider.forward_free())
     excluded = rankings.excluded_pools(postgres, settings.region, now)
+    ranked = rankings.rank(clickhouse, settings.region, now, settings.interruption_window_days,
+                           quota_headroom=provider.quota_headroom(), forward_free=provider.forward_free(),
+                           full=rankings.full_since(excluded))
     in_force = groups.groups_in_force(postgres, settings.region)
     rankings.write_rankings(clickhouse, settings.region, now, ranked, excluded, in_force)
     rankings.publish_in_force(postgres, settings.region, now, ranked)

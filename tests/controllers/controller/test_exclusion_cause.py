@@ -2,16 +2,17 @@
 moves units away; a pool excluded because launches were refused keeps what runs there and takes nothing new.
 And partitions see each other's launches: the room a controller plans with is the rate card's free count less
 every SCO instance launched since the card, whichever partition launched it. Pure: hand-built signals,
-observations and markets on a fixed clock (``test_decide.py`` style)."""
+observations and markets on a fixed clock (``test_decide.py`` style). And a full pool has no depth in the planner's
+score until a rate card taken after the refusals shows its room again (the ranking's card can predate them)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
-from controllers.controller.decide import begin, decide, pool_states_for
+from controllers.controller.decide import begin, decide, full_pool_score, pool_states_for
 from controllers.controller.decision import Decision, Desired, Memory, Place, WritePlans
 from controllers.controller.exclusion import FULL, RECLAIM, ExclusionWatcher, Signal
 from controllers.controller.model import Observed, Purpose, Terminate
@@ -122,3 +123,72 @@ def test_through_the_controller_a_pool_being_reclaimed_moves_its_units_away() ->
     moved = [p.launch for p in second.of(Place)]
     assert moved and pool not in {a.key.pool for a in moved}
     assert second.gated is not None and (second.gated.terminations or second.held), "its instances are surplus"
+
+
+# --- a full pool has no depth until its room is seen again (the planner's score) ---------------------------
+
+_SINCE = T0 - timedelta(minutes=2)   # the pool was excluded as full
+
+
+@pytest.mark.parametrize(("score", "depth", "since", "card_at", "free_now", "expected"), [
+    pytest.param(0.9, (0.8, 1.0), _SINCE, _SINCE - timedelta(minutes=3), 30, 0.58,
+                 id="the ranking's card is older than the refusals: the score at zero depth"),
+    pytest.param(0.9, (0.8, 0.5), _SINCE, _SINCE - timedelta(minutes=3), 30, 0.74,
+                 id="the depth term taken off is the one the quota headroom scaled"),
+    pytest.param(0.9, (0.8, 1.0), _SINCE, _SINCE + timedelta(minutes=1), 0, 0.58,
+                 id="a card after the refusals without room: zero depth"),
+    pytest.param(0.9, (0.8, 1.0), _SINCE, _SINCE + timedelta(minutes=1), 4, 0.9,
+                 id="a card after the refusals shows room: the ranking's score stands"),
+    pytest.param(0.9, (0.8, 1.0), None, _SINCE + timedelta(minutes=1), 4, 0.58,
+                 id="when the pool was excluded is unknown, no card counts as after it"),
+    pytest.param(0.9, None, _SINCE, _SINCE - timedelta(minutes=3), 30, 0.9,
+                 id="a ranking without its depth input: its score stands"),
+    pytest.param(None, (0.8, 1.0), _SINCE, _SINCE - timedelta(minutes=3), 30, None,
+                 id="no ranking in force: nothing to lower"),
+])
+def test_the_score_the_planner_uses_for_a_full_pool(score: float | None, depth: tuple[float, float] | None,
+                                                    since: datetime | None, card_at: datetime, free_now: int,
+                                                    expected: float | None) -> None:
+    got = full_pool_score(score, depth, full_since=since, card_at=card_at, free_now=free_now)
+    assert got == (None if expected is None else pytest.approx(expected, abs=1e-6))
+
+
+_SCORES = {p.pool_id: 0.6 for p in POOLS} | {"p00": 0.9}            # p00 ranks first on its depth
+_DEPTH = {pid: (0.1, 1.0) for pid in _SCORES} | {"p00": (0.8, 1.0)}  # without it, it ranks last (0.58)
+
+
+def _shrink(card_at: datetime) -> tuple[int, int]:
+    """``etl`` (depth-first) placed on 40 units with p00 ranked first; then p00 is excluded as full, the rate card
+    in force taken at ``card_at`` shows it with room, and the claim falls to 20: the units p00 keeps, before
+    and after."""
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(ETL))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    mkt = replace(market(), free_at=card_at, inputs=InputsInForce(_SCORES, {}, set(), set(), depth=_DEPTH))
+    first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), demand(ETL, 40), mkt, {}, {}, 0), desired, mem,
+                   T0)
+    halls = {p.pool_id: p.hall for p in POOLS}
+    running = tuple(Observed(f"{a.launch.key.pool}-{n}", f"node-{a.launch.key.pool}-{n}", a.launch.workload,
+                             a.launch.key.pool, PARTITION, first.generation, a.launch.key.purpose, "active",
+                             halls[a.launch.key.pool], T0 - timedelta(hours=1))
+                    for a in first.of(Place) for n in range(a.launch.count))
+    rows = {o.instance_id: row(o, 3) for o in running}
+    later = T0 + timedelta(minutes=1)
+    full = replace(mkt, inputs=InputsInForce(_SCORES, {}, set(), set(), {"p00"}, {"p00": _SINCE}, _DEPTH))
+    glance = Glance(1, False, first.generation, running, rows)
+    mem2, _ = begin(glance, desired, first.memory, later)
+    second = decide(Observation(glance, rows, (), demand(ETL, 20), full, {}, {}, 0), desired, mem2, later)
+    return _units_in(first, "p00"), _units_in(second, "p00")
+
+
+def test_through_the_controller_a_full_pool_on_a_card_older_than_its_refusals_is_the_first_to_give_up_units() -> None:
+    """The claim shrinks while p00 is full and the card in force predates the refusals: at zero depth p00 ranks
+    last, so the re-plan keeps the units elsewhere and p00 keeps only what the spread needs (1 of its 6)."""
+    before, after = _shrink(_SINCE - timedelta(minutes=3))
+    assert (before, after) == (6, 1)
+
+
+def test_through_the_controller_a_full_pool_whose_room_is_seen_again_keeps_its_rank() -> None:
+    before, after = _shrink(_SINCE + timedelta(minutes=1))
+    assert (before, after) == (6, 3)

@@ -41,6 +41,7 @@ def test_an_exclusion_keeps_its_cause_through_the_table_and_only_a_reclaimed_poo
     _exclusion(store, "p-reclaimed", RECLAIM)
     inputs = store.inputs(NOW)
     assert (inputs.excluded, inputs.full) == ({"p-reclaimed"}, {"p-full"})
+    assert inputs.full_since == {"p-full": NOW - timedelta(hours=1)}   # its depth is zero until a card after it
     _, active = store.exclusions()   # the watcher restarts with each exclusion's cause
     assert {pool: ex.cause for pool, ex in active.items()} == {"p-full": FULL, "p-reclaimed": RECLAIM}
     after = store.inputs(NOW + timedelta(hours=1, minutes=30))   # cool-off over: only a reclaimed pool is on probation
@@ -67,3 +68,15 @@ def test_the_other_partitions_live_launches_since_the_rate_card_are_counted_per_
     store = Store(conn, "r1", PARTITION)
     assert store.others_launched_since(CARD) == {"p1": 2, "p2": 1}
     assert store.others_launched_since(None) == {}
+
+
+def test_the_depth_input_of_the_ranking_in_force_is_read_with_its_score(conn: Any) -> None:
+    """The planner takes a full pool's depth term off the ranking's score: the forward share and quota headroom
+    the ranking was made with come with the score (a ranking without them: none)."""
+    for pool, inputs in (("p1", {"forward_share": 0.8, "quota_headroom": 0.5}), ("p2", {"forward_share": 0.3}),
+                         ("p3", {})):
+        conn.execute("INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at, inputs) "
+                     "VALUES ('r1', %s, 1, 0.9, 1, %s, %s)", (pool, CARD, json.dumps(inputs)))
+    got = Store(conn, "r1", PARTITION).inputs(NOW)
+    assert got.scores == {"p1": 0.9, "p2": 0.9, "p3": 0.9}
+    assert got.depth == {"p1": (0.8, 0.5), "p2": (0.3, 1.0)}
