@@ -175,7 +175,7 @@ def report(n: int, s: Size) -> dict[str, float | None]:
     print(f"== {n:,} instances targeted, {f.partitions} partitions (one controller process each): {f.workloads} "
           f"workloads, {f.instances:,} reclaimable instances of ours at the reclaim ({f.instances / n:.1%} of the "
           f"target)")
-    print(f"  build: {'every build claim placed' if f.build_placed else 'NOT every build claim placed'} after "
+    print(f"  build: {'every build claim placed' if f.build_placed else f'{f.build_waiting:,} units NOT placed'} after "
           f"{f.build_s:,.0f} virtual s, {f.built:,} instances ({f.built / n:.1%}); {f.build_calls:,} calls admitted "
           f"= {_rate(f.build_calls, f.build_s)} of the region's {rate:.0f}/s")
     steady = f.reclaim_s - f.build_s

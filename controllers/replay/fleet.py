@@ -173,6 +173,7 @@ class FleetSim:
         stream = ExclusionStream(Store(self.conn, self.config.region, "fleet/watcher", actor="exclusion-watcher"))
         outbox = _Outbox(self.conn, stream)
         arrivals, ranked_at, reclaimed, building = deque(self.arrivals), None, False, True
+        placed, progressed = 0, now   # build units placed so far; when the build last placed one
         while now < end:
             if self.ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
                 self.ranker(now, self.run.feed_list(timedelta(minutes=30)))
@@ -192,7 +193,10 @@ class FleetSim:
             self.f.round_wall_s.append(max(walls.values()))
             self.f.rounds += 1
             now += timedelta(seconds=step)
+            if len(self.f.placement_s) > placed:
+                placed, progressed = len(self.f.placement_s), now
             if building and ((not arrivals and not self.latency.building())
+                             or (not arrivals and (now - progressed).total_seconds() >= plan.stall_s)
                              or (now - START).total_seconds() >= plan.build_max_s):
                 building, reclaim_at = False, self._steady(now, arrivals, spent)
                 end = reclaim_at + timedelta(seconds=plan.after_s)
@@ -224,6 +228,7 @@ class FleetSim:
         """The build is over at ``at``: the steady claims from then on; the hall reclaim's time."""
         base = (at - START).total_seconds()
         self.f.build_s, self.f.build_placed = base, not arrivals and not self.latency.building()
+        self.f.build_waiting = sum(n.units for q in self.latency.waiting.values() for n in q)
         self.f.build_calls, self.f.built = spent, len(self._ours())
         refs = sorted(self.contracts)
         steady = [(base + dt, ref, units, True) for dt, ref, units in steady_arrivals(self.plan, refs)]

@@ -36,6 +36,7 @@ class FleetFigures:
     budget_refused: int = 0            # ... and refused
     build_s: float = 0.0               # the build: start -> every build claim placed (or build_max_s)
     build_placed: bool = False         # ... every build claim was placed
+    build_waiting: int = 0             # ... else the units still waiting then (they stay first in their queues)
     build_calls: int = 0               # calls admitted during the build
     built: int = 0                     # reclaimable instances of ours at the end of the build
     steady_claims: int = 0

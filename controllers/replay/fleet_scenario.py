@@ -1,7 +1,9 @@
 """The fleet-scale simulation's scenario (issue 18): the region, the workloads, and when their claims arrive.
 
 Three phases, in virtual time: **the build** (every workload's whole claim arrives once in [30 s, ``fill_s``];
-it lasts until every build claim is placed — as long as the token budget needs, at most ``build_max_s``),
+it lasts until every build claim is placed — as long as the token budget needs — or none was for ``stall_s``, at
+most ``build_max_s``; a build unit still waiting then stays first in its workload's queue, so a steady claim of
+that workload is charged the wait),
 **steady arrivals** (claims of ``steady_claim`` units by random workloads, the fleet's units growing by
 ``growth_per_h`` an hour, for ``steady_s`` from the end of the build: the placement p99 is measured on these),
 then **the hall reclaim**. ``steady_arithmetic`` states the rate and what it asks of the budget.
@@ -29,7 +31,8 @@ class FleetPlan:
                                      # 1,740 units in 728 reclaimable instances at 400, 3 partitions)
     pass_interval_s: float = 5.0     # the live controller's default
     fill_s: float = 300.0            # the build: each workload's claim arrives once in [30 s, fill_s] ...
-    build_max_s: float = 3600.0      # ... and the build lasts until every build claim is placed, at most this
+    build_max_s: float = 3600.0      # ... and the build lasts until every build claim is placed (or none was
+                                     # for ``stall_s``), at most this
     growth_per_h: float = 0.10       # steady arrivals: the fleet's units grow by this share an hour ...
     steady_claim: int = 10           # ... in claims of this many units (~4 instances) by random workloads ...
     steady_s: float = 1200.0         # ... for this long after the build; then the hall reclaim
