@@ -189,7 +189,8 @@ def report(n: int, s: Size) -> dict[str, float | None]:
           f"{_fmt(row['steady placement p99 (s)'])} over {len(f.steady_s):,} units")
     print(f"  pass wall per controller: p50 {_fmt(row['pass wall p50 (s)'])}, p99 {_fmt(row['pass wall p99 (s)'])}, "
           f"max {_fmt(max(f.pass_wall_s))}; pass CPU p50 {_fmt(row['pass CPU p50 (s)'])}, p99 "
-          f"{_fmt(row['pass CPU p99 (s)'])}; {f.rounds} rounds over {f.virtual_s:,.0f} virtual s")
+          f"{_fmt(row['pass CPU p99 (s)'])}; {f.rounds} rounds over {f.virtual_s:,.0f} virtual s "
+          f"({f.skipped_s:,.0f} s of them idle passes skipped)")
     print(f"  hall reclaim: {f.hall_reclaimed:,} of ours noticed; replacement (notice -> launched): p50 "
           f"{_fmt(row['replacement p50 (s)'])}, p99 {_fmt(row['replacement p99 (s)'])} over "
           f"{len(f.replacement_s):,} units ({f.unreplaced_units} never replaced)")

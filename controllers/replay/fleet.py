@@ -48,7 +48,9 @@ __all__ = ["CLOCK_RULE", "FleetFigures", "FleetPlan", "FleetSim", "fleet_region"
 START = datetime(2026, 10, 1, 6, tzinfo=UTC)   # morning: the region's demand rising, not at its peak
 CLOCK_RULE = ("virtual clock: each round every partition's controller takes one pass at the round's virtual time "
               "(concurrently, one process each); the clock then advances by max(pass interval, the slowest pass's "
-              "measured wall time), so a slow pass shows up as latency. Token budget: ADR-12's static split, one "
+              "measured wall time), so a slow pass shows up as latency; in the steady phase, while no unit waits, "
+              "the passes before the one at or after the next claim's time are skipped (whole intervals, so a "
+              "claim waits for its first pass as it would without the skip). Token budget: ADR-12's static split, one "
               "bucket per partition (region rate / P calls/s, burst one pass interval's worth), each on its own "
               "clock = its pass's virtual start + the wall time spent in the pass; no other process moves that "
               "clock, so the wall order of a round's passes cannot lose refill (a shared row's clock could), and "
@@ -193,6 +195,8 @@ class FleetSim:
             self.f.round_wall_s.append(max(walls.values()))
             self.f.rounds += 1
             now += timedelta(seconds=step)
+            if not building and not reclaimed:   # the steady phase: idle passes skipped, on the pass grid
+                now += timedelta(seconds=self._idle(now, arrivals, reclaim_at))
             if len(self.f.placement_s) > placed:
                 placed, progressed = len(self.f.placement_s), now
             if building and ((not arrivals and not self.latency.building())
@@ -212,6 +216,17 @@ class FleetSim:
         self.f.after_calls = spent - self.f.build_calls - self.f.steady_calls
         self.latency.finish(now)
         self.f.virtual_s = (now - START).total_seconds()
+
+    def _idle(self, now: datetime, arrivals: deque[tuple[float, str, int, bool]], until: datetime) -> float:
+        """Seconds of whole pass intervals to skip from ``now`` when no unit waits: up to the first pass at or
+        after the next claim (or ``until``), so a claim is seen at the same point of the pass grid as without the
+        skip and waits the same time for it."""
+        if any(self.latency.waiting.values()):
+            return 0.0
+        nxt = min(START + timedelta(seconds=arrivals[0][0]) if arrivals else until, until)
+        k = max(0, math.ceil((nxt - now).total_seconds() / self.plan.pass_interval_s) - 1)
+        self.f.skipped_s += k * self.plan.pass_interval_s
+        return k * self.plan.pass_interval_s
 
     def _arrive(self, arrivals: deque[tuple[float, str, int, bool]], now: datetime) -> dict[str, list[tuple[str, int]]]:
         """The claims visible by ``now``, by partition; each unit starts waiting at its claim's time."""

@@ -18,6 +18,7 @@ class FleetFigures:
     partitions: int = 0
     rounds: int = 0
     virtual_s: float = 0.0
+    skipped_s: float = 0.0             # virtual seconds of idle passes skipped in the steady phase
     placement_s: list[float] = field(default_factory=list)     # per unit: claim visible -> instance launched
     steady_s: list[float] = field(default_factory=list)        # ... of the steady arrivals (after the build)
     replacement_s: list[float] = field(default_factory=list)   # per unit: hall notice -> replacement launched

@@ -27,15 +27,15 @@ class FleetPlan:
     instances: int = 20_000          # reclaimable instances of ours the claims are sized for
     partitions: int = 10
     per_workload: int = 20           # instances per workload: workloads = instances / per_workload ...
-    units_per_instance: float = 2.4  # ... claiming this many 4-vCPU units an instance (the planner's pool mix:
-                                     # 1,740 units in 728 reclaimable instances at 400, 3 partitions)
+    units_per_instance: float = 1.3  # ... claiming this many 4-vCPU units an instance (the planner's pool mix:
+                                     # 4,800 units in 3,693 reclaimable instances at the build's end at 2,000)
     pass_interval_s: float = 5.0     # the live controller's default
     fill_s: float = 300.0            # the build: each workload's claim arrives once in [30 s, fill_s] ...
     build_max_s: float = 3600.0      # ... and the build lasts until every build claim is placed (or none was
                                      # for ``stall_s``), at most this
     growth_per_h: float = 0.10       # steady arrivals: the fleet's units grow by this share an hour ...
     steady_claim: int = 10           # ... in claims of this many units (~4 instances) by random workloads ...
-    steady_s: float = 1200.0         # ... for this long after the build; then the hall reclaim
+    steady_s: float = 900.0          # ... for this long after the build; then the hall reclaim
     after_s: float = 900.0           # simulated after the reclaim at most (the floor's promise is 15 min) ...
     settle_s: float = 60.0           # ... and at least, then until every floor and replacement is back (or
     stall_s: float = 180.0           # ... nothing waiting was served for this long: counted as never served)

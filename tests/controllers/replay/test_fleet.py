@@ -80,7 +80,10 @@ def test_one_controller_process_per_partition_builds_the_fleet_on_its_share_of_t
     assert f.steady_claims == len([a for a in sim.arrivals if a[3]]) > 0
     assert min(a[0] for a in sim.arrivals if a[3]) >= f.build_s
     # the clock rule: each round moved the virtual clock by max(pass interval, the slowest pass's wall time)
-    assert f.virtual_s == pytest.approx(sum(max(PLAN.pass_interval_s, w) for w in f.round_wall_s), abs=1e-3)
+    # (plus the idle passes skipped in the steady phase, whole intervals)
+    assert f.virtual_s == pytest.approx(sum(max(PLAN.pass_interval_s, w) for w in f.round_wall_s) + f.skipped_s,
+                                        abs=1e-3)
+    assert f.skipped_s % PLAN.pass_interval_s == pytest.approx(0.0, abs=1e-6)
     assert f.pass_wall_s and len(f.pass_wall_s) == f.rounds * PLAN.partitions
     # every claim placed, each unit's latency at least its first pass's and within the run
     assert f.unplaced_units == 0 and len(f.placement_s) == sum(a[2] for a in sim.arrivals)
