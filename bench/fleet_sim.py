@@ -1,15 +1,17 @@
 """The fleet-scale simulation (issue 18): a region of N reclaimable instances of ours in P partitions, ONE
 PRODUCTION CONTROLLER PROCESS PER PARTITION (``controllers/replay/fleet.py``: the replay's controller against the
-simulated region over its provider API), the region's token budget shared (ADR-12's 10 mutating calls a second,
-one PostgreSQL row every process draws from), one hall-wide reclaim (every reclaimable instance in hall h1
+simulated region over its provider API), the region's token budget split statically between them (ADR-12's 10
+mutating calls a second, a bucket per partition), the fleet built first, then steady arrivals, then one hall-wide
+reclaim (every reclaimable instance in hall h1
 noticed at once, 120 s), the region's notices published to a 3-member NATS JetStream cluster (as
 ``sco up --nats-cluster 3`` runs it) with real subscriber connections on a sample of the noticed instances'
 subjects (an agent's: one connection, one subject). Run at each size (default 2,000 then 20,000: the smaller
 is the same run's baseline), it prints each figure per size with its growth ratio and PASS/FAIL for
-placement p99 <= 10 s and floor restored <= 15 min after the hall reclaim (at the largest size).
+placement p99 <= 10 s (the steady arrivals) and floor restored <= 15 min after the hall reclaim (at the
+largest size); the build's duration, the calls a second used and the replacement latency are figures, not targets.
 
     .venv/bin/python -m bench.fleet_sim [--instances 2000,20000] [--partitions 10] [--subscribers 300]
-                                        [--progress]
+                                        [--growth 0.1] [--steady 1200] [--progress]
 
 Virtual time: see ``CLOCK_RULE`` (printed). Wall and CPU figures beside. Exits non-zero when a figure cannot be
 produced (no floor in the hall, no notice delivered, a controller process failing).
@@ -31,6 +33,7 @@ from typing import Any
 from bench.agent_notice_latency import pct as _fraction
 from contracts.subjects import notice_subject
 from controllers.replay.fleet import CLOCK_RULE, FleetFigures, FleetPlan, FleetSim
+from controllers.replay.fleet_scenario import steady_arithmetic
 
 PLACEMENT_P99_S = 10.0
 FLOOR_S = 15 * 60.0
@@ -118,6 +121,7 @@ class Size:
     delivery: list[float]
     expected: int
     publish_s: float
+    plan: FleetPlan
 
 
 def run_size(n: int, args: argparse.Namespace, pg: Any, nats_url: str, urls: list[str]) -> Size:
@@ -127,15 +131,20 @@ def run_size(n: int, args: argparse.Namespace, pg: Any, nats_url: str, urls: lis
 
     url = pg.database()
     fan = Fanout(urls, args.subscribers)
-    plan = FleetPlan(instances=n, partitions=args.partitions, fill_s=args.fill, reclaim_at_s=args.reclaim_at,
-                     after_s=args.after)
+    plan = FleetPlan(instances=n, partitions=args.partitions, fill_s=args.fill, build_max_s=args.build_max,
+                     growth_per_h=args.growth, steady_s=args.steady, after_s=args.after)
+    print(f"[{n:,}] {steady_arithmetic(plan)}", flush=True)
     with psycopg.connect(url, autocommit=True) as rank_conn:
         sim = FleetSim(plan, url, nats_url=nats_url, ranker=production_ranker(rank_conn, REGION),
                        progress=(lambda s: print("  progress:", s, flush=True)) if args.progress else None,
                        before_reclaim=fan.before_reclaim, published=fan.published)
         f = sim.figures()
     delivery, expected = fan.delivery(sim.noticed)
-    return Size(f, delivery, expected, fan.sent[1] - fan.sent[0])
+    return Size(f, delivery, expected, fan.sent[1] - fan.sent[0], plan)
+
+
+def _rate(calls: int, seconds: float) -> str:
+    return f"{calls / seconds:.2f} calls/s" if seconds > 0 else "n/a"
 
 
 def _fmt(v: float | None, unit: str = " s") -> str:
@@ -157,11 +166,22 @@ def report(n: int, s: Size) -> dict[str, float | None]:
         "notice delivery p99 (s)": pct(s.delivery, 99) if s.delivery else None,
         "notices published": float(f.notices_published),
         "token budget spent": float(f.budget_spent), "token budget refused": float(f.budget_refused),
-        "instances of ours": float(f.instances), "workloads": float(f.workloads),
+        "build (s)": f.build_s, "build calls/s": f.build_calls / f.build_s if f.build_s else None,
+        "steady calls/s": f.steady_calls / (f.reclaim_s - f.build_s) if f.reclaim_s > f.build_s else None,
+        "instances built": float(f.built), "instances of ours": float(f.instances), "workloads": float(f.workloads),
         "rounds": float(f.rounds), "bench wall (s)": f.wall_s, "coordinator CPU (s)": f.cpu_s,
     }
+    rate = s.plan.budget_rate
     print(f"== {n:,} instances targeted, {f.partitions} partitions (one controller process each): {f.workloads} "
-          f"workloads, {f.instances:,} reclaimable instances of ours at the reclaim")
+          f"workloads, {f.instances:,} reclaimable instances of ours at the reclaim ({f.instances / n:.1%} of the "
+          f"target)")
+    print(f"  build: {'every build claim placed' if f.build_placed else f'{f.build_waiting:,} units NOT placed'} after "
+          f"{f.build_s:,.0f} virtual s, {f.built:,} instances ({f.built / n:.1%}); {f.build_calls:,} calls admitted "
+          f"= {_rate(f.build_calls, f.build_s)} of the region's {rate:.0f}/s")
+    steady = f.reclaim_s - f.build_s
+    print(f"  steady arrivals: {f.steady_claims} claims over {steady:,.0f} s; {f.steady_calls:,} calls admitted = "
+          f"{_rate(f.steady_calls, steady)}; after the reclaim {f.after_calls:,} calls = "
+          f"{_rate(f.after_calls, f.virtual_s - f.reclaim_s)}; whole run {_rate(f.budget_spent, f.virtual_s)}")
     print(f"  placement (claim visible -> launched, virtual), every claim incl. the fleet's build: p50 "
           f"{_fmt(row['placement p50 (s)'])}, p99 {_fmt(row['placement p99 (s)'])} over {len(f.placement_s):,} "
           f"units ({f.unplaced_units} never placed)")
@@ -169,7 +189,8 @@ def report(n: int, s: Size) -> dict[str, float | None]:
           f"{_fmt(row['steady placement p99 (s)'])} over {len(f.steady_s):,} units")
     print(f"  pass wall per controller: p50 {_fmt(row['pass wall p50 (s)'])}, p99 {_fmt(row['pass wall p99 (s)'])}, "
           f"max {_fmt(max(f.pass_wall_s))}; pass CPU p50 {_fmt(row['pass CPU p50 (s)'])}, p99 "
-          f"{_fmt(row['pass CPU p99 (s)'])}; {f.rounds} rounds over {f.virtual_s:,.0f} virtual s")
+          f"{_fmt(row['pass CPU p99 (s)'])}; {f.rounds} rounds over {f.virtual_s:,.0f} virtual s "
+          f"({f.skipped_s:,.0f} s of them idle passes skipped)")
     print(f"  hall reclaim: {f.hall_reclaimed:,} of ours noticed; replacement (notice -> launched): p50 "
           f"{_fmt(row['replacement p50 (s)'])}, p99 {_fmt(row['replacement p99 (s)'])} over "
           f"{len(f.replacement_s):,} units ({f.unreplaced_units} never replaced)")
@@ -180,8 +201,12 @@ def report(n: int, s: Size) -> dict[str, float | None]:
           f"cluster in {s.publish_s:.2f} s wall; {len(s.delivery)}/{s.expected} sampled subscribers (one "
           f"connection each) got theirs; delivery from the burst's first publish p50 "
           f"{_fmt(pct(s.delivery, 50) if s.delivery else None)}, p99 {_fmt(row['notice delivery p99 (s)'])}")
-    print(f"  token budget (one PostgreSQL row, region-wide): {f.budget_spent:,} calls admitted, "
-          f"{f.budget_refused:,} refused; controllers' events: {dict(sorted(f.events.items()))}")
+    print(f"  token budget (a bucket per partition): {f.budget_spent:,} calls admitted, {f.budget_refused:,} refused "
+          f"(per process: {f.spent_by_process}); controllers' events: {dict(sorted(f.events.items()))}")
+    for kind, cause, count in f.causes:
+        print(f"  {kind} ×{count:,}: {cause}")
+    for line in f.late:
+        print(f"  late steady claim: {line}")
     print(f"  wall {f.wall_s:.0f} s, coordinator CPU {f.cpu_s:.0f} s (region, its API, feeds)", flush=True)
     return row
 
@@ -210,6 +235,8 @@ def verdicts(n: int, s: Size) -> list[str]:
     ok = p99 is not None and p99 <= PLACEMENT_P99_S
     print(f"{'PASS' if ok else 'FAIL'} placement p99 {_fmt(p99)} <= {PLACEMENT_P99_S:.0f} s at {n:,} instances "
           f"(steady arrivals; every claim incl. the cold build of the whole fleet: p99 {_fmt(every)}, no target)")
+    print(f"fleet at the reclaim: {f.instances:,} reclaimable instances of ours = {f.instances / n:.1%} of the "
+          f"{n:,} targeted (built in {f.build_s:,.0f} virtual s at {_rate(f.build_calls, f.build_s)}; no target)")
     fr = f.floor_restored_s
     ok = fr is not None and fr <= FLOOR_S
     print(f"{'PASS' if ok else 'FAIL'} floor restored {_fmt(fr)} <= {FLOOR_S:.0f} s (15 min) after the hall "
@@ -223,8 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=10)
     ap.add_argument("--subscribers", type=int, default=300, help="real subscriber connections, one subject each")
     ap.add_argument("--progress", action="store_true", help="a progress line every 20 rounds")
-    ap.add_argument("--fill", type=float, default=FleetPlan.fill_s, help="claims arrive in [60 s, FILL] (virtual)")
-    ap.add_argument("--reclaim-at", type=float, default=FleetPlan.reclaim_at_s, help="the hall reclaim (virtual s)")
+    ap.add_argument("--fill", type=float, default=FleetPlan.fill_s,
+                    help="the build's claims arrive in [30 s, FILL] (virtual)")
+    ap.add_argument("--build-max", type=float, default=FleetPlan.build_max_s,
+                    help="the build lasts until every build claim is placed, at most this (virtual s)")
+    ap.add_argument("--growth", type=float, default=FleetPlan.growth_per_h,
+                    help="steady arrivals: the fleet's units grow by this share an hour")
+    ap.add_argument("--steady", type=float, default=FleetPlan.steady_s,
+                    help="steady arrivals for this long after the build, then the hall reclaim (virtual s)")
     ap.add_argument("--after", type=float, default=FleetPlan.after_s,
                     help="at most this long after the reclaim (virtual s; the run stops once all is back)")
     args = ap.parse_args(argv)
@@ -233,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.nats import NatsCluster
 
     print("fleet-scale simulation (issue 18): production controllers, one process per partition; token budget "
-          "shared region-wide; one hall-wide reclaim; notices through a 3-member NATS cluster")
+          "split statically between them (ADR-12); the fleet's build, steady arrivals, one hall-wide reclaim; "
+          "notices through a 3-member NATS cluster")
     print(f"rule: {CLOCK_RULE}")
     print(f"load average at start: {os.getloadavg()[0]:.2f}; cores: {os.cpu_count()}", flush=True)
     pg, cluster = EmbeddedPostgres(), NatsCluster(3).start()

@@ -78,8 +78,11 @@ class RegionBudget:
 
 
 def split_budget(region_rate: float, partitions: Sequence[str], weights: Mapping[str, float] | None = None,
-                 *, monotonic: Callable[[], float] = time.monotonic) -> dict[str, TokenBucket]:
-    """One bucket per partition; the rates sum to ``region_rate``; burst = one second's worth (≥ 1)."""
+                 *, monotonic: Callable[[], float] = time.monotonic, burst_s: float = 1.0) -> dict[str, TokenBucket]:
+    """One bucket per partition; the rates sum to ``region_rate``; burst = ``burst_s`` seconds' worth (≥ 1).
+    Each bucket refills on its own clock, so the order in which partitions draw cannot lose refill. A controller
+    whose pass ends at its first ``Throttled`` and comes back a pass interval later uses at most
+    (burst + refill during the pass) per interval: ``burst_s`` = the pass interval lets it use its whole share."""
     if not partitions:
         raise ValueError("split_budget needs at least one partition")
     w = {p: float((weights or {}).get(p, 1.0)) for p in partitions}
@@ -87,7 +90,7 @@ def split_budget(region_rate: float, partitions: Sequence[str], weights: Mapping
     out = {}
     for p in partitions:
         rate = region_rate * w[p] / total
-        out[p] = TokenBucket(rate, burst=max(1.0, rate), key=p, monotonic=monotonic)
+        out[p] = TokenBucket(rate, burst=max(1.0, rate * burst_s), key=p, monotonic=monotonic)
     return out
 
 

@@ -108,7 +108,7 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
             mem.refused.add(item.item_id)
             actions.append(Publish(note))
     states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
-        {pid: p.hall for pid, p in seen.market.pools.items()}))
+        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous))
     planned = _plan(work, states, desired, mem, now)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
@@ -141,7 +141,19 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
                     gated.held_launches + gated.held_terminations, gated, requeue_after(deadlines, now))
 
 
-def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]) -> list[PoolState]:
+def _planned(previous: PlanSet | None) -> dict[tuple[str, str], int] | None:
+    """Instances the previous plans want, per (workload, pool); None before any plan."""
+    if previous is None or not previous.plans:
+        return None
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for w, p in previous.plans.items():
+        for a in p.allocations:
+            out[(w, a.pool_id)] += a.instances
+    return out
+
+
+def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str],
+                    planned: Mapping[tuple[str, str], int] | None = None) -> list[PoolState]:
     """The planner's view of each pool: what is free plus what we already hold there; a lost hall lends
     nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force.
 
@@ -154,15 +166,27 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     them.
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
-    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. A
-    pool being reclaimed (``inputs.excluded``) is ineligible: its units move away."""
+    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
+    we hold there counts only as far as the previous plans (``planned``: instances per workload and pool) want
+    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000, issue 18: with
+    the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
+    launches were refused every pass until the partition's whole token budget went on them). A pool being
+    reclaimed (``inputs.excluded``) is ineligible: its units move away."""
     ours: dict[str, int] = defaultdict(int)
+    held: dict[tuple[str, str], int] = defaultdict(int)
     since: dict[str, int] = defaultdict(int, market.others_since_card)   # launched after the rate card
     for o in observed:
         if o.live:
             ours[o.pool] += 1
+            held[(o.workload, o.pool)] += 1
             since[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
     inputs = market.inputs
+    if planned is not None:   # a full pool: what we hold there as far as the previous plans want it
+        wanted: dict[str, int] = defaultdict(int)
+        for (w, pid), n in held.items():
+            if pid in inputs.full:
+                wanted[pid] += min(n, planned.get((w, pid), 0))
+        ours.update({pid: wanted[pid] for pid in inputs.full})
     available = {}
     for pid, p in market.pools.items():
         if pid in inputs.full:

@@ -1,6 +1,6 @@
 """The fleet-scale simulation (issue 18): a region of thousands of reclaimable instances of ours in partitions,
-ONE PRODUCTION CONTROLLER PROCESS PER PARTITION (``fleet_worker``), the region's token budget shared (one
-PostgreSQL row, ``RegionBudget``), one hall-wide reclaim.
+ONE PRODUCTION CONTROLLER PROCESS PER PARTITION (``fleet_worker``), the region's token budget split statically
+between them (ADR-12, ``split_budget``: a bucket each), one hall-wide reclaim.
 
 The coordinator owns the simulated region on a ``VirtualClock`` (``through_controller``'s room-first region and
 ``_Run`` feeds, its exclusion watcher and outbox feed, the injected ranker every 5 min) and serves it over the
@@ -9,9 +9,10 @@ in lockstep rounds: every process takes one pass at the round's virtual time, co
 
     **the virtual clock advances by max(pass interval, the slowest pass's measured wall time)**,
 
-so a slow pass shows up as latency. Claims arrive over the fill period (each workload's whole claim at one
-random time); the hall reclaim gives every reclaimable instance in one hall its notice at once. What is measured
-(``FleetFigures``) is in virtual time unless named wall or CPU.
+so a slow pass shows up as latency. The scenario (``fleet_scenario``): the build (each workload's whole claim
+at one random time, then as long as the budget needs to place them), steady arrivals, the hall reclaim (every
+reclaimable instance in one hall its notice at once). What is measured (``FleetFigures``) is in virtual time
+unless named wall or CPU.
 """
 
 from __future__ import annotations
@@ -20,189 +21,45 @@ import asyncio
 import functools
 import math
 import multiprocessing
-import random
 import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from contracts.pools import PurchaseModel
 from contracts.provider import OwnerTags
-from contracts.schema import Contract
 from contracts.subjects import EventKind
 
-from ..controller.budget import RegionBudget
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.store import Store
 from ..planning import Strategy, units_per_instance
 from ..simregion.clock import VirtualClock
-from ..simregion.config import RegionConfig
 from ..simregion.region import SimulatedRegion
 from ..simregion.service import RegionService
+from .fleet_figures import FleetFigures, _Latency
+from .fleet_scenario import FleetPlan, fleet_region, fleet_workloads, steady_arrivals
 from .fleet_worker import PassOrder, PassResult, WorkerSpec, worker_main
 from .through_controller import RANK_EVERY, Ranker, _Outbox, _Run
 
-__all__ = ["FleetFigures", "FleetPlan", "FleetSim", "fleet_region", "fleet_workloads"]
+__all__ = ["CLOCK_RULE", "FleetFigures", "FleetPlan", "FleetSim", "fleet_region", "fleet_workloads"]
 
 START = datetime(2026, 10, 1, 6, tzinfo=UTC)   # morning: the region's demand rising, not at its peak
 CLOCK_RULE = ("virtual clock: each round every partition's controller takes one pass at the round's virtual time "
               "(concurrently, one process each); the clock then advances by max(pass interval, the slowest pass's "
-              "measured wall time), so a slow pass shows up as latency; the shared token budget's clock is the "
-              "pass's virtual time + the wall time spent in the pass + the partition's offset (k x interval / P: "
-              "unsynchronised controllers' passes spread over the interval)")
-
-
-@dataclass(frozen=True)
-class FleetPlan:
-    instances: int = 20_000          # reclaimable instances of ours the claims are sized for
-    partitions: int = 10
-    per_workload: int = 20           # instances per workload: workloads = instances / per_workload
-    pass_interval_s: float = 5.0     # the live controller's default
-    fill_s: float = 300.0            # the fleet's build: each workload's claim arrives once in [30 s, fill_s]
-    steady_s: float = 150.0          # then steady arrivals (claims growing by ``steady_share``) for this long
-    steady_share: float = 0.1
-    reclaim_at_s: float = 480.0      # the hall-wide reclaim
-    after_s: float = 900.0           # simulated after the reclaim at most (the floor's promise is 15 min) ...
-    settle_s: float = 60.0           # ... and at least, then until every floor and replacement is back (or
-    stall_s: float = 180.0           # ... nothing waiting was served for this long: counted as never served)
-    hall: str = "h1"
-    seed: int = 18
-    budget_rate: float = 10.0        # ADR-12: mutating calls a second per region
-    floor_share: float = 0.2         # share of workloads on T2 (a 10 % floor); the rest T3 (no floor)
-    region_per_instance: float = 1 / 2800   # slot_scale per instance of ours: room for the fleet in two halls
-
-
-def fleet_region(plan: FleetPlan) -> RegionConfig:
-    return RegionConfig(seed=plan.seed, slot_scale=max(1.0, plan.instances * plan.region_per_instance),
-                        occupancy=0.35, room_first=True, hall_reclaims_per_30d=0.0, quota_instances=10**7,
-                        quota_vcpu=10**9)
-
-
-def fleet_workloads(plan: FleetPlan, region: str) -> tuple[dict[str, Contract], list[tuple[float, str, int, bool]]]:
-    """The contracts by ref and the claim arrivals (virtual seconds after the start, ref, units, steady): 4-vCPU
-    units, ``per_workload`` × 4 units each (the planner packs several in an instance), spread over the
-    partitions; the fleet's build in [30 s, fill_s], then steady growth: ``steady_share`` more units, in claims of
-    ``per_workload`` units by random workloads, through ``steady_s`` (before the reclaim)."""
-    from contracts.schema import ContractSpec
-    from contracts.tiers import resolve
-
-    rng = random.Random(plan.seed)
-    n = max(plan.partitions, round(plan.instances / plan.per_workload))
-    contracts: dict[str, Contract] = {}
-    arrivals = []
-    for k in range(n):
-        tier = "T2" if rng.random() < plan.floor_share else "T3"
-        doc: dict[str, Any] = {
-            "apiVersion": "sco/v1", "workload": f"w{k:05d}", "version": 1, "owner": "owner@example.org",
-            "business_unit": ("analytics", "research", "engineering", "commerce", "platform")[k % 5],
-            "scheduler": "slurm", "partition": f"{region}/c{k % plan.partitions:02d}", "tier": tier,
-            "resources": {"vcpu": 4, "memory_gib": 16}}
-        if tier == "T2":
-            doc["fallback"] = {"spend_cap_24h_eur": 100, "approver": "budget@example.org"}
-        c, findings = resolve(ContractSpec.model_validate(doc))
-        if c is None:
-            raise ValueError(f"fleet contract {doc['workload']} does not resolve: {findings}")
-        contracts[c.ref] = c
-        arrivals.append((rng.uniform(30.0, plan.fill_s), c.ref, plan.per_workload * 4, False))
-    refs = sorted(contracts)
-    for _ in range(round(n * 4 * plan.steady_share)):
-        at = rng.uniform(plan.fill_s + 10.0, plan.fill_s + plan.steady_s)
-        arrivals.append((at, rng.choice(refs), plan.per_workload, True))
-    return contracts, sorted(arrivals)
-
-
-@dataclass
-class FleetFigures:
-    instances: int = 0                 # reclaimable instances of ours just before the reclaim
-    workloads: int = 0
-    partitions: int = 0
-    rounds: int = 0
-    virtual_s: float = 0.0
-    placement_s: list[float] = field(default_factory=list)     # per unit: claim visible -> instance launched
-    steady_s: list[float] = field(default_factory=list)        # ... of the steady arrivals (after the build)
-    replacement_s: list[float] = field(default_factory=list)   # per unit: hall notice -> replacement launched
-    unplaced_units: int = 0            # arrivals never placed (their latency counted to the end)
-    unreplaced_units: int = 0
-    hall_reclaimed: int = 0            # our reclaimable instances the hall reclaim noticed
-    floor_workloads: int = 0           # workloads with floor instances in the hall
-    floor_restored: int = 0            # ... of which the floor is back in full outside the hall
-    floor_restored_s: float | None = None   # reclaim -> the last of them back (None: one never was)
-    floor_reported: int = 0            # ... of which the controller reported ``floor-restored`` after the reclaim
-    floor_reported_s: float | None = None   # reclaim -> the last such report
-    pass_wall_s: list[float] = field(default_factory=list)
-    pass_cpu_s: list[float] = field(default_factory=list)
-    round_wall_s: list[float] = field(default_factory=list)
-    budget_spent: int = 0
-    budget_refused: int = 0
-    notices_published: int = 0
-    events: dict[str, int] = field(default_factory=dict)   # the controllers' events by kind
-    processes: list[int] = field(default_factory=list)      # the controller processes' ids, one per partition
-    spent_by_process: list[int] = field(default_factory=list)   # token budget calls each process was admitted
-    wall_s: float = 0.0
-    cpu_s: float = 0.0                 # the coordinator's (region, HTTP API, feeds)
+              "measured wall time), so a slow pass shows up as latency; in the steady phase, while no unit waits, "
+              "the passes before the one at or after the next claim's time are skipped (whole intervals, so a "
+              "claim waits for its first pass as it would without the skip). Token budget: ADR-12's static split, one "
+              "bucket per partition (region rate / P calls/s, burst one pass interval's worth), each on its own "
+              "clock = its pass's virtual start + the wall time spent in the pass; no other process moves that "
+              "clock, so the wall order of a round's passes cannot lose refill (a shared row's clock could), and "
+              "the burst of an interval keeps the refill between passes (a pass ends at its first Throttled)")
 
 
 @functools.lru_cache(maxsize=65536)
 def _workload_of(tags: tuple[str, ...]) -> str:
     return OwnerTags.parse(tags).get("workload") or ""
-
-
-def end_of(plan: FleetPlan) -> datetime:
-    return START + timedelta(seconds=plan.reclaim_at_s + plan.after_s)
-
-
-@dataclass
-class _Need:
-    at: datetime
-    units: int
-    replacement: bool
-    steady: bool = False
-
-
-class _Latency:
-    """Per workload, the units waiting (FIFO). A unit is served once the units our live instances of the
-    workload hold (not under notice) cover its claim up to it: the oldest first."""
-
-    def __init__(self, figures: FleetFigures) -> None:
-        self.f = figures
-        self.waiting: dict[str, deque[_Need]] = defaultdict(deque)
-
-    def need(self, workload: str, at: datetime, units: int, replacement: bool, steady: bool = False) -> None:
-        if units > 0:
-            self.waiting[workload].append(_Need(at, units, replacement, steady))
-
-    last: datetime | None = None   # when a waiting unit was last served
-
-    def _served(self, n: _Need, units: int, latency: float) -> None:
-        self.last = n.at + timedelta(seconds=latency)
-        (self.f.replacement_s if n.replacement else self.f.placement_s).extend([latency] * units)
-        if n.steady:
-            self.f.steady_s.extend([latency] * units)
-
-    def cover(self, workload: str, deficit: int, done: datetime) -> None:
-        """The workload is ``deficit`` units short at ``done``: every waiting unit beyond that is served."""
-        q = self.waiting[workload]
-        extra = sum(n.units for n in q) - max(deficit, 0)
-        while extra > 0 and q:
-            n = q[0]
-            take = min(extra, n.units)
-            self._served(n, take, (done - n.at).total_seconds())
-            n.units -= take
-            extra -= take
-            if n.units == 0:
-                q.popleft()
-
-    def finish(self, end: datetime) -> None:
-        for q in self.waiting.values():
-            for n in q:
-                if n.replacement:
-                    self.f.unreplaced_units += n.units
-                else:
-                    self.f.unplaced_units += n.units
-                self._served(n, n.units, (end - n.at).total_seconds())
 
 
 class _Service:
@@ -241,13 +98,14 @@ class FleetSim:
         self.nats_url = nats_url
         self.progress, self.before_reclaim, self.published = progress, before_reclaim, published
         self.config = fleet_region(plan)
-        self.contracts, self.arrivals = fleet_workloads(plan, self.config.region)
+        self.contracts, build = fleet_workloads(plan, self.config.region)
+        self.arrivals = [(t, ref, units, False) for t, ref, units in build]   # + the steady ones once they start
         self.by_workload = {c.workload: c for c in self.contracts.values()}
         self.conn = psycopg.connect(pg_url, autocommit=True)
         begin = START - timedelta(hours=1)
         self.clock = VirtualClock(begin)
         self.region = SimulatedRegion(self.config, self.clock, start=begin)
-        self.run = _Run(self.region, self.contracts, {w: plan.per_workload * 4 for w in self.by_workload})
+        self.run = _Run(self.region, self.contracts, {w: plan.claim_units for w in self.by_workload})
         self.clock.advance_to(START)
         self.region.sync()                    # the warm-up: an hour of the region alone
         self.run.events.clear()
@@ -260,22 +118,27 @@ class FleetSim:
         self.noticed: set[str] = set()              # our instances the hall reclaim gave a notice
         self.floor_before: dict[str, int] = {}      # workload with floor in the hall -> its floor, units
         self.floor_at: dict[str, float] = {}        # workload -> seconds after the reclaim its floor was back
-        self.reclaim_time = end_of(plan)
+        self.reclaim_time = START + timedelta(seconds=plan.build_max_s + plan.steady_s)   # set by the reclaim
+        self.history: list[tuple[datetime, dict[str, PassResult]]] = []   # each round's passes, for the traces
 
     def figures(self) -> FleetFigures:
         wall, cpu = time.perf_counter(), time.process_time()
-        RegionBudget(self.conn, self.config.region, self.plan.budget_rate,
-                     monotonic=lambda: self.clock.now().timestamp()).ensure()
         service = _Service(self.region, self.nats_url)
         workers: list[tuple[Any, Any]] = []
         try:
             workers = self._spawn(service.service.url)
             self._rounds(workers, service)
+            self.f.late = self._trace_late()
+            self.f.causes = self.conn.execute(
+                "SELECT e->>'kind', left(regexp_replace(e->>'cause', '[0-9a-f-]{8,}|[0-9.]+', 'N', 'g'), 90) c, "
+                "count(*) FROM (SELECT convert_from(payload, 'UTF8')::jsonb AS e FROM outbox) x WHERE e->>'kind' IN "
+                "('launch-failed', 'breaker-tripped', 'excluded') GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 8").fetchall()
             for _, pipe in workers:
                 pipe.send(None)
-            self.f.spent_by_process = [pipe.recv()[0] for _, pipe in workers]
+            totals = [pipe.recv() for _, pipe in workers]
+            self.f.spent_by_process = [spent for spent, _ in totals]
             self.f.processes = [proc.pid for proc, _ in workers]
-            self.f.budget_spent, self.f.budget_refused = RegionBudget(self.conn, self.config.region).totals()
+            self.f.budget_spent, self.f.budget_refused = sum(self.f.spent_by_process), sum(r for _, r in totals)
             self._floor()
         finally:
             for proc, _ in workers:
@@ -291,10 +154,10 @@ class FleetSim:
         ctx = multiprocessing.get_context("spawn")
         out = []
         partitions = sorted({c.partition for c in self.contracts.values()})
-        for k, p in enumerate(partitions):
+        for p in partitions:
             mine = {ref: c for ref, c in self.contracts.items() if c.partition == p}
             spec = WorkerSpec(p, mine, self.pg_url, url, self.config.region, self.plan.budget_rate, START,
-                              self.strategy, offset_s=k * self.plan.pass_interval_s / len(partitions))
+                              tuple(partitions), self.plan.pass_interval_s, self.strategy)
             here, there = ctx.Pipe()
             proc = ctx.Process(target=worker_main, args=(spec, there), name=f"fleet-{p}", daemon=True)
             proc.start()
@@ -306,27 +169,23 @@ class FleetSim:
         return out
 
     def _rounds(self, workers: list[tuple[Any, Any]], service: _Service) -> None:
-        plan, now = self.plan, START
-        reclaim_at = START + timedelta(seconds=plan.reclaim_at_s)
+        plan, now, spent = self.plan, START, 0
+        reclaim_at = START + timedelta(seconds=plan.build_max_s + plan.steady_s)   # set when the build ends
         end = reclaim_at + timedelta(seconds=plan.after_s)
         stream = ExclusionStream(Store(self.conn, self.config.region, "fleet/watcher", actor="exclusion-watcher"))
         outbox = _Outbox(self.conn, stream)
-        arrivals, ranked_at, reclaimed = deque(self.arrivals), None, False
+        arrivals, ranked_at, reclaimed, building = deque(self.arrivals), None, False, True
+        placed, progressed = 0, now   # build units placed so far; when the build last placed one
         while now < end:
             if self.ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
                 self.ranker(now, self.run.feed_list(timedelta(minutes=30)))
                 ranked_at = now
             if not reclaimed and now >= reclaim_at:
                 self._hall_reclaim(service, stream, now)
-                reclaimed = True
-            grow: dict[str, list[tuple[str, int]]] = defaultdict(list)
-            while arrivals and START + timedelta(seconds=arrivals[0][0]) <= now:
-                t, ref, units, steady = arrivals.popleft()
-                c = self.contracts[ref]
-                grow[c.partition].append((ref, units))
-                self.latency.need(c.workload, START + timedelta(seconds=t), units, replacement=False, steady=steady)
-                self.claimed[c.workload] += units
-            results = self._pass(workers, now, grow)
+                self.f.steady_calls, reclaimed = spent - self.f.build_calls, True
+            results = self._pass(workers, now, self._arrive(arrivals, now))
+            spent = sum(r.spent for r in results)
+            self.history.append((now, {r.partition: r for r in results}))
             walls = {r.partition: r.wall_s for r in results}
             self._launches(now, walls, stream)
             if reclaimed:
@@ -336,6 +195,15 @@ class FleetSim:
             self.f.round_wall_s.append(max(walls.values()))
             self.f.rounds += 1
             now += timedelta(seconds=step)
+            if not building and not reclaimed:   # the steady phase: idle passes skipped, on the pass grid
+                now += timedelta(seconds=self._idle(now, arrivals, reclaim_at))
+            if len(self.f.placement_s) > placed:
+                placed, progressed = len(self.f.placement_s), now
+            if building and ((not arrivals and not self.latency.building())
+                             or (not arrivals and (now - progressed).total_seconds() >= plan.stall_s)
+                             or (now - START).total_seconds() >= plan.build_max_s):
+                building, reclaim_at = False, self._steady(now, arrivals, spent)
+                end = reclaim_at + timedelta(seconds=plan.after_s)
             self.clock.advance_to(now)
             service.call(service.service.step())
             self._region_events(stream, now)
@@ -345,8 +213,50 @@ class FleetSim:
                 self._report(now, end, results)
         outbox.feed(now)
         self.f.events = dict(outbox.kinds)
+        self.f.after_calls = spent - self.f.build_calls - self.f.steady_calls
         self.latency.finish(now)
         self.f.virtual_s = (now - START).total_seconds()
+
+    def _idle(self, now: datetime, arrivals: deque[tuple[float, str, int, bool]], until: datetime) -> float:
+        """Seconds of whole pass intervals to skip from ``now`` when no unit waits: up to the first pass at or
+        after the next claim (or ``until``), so a claim is seen at the same point of the pass grid as without the
+        skip and waits the same time for it."""
+        if any(self.latency.waiting.values()):
+            return 0.0
+        nxt = min(START + timedelta(seconds=arrivals[0][0]) if arrivals else until, until)
+        k = max(0, math.ceil((nxt - now).total_seconds() / self.plan.pass_interval_s) - 1)
+        self.f.skipped_s += k * self.plan.pass_interval_s
+        return k * self.plan.pass_interval_s
+
+    def _arrive(self, arrivals: deque[tuple[float, str, int, bool]], now: datetime) -> dict[str, list[tuple[str, int]]]:
+        """The claims visible by ``now``, by partition; each unit starts waiting at its claim's time."""
+        grow: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        while arrivals and START + timedelta(seconds=arrivals[0][0]) <= now:
+            t, ref, units, steady = arrivals.popleft()
+            c = self.contracts[ref]
+            grow[c.partition].append((ref, units))
+            self.latency.need(c.workload, START + timedelta(seconds=t), units, replacement=False, steady=steady)
+            self.claimed[c.workload] += units
+        return grow
+
+    def _steady(self, at: datetime, arrivals: deque[tuple[float, str, int, bool]], spent: int) -> datetime:
+        """The build is over at ``at``: the steady claims from then on; the hall reclaim's time."""
+        base = (at - START).total_seconds()
+        self.f.build_s, self.f.build_placed = base, not arrivals and not self.latency.building()
+        self.f.build_waiting = sum(n.units for q in self.latency.waiting.values() for n in q)
+        self.f.build_calls, self.f.built = spent, len(self._ours())
+        refs = sorted(self.contracts)
+        steady = [(base + dt, ref, units, True) for dt, ref, units in steady_arrivals(self.plan, refs)]
+        self.f.steady_claims = len(steady)
+        self.arrivals.extend(steady)
+        arrivals.extend(steady)   # after whatever build claim is left (the build's end: every one is visible)
+        return at + timedelta(seconds=self.plan.steady_s)
+
+    def _ours(self) -> list[Any]:
+        """Our live reclaimable instances, not under notice."""
+        engine = self.region.engine
+        return [inst for i, s in enumerate(engine.specs) if s.pool.purchase_model is PurchaseModel.RECLAIMABLE
+                for inst in engine.live[i].values() if inst.owned and not inst.doomed]
 
     def _pass(self, workers: list[tuple[Any, Any]], now: datetime,
               grow: Mapping[str, list[tuple[str, int]]]) -> list[PassResult]:
@@ -400,12 +310,12 @@ class FleetSim:
         """Every reclaimable instance in the hall noticed at once; its notices published in one round."""
         engine, hall = self.region.engine, self.plan.hall
         reclaimable = [i for i, s in enumerate(engine.specs) if s.pool.purchase_model is PurchaseModel.RECLAIMABLE]
-        ours = [inst for i in reclaimable for inst in engine.live[i].values() if inst.owned and not inst.doomed]
-        self.f.instances = len(ours)
+        self.f.instances = len(self._ours())
+        self.f.reclaim_s = (now - START).total_seconds()
         self.floor_workloads = {self._workload(inst) for i, s in
                                 enumerate(engine.specs) if s.pool.hall == hall for inst in engine.live[i].values()
                                 if inst.owned and inst.metadata.get("sco_purpose") == "floor"}
-        units = self.plan.per_workload * 4
+        units = self.plan.claim_units   # the build claim's floor, as before the steady growth
         self.floor_before = {w: math.ceil(units * self.by_workload[w].floor_pct / 100) for w in self.floor_workloads}
         victims = {inst.id: inst for i in reclaimable if engine.specs[i].pool.hall == hall
                    for inst in engine.live[i].values() if not inst.doomed}
@@ -479,11 +389,37 @@ class FleetSim:
         if self.floor_at and len(self.floor_at) == len(self.floor_workloads):
             self.f.floor_restored_s = max(self.floor_at.values())
 
+    def _trace_late(self, late_s: float = 10.0, most: int = 5) -> list[str]:
+        """The latest steady claims over ``late_s``: the passes of their partition while they waited (virtual
+        time after the claim, launched, throttled, calls admitted in the pass, wall) and the controller's events
+        for the workload meanwhile."""
+        out = []
+        for latency, w, at, units in sorted(self.latency.steady_served, key=lambda x: x[0], reverse=True)[:most]:
+            if latency <= late_s:
+                break
+            p, until = self.by_workload[w].partition, at + timedelta(seconds=latency)
+            passes, before = [], None
+            for t, rs in self.history:
+                r = rs[p]
+                if at <= t <= until:
+                    passes.append(f"+{(t - at).total_seconds():.1f}s launched {r.launched} throttled "
+                                  f"{r.throttled} calls {r.spent - (before or r).spent} wall {r.wall_s:.1f}s")
+                before = r
+            rows = self.conn.execute(
+                "SELECT e->>'kind', e->>'pool', count(*) FROM (SELECT convert_from(payload, 'UTF8')::jsonb AS e "
+                "FROM outbox) x WHERE e->>'workload' = %s AND (e->>'time')::timestamptz BETWEEN %s AND %s "
+                "GROUP BY 1, 2 ORDER BY 1, 2", (w, at, until)).fetchall()
+            events = ", ".join(f"{k}@{pool or '-'}×{n}" for k, pool, n in rows)
+            out.append(f"{w} ({p}), {units} units claimed at +{(at - START).total_seconds():.0f}s, placed after "
+                       f"{latency:.1f}s; its partition's passes: {'; '.join(passes)}; events: {events or 'none'}")
+        return out
+
     def _report(self, now: datetime, end: datetime, results: list[PassResult]) -> None:
         assert self.progress is not None
         waiting = sum(n.units for q in self.latency.waiting.values() for n in q)
-        self.progress(f"[{self.plan.instances} inst] virtual {(now - START).total_seconds():.0f}/"
+        phase = "reclaim" if self.f.reclaim_s else "steady" if self.f.build_s else "build"
+        self.progress(f"[{self.plan.instances} inst, {phase}] virtual {(now - START).total_seconds():.0f}/"
                       f"{(end - START).total_seconds():.0f} s, round {self.f.rounds}, slowest pass "
                       f"{max(r.wall_s for r in results):.2f} s wall, units placed {len(self.f.placement_s)}, "
                       f"replaced {len(self.f.replacement_s)}, waiting {waiting}, launched this round "
-                      f"{sum(r.launched for r in results)}")
+                      f"{sum(r.launched for r in results)}, calls admitted {sum(r.spent for r in results)}")

@@ -76,6 +76,26 @@ def test_the_room_a_controller_plans_with(mkt: Market, observed: list[Observed],
     assert (states["p00"].excluded, states["p00"].available_instances) == (excluded, available)
 
 
+FULL_P00 = replace(CARD, inputs=InputsInForce({}, {}, set(), set(), {"p00"}))
+
+
+@pytest.mark.parametrize(("planned", "available"), [
+    pytest.param(None, 3, id="before any plan: everything we hold there"),
+    pytest.param({("etl", "p00"): 3}, 3, id="what the plans hold there stays theirs"),
+    pytest.param({("etl", "p00"): 5}, 3, id="a plan that wants more than it holds gets no room beyond it"),
+    pytest.param({("etl", "p00"): 1, ("train", "p00"): 2}, 1,
+                 id="one workload's surplus there is not room for another's plan"),
+    pytest.param({("train", "p00"): 2}, 0, id="nothing held there is wanted: no room at all"),
+])
+def test_the_room_of_a_full_pool_is_what_the_plans_hold_there(planned: dict[tuple[str, str], int] | None,
+                                                                available: int) -> None:
+    """The fleet simulation (issue 18): with the surplus's termination held by a tripped breaker, the planner
+    gave a full pool's room held by one workload's surplus to another workload, whose launches were refused every
+    pass until the partition's whole token budget went on them."""
+    states = {st.pool_id: st for st in pool_states_for(FULL_P00, _ours("p00", 3, -timedelta(1)), set(), planned)}
+    assert (states["p00"].excluded, states["p00"].available_instances) == (False, available)
+
+
 def _two_passes(inputs: InputsInForce) -> tuple[Decision, Decision, str]:
     """Place ``etl`` and ``train``; then exclude the pool ``etl`` holds most in, with every instance running."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
