@@ -7,13 +7,18 @@ import argparse
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sco.cli import CliError
 
 from .controller_refresh import add_refresh_options
 from .controller_userdata import add_agent_options, add_agent_version_options, register_into
 from .metrics import add_metrics_args
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from controllers.providers.budget import TokenBucket
 
 __all__ = ["register"]
 
@@ -142,13 +147,23 @@ def _claim_source(args: argparse.Namespace) -> Any:
     return SlurmSource(tuple(args.slurm_partitions.split(",")))
 
 
+def partition_bucket(region_rate: float, partitions: list[str], partition: str, interval_s: float,
+                     monotonic: Callable[[], float] = time.monotonic) -> TokenBucket:
+    """This partition's share of the region's budget (ADR-12's static split), its burst one pass interval's worth:
+    a pass ends at its first ``Throttled`` and the next comes an interval later, so a one-second burst would let
+    a controller use about a fifth of its share (found by the fleet-scale simulation, issue 18)."""
+    from controllers.controller.budget import split_budget
+
+    return split_budget(region_rate, partitions, monotonic=monotonic, burst_s=interval_s)[partition]
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
     from decimal import Decimal
 
     from controllers.controller.approvals import http_webhook
     from controllers.controller.breaker import SafetyConfig
-    from controllers.controller.budget import BudgetedProvider, split_budget
+    from controllers.controller.budget import BudgetedProvider
     from controllers.controller.loop import Controller, ControllerSettings
     from controllers.simregion.clock import WallClock
     from stores import migrate
@@ -170,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
     partitions = args.all_partitions.split(",") if args.all_partitions else [args.partition]
     if args.partition not in partitions:
         raise CliError(f"--all-partitions {args.all_partitions!r} must include --partition {args.partition!r}")
-    bucket = split_budget(args.region_budget, partitions)[args.partition]
+    bucket = partition_bucket(args.region_budget, partitions, args.partition, args.interval)
     raw_provider = _provider(args)
     provider = BudgetedProvider(raw_provider, bucket)
     # reconnect: a failover (multi-host URL, target_session_attrs=read-write) fails one pass, the next reconnects
