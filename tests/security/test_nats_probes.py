@@ -44,6 +44,15 @@ async def _listen(url: str, subject: str, **options: Any) -> tuple[Any, list[byt
     return nc, got, errors
 
 
+async def _errors_in(errors: list[str], within_s: float = 10.0) -> None:
+    """Wait until the server's -ERR has reached ``errors``, at most ``within_s``: the client's error callback runs
+    in a task of its own, which a busy machine may not have run by the time the flush's PONG is back."""
+    for _ in range(int(within_s / 0.02)):
+        if errors:
+            return
+        await asyncio.sleep(0.02)
+
+
 async def _publish(url: str, subject: str, refused: bool = True, **options: Any) -> list[str]:
     errors: list[str] = []
     nc = await _client(url, errors, **options)
@@ -101,6 +110,7 @@ def test_an_agent_credential_cannot_read_another_instances_subjects(secured_stac
         try:
             await _publish(stack.url("region", "nats"), notice_subject(REGION, OTHER), refused=False)
             sniff, sniffed, sniff_errors = await _listen(stack.agent_url, "_INBOX.>")  # others' replies
+            await _errors_in(sniff_errors)  # nats-py runs its error callback in a task of its own
             await sniff.close()
             await asyncio.sleep(0.3)
             return list(got), errors, sniff_errors + sniffed  # type: ignore[operator]
@@ -169,6 +179,8 @@ def test_no_component_can_read_another_components_replies(secured_stack: Secured
             for inbox in ("_INBOX.>", f"{user_inbox_prefix('ingest' if component != 'ingest' else 'relay')}.>",
                           f"{user_inbox_prefix(component)}.>"):
                 nc, _, errors = await _listen(url, inbox, inbox_prefix=user_inbox_prefix(component))
+                if inbox != f"{user_inbox_prefix(component)}.>":   # a refusal is expected: wait until it is here
+                    await _errors_in(errors)
                 await asyncio.sleep(0.05)
                 await nc.close()
                 out[(component, inbox)] = errors
