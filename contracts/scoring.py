@@ -13,8 +13,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
 
-__all__ = ["WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "full_pool_share", "price_ratio",
-           "without_depth"]
+__all__ = ["FULL", "RECLAIM", "WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "full_pool_share",
+           "price_ratio", "without_depth"]
+
+# The causes of a pool's exclusion, as the controller's exclusion watcher writes them and the ranking reads them
+FULL = "full"          # launches refused: closed to new units, held units stay; no depth until room is seen again
+RECLAIM = "reclaim"    # the pool is being reclaimed: units move away
 
 WEIGHTS: Mapping[str, float] = MappingProxyType({"depth": 0.4, "calm": 0.4, "cheap": 0.2})
 WORST_INTERRUPTION_PCT_H = 10.0  # at or above this rate a pool earns nothing for calm

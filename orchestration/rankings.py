@@ -8,17 +8,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from contracts.scoring import full_pool_share
+from contracts.scoring import FULL, full_pool_share
 from contracts.subjects import RECLAIM_KINDS
 
 from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
 from .store import ClickHouse, Postgres, replace_in_force, utc
 
-__all__ = ["FULL", "RANKING_COLUMNS", "RECLAIM_FILTER", "ExcludedPool", "excluded_pools", "forward_share", "full_since",
+__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "ExcludedPool", "excluded_pools", "forward_share", "full_since",
            "gather_inputs", "publish_in_force", "rank", "ranking_rows", "write_rankings"]
 
-FULL = "full"   # the exclusion cause of a pool whose launches were refused (controllers.controller.exclusion)
 SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
 # A reclaim (contracts.subjects.is_reclaim): a notice, or a loss that came without one. Drills never count.
 RECLAIM_FILTER = (f"kind IN ({', '.join(repr(str(k)) for k in sorted(RECLAIM_KINDS))}) "

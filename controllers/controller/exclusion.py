@@ -23,13 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from contracts.scoring import FULL, RECLAIM
 from contracts.subjects import is_reclaim
 
 __all__ = ["FULL", "RECLAIM", "Exclusion", "ExclusionConfig", "ExclusionWatcher", "Signal", "pool_status"]
 
 THRASH_KINDS = frozenset({"launch-failed"})
-FULL = "full"          # launches refused: closed to new units, held units stay
-RECLAIM = "reclaim"    # the pool is being reclaimed: units move away
 
 
 @dataclass(frozen=True)
