@@ -42,7 +42,7 @@ from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_a
 from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
-from .reconcile import desired_slots, diff, interleave
+from .reconcile import desired_slots, diff, interleave, uncovered_instances
 
 __all__ = ["begin", "decide", "full_pool_score", "pool_states_for"]
 
@@ -134,7 +134,8 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     if gated.notes and mem.safety.tripped:
         actions.append(OpenBreaker(mem.safety.trip_reason))
     if not gated.read_only:
-        actions += _acts(gated.launches, gated.terminations, observed)
+        actions += _acts(gated.launches, gated.terminations, observed,
+                         uncovered_instances(slots, observed, partition=s.partition))
         actions += [Publish(n) for n in mem.floor.check(planned.plans, observed, now)]
     deadlines = fallback_deadlines(wanted, desired) + [t + s.floor.hall_memory for t in mem.floor.lost.values()]
     return Decision(tuple(actions), mem, gated.read_only, planned.generation,
@@ -252,7 +253,9 @@ def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaim
         tuple((item.item_id, item.source, item.contract_ref or "", n.cause) for item, n in work.refusals))
 
 
-def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed]) -> list[Action]:
+def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed],
+          uncovered: Mapping[tuple[str, bool], int]) -> list[Action]:
+    """The pass's launches (``reconcile.interleave``: deficit first, then fewest held first), then terminations."""
     notified: dict[SlotKey, list[str]] = defaultdict(list)
     held: dict[str, int] = defaultdict(int)
     for o in observed:
@@ -260,7 +263,8 @@ def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observe
             notified[o.key].append(o.instance_id)
         if o.live:
             held[o.workload] += 1
-    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held)), *terminations]
+    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held, uncovered)),
+            *terminations]
 
 
 def _agrees(row: Mapping[str, Any], o: Observed) -> bool:
