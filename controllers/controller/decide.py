@@ -44,7 +44,7 @@ from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
 from .reconcile import desired_slots, diff, interleave, uncovered_instances
 
-__all__ = ["begin", "decide", "full_pool_score", "pool_states_for"]
+__all__ = ["begin", "decide", "full_pool_score", "pool_states_for", "refused_until_card"]
 
 
 def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tuple[Memory, Decision | None]:
@@ -107,8 +107,9 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
         if item.item_id not in mem.refused:
             mem.refused.add(item.item_id)
             actions.append(Publish(note))
+    mem.refused_pools = refused_until_card(mem.refused_pools, seen.market.free_at)
     states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
-        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous))
+        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous), mem.refused_pools)
     planned = _plan(work, states, desired, mem, now)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
@@ -153,8 +154,19 @@ def _planned(previous: PlanSet | None) -> dict[tuple[str, str], int] | None:
     return out
 
 
+def refused_until_card(refused: Mapping[str, datetime], card_at: datetime | None) -> dict[str, datetime]:
+    """The capacity refusals (pool -> when, ``Memory.refused_pools``) a rate card taken at ``card_at`` has not
+    answered: a card taken after a refusal shows the pool's room again (None: a card of now answers every one).
+    A card of the very instant of the refusal does not: which came first is not known (one pass too cautious,
+    never a launch into a pool the refusal showed full)."""
+    if card_at is None:
+        return {}
+    return {pid: at for pid, at in refused.items() if card_at <= at}
+
+
 def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str],
-                    planned: Mapping[tuple[str, str], int] | None = None) -> list[PoolState]:
+                    planned: Mapping[tuple[str, str], int] | None = None,
+                    refused: Mapping[str, datetime] | None = None) -> list[PoolState]:
     """The planner's view of each pool: what is free plus what we already hold there; a lost hall lends
     nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force.
 
@@ -172,7 +184,14 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000, issue 18: with
     the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
     launches were refused every pass until the partition's whole token budget went on them). A pool being
-    reclaimed (``inputs.excluded``) is ineligible: its units move away."""
+    reclaimed (``inputs.excluded``) is ineligible: its units move away.
+
+    A reclaimable pool that refused a launch of ours for capacity (``refused``: pool -> when, the ones no rate card
+    taken since has answered, ``refused_until_card``) has its room treated the same way from the first refusal,
+    not only once the exclusion watcher has seen three: the card it was planned on is older than the refusal and
+    still counts room other tenants took (issue 18: at 20,000, 1,654 launches refused for capacity, each a token
+    of the partition's share, relaunched or re-planned into the pool pass after pass). Its score is left alone:
+    the refusal is a fact about room, not about the pool's risk."""
     ours: dict[str, int] = defaultdict(int)
     held: dict[tuple[str, str], int] = defaultdict(int)
     since: dict[str, int] = defaultdict(int, market.others_since_card)   # launched after the rate card
@@ -182,15 +201,17 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
             held[(o.workload, o.pool)] += 1
             since[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
     inputs = market.inputs
+    full = inputs.full | {pid for pid in refused or {} if pid in market.pools
+                          and market.pools[pid].purchase_model is PurchaseModel.RECLAIMABLE}
     if planned is not None:   # a full pool: what we hold there as far as the previous plans want it
         wanted: dict[str, int] = defaultdict(int)
         for (w, pid), n in held.items():
-            if pid in inputs.full:
+            if pid in full:
                 wanted[pid] += min(n, planned.get((w, pid), 0))
-        ours.update({pid: wanted[pid] for pid in inputs.full})
+        ours.update({pid: wanted[pid] for pid in full})
     available = {}
     for pid, p in market.pools.items():
-        if pid in inputs.full:
+        if pid in full:
             free = 0
         elif p.purchase_model is PurchaseModel.COMMITTED:
             free = market.reserved.get(pid, 0)
