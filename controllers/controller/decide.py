@@ -20,7 +20,8 @@ from typing import Any
 
 from contracts.pools import PurchaseModel
 from contracts.scoring import full_pool_share, without_depth
-from controllers.planning import PlanSet, PoolState, plan, pool_states
+from controllers.planning import Allocation, PlanSet, PoolState, WorkloadPlan, plan, pool_states
+from controllers.planning import Purpose as PlanPurpose
 
 from .approval_judge import judge_answers, with_verdicts
 from .breaker import Safety
@@ -110,7 +111,7 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     mem.refused_pools = refused_until_card(mem.refused_pools, seen.market.free_at)
     states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
         {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous), mem.refused_pools)
-    planned = _plan(work, states, desired, mem, now)
+    planned = _plan(work, states, desired, mem, now, observed)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
     fallback_live: dict[SlotKey, int] = defaultdict(int)
@@ -255,15 +256,66 @@ def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:
     return launched_at is not None and card_at is not None and launched_at >= card_at
 
 
-def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime) -> PlanSet:
-    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now."""
+def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime,
+          observed: Sequence[Observed] = ()) -> PlanSet:
+    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now; in a pool whose
+    room no longer covers what the previous plans want there, what they want beyond what they hold yields
+    (``unlaunched_yield``)."""
     prev = mem.previous or PlanSet(generation=0, made_at=now, plans={})
     affected = mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states})
     if affected:
         prev = replace(prev, plans={w: p for w, p in prev.plans.items() if w not in affected})
+    prev = unlaunched_yield(prev, states, observed)
     planned = plan(work.claims, states, now, prev, desired.settings.planner)
     mem.previous = planned
     return planned
+
+
+def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Sequence[Observed]) -> PlanSet:
+    """The previous plans, where a pool's room (``states``: free and ours) is less than the instances they want
+    there, with each plan's allocation there cut to the instances it holds there (live, same purpose) and the
+    units cut recorded as short — so the planner re-plans those plans (keeping what they hold, placing the rest
+    where there is room) and no running instance is moved for them. Pure; the very object when nothing is cut.
+
+    Why (issue 18, traced in the fleet simulation): when kept plans want more than a pool gives, the planner
+    re-plans the lowest-priority of them on the room the others leave. The others' wants included instances never
+    launched (refused, or room taken by another partition since the rate card), so a lower-priority workload's
+    *running* instances there were dropped for a higher-priority one's unlaunched allocation that could not be
+    launched either — surplus. In a pool excluded as full the room is what the plans hold there, so the next pass
+    found it smaller again and evicted the next workload: the pool's running units moved a workload a pass, and
+    every partition's breaker tripped on the surplus (10 % of the partition wanted terminated at once)."""
+    room = {st.pool_id: st.available_instances for st in states if not st.excluded}
+    wanted: dict[str, int] = defaultdict(int)
+    for p in prev.plans.values():
+        for a in p.allocations:
+            wanted[a.pool_id] += a.instances
+    over = {pid for pid, n in wanted.items() if pid in room and n > room[pid]}
+    if not over:
+        return prev
+    held: dict[tuple[str, str, bool], int] = defaultdict(int)
+    for o in observed:
+        if o.live and o.pool in over:
+            held[(o.workload, o.pool, o.purpose is Purpose.FLOOR)] += 1
+    plans: dict[str, WorkloadPlan] = {}
+    changed = False
+    for w, p in prev.plans.items():
+        kept: list[Allocation] = []
+        cut = 0
+        for a in p.allocations:
+            have = held.get((w, a.pool_id, a.purpose is PlanPurpose.FLOOR), 0)
+            if a.pool_id not in over or a.instances <= have:
+                kept.append(a)
+                continue
+            per = -(-a.units // a.instances) if a.instances else 0      # units an instance holds, at most
+            units = min(a.units, have * per)
+            cut += a.units - units
+            if have:
+                kept.append(replace(a, units=units, instances=have))
+        if kept != list(p.allocations):
+            changed = True
+            p = replace(p, allocations=tuple(kept), shortfall_units=p.shortfall_units + cut)
+        plans[w] = p
+    return replace(prev, plans=plans) if changed else prev
 
 
 def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaims:
