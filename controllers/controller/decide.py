@@ -258,17 +258,33 @@ def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:
 
 def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime,
           observed: Sequence[Observed] = ()) -> PlanSet:
-    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now; in a pool whose
-    room no longer covers what the previous plans want there, what they want beyond what they hold yields
-    (``unlaunched_yield``)."""
+    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now, from their plans
+    less the lost hall's allocations (short by those units: the planner keeps what they hold in the other halls
+    and places the rest there); in a pool whose room no longer covers what the previous plans want there, what
+    they want beyond what they hold yields (``unlaunched_yield``).
+
+    (Dropping an affected plan, as before, re-planned it from scratch on the ranking in force: in the fleet
+    simulation's hall reclaim every such workload's running instances in the *other* halls moved too, ~80 % of a
+    partition wanted terminated at once, and each partition whose breaker had not tripped yet tripped then.)"""
     prev = mem.previous or PlanSet(generation=0, made_at=now, plans={})
-    affected = mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states})
-    if affected:
-        prev = replace(prev, plans={w: p for w, p in prev.plans.items() if w not in affected})
+    lost = mem.floor.lost_pools({st.pool_id: st.pool.hall for st in states})
+    if mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states}):
+        prev = replace(prev, plans={w: _cut(p, lost) for w, p in prev.plans.items()})
     prev = unlaunched_yield(prev, states, observed)
     planned = plan(work.claims, states, now, prev, desired.settings.planner)
     mem.previous = planned
     return planned
+
+
+def _cut(p: WorkloadPlan, pools: set[str]) -> WorkloadPlan:
+    """``p`` without its allocations in ``pools``, short by their units (floor units off the floor too)."""
+    gone = [a for a in p.allocations if a.pool_id in pools]
+    if not gone:
+        return p
+    floor = sum(a.units for a in gone if a.purpose is PlanPurpose.FLOOR)
+    return replace(p, allocations=tuple(a for a in p.allocations if a.pool_id not in pools),
+                   floor_units=max(0, p.floor_units - floor),
+                   shortfall_units=p.shortfall_units + sum(a.units for a in gone))
 
 
 def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Sequence[Observed]) -> PlanSet:

@@ -98,3 +98,40 @@ def test_through_the_controller_a_full_pool_keeps_a_lower_priority_workload_s_ru
     moved = [p.launch for p in second.of(Place) if p.launch.workload == "train"]
     assert moved and "p00" not in {a.key.pool for a in moved}, "train's unlaunched 4 are placed elsewhere"
     assert sum(a.count for a in moved) == in_p00["train"]
+
+
+def test_a_lost_hall_re_plans_its_workloads_without_moving_what_runs_in_the_other_halls() -> None:
+    """Hall h1 lost (its instances noticed): every workload with an allocation there is re-planned, from its plan
+    less the h1 allocations. Made from scratch instead (main), the re-plan moved running units in h2 and h3 too
+    when the ranking had moved since: the fleet simulation's hall reclaim tripped the breakers on it."""
+    desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    work = demand(TRAIN, 40) + demand(ETL, 40)
+    first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), work, market(), {}, {}, 0), desired, mem, T0)
+    halls = {p.pool_id: p.hall for p in POOLS}
+    running = tuple(Observed(f"{a.launch.key.pool}-{a.launch.workload}-{n}", f"node-{n}", a.launch.workload,
+                             a.launch.key.pool, PARTITION, first.generation, a.launch.key.purpose,
+                             "notified" if halls[a.launch.key.pool] == "h1" else "active",
+                             halls[a.launch.key.pool], T0 - timedelta(hours=1))
+                    for a in first.of(Place) for n in range(a.launch.count))
+    assert sum(o.status == "notified" for o in running) >= 10
+    rows = {o.instance_id: row(o, 3) for o in running}
+    later = T0 + timedelta(minutes=1)
+    glance = Glance(1, False, first.generation, running, rows)
+    mem2, _ = begin(glance, desired, first.memory, later)
+    # the ranking moved since the first plan: h2/h3 pools the plans did not use now rank first
+    used = {o.pool for o in running}
+    scores = {p.pool_id: (0.9 if p.pool_id not in used else 0.3) for p in POOLS}
+    moved = replace(market(), inputs=InputsInForce(scores, {}, set(), set()))
+    second = decide(Observation(glance, rows, (), work, moved, {}, {}, 0), desired, mem2, later)
+    assert "h1" in second.memory.floor.lost
+    assert not second.of(Terminate) and second.gated is not None and second.held == 0, "nothing outside h1 surplus"
+    (plans,) = second.of(WritePlans)
+    for w in ("train", "etl"):
+        before = {(a.pool_id, a.purpose): a.instances for a in first.memory.previous.plans[w].allocations  # type: ignore[union-attr]
+                  if halls[a.pool_id] != "h1"}
+        after = {(a.pool_id, a.purpose): a.instances for a in plans.plans[w].allocations}
+        assert all(after.get(k, 0) >= n for k, n in before.items()), (w, before, after)
+        assert not any(halls[pid] == "h1" for pid, _ in after), "nothing planned in the lost hall"
