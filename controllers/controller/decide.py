@@ -316,20 +316,23 @@ def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Seque
     changed = False
     for w, p in prev.plans.items():
         kept: list[Allocation] = []
-        cut = 0
+        cut = floor_cut = 0
         for a in p.allocations:
-            have = held.get((w, a.pool_id, a.purpose is PlanPurpose.FLOOR), 0)
+            floor = a.purpose is PlanPurpose.FLOOR
+            have = held.get((w, a.pool_id, floor), 0)
             if a.pool_id not in over or a.instances <= have:
                 kept.append(a)
                 continue
             per = -(-a.units // a.instances) if a.instances else 0      # units an instance holds, at most
             units = min(a.units, have * per)
             cut += a.units - units
+            floor_cut += (a.units - units) if floor else 0
             if have:
                 kept.append(replace(a, units=units, instances=have))
         if kept != list(p.allocations):
             changed = True
-            p = replace(p, allocations=tuple(kept), shortfall_units=p.shortfall_units + cut)
+            p = replace(p, allocations=tuple(kept), shortfall_units=p.shortfall_units + cut,
+                        floor_units=max(0, p.floor_units - floor_cut))
         plans[w] = p
     return replace(prev, plans=plans) if changed else prev
 
