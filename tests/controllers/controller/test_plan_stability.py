@@ -135,3 +135,12 @@ def test_a_lost_hall_re_plans_its_workloads_without_moving_what_runs_in_the_othe
         after = {(a.pool_id, a.purpose): a.instances for a in plans.plans[w].allocations}
         assert all(after.get(k, 0) >= n for k, n in before.items()), (w, before, after)
         assert not any(halls[pid] == "h1" for pid, _ in after), "nothing planned in the lost hall"
+
+
+def test_a_floor_allocation_that_yields_comes_off_the_plan_s_floor() -> None:
+    floor = WorkloadPlan("a", "d", Strategy.DEPTH_FIRST, (Allocation("c0", PlanPurpose.FLOOR, 8, 4, Decimal(1)),
+                                                          Allocation("p01", R, 4, 2, Decimal(1))), 12, 8, 0, Decimal(0))
+    observed = [Observed("a-c0-0", "node", "a", "c0", PARTITION, 1, Purpose.FLOOR, "active", "h1", T0)]
+    got = unlaunched_yield(PlanSet(1, T0, {"a": floor}), [_state("c0", 1), _state("p01", 50)], observed).plans["a"]
+    assert [(a.pool_id, a.units, a.instances) for a in got.allocations] == [("c0", 2, 1), ("p01", 4, 2)]
+    assert (got.floor_units, got.shortfall_units) == (2, 6)
