@@ -177,7 +177,10 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     the controller showed plans on room that was not there: ours counted twice, and two partitions planning the
     same room, the second's launches failing until the pool was excluded for thrash.) Reservations and quota
     are read live, so every instance of ours counts there. Notified instances never count: their room goes with
-    them.
+    them. The card's free figure less the launches since it is never taken below zero: more launched since than
+    the card showed free means room was freed since (a reclaim, terminations), and the instances of ours there are
+    there — a negative figure made the room less than what we hold, and the planner moved running instances out
+    of the pool (the fleet simulation after its hall reclaim, issue 18).
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
     with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
@@ -218,8 +221,8 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
             free = market.reserved.get(pid, 0)
         elif p.purchase_model is PurchaseModel.GUARANTEED:
             free = market.free.get(pid, market.quota_free)
-        else:
-            free = market.free.get(pid, 0) - since[pid]
+        else:   # never less than none: more launched since the card than it showed free means room freed since
+            free = max(0, market.free.get(pid, 0) - since[pid])
         available[pid] = 0 if pid in lost else max(0, free + ours[pid])
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
