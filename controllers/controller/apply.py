@@ -7,6 +7,11 @@ provider calls go through the partition's token budget (``BudgetedProvider``): t
 the pass's launches and terminations, the next pass picks up the rest. Fallback capacity is reserved in the
 ledger before its launch, consumed when the instances exist, released otherwise. Every decided note and every
 event of what was done goes out through the outbox; each pass writes its ``controller_cycles`` row.
+
+A launch refused for capacity (``CapacityUnavailable``) shows its pool full: the pass makes no other launch into
+that pool (no token spent on it), and the refusal is remembered (``Memory.refused_pools``: pool -> when) for
+``decide``, which gives the pool no room beyond what we hold until a rate card taken after it (issue 18: at
+20,000 in the fleet simulation, 1,654 refused launches, the partitions' budgets spent on them).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class _Run:
     terminated: int = 0
     throttled: bool = False
     done: set[str] = field(default_factory=set)     # launch keys and instance ids acted on this pass
+    full: set[str] = field(default_factory=set)     # pools a launch of this pass was refused for capacity
 
 
 class Actuator:
@@ -79,6 +85,7 @@ class Actuator:
             self._one(action, run, now)
         if decision.gated is not None:
             decision.memory.safety.done(decision.gated, run.launched, run.terminated, now)
+        decision.memory.refused_pools.update(dict.fromkeys(run.full, now))
         self.store.emit([self._event(n, now) for n in run.notes])
         self.store.cycle(self.s.holder, now, decision.read_only, run.launched, run.terminated, decision.held,
                          decision.generation)
@@ -115,17 +122,20 @@ class Actuator:
         key = action.launch.launch_key if isinstance(action, Place) else action.instance.instance_id
         if run.throttled or (key and key in run.done):
             return
+        if isinstance(action, Place) and action.launch.key.pool in run.full:
+            return   # the pool refused a launch for capacity this pass: no token on another into it
         run.done.add(key)
         try:
             if isinstance(action, Place):
-                run.launched += len(self._launch(action.launch, now, list(action.replacing)))
+                run.launched += len(self._launch(action.launch, now, list(action.replacing), run.full))
             else:
                 run.terminated += self._terminate(action, now)
         except Throttled:
             run.throttled = True
 
     # --- the provider ---------------------------------------------------------------------------------
-    def _launch(self, a: Launch, now: datetime, replacing: list[str]) -> list[Observed]:
+    def _launch(self, a: Launch, now: datetime, replacing: list[str], full: set[str]) -> list[Observed]:
+        """One multi-create; a capacity refusal adds the pool to ``full`` (the pass's refused pools)."""
         contract = self.desired.contract(a.workload)
         password = secrets.token_urlsafe(24) if self.agent_credentials is not None else None
         try:
@@ -147,6 +157,8 @@ class Actuator:
         except Throttled:
             raise
         except (CapacityUnavailable, QuotaExceeded, NotFound) as exc:
+            if isinstance(exc, CapacityUnavailable):
+                full.add(a.key.pool)
             self.store.emit([self._event(Note("launch-failed", str(exc), a.workload, a.key.pool, attributes={
                 "count": a.count, "launch_key": a.launch_key}), now)])
             return []
@@ -197,6 +209,8 @@ class Actuator:
     # --- fallback (ADR-23): reserve, launch, consume or release; ask; record shortfall ------------------
     def _fallback(self, action: StartFallback, run: _Run, now: datetime) -> None:
         fl = action.launch
+        if fl.pool_id in run.full:
+            return   # refused for capacity this pass: nothing reserved, no token spent
         try:
             rid = ledger.reserve(self.conn, fl.workload, self.s.region, fl.amount_eur, action.cap_eur, now,
                                  action.approver)
@@ -206,7 +220,7 @@ class Actuator:
         a = Launch(SlotKey(fl.workload, fl.pool_id, Purpose.FALLBACK), fl.count, self.s.partition, action.generation,
                    fl.tier, fl.cause, f"{self.s.partition}/{fl.workload}/{fl.pool_id}/fallback/{rid}")
         try:
-            made = self._launch(a, now, [])
+            made = self._launch(a, now, [], run.full)
         except (Throttled, ProviderError):
             made = []
         if made:

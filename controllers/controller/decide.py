@@ -20,7 +20,8 @@ from typing import Any
 
 from contracts.pools import PurchaseModel
 from contracts.scoring import full_pool_share, without_depth
-from controllers.planning import PlanSet, PoolState, plan, pool_states
+from controllers.planning import Allocation, PlanSet, PoolState, WorkloadPlan, plan, pool_states
+from controllers.planning import Purpose as PlanPurpose
 
 from .approval_judge import judge_answers, with_verdicts
 from .breaker import Safety
@@ -42,9 +43,9 @@ from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_a
 from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
-from .reconcile import desired_slots, diff, interleave
+from .reconcile import desired_slots, diff, interleave, uncovered_instances
 
-__all__ = ["begin", "decide", "full_pool_score", "pool_states_for"]
+__all__ = ["begin", "decide", "full_pool_score", "pool_states_for", "refused_until_card"]
 
 
 def begin(glance: Glance, desired: Desired, memory: Memory, now: datetime) -> tuple[Memory, Decision | None]:
@@ -107,9 +108,10 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
         if item.item_id not in mem.refused:
             mem.refused.add(item.item_id)
             actions.append(Publish(note))
+    mem.refused_pools = refused_until_card(mem.refused_pools, seen.market.free_at)
     states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
-        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous))
-    planned = _plan(work, states, desired, mem, now)
+        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous), mem.refused_pools)
+    planned = _plan(work, states, desired, mem, now, observed)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
     fallback_live: dict[SlotKey, int] = defaultdict(int)
@@ -134,7 +136,8 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     if gated.notes and mem.safety.tripped:
         actions.append(OpenBreaker(mem.safety.trip_reason))
     if not gated.read_only:
-        actions += _acts(gated.launches, gated.terminations, observed)
+        actions += _acts(gated.launches, gated.terminations, observed,
+                         uncovered_instances(slots, observed, partition=s.partition))
         actions += [Publish(n) for n in mem.floor.check(planned.plans, observed, now)]
     deadlines = fallback_deadlines(wanted, desired) + [t + s.floor.hall_memory for t in mem.floor.lost.values()]
     return Decision(tuple(actions), mem, gated.read_only, planned.generation,
@@ -152,8 +155,19 @@ def _planned(previous: PlanSet | None) -> dict[tuple[str, str], int] | None:
     return out
 
 
+def refused_until_card(refused: Mapping[str, datetime], card_at: datetime | None) -> dict[str, datetime]:
+    """The capacity refusals (pool -> when, ``Memory.refused_pools``) a rate card taken at ``card_at`` has not
+    answered: a card taken after a refusal shows the pool's room again (None: a card of now answers every one).
+    A card of the very instant of the refusal does not: which came first is not known (one pass too cautious,
+    never a launch into a pool the refusal showed full)."""
+    if card_at is None:
+        return {}
+    return {pid: at for pid, at in refused.items() if card_at <= at}
+
+
 def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str],
-                    planned: Mapping[tuple[str, str], int] | None = None) -> list[PoolState]:
+                    planned: Mapping[tuple[str, str], int] | None = None,
+                    refused: Mapping[str, datetime] | None = None) -> list[PoolState]:
     """The planner's view of each pool: what is free plus what we already hold there; a lost hall lends
     nothing, guaranteed capacity included (the floor moves out); scores and groups from the inputs in force.
 
@@ -163,7 +177,10 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     the controller showed plans on room that was not there: ours counted twice, and two partitions planning the
     same room, the second's launches failing until the pool was excluded for thrash.) Reservations and quota
     are read live, so every instance of ours counts there. Notified instances never count: their room goes with
-    them.
+    them. The card's free figure less the launches since it is never taken below zero: more launched since than
+    the card showed free means room was freed since (a reclaim, terminations), and the instances of ours there are
+    there — a negative figure made the room less than what we hold, and the planner moved running instances out
+    of the pool (the fleet simulation after its hall reclaim, issue 18).
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
     with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
@@ -171,7 +188,14 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000, issue 18: with
     the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
     launches were refused every pass until the partition's whole token budget went on them). A pool being
-    reclaimed (``inputs.excluded``) is ineligible: its units move away."""
+    reclaimed (``inputs.excluded``) is ineligible: its units move away.
+
+    A reclaimable pool that refused a launch of ours for capacity (``refused``: pool -> when, the ones no rate card
+    taken since has answered, ``refused_until_card``) has its room treated the same way from the first refusal,
+    not only once the exclusion watcher has seen three: the card it was planned on is older than the refusal and
+    still counts room other tenants took (issue 18: at 20,000, 1,654 launches refused for capacity, each a token
+    of the partition's share, relaunched or re-planned into the pool pass after pass). Its score is left alone:
+    the refusal is a fact about room, not about the pool's risk."""
     ours: dict[str, int] = defaultdict(int)
     held: dict[tuple[str, str], int] = defaultdict(int)
     since: dict[str, int] = defaultdict(int, market.others_since_card)   # launched after the rate card
@@ -181,22 +205,24 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
             held[(o.workload, o.pool)] += 1
             since[o.pool] += 1 if _after(o.launched_at, market.free_at) else 0
     inputs = market.inputs
+    full = inputs.full | {pid for pid in refused or {} if pid in market.pools
+                          and market.pools[pid].purchase_model is PurchaseModel.RECLAIMABLE}
     if planned is not None:   # a full pool: what we hold there as far as the previous plans want it
         wanted: dict[str, int] = defaultdict(int)
         for (w, pid), n in held.items():
-            if pid in inputs.full:
+            if pid in full:
                 wanted[pid] += min(n, planned.get((w, pid), 0))
-        ours.update({pid: wanted[pid] for pid in inputs.full})
+        ours.update({pid: wanted[pid] for pid in full})
     available = {}
     for pid, p in market.pools.items():
-        if pid in inputs.full:
+        if pid in full:
             free = 0
         elif p.purchase_model is PurchaseModel.COMMITTED:
             free = market.reserved.get(pid, 0)
         elif p.purchase_model is PurchaseModel.GUARANTEED:
             free = market.free.get(pid, market.quota_free)
-        else:
-            free = market.free.get(pid, 0) - since[pid]
+        else:   # never less than none: more launched since the card than it showed free means room freed since
+            free = max(0, market.free.get(pid, 0) - since[pid])
         available[pid] = 0 if pid in lost else max(0, free + ours[pid])
     states = pool_states(market.pools.values(), available, excluded=inputs.excluded | lost,
                          probation=inputs.probation)
@@ -233,15 +259,85 @@ def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:
     return launched_at is not None and card_at is not None and launched_at >= card_at
 
 
-def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime) -> PlanSet:
-    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now."""
+def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime,
+          observed: Sequence[Observed] = ()) -> PlanSet:
+    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now, from their plans
+    less the lost hall's allocations (short by those units: the planner keeps what they hold in the other halls
+    and places the rest there); in a pool whose room no longer covers what the previous plans want there, what
+    they want beyond what they hold yields (``unlaunched_yield``).
+
+    (Dropping an affected plan, as before, re-planned it from scratch on the ranking in force: in the fleet
+    simulation's hall reclaim every such workload's running instances in the *other* halls moved too, ~80 % of a
+    partition wanted terminated at once, and each partition whose breaker had not tripped yet tripped then.)"""
     prev = mem.previous or PlanSet(generation=0, made_at=now, plans={})
-    affected = mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states})
-    if affected:
-        prev = replace(prev, plans={w: p for w, p in prev.plans.items() if w not in affected})
+    lost = mem.floor.lost_pools({st.pool_id: st.pool.hall for st in states})
+    if mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states}):
+        prev = replace(prev, plans={w: _cut(p, lost) for w, p in prev.plans.items()})
+    prev = unlaunched_yield(prev, states, observed)
     planned = plan(work.claims, states, now, prev, desired.settings.planner)
     mem.previous = planned
     return planned
+
+
+def _cut(p: WorkloadPlan, pools: set[str]) -> WorkloadPlan:
+    """``p`` without its allocations in ``pools``, short by their units (floor units off the floor too)."""
+    gone = [a for a in p.allocations if a.pool_id in pools]
+    if not gone:
+        return p
+    floor = sum(a.units for a in gone if a.purpose is PlanPurpose.FLOOR)
+    return replace(p, allocations=tuple(a for a in p.allocations if a.pool_id not in pools),
+                   floor_units=max(0, p.floor_units - floor),
+                   shortfall_units=p.shortfall_units + sum(a.units for a in gone))
+
+
+def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Sequence[Observed]) -> PlanSet:
+    """The previous plans, where a pool's room (``states``: free and ours) is less than the instances they want
+    there, with each plan's allocation there cut to the instances it holds there (live, same purpose) and the
+    units cut recorded as short — so the planner re-plans those plans (keeping what they hold, placing the rest
+    where there is room) and no running instance is moved for them. Pure; the very object when nothing is cut.
+
+    Why (issue 18, traced in the fleet simulation): when kept plans want more than a pool gives, the planner
+    re-plans the lowest-priority of them on the room the others leave. The others' wants included instances never
+    launched (refused, or room taken by another partition since the rate card), so a lower-priority workload's
+    *running* instances there were dropped for a higher-priority one's unlaunched allocation that could not be
+    launched either — surplus. In a pool excluded as full the room is what the plans hold there, so the next pass
+    found it smaller again and evicted the next workload: the pool's running units moved a workload a pass, and
+    every partition's breaker tripped on the surplus (10 % of the partition wanted terminated at once)."""
+    room = {st.pool_id: st.available_instances for st in states if not st.excluded}
+    wanted: dict[str, int] = defaultdict(int)
+    for p in prev.plans.values():
+        for a in p.allocations:
+            wanted[a.pool_id] += a.instances
+    over = {pid for pid, n in wanted.items() if pid in room and n > room[pid]}
+    if not over:
+        return prev
+    held: dict[tuple[str, str, bool], int] = defaultdict(int)
+    for o in observed:
+        if o.live and o.pool in over:
+            held[(o.workload, o.pool, o.purpose is Purpose.FLOOR)] += 1
+    plans: dict[str, WorkloadPlan] = {}
+    changed = False
+    for w, p in prev.plans.items():
+        kept: list[Allocation] = []
+        cut = floor_cut = 0
+        for a in p.allocations:
+            floor = a.purpose is PlanPurpose.FLOOR
+            have = held.get((w, a.pool_id, floor), 0)
+            if a.pool_id not in over or a.instances <= have:
+                kept.append(a)
+                continue
+            per = -(-a.units // a.instances) if a.instances else 0      # units an instance holds, at most
+            units = min(a.units, have * per)
+            cut += a.units - units
+            floor_cut += (a.units - units) if floor else 0
+            if have:
+                kept.append(replace(a, units=units, instances=have))
+        if kept != list(p.allocations):
+            changed = True
+            p = replace(p, allocations=tuple(kept), shortfall_units=p.shortfall_units + cut,
+                        floor_units=max(0, p.floor_units - floor_cut))
+        plans[w] = p
+    return replace(prev, plans=plans) if changed else prev
 
 
 def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaims:
@@ -252,7 +348,9 @@ def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaim
         tuple((item.item_id, item.source, item.contract_ref or "", n.cause) for item, n in work.refusals))
 
 
-def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed]) -> list[Action]:
+def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed],
+          uncovered: Mapping[tuple[str, bool], int]) -> list[Action]:
+    """The pass's launches (``reconcile.interleave``: deficit first, then fewest held first), then terminations."""
     notified: dict[SlotKey, list[str]] = defaultdict(list)
     held: dict[str, int] = defaultdict(int)
     for o in observed:
@@ -260,7 +358,8 @@ def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observe
             notified[o.key].append(o.instance_id)
         if o.live:
             held[o.workload] += 1
-    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held)), *terminations]
+    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held, uncovered)),
+            *terminations]
 
 
 def _agrees(row: Mapping[str, Any], o: Observed) -> bool:

@@ -55,6 +55,7 @@ class Memory:
     refused: set[str] = field(default_factory=set)                     # work items already reported refused
     tenure: int | None = None                                          # the lease generation held
     mass_alarm: bool = False
+    refused_pools: dict[str, datetime] = field(default_factory=dict)   # capacity refusal: pool -> when (apply)
 
     @classmethod
     def fresh(cls, settings: ControllerSettings) -> Memory:
@@ -63,7 +64,7 @@ class Memory:
     def copy(self) -> Memory:
         return Memory(copy.deepcopy(self.safety), copy.deepcopy(self.floor), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
-                      self.mass_alarm)
+                      self.mass_alarm, dict(self.refused_pools))
 
 
 @dataclass(frozen=True)

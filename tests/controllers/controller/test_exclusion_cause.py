@@ -69,6 +69,10 @@ CARD = replace(market(free=50), free_at=T0)
                  False, 50 - 20 - 2 + 2, id="ours since the card and theirs: every launch since the card counts once"),
     pytest.param(replace(CARD, others_since_card={"p00": 80}), [], False, 0,
                  id="a pool the others filled since the card has no room, never less than none"),
+    pytest.param(replace(CARD, others_since_card={"p00": 80}), _ours("p00", 3, -timedelta(1)), False, 3,
+                 id="more launched since the card than it showed free: room freed since, ours still count"),
+    pytest.param(replace(CARD, others_since_card={"p00": 49}), _ours("p00", 3, timedelta(seconds=30)), False, 3,
+                 id="ours since the card among them: what we hold is never more than the room"),
 ])
 def test_the_room_a_controller_plans_with(mkt: Market, observed: list[Observed], excluded: bool,
                                           available: int) -> None:
