@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -43,7 +43,7 @@ from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_a
 from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
-from .reconcile import desired_slots, diff, interleave, uncovered_instances
+from .reconcile import desired_slots, diff, interleave, unclaimed_workloads, uncovered_instances
 
 __all__ = ["begin", "decide", "full_pool_score", "pool_states_for", "refused_until_card"]
 
@@ -137,7 +137,8 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
         actions.append(OpenBreaker(mem.safety.trip_reason))
     if not gated.read_only:
         actions += _acts(gated.launches, gated.terminations, observed,
-                         uncovered_instances(slots, observed, partition=s.partition))
+                         uncovered_instances(slots, observed, partition=s.partition),
+                         unclaimed_workloads(work.claims, observed, seen.market.pools, partition=s.partition))
         actions += [Publish(n) for n in mem.floor.check(planned.plans, observed, now)]
     deadlines = fallback_deadlines(wanted, desired) + [t + s.floor.hall_memory for t in mem.floor.lost.values()]
     return Decision(tuple(actions), mem, gated.read_only, planned.generation,
@@ -349,8 +350,9 @@ def _claims(seen: Observation, work: Normalised, planned: PlanSet) -> WriteClaim
 
 
 def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observed: Sequence[Observed],
-          uncovered: Mapping[tuple[str, bool], int]) -> list[Action]:
-    """The pass's launches (``reconcile.interleave``: deficit first, then fewest held first), then terminations."""
+          uncovered: Mapping[tuple[str, bool], int], unclaimed: Collection[str] = ()) -> list[Action]:
+    """The pass's launches (``reconcile.interleave``: uncovered claims, then the rest of the deficit, then moves;
+    fewest held first within each), then terminations."""
     notified: dict[SlotKey, list[str]] = defaultdict(list)
     held: dict[str, int] = defaultdict(int)
     for o in observed:
@@ -358,7 +360,7 @@ def _acts(launches: Sequence[Launch], terminations: Sequence[Terminate], observe
             notified[o.key].append(o.instance_id)
         if o.live:
             held[o.workload] += 1
-    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held, uncovered)),
+    return [*(Place(a, tuple(notified.get(a.key, []))) for a in interleave(launches, held, uncovered, unclaimed)),
             *terminations]
 
 

@@ -10,17 +10,18 @@ Notified instances do not count toward the plan, so a replacement is launched wh
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from contracts.pools import Pool
+from controllers.planning import Claim, WorkloadPlan, units_per_instance
 from controllers.planning import Purpose as PlanPurpose
-from controllers.planning import WorkloadPlan
 
 from .breaker import tier_rank
 from .model import Launch, Observed, Purpose, SlotKey, Terminate
 
-__all__ = ["Diff", "desired_slots", "diff", "interleave", "uncovered_instances"]
+__all__ = ["Diff", "desired_slots", "diff", "interleave", "unclaimed_workloads", "uncovered_instances"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -76,7 +77,8 @@ def diff(desired: Mapping[SlotKey, int], observed: Sequence[Observed], *, partit
 
 
 def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None,
-               uncovered: Mapping[tuple[str, bool], int] | None = None) -> list[Launch]:
+               uncovered: Mapping[tuple[str, bool], int] | None = None,
+               unclaimed: Collection[str] = ()) -> list[Launch]:
     """The launches in the order a pass makes them: deficit first, then in rounds, fewest held first.
 
     **Deficit first** (issue 18): a launch that covers a workload's *uncovered* instances (``uncovered``, per
@@ -89,6 +91,12 @@ def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None
     is a deficit launch when any of its instances covers an uncovered one. A launch straddling the boundary is not
     split: it is one multi-create, one token either way, and two would need two calls and two launch keys for one
     slot; the moved part of it only goes out earlier. Without ``uncovered`` every launch is a deficit launch.
+
+    **Claims first** among the deficit launches (issue 18): those of a workload whose claimed units its live
+    instances do not cover (``unclaimed``: a new claim, a noticed instance's units) go before deficit launches of
+    workloads whose claims are covered and whose plans still want instances (the spread a plan completes). At
+    20,000 in the fleet simulation a new claim of a workload holding many instances waited 13 throttled passes
+    (69 s) behind such completions of workloads holding fewer, right after the build.
 
     Within each class, the **rounds**: a workload's next slot (its floor first) is in round ``held + k`` — what
     it already holds (``held``, live instances per workload) plus its slots before this one — so every workload
@@ -110,8 +118,25 @@ def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None
             if left[cls] <= 0:
                 moves.add(n)
             left[cls] -= a.count
+    def band(n: int) -> int:   # 0: an uncovered claim's, 1: the rest of the deficit, 2: a move
+        return 2 if n in moves else 0 if launches[n].workload in unclaimed else 1
+
     return [launches[n] for n in sorted(range(len(launches)),
-                                        key=lambda n: (n in moves, rounds[n], tier_rank(launches[n].tier), n))]
+                                        key=lambda n: (band(n), rounds[n], tier_rank(launches[n].tier), n))]
+
+
+def unclaimed_workloads(claims: Iterable[Claim], observed: Sequence[Observed], pools: Mapping[str, Pool], *,
+                        partition: str) -> set[str]:
+    """The workloads whose claimed units their live instances of ``partition`` do not cover (units an instance
+    holds: ``units_per_instance`` of its pool; notified instances are leaving and do not count; an instance in a
+    pool not in ``pools`` counts for nothing)."""
+    contracts = {c.workload: c.contract for c in claims}
+    covered: dict[str, int] = defaultdict(int)
+    for o in observed:
+        contract, pool = contracts.get(o.workload), pools.get(o.pool)
+        if o.partition == partition and o.live and contract is not None and pool is not None:
+            covered[o.workload] += units_per_instance(pool, contract)
+    return {c.workload for c in claims if covered[c.workload] < c.units}
 
 
 def uncovered_instances(desired: Mapping[SlotKey, int], observed: Sequence[Observed], *,

@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 
 from controllers.controller.model import Observed, Purpose, SlotKey
-from controllers.controller.reconcile import diff, interleave, uncovered_instances
+from controllers.controller.reconcile import diff, interleave, unclaimed_workloads, uncovered_instances
+from controllers.planning import units_per_instance
 from tests.controllers.controller.helpers import PARTITION, T0
 
 R, F = Purpose.RECLAIMABLE, Purpose.FLOOR
@@ -96,3 +97,32 @@ def test_without_the_uncovered_counts_the_order_is_the_rounds_alone() -> None:
     slots = {SlotKey("big", "p01", R): 5, SlotKey("small", "p02", R): 2}
     d = diff(slots, [], partition=PARTITION, generation=1)
     assert [a.workload for a in interleave(d.launches, {"big": 20, "small": 2})] == ["small", "big"]
+
+
+def test_a_workload_whose_claim_is_uncovered_goes_before_plan_completions_of_workloads_holding_fewer() -> None:
+    """Right after the build (the fleet simulation at 20,000): ``spread`` holds 2 instances that cover its claim
+    but its plan wants 3 more pools; ``big`` holds 20 and a new claim wants 1 more instance."""
+    slots = {SlotKey("big", "p00", R): 20, SlotKey("big", "p01", R): 1, SlotKey("spread", "p00", R): 2,
+             SlotKey("spread", "p02", R): 3}
+    observed = _listing([("big", "p00", R, "active", 20), ("spread", "p00", R, "active", 2)])
+    d = diff(slots, observed, partition=PARTITION, generation=2, tiers={"big": "T3", "spread": "T3"})
+    uncovered = uncovered_instances(slots, observed, partition=PARTITION)
+    held = {"big": 20, "spread": 2}
+    assert [a.workload for a in interleave(d.launches, held, uncovered)] == ["spread", "big"]   # fewest held
+    assert [a.workload for a in interleave(d.launches, held, uncovered, {"big"})] == ["big", "spread"]
+
+
+def test_unclaimed_workloads_are_those_whose_live_instances_hold_fewer_units_than_the_claim() -> None:
+    from controllers.planning import Claim
+
+    from ..builders import contract, pool
+
+    pools = {"p00": pool("p00", vcpu=8), "p01": pool("p01", vcpu=4)}
+    a, b, c = (contract("T3", name=f"wk-{n}", vcpu=2) for n in "abc")
+    k8, k4 = (units_per_instance(pools[p], a) for p in ("p00", "p01"))
+    assert (k8, k4) == (4, 2)
+    observed = _listing([("wk-a", "p00", R, "active", 1), ("wk-b", "p01", R, "active", 1),
+                         ("wk-b", "p01", R, "notified", 1), ("wk-c", "p00", R, "active", 1)])
+    claims = [Claim(a, k8), Claim(b, k4 + 1), Claim(c, k8 + 1)]
+    # a: covered exactly; b: its noticed instance does not count; c: one unit short
+    assert unclaimed_workloads(claims, observed, pools, partition=PARTITION) == {"wk-b", "wk-c"}
