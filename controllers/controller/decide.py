@@ -109,9 +109,9 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
             mem.refused.add(item.item_id)
             actions.append(Publish(note))
     mem.refused_pools = refused_until_card(mem.refused_pools, seen.market.free_at)
-    states = pool_states_for(seen.market, observed, mem.floor.lost_pools(
-        {pid: p.hall for pid, p in seen.market.pools.items()}), _planned(mem.previous), mem.refused_pools)
-    planned = _plan(work, states, desired, mem, now, observed)
+    lost = mem.floor.lost_pools({pid: p.hall for pid, p in seen.market.pools.items()})
+    states = pool_states_for(seen.market, observed, lost, _planned(mem.previous), mem.refused_pools)
+    planned = _plan(work, states, desired, mem, now, observed, lost)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
     fallback_live: dict[SlotKey, int] = defaultdict(int)
@@ -261,18 +261,17 @@ def _after(launched_at: datetime | None, card_at: datetime | None) -> bool:
 
 
 def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: Memory, now: datetime,
-          observed: Sequence[Observed] = ()) -> PlanSet:
-    """Plan on the previous plan set; workloads with anything in a lost hall are re-planned now, from their plans
-    less the lost hall's allocations (short by those units: the planner keeps what they hold in the other halls
-    and places the rest there); in a pool whose room no longer covers what the previous plans want there, what
-    they want beyond what they hold yields (``unlaunched_yield``).
+          observed: Sequence[Observed] = (), lost: frozenset[str] | set[str] = frozenset()) -> PlanSet:
+    """Plan on the previous plan set; workloads with anything in a lost hall (``lost``: its pools) are re-planned
+    now, from their plans less the lost hall's allocations (short by those units: the planner keeps what they hold
+    in the other halls and places the rest there); in a pool whose room no longer covers what the previous plans
+    want there, what they want beyond what they hold yields (``unlaunched_yield``).
 
     (Dropping an affected plan, as before, re-planned it from scratch on the ranking in force: in the fleet
     simulation's hall reclaim every such workload's running instances in the *other* halls moved too, ~80 % of a
     partition wanted terminated at once, and each partition whose breaker had not tripped yet tripped then.)"""
     prev = mem.previous or PlanSet(generation=0, made_at=now, plans={})
-    lost = mem.floor.lost_pools({st.pool_id: st.pool.hall for st in states})
-    if mem.floor.affected(prev.plans, {st.pool_id: st.pool.hall for st in states}):
+    if lost and any(p.pools & lost for p in prev.plans.values()):   # else the very object: the planner's memo
         prev = replace(prev, plans={w: _cut(p, lost) for w, p in prev.plans.items()})
     prev = unlaunched_yield(prev, states, observed)
     planned = plan(work.claims, states, now, prev, desired.settings.planner)
@@ -280,7 +279,7 @@ def _plan(work: Normalised, states: Sequence[PoolState], desired: Desired, mem: 
     return planned
 
 
-def _cut(p: WorkloadPlan, pools: set[str]) -> WorkloadPlan:
+def _cut(p: WorkloadPlan, pools: Collection[str]) -> WorkloadPlan:
     """``p`` without its allocations in ``pools``, short by their units (floor units off the floor too)."""
     gone = [a for a in p.allocations if a.pool_id in pools]
     if not gone:

@@ -64,11 +64,6 @@ class FloorKeeper:
     def lost_pools(self, pool_halls: Mapping[str, str]) -> set[str]:
         return {pid for pid, hall in pool_halls.items() if hall in self.lost}
 
-    def affected(self, plans: Mapping[str, WorkloadPlan], pool_halls: Mapping[str, str]) -> set[str]:
-        """Workloads whose plan puts anything in a lost hall: re-plan them now."""
-        lost = self.lost_pools(pool_halls)
-        return {w for w, p in plans.items() if p.pools & lost}
-
     def check(self, plans: Mapping[str, WorkloadPlan], observed: Sequence[Observed], now: datetime) -> list[Note]:
         """Floor instances live versus planned; a workload back at its floor gets a floor-restored note."""
         live: dict[str, int] = defaultdict(int)
