@@ -58,6 +58,14 @@ def demand(c: Contract, n: int) -> tuple[WorkItem, ...]:
     return tuple(WorkItem("slurm", f"{c.workload}-{i}", c.ref, 4, 16, "pending") for i in range(n))
 
 
+def acting(desired: Desired, glance: Glance | None = None) -> Memory:
+    """A leader's memory past its read-only cycles, after ``begin`` on a first look (default: holding nothing)."""
+    memory = Memory.fresh(desired.settings)
+    memory.safety.cycles, memory.tenure = 2, 1
+    mem, _ = begin(glance or Glance(1, False, 0, (), {}), desired, memory, T0)
+    return mem
+
+
 def orphan(n: int) -> Observed:
     return Observed(f"o{n}", f"node-o{n}", "gone-workload", "p00", PARTITION, 1, Purpose.RECLAIMABLE, "active", "h1",
                     T0 - timedelta(hours=1))
@@ -357,10 +365,8 @@ LOSSY = contract("lossy", "T2", checkpoint={"mode": "periodic", "interval_min": 
 def test_a_loss_without_notice_is_published_with_the_wasted_work_from_launch_time_and_interval(
         was: str, charged: bool) -> None:
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(LOSSY))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
     glance = Glance(1, False, 0, (), {})
-    mem, _ = begin(glance, desired, memory, T0)
+    mem = acting(desired)
     gone = (Gone("i-9", "lossy", "p03", was, T0 - timedelta(minutes=95)),)
     d = decide(Observation(glance, {}, gone, (), market(), {}, {}, 0), desired, mem, T0)
     lost = [n for n in d.notes if n.kind == "lost"]
@@ -414,10 +420,8 @@ def test_a_lost_instance_whose_pool_others_filled_is_placed_elsewhere_not_relaun
     from dataclasses import replace as with_
 
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
     glance = Glance(1, False, 0, (), {})
-    mem, _ = begin(glance, desired, memory, T0)
+    mem = acting(desired)
     work = demand(ETL, 40)
     first = decide(Observation(glance, {}, (), work, market(), {}, {}, 0), desired, mem, T0)
     halls = {p.pool_id: p.hall for p in POOLS}

@@ -13,14 +13,14 @@ from datetime import datetime, timedelta
 import pytest
 
 from controllers.controller.decide import begin, decide, full_pool_score, pool_states_for
-from controllers.controller.decision import Decision, Desired, Memory, Place, WritePlans
+from controllers.controller.decision import Decision, Desired, Place, WritePlans
 from controllers.controller.exclusion import FULL, RECLAIM, ExclusionWatcher, Signal
 from controllers.controller.model import Observed, Purpose, Terminate
 from controllers.controller.observe import Glance, Market, Observation
 from controllers.controller.settings import ControllerSettings
 from controllers.controller.store import InputsInForce
 from tests.controllers.controller.helpers import PARTITION, T0, contracts
-from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, demand, market, row
+from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
 
 def _sig(kind: str, minute: float, n: int = 0, age_s: float | None = None) -> Signal:
@@ -103,9 +103,7 @@ def test_the_room_of_a_full_pool_is_what_the_plans_hold_there(planned: dict[tupl
 def _two_passes(inputs: InputsInForce) -> tuple[Decision, Decision, str]:
     """Place ``etl`` and ``train``; then exclude the pool ``etl`` holds most in, with every instance running."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
-    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    mem = acting(desired)
     work = demand(TRAIN, 40) + demand(ETL, 40)
     first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), work, market(), {}, {}, 0), desired, mem, T0)
     halls = {p.pool_id: p.hall for p in POOLS}
@@ -186,9 +184,7 @@ def _shrink(card_at: datetime) -> tuple[int, int]:
     in force taken at ``card_at`` shows it with room, and the claim falls to 20: the units p00 keeps, before
     and after."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
-    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    mem = acting(desired)
     mkt = replace(market(), free_at=card_at, inputs=InputsInForce(_SCORES, {}, set(), set(), depth=_DEPTH))
     first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), demand(ETL, 40), mkt, {}, {}, 0), desired, mem,
                    T0)

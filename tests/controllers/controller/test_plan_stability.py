@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from controllers.controller.decide import begin, decide, unlaunched_yield
-from controllers.controller.decision import Desired, Memory, Place, WritePlans
+from controllers.controller.decision import Desired, Place, WritePlans
 from controllers.controller.model import Observed, Purpose, Terminate
 from controllers.controller.observe import Glance, Observation
 from controllers.controller.settings import ControllerSettings
@@ -22,7 +22,7 @@ from controllers.planning import Allocation, PlanSet, PoolState, Strategy, Workl
 from controllers.planning import Purpose as PlanPurpose
 from tests.controllers.builders import pool
 from tests.controllers.controller.helpers import PARTITION, T0, contracts
-from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, demand, market, row
+from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
 R = PlanPurpose.RECLAIMABLE
 
@@ -71,9 +71,7 @@ def test_through_the_controller_a_full_pool_keeps_a_lower_priority_workload_s_ru
     as full (its room: what the plans hold there, 6). On main the planner re-planned etl (lower priority) on the
     room train's 4 unlaunched left: 4 of etl's running instances surplus, and the next pass the next workload."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
-    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    mem = acting(desired)
     work = demand(TRAIN, 40) + demand(ETL, 40)
     first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), work, market(), {}, {}, 0), desired, mem, T0)
     in_p00 = {p.launch.workload: p.launch.count for p in first.of(Place) if p.launch.key.pool == "p00"}
@@ -105,9 +103,7 @@ def test_a_lost_hall_re_plans_its_workloads_without_moving_what_runs_in_the_othe
     less the h1 allocations. Made from scratch instead (main), the re-plan moved running units in h2 and h3 too
     when the ranking had moved since: the fleet simulation's hall reclaim tripped the breakers on it."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
-    mem, _ = begin(Glance(1, False, 0, (), {}), desired, memory, T0)
+    mem = acting(desired)
     work = demand(TRAIN, 40) + demand(ETL, 40)
     first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), work, market(), {}, {}, 0), desired, mem, T0)
     halls = {p.pool_id: p.hall for p in POOLS}

@@ -18,7 +18,7 @@ from controllers.controller.model import Launch, Observed, Purpose, SlotKey
 from controllers.controller.observe import Glance, Observation
 from controllers.controller.settings import ControllerSettings
 from tests.controllers.controller.helpers import PARTITION, T0, contracts
-from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, demand, market, world
+from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, world
 
 REFUSED_AT = T0 + timedelta(seconds=30)
 
@@ -59,10 +59,8 @@ def _after_a_refusal(card_at: datetime) -> tuple[Decision, str]:
     refused for capacity (``REFUSED_AT``); the next pass, with the rate card taken at ``card_at`` still showing
     room there."""
     desired = Desired(ControllerSettings("r1", PARTITION), contracts(TRAIN, ETL))
-    memory = Memory.fresh(desired.settings)
-    memory.safety.cycles, memory.tenure = 2, 1
     glance = Glance(1, False, 0, (), {})
-    mem, _ = begin(glance, desired, memory, T0)
+    mem = acting(desired)
     work = demand(ETL, 40)
     first = decide(Observation(glance, {}, (), work, replace(market(), free_at=T0), {}, {}, 0), desired, mem, T0)
     halls = {p.pool_id: p.hall for p in POOLS}
