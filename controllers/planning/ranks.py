@@ -33,20 +33,11 @@ _UNITS_BOUND = 10**4
 class Keys:
     """Per-pool integer columns (scaled rate, score rank, id rank) and the rank orders they give."""
 
-    __slots__ = ("after_rate", "by_score", "id_rank", "n", "rate", "score", "scores", "ties")
+    __slots__ = ("after_rate", "id_rank", "n", "rate", "score", "scores")
 
     def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int]) -> None:
         self.rate, self.score, self.scores, self.id_rank, self.n = rate, score, scores, id_rank, len(id_rank)
         self.after_rate = [s * self.n + r for s, r in zip(score, id_rank, strict=True)]  # (score, id) as one integer
-        # every pool by best score, then pool id; the pools of one score, by the first of them, where several
-        self.by_score = sorted(range(self.n), key=self.after_rate.__getitem__)
-        self.ties: dict[int, list[int]] = {}
-        first = -1
-        for at, i in enumerate(self.by_score):
-            if at and score[self.by_score[at - 1]] == score[i]:
-                self.ties.setdefault(first, [first]).append(i)
-            else:
-                first = i
 
     @classmethod
     def of(cls, rates: Sequence[Decimal], scores: Sequence[float], id_rank: list[int]) -> Keys | None:
@@ -68,22 +59,28 @@ class Keys:
     def depth(self, entries: list[Entry]) -> list[Entry] | None:
         """Best score, then rate per unit, then pool id.
 
-        The pools by score and id (``by_score``) that are entries; then the entries of one score (``ties``)
-        re-sorted by rate per unit and id where several of them are entries (they are adjacent by then).
+        The entries by score and id (one integer each, ``after_rate``); then the runs of entries of one score
+        re-sorted by rate per unit and id, where there are such runs (the distinct scores tell).
         """
         if not entries or max(k for _, k in entries) >= _UNITS_BOUND:
             return None
-        entry, rate, ids = {e[0]: e for e in entries}, self.rate, self.id_rank
-        ranked = [entry[i] for i in self.by_score if i in entry]
-        where: dict[int, int] | None = None
-        for run in self.ties.values():
-            tied = [entry[j] for j in run if j in entry]
-            if len(tied) > 1:
-                if where is None:
-                    where = {e[0]: at for at, e in enumerate(ranked)}
-                start = where[tied[0][0]]
+        after = self.after_rate
+        keys = [after[i] for i, _ in entries]
+        ranked = [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]
+        score = self.score
+        scores = [score[i] for i, _ in ranked]
+        if len(set(scores)) == len(scores):
+            return ranked
+        rate, ids, n, start = self.rate, self.id_rank, len(ranked), 0
+        while start < n:
+            end = start + 1
+            while end < n and scores[end] == scores[start]:
+                end += 1
+            if end - start > 1:
+                tied = ranked[start:end]
                 lcm = math.lcm(*(k for _, k in tied))
-                ranked[start:start + len(tied)] = sorted(tied, key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
+                ranked[start:end] = sorted(tied, key=lambda e: (rate[e[0]] * (lcm // e[1]), ids[e[0]]))
+            start = end
         return ranked
 
     def price(self, entries: list[Entry]) -> list[Entry] | None:
