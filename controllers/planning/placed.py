@@ -29,14 +29,15 @@ class Placed:
     not pairs: a plan makes thousands of fills.
     """
 
-    __slots__ = ("_allocations", "_cost", "instances", "last", "live", "needs", "notes", "placed", "pools", "rank",
-                 "short")
+    __slots__ = ("_allocations", "_cost", "instances", "k", "last", "live", "needs", "notes", "placed", "pools",
+                 "rank", "short")
 
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
                  notes: tuple[str, ...] = ()) -> None:
         self.placed, self.short, self.notes = placed, short, notes
         self.pools = placed
         self.instances = [-(-units // k[i]) for i, units in placed.items()]
+        self.k = k  # units an instance, by pool index (the shape's)
         self.rank = rank  # each pool's position in pool id order
         self.needs = self.instances
         self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
@@ -57,9 +58,10 @@ class Placed:
             ids, rate, rank = table.ids, table.rate, self.rank
             made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
             self._allocations = out = []
-            # (rank, pool, units, instances): ranks are distinct, so the sort compares them alone
-            for _, i, units, n in sorted(zip(map(rank.__getitem__, self.pools), self.pools, self.placed.values(),
-                                             self.instances, strict=True)):
+            placed, k = self.placed, self.k
+            for i in sorted(placed, key=rank.__getitem__):  # in pool id order
+                units = placed[i]
+                n = -(-units // k[i])
                 key = (i, units, n)
                 a = made.get(key)
                 if a is None:

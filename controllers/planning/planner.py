@@ -93,29 +93,32 @@ def _floor_wanted(claim: Claim) -> int:
 def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTable,
               config: PlannerConfig) -> WorkloadPlan:
     """The plan of ``claim`` from scratch (``strategy`` and ``floor_units``: the claim's, as the caller has them)."""
-    contract = claim.contract
-    notes: list[str] = []
+    contract, caps = claim.contract, config.caps
+    if floor_units > 0:
+        floor = shared_floor(floor_units, table.guaranteed(contract), caps, table)
+        allocations = floor.allocations(Purpose.FLOOR, table)
+        table.take_all(floor.pools, floor.instances)
+        notes = floor.notes
+        target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
+    else:
+        floor, allocations, notes, target = NOTHING, [], (), claim.units
 
-    floor = shared_floor(floor_units, table.guaranteed(contract), config.caps, table) if floor_units > 0 else NOTHING
-    notes += floor.notes
-    allocations = floor.allocations(Purpose.FLOOR, table)
-    table.take_all(floor.pools, floor.instances)
-
-    target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     shape = table.reclaimable(contract)
-    if shape.live < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
-        notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed = shared_fill(target, shape, strategy, config.caps, table)
-    shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
-    cheapest = placed if shadow is strategy else shared_fill(target, shape, shadow, config.caps, table)
-    reclaim = placed.allocations(Purpose.RECLAIMABLE, table)
+    if shape.live < caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
+        notes += (f"only {shape.live} eligible pool(s) with capacity, fewer than {caps.min_pools}",)
+    placed = shared_fill(target, shape, strategy, caps, table)
+    if strategy is Strategy.DEPTH_FIRST or strategy is Strategy.CAPACITY_OPTIMISED:
+        cheapest = shared_fill(target, shape, Strategy.PRICE_FIRST, caps, table)  # the price-first shadow
+    else:  # price-first is its own shadow; single-cheapest too
+        cheapest = placed
     cheapest_cost = cheapest.cost(table)
     table.take_all(placed.pools, placed.instances)
     short = placed.short
     if short:
-        notes.append(f"{short} unit(s) short: caps or capacity exhausted")
-    return workload_plan(contract.workload, claim.digest, strategy, tuple(allocations + reclaim), claim.units,
-                         floor_units - floor.short, short, cheapest_cost, tuple(notes))
+        notes += (f"{short} unit(s) short: caps or capacity exhausted",)
+    return workload_plan(contract.workload, claim.digest, strategy,
+                         tuple(allocations + placed.allocations(Purpose.RECLAIMABLE, table)), claim.units,
+                         floor_units - floor.short, short, cheapest_cost, notes)
 
 
 def _same_contract(prev: WorkloadPlan, claim: Claim, strategy: Strategy) -> bool:
@@ -203,10 +206,12 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
         get = held.get
         start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)]
         table = PoolTable(static, list(start))
+        fixed, price_first = config.strategy, PlacementStrategy.PRICE_FIRST
         for claim in todo:
             name = claim.workload
             prev = old.get(name)
-            strategy = _strategy(claim.contract, config)
+            strategy = fixed or (Strategy.PRICE_FIRST if claim.contract.placement_strategy is price_first
+                                 else Strategy.DEPTH_FIRST)  # _strategy, inlined: a plan asks it thousands of times
             if prev is None or not _same_contract(prev, claim, strategy):
                 floor_units = _floor_wanted(claim)
                 new = plans[name] = _plan_one(claim, strategy, floor_units, table, config)

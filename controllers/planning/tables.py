@@ -157,13 +157,15 @@ class Static:
 
     def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
         self.states = tuple(pools)
-        self.ids = [s.pool_id for s in self.states]
+        catalogue = [s.pool for s in self.states]
+        self.ids = [p.pool_id for p in catalogue]
         self.id_rank = [0] * len(self.ids)  # each pool's position in pool id order
         for rank, i in enumerate(sorted(range(len(self.ids)), key=self.ids.__getitem__)):
             self.id_rank[i] = rank
-        self.rate = [s.rate_eur_h for s in self.states]
-        self.hall = [s.pool.hall for s in self.states]
-        self.group = [s.group_id for s in self.states]
+        self.rate = [p.rate_eur_h if s.rate_override is None else s.rate_override
+                     for s, p in zip(self.states, catalogue, strict=True)]  # PoolState.rate_eur_h, inlined
+        self.hall = [p.hall for p in catalogue]
+        self.group = [s.group or p.aggregate for s, p in zip(self.states, catalogue, strict=True)]  # .group_id
         self.score = [s.score for s in self.states]
         self.probation = [s.probation for s in self.states]
         self.available = [s.available_instances for s in self.states]
@@ -180,7 +182,6 @@ class Static:
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.fits: dict[tuple[object, ...], list[Entry]] = {}
-        catalogue = [s.pool for s in self.states]
         self.vcpu = [p.vcpu for p in catalogue]
         self.memory = [p.memory_gib for p in catalogue]
         self.gpu = [p.gpu for p in catalogue]
@@ -188,6 +189,10 @@ class Static:
         self.sku = [p.sku_family for p in catalogue]
         self.size = [p.size for p in catalogue]
         self.business_unit = [p.business_unit for p in catalogue]
+        # each pool's flavour (vCPU, memory, GPU) by number: units per instance are computed once a flavour
+        flavours: dict[tuple[int, int, int], int] = {}
+        self.flavour = [flavours.setdefault((p.vcpu, p.memory_gib, p.gpu), len(flavours)) for p in catalogue]
+        self.flavours = list(flavours)
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
     @property
@@ -271,16 +276,10 @@ class PoolTable:
         fits = self.static.fits.get(key)
         if fits is None:
             st, v, m, g = self.static, r.vcpu, r.memory_gib, r.gpu
-            vcpu, memory, gpu, base = st.vcpu, st.memory, st.gpu, self._base(kind, region)
-            fits = []
-            for i in base:  # min() of two or three, without the call
-                k, by_memory = vcpu[i] // v, memory[i] // m
-                if by_memory < k:
-                    k = by_memory
-                if g and gpu[i] // g < k:
-                    k = gpu[i] // g
-                if k > 0:
-                    fits.append((i, k))
+            per_flavour = [min(vcpu // v, memory // m, gpu // g) if g else min(vcpu // v, memory // m)
+                           for vcpu, memory, gpu in st.flavours]
+            base, flavour = self._base(kind, region), st.flavour
+            fits = [(i, k) for i, k in zip(base, [per_flavour[flavour[i]] for i in base], strict=True) if k > 0]
             st.fits[key] = fits
         return fits
 
