@@ -33,10 +33,11 @@ class Placed:
                  "rank", "short")
 
     def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
-                 notes: tuple[str, ...] = ()) -> None:
+                 notes: tuple[str, ...] = (), instances: list[int] | None = None) -> None:
         self.placed, self.short, self.notes = placed, short, notes
         self.pools = placed
-        self.instances = [-(-units // k[i]) for i, units in placed.items()]
+        # ``instances``: the fill's own count, when it made one (the walk does, in the order it placed)
+        self.instances = [-(-units // k[i]) for i, units in placed.items()] if instances is None else instances
         self.k = k  # units an instance, by pool index (the shape's)
         self.rank = rank  # each pool's position in pool id order
         self.needs = self.instances

@@ -139,7 +139,7 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
 
 def fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> tuple[dict[int, int], int]:
     """Place ``target`` units on the shape's pools with capacity left: units per pool index, shortfall."""
-    placed, short, _ = _fill(target, shape, strategy, caps, table)
+    placed, short, _, _ = _fill(target, shape, strategy, caps, table)
     return placed, short
 
 
@@ -155,8 +155,8 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
         if done is not None and done.valid(table.residual) and (
                 done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table)):
             return done
-    placed, short, last = _fill(target, shape, strategy, caps, table)
-    done = Placed(placed, short, shape.k, table.id_rank)
+    placed, short, last, instances = _fill(target, shape, strategy, caps, table)
+    done = Placed(placed, short, shape.k, table.id_rank, instances=instances)
     if memo and last >= 0:
         done.live, done.last = shape.live, last
         shape.fills[key] = done
@@ -200,15 +200,17 @@ def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[in
 
 
 def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
-          table: PoolTable) -> tuple[dict[int, int], int, int]:
-    """The fill, and the last rank it read when another fill of the same target may reuse it, else -1.
+          table: PoolTable) -> tuple[dict[int, int], int, int, list[int] | None]:
+    """The fill, the last rank it read when another fill may reuse it (else -1), the instances it counted.
 
-    It may when the first pass placed everything before the last ``min_pools - 1`` candidates (the only ones
-    whose reserve depends on the pools after them): then what it placed depends on the pools it read (their
-    order, which the shape's live hall count and pools that ran out decide, and their capacity) and nothing else.
+    The instances it takes of each pool come when the fill counted them (``_walk``), else None. Another fill of
+    the same target may reuse it when the first pass placed everything before the last ``min_pools - 1``
+    candidates (the only ones whose reserve depends on the pools after them): then what it placed depends on the
+    pools it read (their order, which the shape's live hall count and pools that ran out decide, and their
+    capacity) and nothing else.
     """
     if target <= 0:
-        return {}, 0, -1
+        return {}, 0, -1, None
     key = (target, shape.halls, strategy is Strategy.SINGLE_CHEAPEST)
     limits = table.limits.get(key)
     if limits is None:
@@ -217,11 +219,11 @@ def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
         walked = _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
         if walked is not None:
             return walked
-    return _scan(target, shape, strategy, limits, table)
+    return (*_scan(target, shape, strategy, limits, table), None)
 
 
 def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, int, int, int],
-          table: PoolTable) -> tuple[dict[int, int], int, int] | None:
+          table: PoolTable) -> tuple[dict[int, int], int, int, list[int]] | None:
     """Depth-first and price-first when the first pass places everything (else None, and ``_scan`` does it).
 
     The same walk as ``_scan`` without what only its last candidates need: it merges the lanes of the pools that
@@ -234,7 +236,7 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     order = table.order(shape, price_first)
     residual, group, probation, live = table.residual, table.static.group_no, table.probation, shape.live
     cut = min(pool_cap, shape.max_k)
-    entries, hall, pop, push = order.entries, table.static.hall_no, heapq.heappop, heapq.heappush
+    entries, hall, pop, replace = order.entries, table.static.hall_no, heapq.heappop, heapq.heapreplace
     built = shape.heaps.get((price_first, cut))
     if built is None:  # the lanes' first pools with capacity, unchanged while none ran out
         built = shape.heaps[(price_first, cut)] = (live, *_heads(
@@ -251,16 +253,18 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         built = shape.heaps[(price_first, cut)] = (live, heads, following)
     heads, following = list(built[1]), built[2]
     placed: dict[int, int] = {}
+    instances: list[int] = []  # of each pool placed, in the same order
     group_used = [0] * table.static.groups  # units per correlation group and per hall, by their numbers
     hall_used = [0] * table.static.halls
     remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
     beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
     while heads:
-        pos = pop(heads)
+        pos = heads[0]  # the next candidate: popped, or replaced by its lane's next, below
         i, k = entries[pos]
         h = hall[i]
         in_hall = hall_used[h]
         if in_hall >= hall_cap:
+            pop(heads)
             continue
         if pos > beyond:
             return None
@@ -282,16 +286,19 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         if units > 0:
             need -= 1
             placed[i] = units
+            instances.append(-(-units // k))
             group_used[g] = in_group + units
             hall_used[h] = in_hall + units
             remaining -= units
             if remaining == 0:
-                return placed, 0, pos
+                return placed, 0, pos, instances
         pos = following[pos]
         while pos >= 0 and residual[entries[pos][0]] <= 0:
             pos = following[pos]
         if pos >= 0:
-            push(heads, pos)
+            replace(heads, pos)  # one sift instead of a pop's and a push's
+        else:
+            pop(heads)
     return None
 
 
