@@ -46,39 +46,39 @@ class Order:
 
     __slots__ = ("entries", "first", "hall", "next", "next_k")
 
-    def __init__(self, entries: list[Entry], hall: list[str]) -> None:
+    def __init__(self, entries: list[Entry], hall: list[str], hall_no: list[int], halls: int) -> None:
         self.entries = entries
         self.hall = hall
         self.first: dict[tuple[str, int], int] = {}
-        self.next, self.next_k = self._link()
+        self.next, self.next_k = self._link(hall_no, halls)
 
-    def _link(self) -> tuple[list[int], list[int]]:
+    def _link(self, hall_no: list[int], halls: int) -> tuple[list[int], list[int]]:
         """Both lanes' links in one pass: the (hall, 0) lanes and, within each hall, the (hall, k) lanes.
 
         Nearly every fill of a shape needs both (the split ones when its pool cap is below the biggest
-        instance), so they are built together, and a lane within a hall is keyed by its small integer ``k``.
+        instance), so they are built together. A lane's last position so far is kept in a list indexed by the
+        hall's number (and ``k``): ``hall_no`` numbers the halls 0..``halls - 1``.
         """
         entries, hall, first = self.entries, self.hall, self.first
         following, following_k = [-1] * len(entries), [-1] * len(entries)
-        last: dict[str, int] = {}  # per hall, its last position so far
-        last_k: dict[str, dict[int, int]] = {}  # per hall and units an instance, the same
-        for pos in range(len(entries)):
-            i, k = entries[pos]
-            h = hall[i]
-            before = last.get(h)
-            if before is None:
-                first[(h, 0)] = pos
-                last_k[h] = lanes = {}
+        width = max(map(operator.itemgetter(1), entries), default=0) + 1
+        last = [-1] * halls  # per hall, its last position so far
+        last_k = [-1] * (halls * width)  # per hall and units an instance, the same
+        for pos, (i, k) in enumerate(entries):
+            h = hall_no[i]
+            before = last[h]
+            if before < 0:
+                first[(hall[i], 0)] = pos
             else:
                 following[before] = pos
-                lanes = last_k[h]
             last[h] = pos
-            before = lanes.get(k)
-            if before is None:
-                first[(h, k)] = pos
+            lane = h * width + k
+            before = last_k[lane]
+            if before < 0:
+                first[(hall[i], k)] = pos
             else:
                 following_k[before] = pos
-            lanes[k] = pos
+            last_k[lane] = pos
         return following, following_k
 
     def split(self) -> list[int]:
@@ -365,5 +365,5 @@ class PoolTable:
                     ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
                 else:
                     ranked = sorted(shape.entries, key=lambda e: (-score[e[0]], rate[e[0]] / e[1], ids[e[0]]))
-            order = shape.orders[key] = Order(ranked, self.hall)
+            order = shape.orders[key] = Order(ranked, self.hall, self.static.hall_no, self.static.halls)
         return order
