@@ -48,7 +48,7 @@ class Placed:
 
     def valid(self, residual: list[int]) -> bool:
         """Whether every pool the fill relied on still has the instances it relied on."""
-        for i, n in zip(self.pools, self.needs, strict=True):  # noqa: SIM110 (a loop: faster than all())
+        for i, n in zip(self.pools, self.needs, strict=False):  # noqa: SIM110 (a loop: faster than all())
             if residual[i] < n:
                 return False
         return True
@@ -74,7 +74,7 @@ class Placed:
         """What the placement costs per hour (EUR/h)."""
         if self._cost is None:
             rate, cost = table.rate, Decimal(0)
-            for i, n in zip(self.pools, self.instances, strict=True):
+            for i, n in zip(self.pools, self.instances, strict=False):
                 cost += rate[i] * n
             self._cost = cost
         return self._cost

@@ -23,7 +23,6 @@ same as they were before both (``tests/controllers/planning/test_equivalence.py`
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,7 +86,7 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
 
 
 def _floor_wanted(claim: Claim) -> int:
-    return math.ceil(claim.units * claim.contract.floor_pct / 100)
+    return -(-claim.units * claim.contract.floor_pct // 100)  # ceil(units x floor_pct / 100), in integers
 
 
 def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTable,

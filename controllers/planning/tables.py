@@ -12,6 +12,7 @@ shrinks within a plan, so a pool that ran out stays out and the rank orders drop
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -182,6 +183,7 @@ class Static:
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.fits: dict[tuple[object, ...], list[Entry]] = {}
+        self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
         self.vcpu = [p.vcpu for p in catalogue]
         self.memory = [p.memory_gib for p in catalogue]
         self.gpu = [p.gpu for p in catalogue]
@@ -241,7 +243,7 @@ class PoolTable:
     def take_all(self, pools: Iterable[int], instances: list[int]) -> None:
         """``take`` the instances of each pool."""
         residual = self.residual
-        for i, n in zip(pools, instances, strict=True):
+        for i, n in zip(pools, instances, strict=False):  # parallel by construction (Placed)
             before = residual[i]
             residual[i] = before - n
             if before > 0 >= before - n:
@@ -271,17 +273,33 @@ class PoolTable:
         return base
 
     def _fits(self, kind: str, region: str, r: Resources) -> list[Entry]:
-        """The pools of ``_base(kind, region)`` one unit of ``r`` fits in, with units per instance."""
+        """The pools of ``_base(kind, region)`` one unit of ``r`` fits in, with units per instance.
+
+        Grouped by flavour (units per instance are the flavour's), in the order of each flavour's first pool.
+        """
         key = (kind, region, r.vcpu, r.memory_gib, r.gpu)
         fits = self.static.fits.get(key)
         if fits is None:
-            st, v, m, g = self.static, r.vcpu, r.memory_gib, r.gpu
-            per_flavour = [min(vcpu // v, memory // m, gpu // g) if g else min(vcpu // v, memory // m)
-                           for vcpu, memory, gpu in st.flavours]
-            base, flavour = self._base(kind, region), st.flavour
-            fits = [(i, k) for i, k in zip(base, [per_flavour[flavour[i]] for i in base], strict=True) if k > 0]
-            st.fits[key] = fits
+            v, m, g = r.vcpu, r.memory_gib, r.gpu
+            fits = []
+            for (vcpu, memory, gpu), pools in self._by_flavour(kind, region).items():
+                k = min(vcpu // v, memory // m, gpu // g) if g else min(vcpu // v, memory // m)
+                if k > 0:
+                    fits += zip(pools, itertools.repeat(k, len(pools)), strict=True)
+            self.static.fits[key] = fits
         return fits
+
+    def _by_flavour(self, kind: str, region: str) -> dict[tuple[int, int, int], list[int]]:
+        """``_base(kind, region)`` by flavour (vCPU, memory, GPU), each in pool order (computed once per table)."""
+        key = (kind, region)
+        groups = self.static.base_flavours.get(key)
+        if groups is None:
+            st = self.static
+            flavours, flavour = st.flavours, st.flavour
+            groups = st.base_flavours[key] = {}
+            for i in self._base(kind, region):
+                groups.setdefault(flavours[flavour[i]], []).append(i)
+        return groups
 
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
