@@ -30,6 +30,7 @@ class EventKind(StrEnum):
     PLACED = "placed"
     LAUNCHED = "launched"
     LAUNCH_FAILED = "launch-failed"
+    LAUNCH_DEFERRED = "launch-deferred"  # not tried: its pool refused another launch for capacity this pass
     NOTICE = "notice"
     ADVISORY = "advisory"
     ADVISORY_LAPSED = "advisory-lapsed"

@@ -28,6 +28,7 @@ from contracts.events import Event
 from contracts.provider import LaunchRequest, OwnerTags, Provider
 from contracts.provider_errors import CapacityUnavailable, NotFound, NotOwned, ProviderError, QuotaExceeded, Throttled
 from contracts.schema import Contract
+from contracts.subjects import EventKind
 
 from . import approval_store, ledger
 from .agent_versions import choose_agent
@@ -66,6 +67,21 @@ class _Run:
     throttled: bool = False
     done: set[str] = field(default_factory=set)     # launch keys and instance ids acted on this pass
     full: set[str] = field(default_factory=set)     # pools a launch of this pass was refused for capacity
+    # launches not tried because their pool was in ``full``: (pool, workload) -> [launches, instances]
+    deferred: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+
+    def defer(self, pool: str, workload: str, instances: int) -> None:
+        """A launch of ``instances`` into ``pool`` for ``workload`` not tried: the pool refused one this pass."""
+        counts = self.deferred.setdefault((pool, workload), [0, 0])
+        counts[0] += 1
+        counts[1] += instances
+
+    def deferred_notes(self) -> list[Note]:
+        """One ``launch-deferred`` event per pool and workload whose launches the pass did not try."""
+        return [Note(str(EventKind.LAUNCH_DEFERRED), "the pool refused a launch for capacity earlier in this pass; "
+                     "the next pass decides again", workload, pool,
+                     attributes={"launches": launches, "instances": instances})
+                for (pool, workload), (launches, instances) in sorted(self.deferred.items())]
 
 
 class Actuator:
@@ -86,6 +102,7 @@ class Actuator:
         if decision.gated is not None:
             decision.memory.safety.done(decision.gated, run.launched, run.terminated, now)
         decision.memory.refused_pools.update(dict.fromkeys(run.full, now))
+        run.notes += run.deferred_notes()
         self.store.emit([self._event(n, now) for n in run.notes])
         self.store.cycle(self.s.holder, now, decision.read_only, run.launched, run.terminated, decision.held,
                          decision.generation)
@@ -123,7 +140,9 @@ class Actuator:
         if run.throttled or (key and key in run.done):
             return
         if isinstance(action, Place) and action.launch.key.pool in run.full:
-            return   # the pool refused a launch for capacity this pass: no token on another into it
+            # the pool refused a launch for capacity this pass: no token on another into it, said in one event
+            run.defer(action.launch.key.pool, action.launch.workload, action.launch.count)
+            return
         run.done.add(key)
         try:
             if isinstance(action, Place):
@@ -210,6 +229,7 @@ class Actuator:
     def _fallback(self, action: StartFallback, run: _Run, now: datetime) -> None:
         fl = action.launch
         if fl.pool_id in run.full:
+            run.defer(fl.pool_id, fl.workload, fl.count)
             return   # refused for capacity this pass: nothing reserved, no token spent
         try:
             rid = ledger.reserve(self.conn, fl.workload, self.s.region, fl.amount_eur, action.cap_eur, now,

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from contracts.events import Event
 from contracts.provider import LaunchRequest, OwnerTags
 from controllers.controller.decide import begin, decide, pool_states_for, refused_until_card
 from controllers.controller.decision import Decision, Desired, Memory, Place
@@ -108,6 +109,7 @@ def test_apply_makes_no_other_launch_into_a_pool_that_refused_one_this_pass() ->
     assert report.launched == 1 and not report.throttled
     assert w.provider.bucket.spent == 2, "the refused launch and the one elsewhere; none on the second into the pool"
     assert d.memory.refused_pools == {full: T0}
+    assert report.events.count("launch-deferred") == 1, report.events
     again = w.actuator().apply(replace(d, actions=(place(full, 1, "next-pass"),),
                                        memory=Memory.fresh(ControllerSettings("r1", PARTITION))), T0)
     assert again.launched == 1, "a later pass decides afresh: the skip is this pass's"
@@ -123,3 +125,28 @@ def test_the_request_the_region_refuses() -> None:
     with pytest.raises(CapacityUnavailable):
         w.region.launch(LaunchRequest(pool_id=pid, count=free + 1, owner=OwnerTags(
             workload="etl", pool=pid, partition=PARTITION, generation=1), metadata={}))
+
+
+def test_the_launches_a_refusal_deferred_are_said_in_one_event_per_pool_and_workload() -> None:
+    """A skipped launch is not lost silently: the pass says which workloads' launches into the refused pool it did
+    not try, and how many instances, as ``launch-deferred`` (not ``launch-failed``: nothing was tried, so nothing
+    counts toward the pool's exclusion for thrash)."""
+    w = world(10)
+    emitted: list[Event] = []
+    w.store.emit = emitted.extend  # type: ignore[attr-defined]
+    pools = [p.pool_id for p in w.region.catalogue().pools if p.purchase_model.value == "reclaimable"]
+    full = pools[0]
+    free = next(e.free_instances for e in w.region.rate_card().entries if e.pool_id == full)
+
+    def place(n: int, key: str, workload: str) -> Place:
+        return Place(Launch(SlotKey(workload, full, Purpose.RECLAIMABLE), n, PARTITION, 1, "T3", "plan", key))
+
+    d = Decision((place(free + 1, "too-many", "etl"), place(2, "etl-2", "etl"), place(3, "etl-3", "etl"),
+                  place(1, "train-1", "train")),
+                 Memory.fresh(ControllerSettings("r1", PARTITION)), False, 1, 0)
+    report = w.actuator().apply(d, T0)
+    assert report.launched == 0
+    deferred = sorted((e.workload, e.pool, dict(e.attributes)) for e in emitted if e.kind == "launch-deferred")
+    assert deferred == [("etl", full, {"launches": 2, "instances": 5}),
+                        ("train", full, {"launches": 1, "instances": 1})]
+    assert [str(e.kind) for e in emitted].count("launch-failed") == 1, "only the launch that was tried failed"
