@@ -284,10 +284,17 @@ def _cut(p: WorkloadPlan, pools: Collection[str]) -> WorkloadPlan:
     gone = [a for a in p.allocations if a.pool_id in pools]
     if not gone:
         return p
-    floor = sum(a.units for a in gone if a.purpose is PlanPurpose.FLOOR)
-    return replace(p, allocations=tuple(a for a in p.allocations if a.pool_id not in pools),
-                   floor_units=max(0, p.floor_units - floor),
-                   shortfall_units=p.shortfall_units + sum(a.units for a in gone))
+    return _shortened(p, tuple(a for a in p.allocations if a.pool_id not in pools), sum(a.units for a in gone),
+                      sum(a.units for a in gone if a.purpose is PlanPurpose.FLOOR))
+
+
+def _shortened(p: WorkloadPlan, kept: tuple[Allocation, ...], cut: int, floor_cut: int) -> WorkloadPlan:
+    """``p`` holding only ``kept``: ``cut`` units more short, ``floor_cut`` of them off its floor.
+
+    What a plan becomes when the controller takes allocations out of it between planner passes (a lost hall,
+    room that was never there): the planner then re-plans it, keeping what it holds and placing the rest."""
+    return replace(p, allocations=kept, shortfall_units=p.shortfall_units + cut,
+                   floor_units=max(0, p.floor_units - floor_cut))
 
 
 def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Sequence[Observed]) -> PlanSet:
@@ -334,8 +341,7 @@ def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Seque
                 kept.append(replace(a, units=units, instances=have))
         if kept != list(p.allocations):
             changed = True
-            p = replace(p, allocations=tuple(kept), shortfall_units=p.shortfall_units + cut,
-                        floor_units=max(0, p.floor_units - floor_cut))
+            p = _shortened(p, tuple(kept), cut, floor_cut)
         plans[w] = p
     return replace(prev, plans=plans) if changed else prev
 
