@@ -205,12 +205,10 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
         get = held.get
         start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)]
         table = PoolTable(static, list(start))
-        fixed, price_first = config.strategy, PlacementStrategy.PRICE_FIRST
         for claim in todo:
             name = claim.workload
             prev = old.get(name)
-            strategy = fixed or (Strategy.PRICE_FIRST if claim.contract.placement_strategy is price_first
-                                 else Strategy.DEPTH_FIRST)  # _strategy, inlined: a plan asks it thousands of times
+            strategy = _strategy(claim.contract, config)
             if prev is None or not _same_contract(prev, claim, strategy):
                 floor_units = _floor_wanted(claim)
                 new = plans[name] = _plan_one(claim, strategy, floor_units, table, config)

@@ -184,9 +184,6 @@ class Static:
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.fits: dict[tuple[object, ...], list[Entry]] = {}
         self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
-        self.vcpu = [p.vcpu for p in catalogue]
-        self.memory = [p.memory_gib for p in catalogue]
-        self.gpu = [p.gpu for p in catalogue]
         self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in catalogue]
         self.sku = [p.sku_family for p in catalogue]
         self.size = [p.size for p in catalogue]
