@@ -1,11 +1,13 @@
 """Benchmark (issue 19): the 30-day strategy comparison a platform team would trust.
 
-    .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity]
+    .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity] [--engine controller]
 
 For each seed the simulated region is recorded (``trace_from_region``, room-first, ~4 %/h) for the warm-up and
 the replayed days and cached (``--cache``); each workload's claim is held to what the region lends its shape
 (``controllers.replay.claims``); then depth-first (ours), price-first and single-cheapest replay the same trace
-with the real planner. Printed: the region model's economic assumptions beside the planning rates, the claims
+with the real planner — in the replay-only model, or with ``--engine controller`` through the production
+controller as ``sco simulate --engine controller`` runs it (≈ 25 min of CPU a strategy-month).
+Printed: the region model's economic assumptions beside the planning rates, the claims
 held or refused, per strategy the mean, spread (sd, min–max) over seeds and the tail (worst 5-min loss, the worst
 workload), and PASS/FAIL against each target:
 
@@ -88,16 +90,35 @@ def _trace(seed: int, days: float, warmup: float, start: datetime, rate: float, 
     return trace
 
 
-Job = tuple[int, float, float, str, int, float, float, str, tuple[str, ...]]
+Job = tuple[int, float, float, str, int, float, float, str, tuple[str, ...], str]
+
+
+def _controller_engine(seed: int, rate: float, price_demand: float, start: datetime, days: float, warmup: float,
+                       contracts: list[Any], claims: dict[str, int]) -> Any:
+    """``--engine controller``: a callable (strategy, progress) -> outcomes replaying through the production
+    controller (``sco simulate --engine controller``) on one embedded PostgreSQL, a fresh database per strategy,
+    with ``close()``."""
+    from controllers.simregion.config import RegionConfig
+    from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
+
+    pg = EmbeddedPostgres()
+    config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
+
+    class Engine:
+        def __call__(self, strategy: Any, progress: Callable[[float], None]) -> Any:
+            return run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
+                                         progress)
+
+        def close(self) -> None:
+            pg.close()
+    return Engine()
 
 
 def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
-    seed, days, warmup, start_s, units, rate, price_demand, cache_s, strategies = job
+    seed, days, warmup, start_s, units, rate, price_demand, cache_s, strategies, engine = job
     from contracts.compiler import check_repo
     from contracts.schema import FallbackPolicy
-    from controllers.planning import Caps, Strategy
-    from controllers.replay import ReplayConfig, replay, size_claims, summarise
-    from controllers.simregion.economics import PLANNING_RATE_SHARE
+    from controllers.replay import size_claims
 
     start = datetime.fromisoformat(start_s)
     trace = _trace(seed, days, warmup, start, rate, price_demand, Path(cache_s))
@@ -109,34 +130,54 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     claims = {s.workload: s.units for s in sized}
     runs = []
     tty = sys.stderr.isatty()
-    for name in strategies:
-        began = time.monotonic()
-        strategy = Strategy.DEPTH_FIRST if name == UNCAPPED else Strategy(name)
-        caps = Caps(pool_share=Decimal(1), group_share=Decimal(1), min_pools=1) if name == UNCAPPED else Caps()
+    through = (_controller_engine(seed, rate, price_demand, start, days, warmup, contracts, claims)
+               if engine == "controller" else None)
+    try:
+        for name in strategies:
+            runs.append(_one_run(seed, name, trace, contracts, claims, through, waits, by_name, tty))
+    finally:
+        if through is not None:
+            through.close()
+    return runs, [s.note for s in sized if s.note]
+
+
+def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dict[str, int], through: Any,
+             waits: set[str], by_name: dict[str, Any], tty: bool) -> Run:
+    """One strategy on one seed's trace: the replay model, or the production controller when ``through``."""
+    from controllers.planning import Caps, Strategy
+    from controllers.replay import ReplayConfig, replay, summarise
+    from controllers.simregion.economics import PLANNING_RATE_SHARE
+
+    began = time.monotonic()
+    strategy = Strategy.DEPTH_FIRST if name == UNCAPPED else Strategy(name)
+    caps = Caps(pool_share=Decimal(1), group_share=Decimal(1), min_pools=1) if name == UNCAPPED else Caps()
+    if through is not None:
+        out = through(strategy, _progress(seed, name, tty))
+    else:
         out = replay(trace, contracts, claims, ReplayConfig(strategy=strategy, caps=caps),
                      progress=_progress(seed, name, tty))
-        if tty:
-            print(file=sys.stderr)
-        s = summarise(strategy, out)
-        short_wait = sum(o.shortfall_s for o in out.values() if o.workload in waits)
-        short_all = sum(o.shortfall_s for o in out.values())
-        worst = max((o for o in out.values() if o.wanted_s),
-                    key=lambda o: (o.shortfall_s / o.wanted_s, o.interruptions))
-        value = {c.workload: Decimal(outcome.wanted_s) * outcome.guaranteed_rate_per_unit
-                 for c in contracts if (outcome := out[c.workload]).wanted_s}
-        saved = sum(v * (1 - Decimal(min(100, by_name[w].floor_pct)) / 100) * (1 - PLANNING_RATE_SHARE)
-                    for w, v in value.items())
-        ceiling = float(100 * saved / sum(value.values())) if value else 0.0
-        worst_txt = (f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
-                     f"{worst.interruption_rate_pct_h:.2f} %/h")
-        runs.append(Run(seed, name, s.interruption_rate_pct_h, s.interruptions, s.wasted_pct, s.shortfall_pct,
-                        s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, worst_txt, time.monotonic() - began,
-                        100.0 * short_wait / short_all if short_all else 0.0, ceiling))
-        _log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
-             f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
-             f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
-        _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(runs[-1]))}")
-    return runs, [s.note for s in sized if s.note]
+    if tty:
+        print(file=sys.stderr)
+    s = summarise(strategy, out)
+    short_wait = sum(o.shortfall_s for o in out.values() if o.workload in waits)
+    short_all = sum(o.shortfall_s for o in out.values())
+    worst = max((o for o in out.values() if o.wanted_s),
+                key=lambda o: (o.shortfall_s / o.wanted_s, o.interruptions))
+    value = {c.workload: Decimal(outcome.wanted_s) * outcome.guaranteed_rate_per_unit
+             for c in contracts if (outcome := out[c.workload]).wanted_s}
+    saved = sum(v * (1 - Decimal(min(100, by_name[w].floor_pct)) / 100) * (1 - PLANNING_RATE_SHARE)
+                for w, v in value.items())
+    ceiling = float(100 * saved / sum(value.values())) if value else 0.0
+    worst_txt = (f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
+                 f"{worst.interruption_rate_pct_h:.2f} %/h")
+    run = Run(seed, name, s.interruption_rate_pct_h, s.interruptions, s.wasted_pct, s.shortfall_pct,
+              s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, worst_txt, time.monotonic() - began,
+              100.0 * short_wait / short_all if short_all else 0.0, ceiling)
+    _log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
+         f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
+         f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
+    _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(run))}")
+    return run
 
 
 def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
@@ -155,7 +196,8 @@ def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
 
 def _run_all(seeds: Sequence[int], args: argparse.Namespace, rate: float, price_demand: float, days: float,
              warmup: float, strategies: tuple[str, ...]) -> tuple[list[Run], list[str]]:
-    jobs = [(s, days, warmup, args.start, args.units, rate, price_demand, str(args.cache), strategies) for s in seeds]
+    jobs = [(s, days, warmup, args.start, args.units, rate, price_demand, str(args.cache), strategies, args.engine)
+            for s in seeds]
     if args.jobs > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(_seed_runs, jobs))
@@ -265,6 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=4.0, help="reclaim rate, %%/h (production ~4)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds in parallel (processes)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
+    parser.add_argument("--engine", choices=("replay", "controller"), default="replay",
+                        help="replay: the planner in the replay-only model; controller: the production controller "
+                             "(sco simulate --engine controller), a pass a virtual minute on an embedded PostgreSQL")
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-compare", action="store_true", help="only the sensitivity grid")
     parser.add_argument("--only", type=int, nargs="+", help="run these seeds instead of 1..--seeds")
@@ -281,6 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.days <= 0:
         print("--seeds must be ≥ 1 and --days > 0", file=sys.stderr)
+        return 2
+    if args.engine == "controller" and (args.uncapped or UNCAPPED in (args.strategies or ())):
+        print(f"--engine controller: {UNCAPPED} lifts the planner's caps, which the controller does not take; "
+              "run it with --engine replay", file=sys.stderr)
         return 2
     from controllers.simregion.config import RegionConfig
     from controllers.simregion.economics import assumptions
@@ -308,8 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nClaims ({args.units} units asked each; held to what the region lends the shape):")
         for note in notes or ["all stand"]:
             print(f"  {note}")
+        engine = ("the production controller (a pass a virtual minute)" if args.engine == "controller"
+                  else "the replay model")
         print(f"\n{args.seeds} seed(s) × {args.days:g} days after {args.warmup_days:g} of warm-up, "
-              f"reclaim rate {args.rate:g} %/h, start {args.start}:")
+              f"reclaim rate {args.rate:g} %/h, start {args.start}, engine: {engine}:")
         _table(runs, names)
         print()
         for label, ok, figure in _verdicts(runs) if any(r.strategy == "depth-first" for r in runs) else ():
