@@ -105,9 +105,9 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
     config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
 
     class Engine:
-        def __call__(self, strategy: Any, progress: Callable[[float], None]) -> Any:
+        def __call__(self, strategy: Any, caps: Any, progress: Callable[[float], None]) -> Any:
             return run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
-                                         progress)
+                                         progress, caps=caps)
 
         def close(self) -> None:
             pg.close()
@@ -150,9 +150,10 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
 
     began = time.monotonic()
     strategy = Strategy.DEPTH_FIRST if name == UNCAPPED else Strategy(name)
-    caps = Caps(pool_share=Decimal(1), group_share=Decimal(1), min_pools=1) if name == UNCAPPED else Caps()
+    lifted = Caps(pool_share=Decimal(1), group_share=Decimal(1), hall_share=Decimal(1), min_pools=1)
+    caps = lifted if name == UNCAPPED else Caps()
     if through is not None:
-        out = through(strategy, _progress(seed, name, tty))
+        out = through(strategy, caps, _progress(seed, name, tty))
     else:
         out = replay(trace, contracts, claims, ReplayConfig(strategy=strategy, caps=caps),
                      progress=_progress(seed, name, tty))
@@ -326,10 +327,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.days <= 0:
         print("--seeds must be ≥ 1 and --days > 0", file=sys.stderr)
-        return 2
-    if args.engine == "controller" and (args.uncapped or UNCAPPED in (args.strategies or ())):
-        print(f"--engine controller: {UNCAPPED} lifts the planner's caps, which the controller does not take; "
-              "run it with --engine replay", file=sys.stderr)
         return 2
     from controllers.simregion.config import RegionConfig
     from controllers.simregion.economics import assumptions

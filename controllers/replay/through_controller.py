@@ -40,7 +40,7 @@ from ..controller.claims import WorkItem
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.loop import Controller, ControllerSettings
 from ..controller.revocation import RecordingRevoker
-from ..planning import PlannerConfig, Strategy, units_per_instance
+from ..planning import Caps, PlannerConfig, Strategy, units_per_instance
 from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
 from ..simregion.engine import SimEvent
@@ -235,21 +235,23 @@ class _Run:
 
 def partition_controller(provider: Provider, conn: Any, partition: str, contracts: Mapping[str, Contract],
                          units: Mapping[str, int], clock: Clock, *, strategy: Strategy | None = None,
-                         holder: str | None = None) -> tuple[Controller, ReplayScheduler]:
+                         holder: str | None = None, caps: Caps | None = None) -> tuple[Controller, ReplayScheduler]:
     """One partition's production ``Controller`` as the replay runs it (its contracts, the ``ReplayScheduler``
     double, a 10-min lease, revocation recorded) against ``provider``: the region in process, or over HTTP with
-    the region's token budget in front (the fleet-scale simulation, one process per partition)."""
+    the region's token budget in front (the fleet-scale simulation, one process per partition). ``caps``: the
+    planner's (ADR-06's by default; lifted only for a diagnostic replay)."""
     mine = {ref: c for ref, c in contracts.items() if c.partition == partition}
     source = ReplayScheduler(mine, units)
     settings = ControllerSettings(provider.region, partition, holder=holder or f"replay:{partition}",
                                   lease_ttl=timedelta(minutes=10), safety=SafetyConfig(),
-                                  planner=PlannerConfig(strategy=strategy))
+                                  planner=PlannerConfig(caps=caps or Caps(), strategy=strategy))
     return Controller(settings, provider, conn, source, mine, clock, revoker=RecordingRevoker()), source
 
 
 def _controllers(region: SimulatedRegion, conn: Any, contracts: Mapping[str, Contract], units: Mapping[str, int],
-                 strategy: Strategy | None, clock: VirtualClock) -> list[tuple[Controller, ReplayScheduler]]:
-    return [partition_controller(region, conn, partition, contracts, units, clock, strategy=strategy)
+                 strategy: Strategy | None, clock: VirtualClock, caps: Caps | None = None
+                 ) -> list[tuple[Controller, ReplayScheduler]]:
+    return [partition_controller(region, conn, partition, contracts, units, clock, strategy=strategy, caps=caps)
             for partition in sorted({c.partition for c in contracts.values()})]
 
 
@@ -258,8 +260,8 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               warmup_days: float = 7.0, ranker: Ranker | None = None,
                               pass_interval: timedelta = timedelta(seconds=60),
                               progress: Callable[[float], None] | None = None,
-                              diagnostics: dict[str, int] | None = None, fast: bool = True
-                              ) -> dict[str, WorkloadOutcome]:
+                              diagnostics: dict[str, int] | None = None, fast: bool = True,
+                              caps: Caps | None = None) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
     partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
     ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
@@ -268,7 +270,8 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     ``fast`` (the default) runs each pass's statements in psycopg's pipeline mode — the controller's code and
     statements are the same, sent without waiting for the results nobody reads, one round trip per read — and
     lets the region hand out each listed ``Instance`` once per state; False runs the path before (every
-    statement a round trip, every listing rebuilt): the equivalence test compares the two."""
+    statement a round trip, every listing rebuilt): the equivalence test compares the two. ``caps``: the
+    planner's caps (ADR-06's unless a diagnostic lifts them)."""
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
@@ -277,7 +280,7 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     clock.advance_to(start)
     region.sync()                                 # the warm-up: history for the scorer, nothing of ours
     run.events.clear()
-    ctls = _controllers(region, conn, contracts, units, strategy, clock)
+    ctls = _controllers(region, conn, contracts, units, strategy, clock, caps)
     stream = ExclusionStream(ctls[0][0].store)
     outbox = _Outbox(conn, stream)
     step_s = int(pass_interval.total_seconds())

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from contracts.schema import Contract
-from controllers.planning import Strategy
+from controllers.planning import Caps, Strategy
 from controllers.replay import WorkloadOutcome
 from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
@@ -99,16 +99,17 @@ class EmbeddedPostgres:
 def run_controller_engine(url: str, config: RegionConfig, start: datetime, days: float,
                           contracts: Sequence[Contract], units: Mapping[str, int], strategy: Strategy | None,
                           warmup_days: float = 7.0, progress: Callable[[float], None] | None = None,
-                          diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+                          diagnostics: dict[str, int] | None = None, caps: Caps | None = None
+                          ) -> dict[str, WorkloadOutcome]:
     """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
-    controllers' events by kind)."""
+    controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
                                          ranker=production_ranker(conn, config.region), progress=progress,
-                                         diagnostics=diagnostics)
+                                         diagnostics=diagnostics, caps=caps)
 
 
 Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]

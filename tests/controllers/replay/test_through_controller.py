@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from controllers.planning import Strategy, units_per_instance
+from controllers.planning import Caps, Strategy, units_per_instance
 from controllers.replay import ReplayConfig, WorkloadOutcome, replay
 from controllers.replay.from_region import trace_from_region
 from controllers.replay.through_controller import replay_through_controller
@@ -39,10 +39,12 @@ def conn(pg_migrated_url: str) -> Iterator[Any]:
 
 
 def _through_controller(conn: Any, config: RegionConfig, hours: float,
-                        diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:
+                        diagnostics: dict[str, int] | None = None, caps: Caps | None = None
+                        ) -> dict[str, WorkloadOutcome]:
     return replay_through_controller(config, START, hours / 24, {c.ref: c for c in (ETL, TRAIN)}, UNITS, conn,
                                      strategy=Strategy.DEPTH_FIRST, warmup_days=0.25,
-                                     ranker=production_ranker(conn, config.region), diagnostics=diagnostics)
+                                     ranker=production_ranker(conn, config.region), diagnostics=diagnostics,
+                                     caps=caps)
 
 
 def _events(conn: Any, kind: str) -> list[dict[str, Any]]:
@@ -99,3 +101,28 @@ def test_on_a_quiet_trace_the_controller_engine_agrees_with_the_replay_model(con
         assert abs(a.instance_s - b.instance_s) <= 0.10 * b.instance_s
         assert abs(a.cost - b.cost) <= Decimal("0.10") * b.cost
         assert abs(a.net_saving - b.net_saving) <= Decimal("0.10") * abs(b.counterfactual)
+
+
+def _reclaimable_units(conn: Any) -> dict[str, dict[str, int]]:
+    """Each in-force plan's reclaimable units by pool, as the controller stored it."""
+    rows = conn.execute("SELECT workload, plan::text FROM plans WHERE in_force AND workload IN ('etl', 'train')")
+    return {w: {a["pool"]: a["units"] for a in json.loads(p)["allocations"] if a["purpose"] == "reclaimable"}
+            for w, p in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lifted", [False, True], ids=["adr-06-caps", "caps-lifted"])
+def test_the_controller_engine_plans_under_the_caps_it_is_given(conn: Any, lifted: bool) -> None:
+    """ADR-06's caps by default (at least eight pools, at most 15 % of the units in one); the diagnostic that lifts
+    them (why single-cheapest is interrupted less on the mean) reaches the production planner: fewer pools, and
+    a pool holding more than the cap would let it."""
+    caps = Caps(pool_share=Decimal(1), group_share=Decimal(1), hall_share=Decimal(1), min_pools=1) if lifted else None
+    out = _through_controller(conn, QUIET, 0.5, caps=caps)
+    plans = _reclaimable_units(conn)
+    assert set(plans) == {"etl", "train"} and all(o.unit_hours_wanted for o in out.values())
+    for workload, units in plans.items():
+        biggest = max(units.values()) / sum(units.values())
+        if lifted:
+            assert len(units) < 8 and biggest > 0.15, (workload, units)
+        else:
+            assert len(units) >= 8 and biggest <= 0.15, (workload, units)
