@@ -30,6 +30,7 @@ import dataclasses
 import json
 import os
 import pickle
+import signal
 import statistics
 import sys
 import time
@@ -102,6 +103,8 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
     from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
 
     pg = EmbeddedPostgres()
+    # a SIGTERM ends the run through the caller's ``finally`` (``close``), so the embedded PostgreSQL is stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
 
     class Engine:
