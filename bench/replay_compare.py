@@ -109,8 +109,13 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
 
     class Engine:
         def __call__(self, strategy: Any, caps: Any, progress: Callable[[float], None]) -> Any:
-            return run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
-                                         progress, caps=caps)
+            seen: dict[str, int] = {}
+            out = run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
+                                        progress, seen, caps=caps)
+            # the controllers' own events by kind: breaker trips, launch failures, exclusions, passes holding
+            _log(f"seed {seed} {getattr(strategy, 'value', strategy)} controller events: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(seen.items())))
+            return out
 
         def close(self) -> None:
             pg.close()
