@@ -23,7 +23,7 @@ from .exclusion import FULL, Exclusion
 from .fallback import Approval
 from .model import Gone, Note, Observed
 
-__all__ = ["InputsInForce", "Store", "plan_json"]
+__all__ = ["InputsInForce", "Store", "close_breaker", "open_breakers", "plan_json"]
 
 
 @dataclass(frozen=True)
@@ -353,3 +353,19 @@ def publish_contracts_in_force(conn: Any, payload: dict[str, Any]) -> int:
                  payload.get("source_digest")))
             rows += 1
     return rows
+
+
+def close_breaker(conn: Any, region: str, partition: str, reason: str) -> datetime | None:
+    """An operator's reset (ADR-12, ``sco controller reset-breaker``): close the partition's open termination
+    breaker; the controller then paces the surplus in hand. Returns when it tripped, None when none was open."""
+    row = conn.execute("UPDATE breakers SET state = 'closed', reason = %s, updated_at = now() WHERE region = %s "
+                       "AND partition = %s AND name = 'termination' AND state = 'open' RETURNING tripped_at",
+                       (reason, region, partition)).fetchone()
+    return None if row is None else row[0]
+
+
+def open_breakers(conn: Any, region: str) -> dict[str, datetime]:
+    """The region's open termination breakers: partition -> when it tripped."""
+    return {str(p): t for p, t in conn.execute(
+        "SELECT partition, tripped_at FROM breakers WHERE region = %s AND name = 'termination' AND state = 'open'",
+        (region,))}

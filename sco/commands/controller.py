@@ -297,15 +297,14 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
 def _reset_breaker(args: argparse.Namespace) -> int:
     import psycopg
 
+    from controllers.controller.store import close_breaker
     from stores.config import resolve_url
 
     with psycopg.connect(resolve_url("postgres", args.postgres), autocommit=True) as conn:
-        row = conn.execute("UPDATE breakers SET state = 'closed', reason = %s, updated_at = now() WHERE region = %s "
-                           "AND partition = %s AND name = 'termination' AND state = 'open' RETURNING tripped_at",
-                           (f"reset by operator: {args.reason}", args.region, args.partition)).fetchone()
-    if row is None:
+        tripped = close_breaker(conn, args.region, args.partition, f"reset by operator: {args.reason}")
+    if tripped is None:
         raise CliError(f"no open termination breaker for partition {args.partition!r} in region {args.region!r}")
-    print(f"closed the termination breaker of {args.partition} (tripped at {row[0]}); terminations resume within "
+    print(f"closed the termination breaker of {args.partition} (tripped at {tripped}); terminations resume within "
           "the 2 %/10 min bound")
     return 0
 
