@@ -362,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nClaims ({args.units} units asked each; held to what the region lends the shape):")
         for note in notes or ["all stand"]:
             print(f"  {note}")
-        engine = ("the production controller (a pass a virtual minute)" if args.engine == "controller"
+        engine = ("as the logged runs were run" if args.runs_from
+                  else "the production controller (a pass a virtual minute)" if args.engine == "controller"
                   else "the replay model")
         print(f"\n{args.seeds} seed(s) × {args.days:g} days after {args.warmup_days:g} of warm-up, "
               f"reclaim rate {args.rate:g} %/h, start {args.start}, engine: {engine}:")
