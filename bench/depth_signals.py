@@ -40,10 +40,9 @@ def aggregate_shares(pools: dict[str, Any], capacity: dict[str, int], free: dict
     return {pid: room[p.aggregate] / total[p.aggregate] if total[p.aggregate] else 0.0 for pid, p in pools.items()}
 
 
-def _selectors(pools: dict[str, Any], trace: Any, free: dict[str, int], rates: dict[str, Any],
+def _selectors(pools: dict[str, Any], cap: dict[str, int], free: dict[str, int], rates: dict[str, Any],
                calm: Callable[[str], float]) -> dict[str, Callable[[str], float]]:
     """Each selector as a key to maximise over the candidate pools."""
-    cap = trace.capacity
     agg = aggregate_shares(pools, cap, free)
 
     def price(p: str) -> float:
@@ -90,7 +89,7 @@ def measure(trace: Any, days: float, horizon: timedelta) -> tuple[int, dict[str,
         hit: dict[str, float] = defaultdict(float)
         for r in reclaims[bisect.bisect_left(times, t):bisect.bisect_left(times, t + horizon)]:
             hit[r.pool_id] += r.share
-        for name, key in _selectors(pools, trace, free, rates, calm).items():
+        for name, key in _selectors(pools, trace.capacity, free, rates, calm).items():
             total[name] += hit[max(candidates, key=key)]
         cards += 1
     return cards, {k: v / cards for k, v in total.items()} if cards else {}

@@ -6,7 +6,7 @@ For each seed the simulated region is recorded (``trace_from_region``, room-firs
 the replayed days and cached (``--cache``); each workload's claim is held to what the region lends its shape
 (``controllers.replay.claims``); then depth-first (ours), price-first and single-cheapest replay the same trace
 with the real planner — in the replay-only model, or with ``--engine controller`` through the production
-controller as ``sco simulate --engine controller`` runs it (≈ 25 min of CPU a strategy-month).
+controller as ``sco simulate --engine controller`` runs it (≈ 40 min of CPU a strategy-month).
 Printed: the region model's economic assumptions beside the planning rates, the claims
 held or refused, per strategy the mean, spread (sd, min–max) over seeds and the tail (worst 5-min loss, the worst
 workload), and PASS/FAIL against each target:
@@ -96,7 +96,7 @@ Job = tuple[int, float, float, str, int, float, float, str, tuple[str, ...], str
 
 def _controller_engine(seed: int, rate: float, price_demand: float, start: datetime, days: float, warmup: float,
                        contracts: list[Any], claims: dict[str, int]) -> Any:
-    """``--engine controller``: a callable (strategy, progress) -> outcomes replaying through the production
+    """``--engine controller``: a callable (name, strategy, caps, progress) -> outcomes replaying through the production
     controller (``sco simulate --engine controller``) on one embedded PostgreSQL, a fresh database per strategy,
     with ``close()``."""
     from controllers.simregion.config import RegionConfig
@@ -108,12 +108,12 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
     config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
 
     class Engine:
-        def __call__(self, strategy: Any, caps: Any, progress: Callable[[float], None]) -> Any:
+        def __call__(self, name: str, strategy: Any, caps: Any, progress: Callable[[float], None]) -> Any:
             seen: dict[str, int] = {}
             out = run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
                                         progress, seen, caps=caps)
             # the controllers' own events by kind: breaker trips, launch failures, exclusions, passes holding
-            _log(f"seed {seed} {getattr(strategy, 'value', strategy)} controller events: "
+            _log(f"seed {seed} {name} controller events: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(seen.items())))
             return out
 
@@ -161,7 +161,7 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
     lifted = Caps(pool_share=Decimal(1), group_share=Decimal(1), hall_share=Decimal(1), min_pools=1)
     caps = lifted if name == UNCAPPED else Caps()
     if through is not None:
-        out = through(strategy, caps, _progress(seed, name, tty))
+        out = through(name, strategy, caps, _progress(seed, name, tty))
     else:
         out = replay(trace, contracts, claims, ReplayConfig(strategy=strategy, caps=caps),
                      progress=_progress(seed, name, tty))
