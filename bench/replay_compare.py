@@ -13,7 +13,9 @@ workload), and PASS/FAIL against each target:
 
 - shortfall ≤ 0.1 % of capacity-hours (ours, every seed)
 - wasted work ≤ 3 % of reclaimable hours (ours, every seed)
-- ours below price-first and single-cheapest on worst 5-min loss (worst over seeds) and interruptions/h (mean)
+- ours below price-first and single-cheapest on worst 5-min loss (worst over seeds) and interruptions/h (mean);
+  a miss against single-cheapest's interruptions/h prints its cause from the same traces: the least reclaimed
+  mix ADR-06's caps allow, knowing the next 2 h (``bench.caps_bound``), against single-cheapest's one pool
 - net saving under the planning rates against the 55 % target (and under the rate card beside it)
 
 The baseline of every ratio is measured in the same run: the other strategies on the same traces.
