@@ -36,7 +36,7 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -188,7 +188,28 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
          f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
          f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
     _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(run))}")
+    _log(f"seed {seed} {name} spend at planning rates: {_breakdown(out.values())}")
     return run
+
+
+def _breakdown(outcomes: Iterable[Any]) -> str:
+    """Where the saving goes, at planning rates: floors, fallback and reclaimable hours as shares of the useful
+    work's guaranteed value, and what the reclaimable hours cost against the guaranteed value of the unit-hours
+    they delivered (the planning rate's share when nothing is paid beyond the work: no surplus an open breaker
+    keeps, no boots or moves, whole instances used)."""
+    from controllers.simregion.economics import PLANNING_RATE_SHARE
+
+    o = list(outcomes)
+    value = sum((x.counterfactual for x in o), Decimal(0))
+    if not value:
+        return "no useful work"
+    floor, fallback = sum((x.floor_cost for x in o), Decimal(0)), sum((x.fallback_cost for x in o), Decimal(0))
+    reclaim = sum((x.reclaimable_cost_planning for x in o), Decimal(0))
+    worked = sum((Decimal(x.reclaimable_s) / 3600 * x.guaranteed_rate_per_unit for x in o), Decimal(0))
+    return (f"floors {100 * floor / value:.1f} %, fallback {100 * fallback / value:.1f} %, reclaimable "
+            f"{100 * reclaim / value:.1f} % of the useful work's guaranteed value; the reclaimable hours cost "
+            f"{100 * reclaim / worked if worked else 0:.1f} % of their delivered work's guaranteed value "
+            f"({100 * PLANNING_RATE_SHARE:.0f} % with nothing paid beyond the work)")
 
 
 def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
