@@ -5,8 +5,10 @@ into assets (through dagster-dbt) the first time the code location is loaded, ne
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,12 +78,22 @@ def dbt_vars(clickhouse_url: str | None = None) -> dict[str, str]:
 
 
 def prepare_manifest() -> Path:
-    """``dbt parse`` when the manifest is missing or older than the project (no database connection needed)."""
+    """``dbt parse`` when the manifest is missing or older than the project (no database connection needed).
+
+    The parse writes into a target path of its own and the manifest is moved into place whole: several processes
+    load it at once (Dagster's code server, the demo, parallel tests), and a reader must never see a manifest
+    half written (the suite on a loaded machine read one, ``JSONDecodeError`` at column 663,581)."""
     manifest = DBT_DIR / "target" / "manifest.json"
     sources = [DBT_DIR / "dbt_project.yml", *(p for d in ("models", "macros", "tests")
                                                for p in (DBT_DIR / d).rglob("*") if p.is_file())]
     built = manifest.stat().st_mtime if manifest.exists() else 0.0
     if not manifest.exists() or any(p.stat().st_mtime > built for p in sources):
-        subprocess.run([dbt_executable(), "parse", "--profiles-dir", str(DBT_DIR), "--project-dir", str(DBT_DIR),
-                        "--quiet"], check=True, cwd=DBT_DIR, capture_output=True)
+        manifest.parent.mkdir(exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="parse-", dir=manifest.parent))
+        try:
+            subprocess.run([dbt_executable(), "parse", "--profiles-dir", str(DBT_DIR), "--project-dir", str(DBT_DIR),
+                            "--target-path", str(scratch), "--quiet"], check=True, cwd=DBT_DIR, capture_output=True)
+            os.replace(scratch / "manifest.json", manifest)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return manifest

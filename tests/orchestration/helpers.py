@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -88,12 +89,16 @@ def load_worked_example(stack: Stack) -> None:
 
 
 def start_dbt_unit_tests(stack: Stack) -> subprocess.Popen[str]:
-    """The dbt unit tests in the background (they need the models built; ``finish`` collects them)."""
+    """The dbt unit tests in the background (they need the models built; ``finish`` collects them), in a target
+    path of their own: dbt rewrites the manifest of the target path it runs in, and other processes load the
+    shared one (``prepare_manifest``)."""
     from orchestration.finance_models import DBT_DIR, dbt_env, dbt_executable
 
+    target = tempfile.mkdtemp(prefix="sco-dbt-unit-")
     return subprocess.Popen([dbt_executable(), "test", "--select", "test_type:unit", "--profiles-dir", str(DBT_DIR),
-                             "--project-dir", str(DBT_DIR)], cwd=DBT_DIR, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **dbt_env(stack.clickhouse_url)})
+                             "--project-dir", str(DBT_DIR), "--target-path", target], cwd=DBT_DIR,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **dbt_env(stack.clickhouse_url)})
 
 
 def finish(proc: subprocess.Popen[str], timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
