@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .depth_signals import aggregate_shares
 from .replay_compare import _trace
 
 POOL_SHARE, GROUP_SHARE, HALL_SHARE = 0.15, 0.30, 0.40   # controllers.planning.Caps' defaults (ADR-06)
@@ -102,16 +103,6 @@ def card_shares(slots: Sequence[Slot], hit: Mapping[str, float], price: Mapping[
     }
 
 
-def aggregate_room(pools: Mapping[str, Any], capacity: Mapping[str, int], free: Mapping[str, int]) -> dict[str, float]:
-    """Each pool's host aggregate's free share, weighed in vCPU."""
-    left: dict[str, float] = defaultdict(float)
-    total: dict[str, float] = defaultdict(float)
-    for pid, p in pools.items():
-        left[p.aggregate] += free.get(pid, 0) * p.vcpu
-        total[p.aggregate] += capacity[pid] * p.vcpu
-    return {pid: left[p.aggregate] / total[p.aggregate] if total[p.aggregate] else 0.0 for pid, p in pools.items()}
-
-
 def measure(trace: Any, contracts: Sequence[Any], days: float, horizon: timedelta) -> tuple[int, dict[str, float]]:
     """(workload-cards scored, strategy -> mean reclaimed share within ``horizon``)."""
     pools = {p.pool_id: p for p in trace.pools if str(p.purchase_model) == "reclaimable"}
@@ -130,7 +121,7 @@ def measure(trace: Any, contracts: Sequence[Any], days: float, horizon: timedelt
             hit[r.pool_id] += r.share
         price = {pid: float(rates[pid]) / float(pools[pid].guaranteed_rate_eur_h) for pid in pools if pid in rates}
         room = {pid: free.get(pid, 0) / trace.capacity[pid] if trace.capacity[pid] else 0.0 for pid in pools}
-        agg_room = aggregate_room(pools, trace.capacity, free)
+        agg_room = aggregate_shares(pools, trace.capacity, free)
         for pids in eligible.values():
             slots = [Slot(pid, pools[pid].aggregate, pools[pid].hall) for pid in pids
                      if free.get(pid, 0) > 0 and pid in price]
