@@ -189,6 +189,12 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
          f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
     _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(run))}")
     _log(f"seed {seed} {name} spend at planning rates: {_breakdown(out.values())}")
+    if through is not None:   # the worst step traced: held and lost by hall, aggregate and pool
+        from controllers.replay import explain_step
+
+        pools = {p.pool_id: p for p in trace.pools}
+        tail = max(out.values(), key=lambda o: o.worst_step_loss_units / o.units if o.units else 0.0)
+        _log(f"seed {seed} {name} worst step: {explain_step(tail, pools)}")
     return run
 
 

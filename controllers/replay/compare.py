@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..planning import Strategy
-from .engine import WorkloadOutcome
+from contracts.pools import Pool
 
-__all__ = ["TARGETS", "StrategySummary", "summarise", "verdicts"]
+from ..planning import Strategy
+from .engine import StepLoss, WorkloadOutcome
+
+__all__ = ["TARGETS", "StrategySummary", "explain_step", "summarise", "verdicts"]
 
 # the one-pager's quality targets the replay can measure
 TARGETS = {"shortfall_pct": 0.1, "wasted_pct": 3.0, "net_pct": 55.0}
@@ -95,3 +98,41 @@ def verdicts(summaries: Sequence[StrategySummary]) -> list[tuple[str, bool, str]
         out.append((f"worst 5-min loss below {other}", ours.worst_step_loss_pct < them.worst_step_loss_pct,
                     f"{ours.worst_step_loss_pct:.0f} % vs {them.worst_step_loss_pct:.0f} %"))
     return out
+
+
+def _by(units: Mapping[str, int], pools: Mapping[str, Pool], key: str) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for pid, n in units.items():
+        pool = pools.get(pid)
+        out[getattr(pool, key) if pool is not None else "?"] += n
+    return dict(out)
+
+
+def _shares(units: Mapping[str, int], whole: int, most: int = 6) -> str:
+    top = sorted(units.items(), key=lambda kv: (-kv[1], kv[0]))[:most]
+    return ", ".join(f"{k} {n} ({100 * n / whole:.0f} %)" for k, n in top) if whole else "-"
+
+
+def explain_step(outcome: WorkloadOutcome, pools: Mapping[str, Pool]) -> str:
+    """One line tracing a workload's worst 5-min step: what it lost by hall, aggregate and pool, against what it
+    held there at the pass before (shares of its held reclaimable units, what ADR-06's caps bound: 15 % a pool,
+    30 % an aggregate, 40 % a hall), so a loss above the caps shows whether the holding broke them or the loss
+    spanned groups."""
+    step: StepLoss | None = outcome.worst_step
+    if step is None:
+        return f"{outcome.workload}: no reclaimable unit lost"
+    held = sum(step.held.values())
+    lost_pools = dict(step.lost)
+    lines = [f"{outcome.workload} at {step.at:%Y-%m-%d %H:%M} UTC lost {step.units_lost} units "
+             f"({100 * step.units_lost / outcome.units:.0f} % of its claim of {outcome.units}) in "
+             f"{len(lost_pools)} pool(s); it held {held} reclaimable units in {len(step.held)} pool(s) before",
+             f"  lost by hall: {_shares(_by(lost_pools, pools, 'hall'), held)}; "
+             f"by aggregate: {_shares(_by(lost_pools, pools, 'aggregate'), held)}",
+             f"  held by hall: {_shares(_by(step.held, pools, 'hall'), held)}; "
+             f"largest aggregates: {_shares(_by(step.held, pools, 'aggregate'), held, 3)}; "
+             f"largest pools: {_shares(step.held, held, 3)}"]
+    unheld = [f"{p} lost {n}, held {step.held.get(p, 0)}" for p, n in sorted(lost_pools.items())
+              if step.held.get(p, 0) < n]
+    if unheld:
+        lines.append(f"  lost beyond what the pass before held (launched since): {'; '.join(unheld)}")
+    return "\n".join(lines)

@@ -30,7 +30,7 @@ from ..planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Purpose, 
 from ..planning.model import units_per_instance
 from .trace import Reclaim, Trace
 
-__all__ = ["PoolHistory", "ReplayConfig", "WorkloadOutcome", "guaranteed_rate_per_unit", "replay"]
+__all__ = ["PoolHistory", "ReplayConfig", "StepLoss", "WorkloadOutcome", "guaranteed_rate_per_unit", "replay"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,20 @@ class ReplayConfig:
     return_after: timedelta = timedelta(minutes=60)
     return_share_per_h: float = 0.20
     caps: Caps = field(default_factory=Caps)
+
+
+@dataclass(frozen=True)
+class StepLoss:
+    """One workload's worst 5-min step, to trace it: when the step began, the reclaimable units lost in it per
+    pool, and the reclaimable units the workload held per pool at the pass before the step's first loss."""
+
+    at: datetime
+    lost: dict[str, int]
+    held: dict[str, int]
+
+    @property
+    def units_lost(self) -> int:
+        return sum(self.lost.values())
 
 
 @dataclass
@@ -72,6 +86,7 @@ class WorkloadOutcome:
     fallback_cost: Decimal = Decimal(0)
     depth_premium: Decimal = Decimal(0)
     guaranteed_rate_per_unit: Decimal = Decimal(0)
+    worst_step: StepLoss | None = None    # the worst step's detail (the replay through the controller records it)
 
     instance_hours = property(lambda self: self.instance_s / 3600)
     unit_hours_wanted = property(lambda self: self.wanted_s / 3600)

@@ -46,7 +46,7 @@ from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
 from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
-from .engine import WorkloadOutcome, guaranteed_rate_per_unit
+from .engine import StepLoss, WorkloadOutcome, guaranteed_rate_per_unit
 
 __all__ = ["APPROXIMATIONS", "OPERATOR_AFTER", "PoolFeed", "Ranker", "ReplayScheduler", "operator_resets",
            "partition_controller", "replay_through_controller"]
@@ -129,6 +129,11 @@ class _Run:
         self.feeds = _Feeds()
         self.events: list[SimEvent] = []
         self.lost_in_bucket: dict[tuple[str, int], int] = defaultdict(int)
+        # to trace the worst step: units lost per pool in each (workload, bucket), and the reclaimable units per
+        # pool each workload held at the pass before the bucket's first loss
+        self.lost_by_pool: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.held_before: dict[tuple[str, int], dict[str, int]] = {}
+        self.held_now: dict[str, dict[str, int]] = {}
         self.fallback_live: dict[str, bool] = {}
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
         self.engine.on_event.append(self._on_event)
@@ -156,7 +161,10 @@ class _Run:
         o = self.outcome[c.workload]
         o.interruptions += 1
         k = units_per_instance(self.pools[ev.pool], c)
-        self.lost_in_bucket[(c.workload, int(ev.time // 300))] += k
+        bucket = (c.workload, int(ev.time // 300))
+        self.lost_in_bucket[bucket] += k
+        self.lost_by_pool[bucket][ev.pool] += k
+        self.held_before.setdefault(bucket, dict(self.held_now.get(c.workload, {})))
         if ev.kind is EventKind.NO_NOTICE_LOSS:
             o.no_notice_losses += 1   # its wasted_s comes from the controller's own ``lost`` event
             return
@@ -184,6 +192,7 @@ class _Run:
         rates = {e.pool_id: e.rate_eur_h for e in self.region.rate_card().entries}
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
+        by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
         for i in listed:
             owner = i.owner
             c = self.by_workload.get(owner.workload) if owner else None
@@ -197,6 +206,7 @@ class _Run:
             held[c.workload][purpose] += self.units_of[key]
             rate = rates.get(i.pool_id, pool.rate_eur_h)
             if purpose == "reclaimable":
+                by_pool[c.workload][i.pool_id] += self.units_of[key]
                 o.instance_s += step_s
                 o.reclaimable_cost += rate * step_h
                 o.reclaimable_cost_planning += pool.rate_eur_h * step_h
@@ -204,6 +214,7 @@ class _Run:
                 o.floor_cost += rate * step_h
             else:
                 o.fallback_cost += rate * step_h
+        self.held_now = {w: dict(p) for w, p in by_pool.items()}
         for w, o in self.outcome.items():
             want = self.units.get(w, 0)
             h = held.get(w, {})
@@ -223,8 +234,11 @@ class _Run:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
 
     def finish(self, conn: Any) -> None:
-        for (w, _), lost in self.lost_in_bucket.items():
+        for (w, b), lost in sorted(self.lost_in_bucket.items()):
             o = self.outcome[w]
+            if o.worst_step is None or min(lost, o.units) > o.worst_step_loss_units:
+                o.worst_step = StepLoss(self.engine.at(b * 300.0), dict(self.lost_by_pool[(w, b)]),
+                                        self.held_before.get((w, b), {}))
             o.worst_step_loss_units = max(o.worst_step_loss_units, min(lost, o.units))
         # the controller's own ``lost`` events of no-notice losses: ``wasted_s`` is one unit's lost work on the
         # instance (lost_work_s); the outcome counts unit-seconds, so times the units the instance held

@@ -83,6 +83,13 @@ def test_the_controller_engine_places_the_claims_sees_the_regions_reclaims_and_c
                                  for e in no_notice if e["workload"] == "train")
     # the exclusion watcher saw the controller's and the region's events (the busy region trips it)
     assert conn.execute("SELECT count(*) FROM exclusions").fetchone()[0] == diagnostics.get("excluded", 0)
+    # the worst step is traced: its losses per pool add up to the worst step's units, in pools it held
+    for o in (etl, train):
+        step = o.worst_step
+        assert step is not None and min(step.units_lost, o.units) == o.worst_step_loss_units > 0
+        assert START <= step.at <= START + timedelta(hours=4) and step.at.minute % 5 == 0
+        assert step.held and set(step.lost) <= set(step.held) | set(pools)
+        assert any(step.held.get(p, 0) > 0 for p in step.lost)
 
 
 @pytest.mark.slow
