@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
 
-__all__ = ["FULL", "RECLAIM", "WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "fit_adjusted_score",
-           "full_pool_share", "price_ratio", "without_depth"]
+__all__ = ["FULL", "RECLAIM", "WEIGHTS", "WORST_INTERRUPTION_PCT_H", "clamp01", "composite_score", "full_pool_share",
+           "price_ratio", "without_depth"]
 
 # The causes of a pool's exclusion, as the controller's exclusion watcher writes them and the ranking reads them
 FULL = "full"          # launches refused: closed to new units, held units stay; no depth until room is seen again
@@ -50,20 +50,6 @@ def composite_score(forward_share: float, interruption_pct_h: float, price_ratio
     cheap = 1.0 - clamp01(price_ratio)
     raw = WEIGHTS["depth"] * depth + WEIGHTS["calm"] * calm + WEIGHTS["cheap"] * cheap
     return round(raw * clamp01(quota_headroom), 6)
-
-
-def fit_adjusted_score(score: float, price_ratio: float, fit: float) -> float:
-    """``score`` (a ``composite_score``) with its cheap term priced per unit of the workload placed (issue 19).
-
-    The ranking in force prices a pool by its own discount (rate ÷ its guaranteed rate), the same for every size
-    and family, so it cannot see what a workload's unit leaves unused in an instance. ``fit``: the guaranteed
-    price per unit of the workload on this pool's instance over the lowest such price among the pools the
-    workload fits (1: the tightest fit; 2: the unit pays for twice what it uses). The workload's price ratio is
-    the pool's times ``fit``; the cheap term is taken on that instead. ``fit`` of 1 or less: ``score`` as is.
-    """
-    if fit <= 1.0:
-        return score
-    return score + WEIGHTS["cheap"] * (clamp01(price_ratio) - clamp01(price_ratio * fit))
 
 
 def full_pool_share(forward_share: float, *, full_since: datetime | None, card_at: datetime | None,

@@ -46,7 +46,7 @@ def _order(table: PoolTable, shape: Shape, live: list[Entry], strategy: Strategy
     pools whose instance fits the cap, where it is the same order, and sort only the oversize ones.
     """
     residual = table.residual
-    key = _key(table, strategy, cap, shape.fit)
+    key = _key(table, strategy, cap)
     if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST) or cap <= 0:
         return sorted(live, key=key)
     ranked = table.order(shape, strategy is Strategy.PRICE_FIRST).entries

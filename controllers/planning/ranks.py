@@ -33,11 +33,10 @@ _UNITS_BOUND = 10**4
 class Keys:
     """Per-pool integer columns (scaled rate, score rank, id rank) and the rank orders they give."""
 
-    __slots__ = ("after_rate", "id_rank", "n", "rate", "scale", "score", "scores")
+    __slots__ = ("after_rate", "id_rank", "n", "rate", "score", "scores")
 
-    def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int], scale: int = 1) -> None:
+    def __init__(self, rate: list[int], score: list[int], scores: int, id_rank: list[int]) -> None:
         self.rate, self.score, self.scores, self.id_rank, self.n = rate, score, scores, id_rank, len(id_rank)
-        self.scale = scale  # rate[i] / scale is the pool's rate exactly
         self.after_rate = [s * self.n + r for s, r in zip(score, id_rank, strict=True)]  # (score, id) as one integer
 
     @classmethod
@@ -55,31 +54,21 @@ class Keys:
         if scaled and max(scaled) >= _RATE_BOUND:
             return None
         distinct = {v: j for j, v in enumerate(sorted(set(scores), reverse=True))}
-        return cls(scaled, [distinct[s] for s in scores], len(distinct), id_rank, scale)
+        return cls(scaled, [distinct[s] for s in scores], len(distinct), id_rank)
 
-    def float_rates(self) -> list[float]:
-        """Each pool's rate as the nearest float (as ``float(Decimal)`` gives it: int / int is correctly rounded)."""
-        scale = self.scale
-        return [r / scale for r in self.rate]
-
-    def depth(self, entries: list[Entry], fit: dict[int, float] | None = None) -> list[Entry] | None:
+    def depth(self, entries: list[Entry]) -> list[Entry] | None:
         """Best score, then rate per unit, then pool id.
 
         The entries by score and id (one integer each, ``after_rate``); then the runs of entries of one score
-        re-sorted by rate per unit and id, where there are such runs (the distinct scores tell). ``fit``: the
-        shape's own scores (``tables.Static.fit_scores``) instead of the pools'.
+        re-sorted by rate per unit and id, where there are such runs (the distinct scores tell).
         """
         if not entries or max(k for _, k in entries) >= _UNITS_BOUND:
             return None
-        value: Sequence[int] | dict[int, float]
-        if fit is None:
-            after = self.after_rate
-            keys: list[int] | list[float] = [after[i] for i, _ in entries]
-            value = self.score
-        else:   # any order within a run of one score: the runs are re-sorted below
-            keys, value = [-fit[i] for i, _ in entries], fit
+        after = self.after_rate
+        keys = [after[i] for i, _ in entries]
         ranked = [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]
-        scores = [value[i] for i, _ in ranked]
+        score = self.score
+        scores = [score[i] for i, _ in ranked]
         if len(set(scores)) == len(scores):
             return ranked
         rate, ids, n, start = self.rate, self.id_rank, len(ranked), 0

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from contracts.pools import PurchaseModel
 from contracts.schema import Contract, Resources
-from contracts.scoring import WEIGHTS
 
 from .model import Allocation, PoolState, Purpose
 from .ranks import Keys
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
-
-_GUARANTEED_FLOATS: dict[Decimal, float] = {}  # a catalogue's guaranteed rates repeat by flavour: converted once
 
 
 class Order:
@@ -93,11 +90,10 @@ class Order:
 class ShapeStatic:
     """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "fit", "halls", "k", "max_k", "orders", "units")
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units")
 
-    def __init__(self, entries: list[Entry], hall: list[str], fit: dict[int, float] | None = None) -> None:
+    def __init__(self, entries: list[Entry], hall: list[str]) -> None:
         self.entries = entries
-        self.fit = fit  # depth-first's scores with the cheap term per unit of the shape (None: the pools' own)
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
@@ -112,11 +108,11 @@ class Shape:
     The counts (in all, per hall, per units an instance) are updated when a pool runs out.
     """
 
-    __slots__ = ("by_hall", "entries", "fills", "fit", "floors", "halls", "heaps", "k", "live", "live_by_k",
-                 "live_halls", "max_k", "orders", "starts")
+    __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "heaps", "k", "live", "live_by_k", "live_halls",
+                 "max_k", "orders", "starts")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
-        self.entries, self.k, self.max_k, self.fit = static.entries, static.k, static.max_k, static.fit
+        self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
         self.orders, self.by_hall = static.orders, static.by_hall
         self.live = len(self.entries)
         self.live_halls, self.live_by_k = Counter(static.halls), Counter(static.units)
@@ -172,8 +168,6 @@ class Static:
         self.hall = [p.hall for p in catalogue]
         self.group = [s.group or p.aggregate for s, p in zip(self.states, catalogue, strict=True)]  # .group_id
         self.score = [s.score for s in self.states]
-        self.guaranteed_rate = [p.guaranteed_rate_eur_h for p in catalogue]
-        self._fit_columns: tuple[list[float], list[float]] | None = None
         self.probation = [s.probation for s in self.states]
         self.available = [s.available_instances for s in self.states]
         # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
@@ -206,27 +200,6 @@ class Static:
         if self._index is None:
             self._index = {pid: i for i, pid in enumerate(self.ids)}
         return self._index
-
-    def fit_scores(self, entries: list[Entry]) -> dict[int, float] | None:
-        """Each entry's score with the composite's cheap term priced per unit of the shape, or None.
-
-        ``contracts.scoring.fit_adjusted_score``: the fit is the entry's guaranteed price per unit over the lowest
-        among the entries. None when every entry fits as tightly as the best (the pools' scores stand).
-        """
-        if self._fit_columns is None:   # once per pools in force: guaranteed rates and price ratios as floats
-            floats = _GUARANTEED_FLOATS if len(_GUARANTEED_FLOATS) < 4096 else {}
-            guaranteed = [floats.get(g) or floats.setdefault(g, float(g)) for g in self.guaranteed_rate]
-            rates = self.keys.float_rates() if self.keys is not None else [float(r) for r in self.rate]
-            self._fit_columns = (guaranteed, [r / g if g else 1.0 for r, g in zip(rates, guaranteed, strict=True)])
-        guaranteed, ratio = self._fit_columns
-        per_unit = [guaranteed[i] / k for i, k in entries]
-        best = min(per_unit, default=0.0)
-        if best <= 0 or max(per_unit) == best:
-            return None
-        score, w = self.score, WEIGHTS["cheap"]
-        # fit_adjusted_score inlined, the same floats (a discount pool's ratio is in [0, 0.85))
-        return {i: score[i] if (fit := u / best) <= 1.0 else score[i] + w * (ratio[i] - min(ratio[i] * fit, 1.0))
-                for (i, _), u in zip(entries, per_unit, strict=True)}
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
         """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
@@ -349,7 +322,7 @@ class PoolTable:
                                    (e.halls, self.hall)):
                 if wanted:
                     entries = [e for e in entries if column[e[0]] in wanted]
-            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall, self.static.fit_scores(entries))
+            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
 
@@ -393,20 +366,16 @@ class PoolTable:
     def order(self, shape: Shape, price_first: bool) -> Order:
         """The shape's pools in rank order (some may have run out), for pools that fit the pool cap.
 
-        Depth-first: best score (the shape's ``fit`` scores when it has them), then rate per unit, then pool id;
-        price-first: rate per unit, then score, then pool id: the water-fill's keys for pools whose instance is
-        not bigger than the cap.
+        Depth-first: best score, then rate per unit, then pool id; price-first: rate per unit, then score,
+        then pool id: the water-fill's keys for pools whose instance is not bigger than the cap.
         """
         key = "price" if price_first else "depth"
         order = shape.orders.get(key)
         if order is None:
             keys = self.static.keys
-            ranked = (None if keys is None else keys.price(shape.entries) if price_first
-                      else keys.depth(shape.entries, shape.fit))
+            ranked = None if keys is None else keys.price(shape.entries) if price_first else keys.depth(shape.entries)
             if ranked is None:
-                rate, ids = self.rate, self.ids
-                fit = None if price_first else shape.fit
-                score: Sequence[float] | dict[int, float] = self.score if fit is None else fit
+                rate, score, ids = self.rate, self.score, self.ids
                 if price_first:
                     ranked = sorted(shape.entries, key=lambda e: (rate[e[0]] / e[1], -score[e[0]], ids[e[0]]))
                 else:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -47,16 +47,9 @@ def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     return max(1, units) if at_least_one else units
 
 
-def _key(table: PoolTable, strategy: Strategy, cap: int,
-         fit: dict[int, float] | None = None) -> Callable[[Entry], tuple[Any, ...]]:
-    """The sort key of the water-fill order for ``strategy`` (ties broken by rate, then pool id).
-
-    Depth-first reads the shape's ``fit`` scores when it has them (``Static.fit_scores``).
-    """
-    rate, ids, residual = table.rate, table.ids, table.residual
-    score: Sequence[float] | dict[int, float] = table.score
-    if fit is not None and strategy is Strategy.DEPTH_FIRST:
-        score = fit
+def _key(table: PoolTable, strategy: Strategy, cap: int) -> Callable[[Entry], tuple[Any, ...]]:
+    """The sort key of the water-fill order for ``strategy`` (ties broken by rate, then pool id)."""
+    rate, score, ids, residual = table.rate, table.score, table.ids, table.residual
 
     def per_unit(i: int, k: int) -> Decimal:
         return rate[i] / min(k, cap) if cap else rate[i] / k
@@ -72,7 +65,7 @@ def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversi
     """The shape's pools with capacity left (only those bigger than ``cap``: ``oversize``) in fill order."""
     residual = table.residual
     live = [e for e in shape.entries if residual[e[0]] > 0 and (not oversize or e[1] > cap)]
-    return sorted(live, key=_key(table, strategy, cap, shape.fit))
+    return sorted(live, key=_key(table, strategy, cap))
 
 
 def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from contracts.scoring import WEIGHTS, composite_score, fit_adjusted_score, full_pool_share, price_ratio, without_depth
+from contracts.scoring import WEIGHTS, composite_score, full_pool_share, price_ratio, without_depth
 from controllers import planning
 from orchestration.scoring import PoolInputs, score
 
@@ -83,25 +83,3 @@ def test_a_score_without_its_depth_is_the_score_of_the_same_pool_at_zero_depth(s
     full = composite_score(share, 2.5, 0.42, quota_headroom=headroom)
     assert without_depth(full, share, headroom) == pytest.approx(
         composite_score(0.0, 2.5, 0.42, quota_headroom=headroom), abs=2e-6)
-
-
-# score, the pool's price ratio, fit (guaranteed price per unit over the tightest fit's) -> the workload's score
-FIT_TABLE = [
-    (0.7, 0.35, 1.0, 0.7),                 # the tightest fit: the pool's score
-    (0.7, 0.35, 0.9, 0.7),                 # never above the pool's own
-    (0.7, 0.35, 2.0, 0.7 - 0.2 * 0.35),    # twice the instance a unit needs: its cheap term priced per unit
-    (0.5, 0.6, 3.0, 0.5 - 0.2 * 0.4),      # priced at or above the guaranteed rate per unit: no cheap term left
-    (0.5, 0.0, 4.0, 0.5),                  # free is free at any fit
-]
-
-
-@pytest.mark.parametrize(("score", "ratio", "fit", "expected"), FIT_TABLE)
-def test_a_pool_whose_instance_a_unit_fits_loosely_loses_the_cheap_term_it_pays_for(
-        score: float, ratio: float, fit: float, expected: float) -> None:
-    assert fit_adjusted_score(score, ratio, fit) == pytest.approx(expected, abs=1e-12)
-
-
-def test_the_fit_adjusted_score_is_the_composite_with_the_price_ratio_per_unit() -> None:
-    # the same pool inputs with the price ratio times the fit: the composite the workload would see
-    assert fit_adjusted_score(composite_score(0.5, 1.0, 0.3), 0.3, 2.0) == pytest.approx(
-        composite_score(0.5, 1.0, 0.6), abs=1e-6)

@@ -11,7 +11,7 @@ from tests.contracts.helpers import base
 
 
 def contract(tier: str = "T3", name: str = "wk", vcpu: int = 4, **fields: object) -> Contract:
-    doc = base(tier, workload=name, **{"resources": {"vcpu": vcpu, "memory_gib": vcpu * 4}, **fields})
+    doc = base(tier, workload=name, resources={"vcpu": vcpu, "memory_gib": vcpu * 4}, **fields)
     c, findings = resolve(ContractSpec.model_validate(doc))
     assert c is not None, findings
     return c

@@ -257,31 +257,3 @@ def test_planning_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> 
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
-
-
-def _fits(depth_lead: float) -> list[PoolState]:
-    """A 16-vCPU/96 GiB unit: a high-memory 16/128 instance holds it for €0.80/h guaranteed; a standard 32/128
-    one holds it too (memory-bound) for €1.60/h. Both discounted to 35 %; the standard pool leads on score."""
-    from decimal import Decimal
-
-    from contracts.pools import Pool, PurchaseModel
-
-    def make(pid: str, family: str, vcpu: int, guaranteed: str) -> Pool:
-        return Pool(pool_id=pid, region="r1", hall="h1", aggregate=f"agg-{pid}", sku_family=family, size="l",
-                    vcpu=vcpu, memory_gib=128, purchase_model=PurchaseModel.RECLAIMABLE,
-                    guaranteed_rate_eur_h=Decimal(guaranteed), rate_eur_h=Decimal(guaranteed) * Decimal("0.35"))
-    return [PoolState(make("std", "std", 32, "1.60"), 100, score=0.60 + depth_lead),
-            PoolState(make("hm", "hm", 16, "0.80"), 100, score=0.60)]
-
-
-@pytest.mark.parametrize(("depth_lead", "first"), [(0.0, "hm"), (0.05, "hm"), (0.10, "std")])
-def test_depth_first_prices_its_cheap_term_per_unit_so_a_loose_fit_needs_more_depth_to_come_first(
-        depth_lead: float, first: str) -> None:
-    # the standard pool charges a unit twice the high-memory pool's guaranteed price per unit: its cheap term
-    # (0.2 x (1 - 0.35)) shrinks to 0.2 x (1 - 0.70), 0.07 less; a lead of 0.05 does not cover that, 0.10 does
-    from controllers.planning import Caps
-
-    unit = contract(name="wk", vcpu=16, resources={"vcpu": 16, "memory_gib": 96})
-    one_pool = Caps(min_pools=1, pool_share=1, group_share=1, hall_share=1)  # type: ignore[arg-type]
-    result = plan([Claim(unit, 1)], _fits(depth_lead), NOW, config=PlannerConfig(caps=one_pool)).plans["wk"]
-    assert units_by_pool(result) == {first: 1}

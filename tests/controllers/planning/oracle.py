@@ -17,7 +17,6 @@ from decimal import Decimal
 
 from contracts.pools import PurchaseModel
 from contracts.schema import Contract, PlacementStrategy
-from contracts.scoring import fit_adjusted_score
 from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, WorkloadPlan, priority
 from controllers.planning.model import Allocation, Purpose, units_per_instance
 
@@ -82,7 +81,6 @@ class Candidate:
     state: PoolState
     per_instance: int       # units one instance holds
     capacity_units: int     # residual available instances × per_instance
-    depth_score: float | None = None   # the score with the cheap term per unit of the workload (None: the pool's)
 
     @property
     def rate_per_unit(self) -> Decimal:
@@ -107,8 +105,7 @@ def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None 
         return c.state.rate_eur_h / min(c.per_instance, cap) if cap else c.rate_per_unit
 
     if strategy is Strategy.DEPTH_FIRST:
-        return sorted(candidates, key=lambda c: (oversize(c), -(c.state.score if c.depth_score is None
-                                                                 else c.depth_score), rate(c), c.state.pool_id))
+        return sorted(candidates, key=lambda c: (oversize(c), -c.state.score, rate(c), c.state.pool_id))
     if strategy is Strategy.CAPACITY_OPTIMISED:
         return sorted(candidates, key=lambda c: (oversize(c), -c.capacity_units, rate(c), c.state.pool_id))
     return sorted(candidates, key=lambda c: (oversize(c), rate(c), -c.state.score, c.state.pool_id))
@@ -190,24 +187,15 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
 
 def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
                  threshold: Decimal) -> list[Candidate]:
-    eligible = []
+    out = []
     for s in pools:
         p = s.pool
         if (s.excluded or p.purchase_model is not PurchaseModel.RECLAIMABLE or p.region != contract.region
                 or s.discount_ratio >= threshold or not p.fits(contract)):
             continue
         k = units_per_instance(p, contract)
-        if k > 0:
-            eligible.append((s, k))
-    # the fit: each pool's guaranteed price per unit over the lowest among every eligible pool (with room or not)
-    best = min((float(s.pool.guaranteed_rate_eur_h) / k for s, k in eligible), default=0.0)
-    out = []
-    for s, k in eligible:
-        if residual.get(s.pool.pool_id, 0) > 0:
-            fit = float(s.pool.guaranteed_rate_eur_h) / k / best if best > 0 else 1.0
-            out.append(Candidate(s, k, residual[s.pool.pool_id] * k,
-                                 fit_adjusted_score(s.score, float(s.rate_eur_h) / float(s.pool.guaranteed_rate_eur_h),
-                                                    fit)))
+        if k > 0 and residual.get(p.pool_id, 0) > 0:
+            out.append(Candidate(s, k, residual[p.pool_id] * k))
     return out
 
 
