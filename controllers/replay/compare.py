@@ -125,9 +125,11 @@ def explain_step(outcome: WorkloadOutcome, pools: Mapping[str, Pool]) -> str:
     lost_pools = dict(step.lost)
     lines = [f"{outcome.workload} at {step.at:%Y-%m-%d %H:%M} UTC lost {step.units_lost} units "
              f"({100 * step.units_lost / outcome.units:.0f} % of its claim of {outcome.units}) in "
-             f"{len(lost_pools)} pool(s); it held {held} reclaimable units in {len(step.held)} pool(s) before",
+             f"{len(lost_pools)} pool(s); it held {held} reclaimable units in {len(step.held)} pool(s) before, "
+             f"{max(0, held - step.units_lost)} after",
              f"  lost by hall: {_shares(_by(lost_pools, pools, 'hall'), held)}; "
-             f"by aggregate: {_shares(_by(lost_pools, pools, 'aggregate'), held)}",
+             f"by aggregate: {_shares(_by(lost_pools, pools, 'aggregate'), held)}; "
+             f"by pool: {_shares(lost_pools, held, 3)}",
              f"  held by hall: {_shares(_by(step.held, pools, 'hall'), held)}; "
              f"largest aggregates: {_shares(_by(step.held, pools, 'aggregate'), held, 3)}; "
              f"largest pools: {_shares(step.held, held, 3)}"]

@@ -26,8 +26,9 @@ def test_a_loss_within_the_caps_names_the_hall_and_the_aggregates_it_hit_with_th
                                             {"p1": 3, "p2": 3, "p3": 3, "p4": 6, "p5": 5}))
     text = explain_step(o, POOLS)
     assert text.splitlines()[0] == ("etl at 2026-10-03 14:05 UTC lost 6 units (30 % of its claim of 20) in 2 "
-                                    "pool(s); it held 20 reclaimable units in 5 pool(s) before")
-    assert "lost by hall: h1 6 (30 %); by aggregate: a1 3 (15 %), a2 3 (15 %)" in text
+                                    "pool(s); it held 20 reclaimable units in 5 pool(s) before, 14 after")
+    assert ("lost by hall: h1 6 (30 %); by aggregate: a1 3 (15 %), a2 3 (15 %); by pool: p1 3 (15 %), p3 3 (15 %)"
+            in text)
     assert "held by hall: h1 9 (45 %), h2 6 (30 %), h3 5 (25 %)" in text
     assert "largest pools: p4 6 (30 %), p5 5 (25 %), p1 3 (15 %)" in text
     assert "launched since" not in text
