@@ -114,7 +114,7 @@ def _shares(units: Mapping[str, int], whole: int, most: int = 6) -> str:
 
 
 def explain_step(outcome: WorkloadOutcome, pools: Mapping[str, Pool]) -> str:
-    """One line tracing a workload's worst 5-min step: what it lost by hall, aggregate and pool, against what it
+    """A few lines tracing a workload's worst 5-min step: what it lost by hall, aggregate and pool, against what it
     held there at the pass before (shares of its held reclaimable units, what ADR-06's caps bound: 15 % a pool,
     30 % an aggregate, 40 % a hall), so a loss above the caps shows whether the holding broke them or the loss
     spanned groups."""
@@ -122,7 +122,7 @@ def explain_step(outcome: WorkloadOutcome, pools: Mapping[str, Pool]) -> str:
     if step is None:
         return f"{outcome.workload}: no reclaimable unit lost"
     held = sum(step.held.values())
-    lost_pools = dict(step.lost)
+    lost_pools = step.lost
     lines = [f"{outcome.workload} at {step.at:%Y-%m-%d %H:%M} UTC lost {step.units_lost} units "
              f"({100 * step.units_lost / outcome.units:.0f} % of its claim of {outcome.units}) in "
              f"{len(lost_pools)} pool(s); it held {held} reclaimable units in {len(step.held)} pool(s) before, "

@@ -128,9 +128,9 @@ class _Run:
                         for w, c in self.by_workload.items()}
         self.feeds = _Feeds()
         self.events: list[SimEvent] = []
-        self.lost_in_bucket: dict[tuple[str, int], int] = defaultdict(int)
-        # to trace the worst step: units lost per pool in each (workload, bucket), and the reclaimable units per
-        # pool each workload held at the pass before the bucket's first loss
+        # reclaimable units lost per pool in each (workload, 5-min bucket), and, to trace the worst step, the
+        # reclaimable units per pool each workload held at the pass before the bucket's first loss (each pass's
+        # holding is a new mapping nobody changes afterwards, so it is kept, not copied)
         self.lost_by_pool: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.held_before: dict[tuple[str, int], dict[str, int]] = {}
         self.held_now: dict[str, dict[str, int]] = {}
@@ -162,9 +162,8 @@ class _Run:
         o.interruptions += 1
         k = units_per_instance(self.pools[ev.pool], c)
         bucket = (c.workload, int(ev.time // 300))
-        self.lost_in_bucket[bucket] += k
         self.lost_by_pool[bucket][ev.pool] += k
-        self.held_before.setdefault(bucket, dict(self.held_now.get(c.workload, {})))
+        self.held_before.setdefault(bucket, self.held_now.get(c.workload, {}))
         if ev.kind is EventKind.NO_NOTICE_LOSS:
             o.no_notice_losses += 1   # its wasted_s comes from the controller's own ``lost`` event
             return
@@ -214,7 +213,7 @@ class _Run:
                 o.floor_cost += rate * step_h
             else:
                 o.fallback_cost += rate * step_h
-        self.held_now = {w: dict(p) for w, p in by_pool.items()}
+        self.held_now = by_pool
         for w, o in self.outcome.items():
             want = self.units.get(w, 0)
             h = held.get(w, {})
@@ -234,11 +233,11 @@ class _Run:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
 
     def finish(self, conn: Any) -> None:
-        for (w, b), lost in sorted(self.lost_in_bucket.items()):
-            o = self.outcome[w]
+        for (w, b), pools_lost in sorted(self.lost_by_pool.items()):
+            o, lost = self.outcome[w], sum(pools_lost.values())
             if o.worst_step is None or min(lost, o.units) > o.worst_step_loss_units:
-                o.worst_step = StepLoss(self.engine.at(b * 300.0), dict(self.lost_by_pool[(w, b)]),
-                                        self.held_before.get((w, b), {}))
+                o.worst_step = StepLoss(self.engine.at(b * 300.0), dict(pools_lost),
+                                        dict(self.held_before.get((w, b), {})))
             o.worst_step_loss_units = max(o.worst_step_loss_units, min(lost, o.units))
         # the controller's own ``lost`` events of no-notice losses: ``wasted_s`` is one unit's lost work on the
         # instance (lost_work_s); the outcome counts unit-seconds, so times the units the instance held
