@@ -178,7 +178,8 @@ class Store:
                 "WHERE i.instance_id = g.instance_id "
                 "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
                 (self.region, self.partition, ids)).fetchall()
-        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in gone]
+        # RETURNING comes in whatever order the join ran: sorted, so a pass's revocations and loss events are too
+        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in sorted(gone, key=lambda r: str(r[0]))]
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
         with self.conn.transaction():
