@@ -59,22 +59,21 @@ class _Fill:
 
     def __init__(self, target: int, shape: Shape, strategy: Strategy, caps: Caps, table: PoolTable) -> None:
         live = [e for e in shape.entries if table.residual[e[0]] > 0]
+        self.preference = False  # the hall cap is only a preference (``Caps.hall_cap``)
         if strategy is Strategy.SINGLE_CHEAPEST:
             self.pool_cap, self.group_cap, self.min_pools, self.hall_cap = target, target, 1, target
         else:
             self.pool_cap = _share(target, caps.pool_share, True)
             self.group_cap = _share(target, caps.group_share, True)
             self.min_pools = caps.min_pools
-            halls = len({table.hall[i] for i, _ in live})
-            spread = halls >= caps.floor_min_halls
-            self.hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
+            self.hall_cap, self.preference = caps.hall_cap(target, len({table.hall[i] for i, _ in live}))
         self.probation_cap = _share(target, caps.probation_share, False)
         self.table = table
         self.ranked = _order(table, shape, live, strategy, self.pool_cap)
         self.placed: dict[int, int] = defaultdict(int)
         self.group_used: dict[str, int] = defaultdict(int)
         self.hall_used: dict[str, int] = defaultdict(int)
-        self.remaining = target
+        self.target = self.remaining = target
         self.used = 0    # pools holding units
 
     def room(self, i: int, k: int) -> int:
@@ -99,7 +98,10 @@ class _Fill:
                     self.take(i, units)
 
     def rest(self) -> None:
-        """Place what is missing: pass 1 keeping one unit back per pool still needed, pass 2 to the caps."""
+        """Place what is missing: pass 1 keeping one unit back per pool still needed, pass 2 to the caps.
+
+        Where the hall cap is only a preference (``Caps.hall_cap``), pass 3 tops up without it.
+        """
         ranked = self.ranked
         for index, (i, k) in enumerate(ranked):
             if self.remaining == 0:
@@ -108,12 +110,15 @@ class _Fill:
             units = min(self.room(i, k), self.remaining - reserve)
             if units > 0:
                 self.take(i, units)
-        for i, k in ranked:
-            if self.remaining == 0:
-                return
-            units = self.room(i, k)
-            if units > 0:
-                self.take(i, units)
+        for lift in (False, True) if self.preference else (False,):
+            if lift:
+                self.hall_cap = self.target
+            for i, k in ranked:
+                if self.remaining == 0:
+                    return
+                units = self.room(i, k)
+                if units > 0:
+                    self.take(i, units)
 
 
 def _held(prev: WorkloadPlan, purpose: Purpose, index: dict[str, int]) -> dict[int, int]:

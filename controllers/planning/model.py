@@ -53,12 +53,33 @@ class Caps:
     pool_share: Decimal = Decimal("0.15")
     group_share: Decimal = Decimal("0.30")
     # a hall is a correlation group beside the aggregates (ADR-06): a hall-wide loss takes every aggregate in it.
-    # 40 %, not 30 %: three halls at 30 % could not hold a whole claim; applied when the pools span >= 3 halls
+    # 40 %, not 30 %: three halls at 30 % could not hold a whole claim; applied when the shape's pools with room
+    # span >= ``hall_min_halls`` halls, at max(40 %, ceil(units / halls)). Where the halls at that share cannot
+    # hold the claim with room to spare (two halls: 50 % each), the hall cap is a preference: what a fill under
+    # it leaves short is topped up without it. The default 3 lifts the cap at two halls; seed 2's 30-day month
+    # lost 65 % of a claim in one hall that way (issue 19). 2 applies it there: not the default until measured
     hall_share: Decimal = Decimal("0.40")
     probation_share: Decimal = Decimal("0.05")
     min_pools: int = 8
     floor_min_halls: int = 3
+    hall_min_halls: int = 3
     floor_hall_share: Decimal = Decimal("0.40")
+
+    def hall_cap(self, target: int, halls: int) -> tuple[int, bool]:
+        """The units one hall may hold of ``target`` when the pools with room span ``halls`` halls.
+
+        The second value says whether that cap is only a preference: what a fill under it leaves short is
+        topped up without it.
+        """
+        if halls < max(1, self.hall_min_halls) or halls < 2:
+            return target, False
+        n, d = self._hall_ratio
+        cap = max(1, target * n // d, -(-target // halls))
+        return cap, cap < target and halls * n < d
+
+    @cached_property
+    def _hall_ratio(self) -> tuple[int, int]:
+        return self.hall_share.as_integer_ratio()
 
 
 @dataclass(frozen=True)

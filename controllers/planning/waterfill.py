@@ -1,8 +1,9 @@
 """Water-filling under caps (ADR-08): the reclaimable part of one workload's claim.
 
 Candidates are ordered by the strategy; each pool takes up to its cap (15 % of the workload's reclaimable
-units, 5 % on probation), each correlation group up to 30 %, each hall up to 40 % when the pools span three
-halls or more (a hall is a correlation group beside its aggregates, ADR-06), and the fill keeps back one unit
+units, 5 % on probation), each correlation group up to 30 %, each hall up to 40 % when the pools span
+``Caps.hall_min_halls`` halls or more (a hall is a correlation group beside its aggregates, ADR-06; at two halls
+50 %, and what that cap leaves short is placed without it), and the fill keeps back one unit
 for every pool still needed to reach eight pools, so a deep pool never crowds out the spread. A second pass tops
 up to the caps when later pools could not take their share; what still cannot be placed is shortfall.
 
@@ -193,9 +194,7 @@ def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[in
         pool_cap = _share(target, caps.pool_share, True)
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
-        halls = shape.halls
-        spread = halls >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
-        hall_cap = max(_share(target, caps.hall_share, True), -(-target // halls)) if spread else target
+        hall_cap = caps.hall_cap(target, shape.halls)[0]  # a small claim may still need ceil(target / halls)
     return pool_cap, group_cap, hall_cap, _share(target, caps.probation_share, False), min_pools
 
 
@@ -219,7 +218,8 @@ def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
         walked = _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
         if walked is not None:
             return walked
-    return (*_scan(target, shape, strategy, limits, table), None)
+    lift = strategy is not Strategy.SINGLE_CHEAPEST and caps.hall_cap(target, shape.halls)[1]
+    return (*_scan(target, shape, strategy, limits, table, lift), None)
 
 
 def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, int, int, int],
@@ -303,8 +303,11 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
 
 
 def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int, int, int, int],
-          table: PoolTable) -> tuple[dict[int, int], int, int]:
-    """The fill over every candidate (``_ranked``), with the second pass."""
+          table: PoolTable, lift: bool = False) -> tuple[dict[int, int], int, int]:
+    """The fill over every candidate (``_ranked``), with the second pass.
+
+    ``lift``: the hall cap is only a preference, and a third pass tops up without it.
+    """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
     placed: dict[int, int] = {}
@@ -334,16 +337,17 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
         if remaining == 0:
             return placed, 0, -1 if tail else last
     # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
-    # is left to place)
-    for i, k in seen:
-        if remaining == 0:
-            break
-        g, h, done = group[i], hall[i], placed.get(i, 0)
-        units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
-                    hall_cap - hall_used[h], residual[i] * k - done, remaining)
-        if units > 0:
-            placed[i] = done + units
-            group_used[g] += units
-            hall_used[h] += units
-            remaining -= units
+    # is left to place); pass 3, where the hall cap is a preference: the same without it
+    for cap in (hall_cap, target) if lift else (hall_cap,):
+        for i, k in seen if cap == hall_cap else _sorted(table, shape, strategy, pool_cap):
+            if remaining == 0:
+                break
+            g, h, done = group[i], hall[i], placed.get(i, 0)
+            units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
+                        cap - hall_used[h], residual[i] * k - done, remaining)
+            if units > 0:
+                placed[i] = done + units
+                group_used[g] += units
+                hall_used[h] += units
+                remaining -= units
     return placed, remaining, -1

@@ -30,3 +30,10 @@ def test_with_every_seed_in_common_the_comparison_reads_them_all() -> None:
     verdicts = {label: (ok, figure) for label, ok, figure in _verdicts(runs)}
     assert verdicts["interruptions/h below single-cheapest"] == (False, "1.75 vs 1.50 %/h (ratio 1.17) on seeds 1, 2")
     assert verdicts["worst 5-min loss below single-cheapest"] == (True, "70 % vs 100 % on seeds 1, 2")
+
+
+def test_a_candidate_variant_of_ours_is_judged_against_the_baselines_on_its_own_seeds() -> None:
+    runs = [*RUNS, _run(2, "depth-first-two-halls", 2.5, 50.0)]
+    verdicts = {label: (ok, figure) for label, ok, figure in _verdicts(runs, "depth-first-two-halls")}
+    assert verdicts["worst 5-min loss below single-cheapest"] == (True, "50 % vs 60 % on seed 2")
+    assert verdicts["interruptions/h below single-cheapest"] == (False, "2.50 vs 2.00 %/h (ratio 1.25) on seed 2")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controllers.planning import Claim, PlannerConfig, PoolState, Purpose, Strategy, WorkloadPlan, plan
+from controllers.planning import Caps, Claim, PlannerConfig, PoolState, Purpose, Strategy, WorkloadPlan, plan
 
 from .builders import contract, pool
 
@@ -74,6 +74,36 @@ def test_a_hall_is_a_correlation_group_beside_its_aggregates_and_holds_at_most_4
         groups[f"agg-{int(a.pool_id[1:]) // 4}"] += a.units
     assert halls["h1"] == 40 and result.shortfall_units == 0  # filled to the hall's cap, the rest elsewhere
     assert max(groups.values()) <= 30
+
+
+def two_halls_with_room(h3_free: int) -> list[PoolState]:
+    """h1 full; h2's eight pools rank best, h3's eight after them with ``h3_free`` instances each."""
+    return [PoolState(pool(f"p{i:02d}", hall="h1" if i >= 16 else "h2" if i < 8 else "h3"),
+                      0 if i >= 16 else 1000 if i < 8 else h3_free, score=1 - i / 100) for i in range(20)]
+
+
+def units_by_hall(p: WorkloadPlan) -> dict[str, int]:
+    halls = Counter[str]()
+    for pid, units in units_by_pool(p).items():
+        halls["h2" if int(pid[1:]) < 8 else "h3"] += units
+    return dict(halls)
+
+
+@pytest.mark.parametrize(("hall_min_halls", "h3_free", "by_hall"), [
+    (3, 1000, {"h2": 40}),              # the default: two halls with room lift the hall cap (seed 2's 65 % loss)
+    (2, 1000, {"h2": 20, "h3": 20}),    # two halls with room: half the claim a hall
+    (2, 1, {"h2": 32, "h3": 8}),        # h3 holds 8: the cap would leave 12 short, so the fill is re-done without it
+])
+def test_at_two_halls_with_room_the_hall_cap_is_half_the_claim_unless_that_leaves_it_short(
+        hall_min_halls: int, h3_free: int, by_hall: dict[str, int]) -> None:
+    config = PlannerConfig(caps=Caps(hall_min_halls=hall_min_halls))
+    pools = two_halls_with_room(h3_free)
+    fresh = plan([Claim(contract(), 40)], pools, NOW, config=config)
+    assert units_by_hall(fresh.plans["wk"]) == by_hall and fresh.plans["wk"].shortfall_units == 0
+    # a re-plan of a grown claim (the incremental path) spreads the same way
+    grown = plan([Claim(contract(), 40)], pools, NOW, config=config,
+                 previous=plan([Claim(contract(), 30)], pools, NOW, config=config)).plans["wk"]
+    assert grown.shortfall_units == 0 and all(v <= max(by_hall.values()) for v in units_by_hall(grown).values())
 
 
 def test_excluded_pools_get_nothing_and_probation_pools_at_most_five_percent() -> None:

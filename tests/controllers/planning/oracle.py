@@ -121,9 +121,12 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
     """Place ``target`` units; returns units per pool id and the shortfall.
 
     ``held`` (issue 19, a re-plan): units the plan holds per pool, kept first in rank order within the caps.
+    Where the hall cap is only a preference (fewer halls than its share can cover), a third pass tops up
+    without it.
     """
     if target <= 0:
         return {}, 0
+    preference = False  # the hall cap is only a preference: a pass 3 without it tops up
     if strategy is Strategy.SINGLE_CHEAPEST:
         pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
     else:
@@ -131,8 +134,9 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         group_cap = _share(target, caps.group_share, True)
         min_pools = caps.min_pools
         halls = {c.state.pool.hall for c in candidates if c.capacity_units > 0}
-        spread = len(halls) >= caps.floor_min_halls  # a small claim may still need ceil(target / halls) per hall
+        spread = len(halls) >= max(2, caps.hall_min_halls)  # a small claim may still need ceil(target / halls)
         hall_cap = max(_share(target, caps.hall_share, True), -(-target // len(halls))) if spread else target
+        preference = spread and hall_cap < target and len(halls) * caps.hall_share < 1
     ranked = order(candidates, strategy, pool_cap)
     probation_cap = _share(target, caps.probation_share, False)
     placed: dict[str, int] = defaultdict(int)
@@ -166,13 +170,16 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         units = min(room(c), remaining - reserve)
         if units > 0:
             take(c, units)
-    # pass 2: top up to the caps in rank order
-    for c in ranked:
-        if remaining == 0:
-            break
-        units = min(room(c), remaining)
-        if units > 0:
-            take(c, units)
+    # pass 2: top up to the caps in rank order; pass 3 (a preference): the same without the hall cap
+    for lift in (False, True) if preference else (False,):
+        if lift:
+            hall_cap = target
+        for c in ranked:
+            if remaining == 0:
+                break
+            units = min(room(c), remaining)
+            if units > 0:
+                take(c, units)
     return {k: v for k, v in placed.items() if v}, remaining
 
 
