@@ -37,3 +37,13 @@ def test_a_candidate_variant_of_ours_is_judged_against_the_baselines_on_its_own_
     verdicts = {label: (ok, figure) for label, ok, figure in _verdicts(runs, "depth-first-two-halls")}
     assert verdicts["worst 5-min loss below single-cheapest"] == (True, "50 % vs 60 % on seed 2")
     assert verdicts["interruptions/h below single-cheapest"] == (False, "2.50 vs 2.00 %/h (ratio 1.25) on seed 2")
+
+
+def test_a_candidate_is_judged_against_price_first_under_the_same_caps_when_that_ran() -> None:
+    runs = [*RUNS, _run(2, "depth-first-two-halls", 2.5, 50.0), _run(2, "price-first", 2.6, 45.0),
+            _run(2, "price-first-two-halls", 2.4, 55.0)]
+    verdicts = {label: (ok, figure) for label, ok, figure
+                in _verdicts(runs, "depth-first-two-halls", ("price-first-two-halls", "single-cheapest"))}
+    assert verdicts["worst 5-min loss below price-first-two-halls"] == (True, "50 % vs 55 % on seed 2")
+    assert verdicts["interruptions/h below price-first-two-halls"] == (False, "2.50 vs 2.40 %/h (ratio 1.04) on seed 2")
+    assert not any(label.endswith("below price-first") for label in verdicts)
