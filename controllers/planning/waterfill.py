@@ -338,8 +338,9 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
             return placed, 0, -1 if tail else last
     # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
     # is left to place); pass 3, where the hall cap is a preference: the same without it
-    for cap in (hall_cap, target) if lift else (hall_cap,):
-        for i, k in seen if cap == hall_cap else _sorted(table, shape, strategy, pool_cap):
+    passes: list[tuple[int, list[Entry] | None]] = [(hall_cap, seen), (target, None)] if lift else [(hall_cap, seen)]
+    for cap, order in passes:  # pass 3 reads every candidate in rank order (``None``: sorted only when reached)
+        for i, k in order if order is not None else _sorted(table, shape, strategy, pool_cap):
             if remaining == 0:
                 break
             g, h, done = group[i], hall[i], placed.get(i, 0)
