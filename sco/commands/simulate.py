@@ -1,5 +1,5 @@
-"""``sco simulate``: replay the simulated region's history with the real planner (ADR-03), for one strategy
-or all four side by side on the same trace."""
+"""``sco simulate``: replay the simulated region's history through the production controller (ADR-03), for one
+strategy or all four side by side on the same trace (``--engine replay``: the fast replay-only model)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from .report import render_table
 __all__ = ["register"]
 
 STRATEGIES = ("depth-first", "price-first", "capacity-optimised", "single-cheapest")
+CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
 
 
 def register(sub: Any) -> None:
@@ -29,9 +30,11 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=1, help="simulated region seed")
     p.add_argument("--start", default="2026-10-01", help="first replayed day, UTC (YYYY-MM-DD), or a time in it "
                    "(YYYY-MM-DDTHH:MM): the region's demand follows the hour of day")
-    p.add_argument("--engine", choices=("replay", "controller"), default="replay",
-                   help="replay: the planner in a replay-only model (default); controller: the production "
-                        "controller (observe → decide → apply, ledger, breaker) on an embedded PostgreSQL")
+    p.add_argument("--engine", choices=("controller", "replay"), default="controller",
+                   help="controller (default): the production controller (observe → decide → apply, scorer, "
+                        "floor keeper, fallback arbiter, ledger, breaker) on an embedded PostgreSQL, about "
+                        f"{CPU_S_PER_DAY} s of CPU a simulated day a strategy; replay: the planner in the "
+                        "replay-only model, minutes for a month but not the production path (its figures differ)")
     p.add_argument("--jobs", type=int, default=1,
                    help="--engine controller: replay up to N strategies at once, each in its own process (1)")
     p.set_defaults(handler=_simulate)
@@ -67,6 +70,12 @@ def _simulate(args: argparse.Namespace) -> int:
           f"({time.monotonic() - began:.0f} s)", file=sys.stderr)
     sized = size_claims(trace, contracts, args.units)
     claims = {c.workload: c.units for c in sized}
+    if args.engine == "controller":
+        runs = len(STRATEGIES) if args.strategy == "compare" else 1
+        minutes = CPU_S_PER_DAY * args.days * runs / min(args.jobs, runs) / 60
+        print(f"the production controller, a pass a virtual minute: about {minutes:.0f} min of wall on an idle core "
+              f"({runs} strateg{'ies' if runs > 1 else 'y'}, --jobs {args.jobs}); --engine replay is the fast "
+              f"approximation", file=sys.stderr)
     run = _engine(args, contracts, claims, start)
     try:
         summaries = _run_strategies(args, trace, contracts, claims, run)
@@ -168,7 +177,8 @@ def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
         for name, seen in run.diagnostics.items():
             print(f"  {name}: " + ", ".join(f"{k} {seen.get(k, 0)}" for k in kinds))
     else:
-        print("Engine: the replay model. Approximations: no boot time (a lost instance is replaced at the next "
+        print("Engine: the replay-only model (--engine replay), not the production path: the default engine runs "
+              "the production controller. Approximations: no boot time (a lost instance is replaced at the next "
               "5-minute step), no scheduler (claims are whole units), a plan change moves capacity without cost.")
     print()
     for label, ok, figure in verdicts(summaries):

@@ -18,7 +18,8 @@ def test_bad_input_is_refused_in_one_line(args: list[str], needle: str) -> None:
 
 @pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
 def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
-    result = sco("simulate", "--days", "0.5", "--warmup-days", "0.5", "--strategy", "compare", "--units", "16")
+    result = sco("simulate", "--days", "0.5", "--warmup-days", "0.5", "--strategy", "compare", "--units", "16",
+                 "--engine", "replay")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("strategy"))
@@ -38,9 +39,10 @@ def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
 def test_the_controller_engine_runs_the_production_controller_and_says_what_it_approximates() -> None:
     import re
 
-    result = sco("simulate", "--days", "0.02", "--warmup-days", "0.1", "--engine", "controller",
+    result = sco("simulate", "--days", "0.02", "--warmup-days", "0.1",  # the default engine: the controller
                  "--strategy", "depth-first", "--units", "8")
     assert result.returncode == 0, result.stderr
+    assert "the production controller, a pass a virtual minute: about" in result.stderr
     assert "Engine: the production controller. Approximations:" in result.stdout
     assert "no agent runs" in result.stdout and "passes every 60 s of virtual time" in result.stdout
     placed = re.search(r"^  depth-first: placed (\d+), .* breaker-tripped (\d+)", result.stdout, re.MULTILINE)
