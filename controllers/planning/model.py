@@ -73,13 +73,20 @@ class Caps:
         """
         if halls < max(1, self.hall_min_halls) or halls < 2:
             return target, False
-        n, d = self._hall_ratio
+        n, d = share_ratio(self.hall_share)
         cap = max(1, target * n // d, -(-target // halls))
         return cap, cap < target and halls * n < d
 
-    @cached_property
-    def _hall_ratio(self) -> tuple[int, int]:
-        return self.hall_share.as_integer_ratio()
+
+_RATIOS: dict[Decimal, tuple[int, int]] = {}
+
+
+def share_ratio(share: Decimal) -> tuple[int, int]:
+    """``share`` as an integer ratio (cached: the caps are a handful of shares, read for every fill)."""
+    ratio = _RATIOS.get(share)
+    if ratio is None:
+        ratio = _RATIOS[share] = share.as_integer_ratio()
+    return ratio
 
 
 @dataclass(frozen=True)

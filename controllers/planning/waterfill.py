@@ -29,21 +29,16 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from .model import Caps, Strategy
+from .model import Caps, Strategy, share_ratio
 from .placed import Placed
 from .tables import Entry, Order, PoolTable, Shape
 
 __all__ = ["fill", "shared_fill"]
 
 
-_RATIOS: dict[Decimal, tuple[int, int]] = {}
-
-
 def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     """``floor(target x share)``, in integers (exact, like the ``Decimal`` product of an int and a share)."""
-    ratio = _RATIOS.get(share)
-    if ratio is None:
-        ratio = _RATIOS[share] = share.as_integer_ratio()
+    ratio = share_ratio(share)
     units = target * ratio[0] // ratio[1]
     return max(1, units) if at_least_one else units
 
