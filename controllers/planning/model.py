@@ -56,13 +56,14 @@ class Caps:
     # 40 %, not 30 %: three halls at 30 % could not hold a whole claim; applied when the shape's pools with room
     # span >= ``hall_min_halls`` halls, at max(40 %, ceil(units / halls)). Where the halls at that share cannot
     # hold the claim with room to spare (two halls: 50 % each), the hall cap is a preference: what a fill under
-    # it leaves short is topped up without it. The default 3 lifts the cap at two halls; seed 2's 30-day month
-    # lost 65 % of a claim in one hall that way (issue 19). 2 applies it there: not the default until measured
+    # it leaves short is topped up without it. 3 lifts the cap at two halls: seed 2's 30-day month lost 65 % of a
+    # claim in one hall that way; at 2 (the default since issue 19's four seeds × 30 days) the worst 5-min loss
+    # fell from 65 % to 55 % and interruptions/h from 1.54 to 1.48 (docs/benchmarks.md)
     hall_share: Decimal = Decimal("0.40")
     probation_share: Decimal = Decimal("0.05")
     min_pools: int = 8
     floor_min_halls: int = 3
-    hall_min_halls: int = 3
+    hall_min_halls: int = 2
     floor_hall_share: Decimal = Decimal("0.40")
 
     def hall_cap(self, target: int, halls: int) -> tuple[int, bool]:

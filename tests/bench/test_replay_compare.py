@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from bench.replay_compare import Run, _verdicts, common_seeds
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.replay_compare import Run, _runs_from, _verdicts, common_seeds
 
 
 def _run(seed: int, strategy: str, rate: float, worst: float) -> Run:
@@ -33,17 +38,45 @@ def test_with_every_seed_in_common_the_comparison_reads_them_all() -> None:
 
 
 def test_a_candidate_variant_of_ours_is_judged_against_the_baselines_on_its_own_seeds() -> None:
-    runs = [*RUNS, _run(2, "depth-first-two-halls", 2.5, 50.0)]
-    verdicts = {label: (ok, figure) for label, ok, figure in _verdicts(runs, "depth-first-two-halls")}
+    runs = [*RUNS, _run(2, "depth-first-three-halls", 2.5, 50.0)]
+    verdicts = {label: (ok, figure) for label, ok, figure in _verdicts(runs, "depth-first-three-halls")}
     assert verdicts["worst 5-min loss below single-cheapest"] == (True, "50 % vs 60 % on seed 2")
     assert verdicts["interruptions/h below single-cheapest"] == (False, "2.50 vs 2.00 %/h (ratio 1.25) on seed 2")
 
 
 def test_a_candidate_is_judged_against_price_first_under_the_same_caps_when_that_ran() -> None:
-    runs = [*RUNS, _run(2, "depth-first-two-halls", 2.5, 50.0), _run(2, "price-first", 2.6, 45.0),
-            _run(2, "price-first-two-halls", 2.4, 55.0)]
+    runs = [*RUNS, _run(2, "depth-first-three-halls", 2.5, 50.0), _run(2, "price-first", 2.6, 45.0),
+            _run(2, "price-first-three-halls", 2.4, 55.0)]
     verdicts = {label: (ok, figure) for label, ok, figure
-                in _verdicts(runs, "depth-first-two-halls", ("price-first-two-halls", "single-cheapest"))}
-    assert verdicts["worst 5-min loss below price-first-two-halls"] == (True, "50 % vs 55 % on seed 2")
-    assert verdicts["interruptions/h below price-first-two-halls"] == (False, "2.50 vs 2.40 %/h (ratio 1.04) on seed 2")
+                in _verdicts(runs, "depth-first-three-halls", ("price-first-three-halls", "single-cheapest"))}
+    assert verdicts["worst 5-min loss below price-first-three-halls"] == (True, "50 % vs 55 % on seed 2")
+    assert verdicts["interruptions/h below price-first-three-halls"] == (
+        False, "2.50 vs 2.40 %/h (ratio 1.04) on seed 2")
     assert not any(label.endswith("below price-first") for label in verdicts)
+
+
+def _line(r: Run) -> str:
+    return f"[00:00:00] seed {r.seed} {r.strategy} run: {json.dumps(r.__dict__)}"
+
+
+def test_a_relabel_line_renames_the_runs_above_it_at_once_and_not_those_below(tmp_path: Path) -> None:
+    log = tmp_path / "months.log"
+    log.write_text("\n".join([
+        _line(_run(1, "depth-first", 1.5, 65.0)), _line(_run(1, "depth-first-two-halls", 1.4, 55.0)),
+        "# relabel: depth-first -> depth-first-three-halls, depth-first-two-halls -> depth-first",
+        _line(_run(2, "depth-first", 1.6, 45.0))]))
+    runs = {(r.seed, r.strategy): r.worst_step_pct for r in _runs_from([log])}
+    assert runs == {(1, "depth-first-three-halls"): 65.0, (1, "depth-first"): 55.0, (2, "depth-first"): 45.0}
+
+
+@pytest.mark.parametrize(("line", "error"), [
+    ("# relabel: depth-first depth-first-three-halls", "a relabel line reads 'old -> new, ...'"),
+    ("# relabel: depth-first-two-halls -> depth-first", "seed 1 two runs named 'depth-first'"),
+])
+def test_a_relabel_line_that_is_malformed_or_merges_two_runs_is_refused_with_its_line(
+        tmp_path: Path, line: str, error: str) -> None:
+    log = tmp_path / "months.log"
+    log.write_text("\n".join([_line(_run(1, "depth-first", 1.5, 65.0)),
+                              _line(_run(1, "depth-first-two-halls", 1.4, 55.0)), line]))
+    with pytest.raises(ValueError, match=f"months.log:3: .*{error}"):
+        _runs_from([log])

@@ -89,14 +89,14 @@ def units_by_hall(p: WorkloadPlan) -> dict[str, int]:
     return dict(halls)
 
 
-@pytest.mark.parametrize(("hall_min_halls", "h3_free", "by_hall"), [
-    (3, 1000, {"h2": 40}),              # the default: two halls with room lift the hall cap (seed 2's 65 % loss)
-    (2, 1000, {"h2": 20, "h3": 20}),    # two halls with room: half the claim a hall
-    (2, 1, {"h2": 32, "h3": 8}),        # h3 holds 8: the cap would leave 12 short, so the fill is re-done without it
+@pytest.mark.parametrize(("caps", "h3_free", "by_hall"), [
+    (Caps(), 1000, {"h2": 20, "h3": 20}),   # the default: two halls with room hold half the claim each
+    (Caps(), 1, {"h2": 32, "h3": 8}),   # h3 holds 8: the cap would leave 12 short, so the fill is re-done without it
+    (Caps(hall_min_halls=3), 1000, {"h2": 40}),  # the old default lifted the cap at two halls (seed 2's 65 % loss)
 ])
 def test_at_two_halls_with_room_the_hall_cap_is_half_the_claim_unless_that_leaves_it_short(
-        hall_min_halls: int, h3_free: int, by_hall: dict[str, int]) -> None:
-    config = PlannerConfig(caps=Caps(hall_min_halls=hall_min_halls))
+        caps: Caps, h3_free: int, by_hall: dict[str, int]) -> None:
+    config = PlannerConfig(caps=caps)
     pools = two_halls_with_room(h3_free)
     fresh = plan([Claim(contract(), 40)], pools, NOW, config=config)
     assert units_by_hall(fresh.plans["wk"]) == by_hall and fresh.plans["wk"].shortfall_units == 0

@@ -105,9 +105,9 @@ def step(rng: random.Random, claims: list[Claim], pools: list[PoolState]) -> tup
 
 # seed 517 runs CONFIGS[517 % 8], the one with floors over two halls
 CONFIGS = [PlannerConfig(), *(PlannerConfig(strategy=s) for s in Strategy),
-           PlannerConfig(caps=Caps(floor_min_halls=2, hall_min_halls=2), discount_threshold=Decimal("0.95")),
+           PlannerConfig(caps=Caps(floor_min_halls=2), discount_threshold=Decimal("0.95")),
            PlannerConfig(caps=Caps(min_pools=3, pool_share=Decimal("0.4"))),
-           PlannerConfig(caps=Caps(hall_min_halls=2))]
+           PlannerConfig(caps=Caps(hall_min_halls=3))]  # the hall cap lifted at two halls (the old default)
 
 
 @pytest.mark.parametrize("seed", [*range(12), 517])  # 517: a floor whose last round fills a pool
