@@ -371,14 +371,24 @@ def _caps_bound(seeds: Sequence[int], args: argparse.Namespace) -> str:
             f"(bench.caps_bound): {reach}")
 
 
+def _cell(job: tuple[argparse.Namespace, float, float]) -> list[Run]:
+    """One sensitivity cell: seed 1's three strategies at one reclaim rate and price–demand relation."""
+    args, rate, price_demand = job
+    return _run_all([1], args, rate, price_demand, args.sensitivity_days, args.sensitivity_warmup, STRATEGIES)[0]
+
+
 def _sensitivity(args: argparse.Namespace) -> None:
     from sco.commands.report import render_table
 
     rows = []
     # a cross through the production point: the reclaim rate at the model's price, the price relation at 4 %/h
     cells = [(rate, 1.0) for rate in args.rates] + [(args.rate, pd) for pd in args.price_demands if pd != 1.0]
-    for rate, pd in cells:
-        runs, _ = _run_all([1], args, rate, pd, args.sensitivity_days, args.sensitivity_warmup, STRATEGIES)
+    if args.jobs > 1:   # the cells in parallel (each is one seed: _run_all starts no pool of its own)
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(_cell, [(args, rate, pd) for rate, pd in cells]))
+    else:
+        results = [_cell((args, rate, pd)) for rate, pd in cells]
+    for (rate, pd), runs in zip(cells, results, strict=True):
         by = {r.strategy: r for r in runs}
         d, p, s = by["depth-first"], by["price-first"], by["single-cheapest"]
         wins = "wins" if d.rate_pct_h < p.rate_pct_h else "loses"
@@ -387,8 +397,9 @@ def _sensitivity(args: argparse.Namespace) -> None:
                      f"{d.net_planning_pct:.1f} / {p.net_planning_pct:.1f}",
                      f"{d.worst_step_pct:.0f} / {p.worst_step_pct:.0f} / {s.worst_step_pct:.0f} %",
                      f"{wins} vs price-first"])
-    print(f"\nSensitivity (seed 1, {args.sensitivity_days:g} days after {args.sensitivity_warmup:g} of warm-up): "
-          "depth-first / price-first / single-cheapest")
+    engine = "the production controller" if args.engine == "controller" else "the replay model"
+    print(f"\nSensitivity (seed 1, {args.sensitivity_days:g} days after {args.sensitivity_warmup:g} of warm-up, "
+          f"{engine}): depth-first / price-first / single-cheapest")
     print(render_table(["reclaim %/h", "price_demand", "interruptions %/h", "wasted % d/p", "shortfall % d/p",
                         "net % planning d/p",
                         "worst 5-min loss", "depth-first"], rows))
