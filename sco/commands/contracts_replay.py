@@ -155,6 +155,10 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
     out.append(render_table(["workload", "units", "interruptions", "rate", "wasted work", "fallback starts",
                              "shortfall", "net saving", "net %"], rows))
     out += [f"  claim {n}" for n in notes]
-    out.append("Replay approximations: waves from the notices and no-notice losses in the history; a pool lends at "
-               "most what it had free on a rate card; no forward-capacity calendar; no boot time or scheduler.")
+    out.append("Replay approximations: the replay-only model, not the production controller (sco simulate runs "
+               "that); on the simulated region's four 30-day seeds it counted about a third of the controller's "
+               "interruptions, a twentieth of its wasted work and far more shortfall (docs/benchmarks.md), so read "
+               "these figures as a comparison of workloads, not a forecast. Waves from the notices and no-notice "
+               "losses in the history; a pool lends at most what it had free on a rate card; no forward-capacity "
+               "calendar; no boot time or scheduler.")
     return "\n".join(out)

@@ -55,6 +55,7 @@ def test_the_report_attaches_each_workloads_replay_from_the_history_in_clickhous
     interrupted = [int(line.split()[2]) for line in rows.values()]
     assert sum(interrupted) > 0, "two days of the region's reclaims interrupt someone"
     assert any("€" in line and "/day)" in line for line in rows.values())
+    assert "the replay-only model, not the production controller" in out.stdout, "its figures are not a forecast"
 
 
 def test_the_trace_read_from_clickhouse_holds_the_regions_waves_rate_cards_and_free_room(history_url: str) -> None:
