@@ -58,7 +58,7 @@ class Caps:
     # hold the claim with room to spare (two halls: 50 % each), the hall cap is a preference: what a fill under
     # it leaves short is topped up without it. 3 lifts the cap at two halls: seed 2's 30-day month lost 65 % of a
     # claim in one hall that way; at 2 (the default since issue 19's four seeds × 30 days) the worst 5-min loss
-    # fell from 65 % to 55 % and interruptions/h from 1.54 to 1.48 (docs/benchmarks.md)
+    # fell from 65 % to 55 % and interruptions/h from 1.54 to 1.47 (docs/benchmarks.md)
     hall_share: Decimal = Decimal("0.40")
     probation_share: Decimal = Decimal("0.05")
     min_pools: int = 8
