@@ -40,11 +40,16 @@ INDEX_SQL = "reinterpretAsUInt64(reverse(unhex(replaceAll(substring(event_id, 20
 
 @dataclass(frozen=True)
 class KillPlan:
-    """One fault: SIGKILL ``target`` once ClickHouse holds ``at`` rows; restart it after ``down_s``."""
+    """One fault: SIGKILL ``target`` once ClickHouse holds ``at`` rows; restart it after ``down_s``.
+
+    ``hold_from``: the publisher sends no event from that index on until this fault has struck, so the fault
+    lands mid-publish however far the publisher runs ahead of the ingest (None: it does not wait).
+    """
 
     at: int
     target: str
     down_s: float
+    hold_from: int | None = None
 
 
 @dataclass(frozen=True)

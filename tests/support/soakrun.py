@@ -270,6 +270,7 @@ class _Soak:
         streamed = refused = 0
         for start in range(0, self.plan.events, self.window):
             stop = min(start + self.window, self.plan.events)
+            await self._held(stop)
             window = {f"v{i}": payload(i) for i in range(start, stop)}
             kinds = {f"p{n}": k for i in range(start, stop) for n, k in poisons.get(i, [])}
             window.update({key: poison(int(key[1:]), kind, max_payload) for key, kind in kinds.items()})
@@ -278,6 +279,12 @@ class _Soak:
             refused += sum(1 for key, kind in kinds.items() if key in publisher.refused and kind == "oversize")
             self.published = stop
         return streamed, refused
+
+    async def _held(self, stop: int) -> None:
+        """Wait while a fault that holds the publisher before ``stop`` has not struck yet (``KillPlan.hold_from``)."""
+        for k, fault in enumerate(self.plan.kills):
+            while fault.hold_from is not None and stop > fault.hold_from and len(self.kills) <= k:
+                await asyncio.sleep(0.05)
 
     async def drained(self, js: Any, deadline: float) -> bool:
         """Wait until the consumer has nothing pending and nothing unacknowledged (the ingest is done)."""
