@@ -35,6 +35,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
     cards: list[tuple[datetime, dict[str, Decimal]]] = []
     forward: list[tuple[datetime, dict[str, tuple[float, float]]]] = []
     frees: list[tuple[datetime, dict[str, int]]] = []
+    others: list[tuple[datetime, dict[str, int]]] = []
 
     def on_event(ev: SimEvent) -> None:
         # A victim is one NOTICE, or one NO_NOTICE_LOSS (the region emits it while the instance is still live
@@ -52,7 +53,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
         wave[2] = 1 if ev.cause.startswith("hall-reclaim") else wave[2]
 
     def on_rate_card(t: float, rows: list[tuple[int, float, int, int]]) -> None:
-        card, ahead, free = {}, {}, {}
+        card, ahead, free, live = {}, {}, {}, {}
         later = t + forward_horizon.total_seconds()
         for row in rows:
             i, u = row[0], row[1]
@@ -62,11 +63,13 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
             card[pool.pool_id] = (pool.guaranteed_rate_eur_h * factor).quantize(Decimal("0.0001"))
             if pool.purchase_model is PurchaseModel.RECLAIMABLE:
                 free[pool.pool_id] = int(row[2])  # what other tenants leave free now
+                live[pool.pool_id] = len(engine.live[i])
                 share = engine.capacity(i, later) / spec.slots if spec.slots else 0.0
                 ahead[pool.pool_id] = (share, config.reclaim_rate_pct_h * engine.intensity(pool.aggregate, later))
         cards.append((engine.at(t), card))
         forward.append((engine.at(t), ahead))
         frees.append((engine.at(t), free))
+        others.append((engine.at(t), live))
 
     engine.on_event.append(on_event)
     engine.on_rate_card.append(on_rate_card)
@@ -77,7 +80,7 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
         reclaims.append(Reclaim(
             time=engine.at(t), pool_id=engine.specs[i].pool.pool_id, share=victims / live,
             no_notice_share=no_notice / victims,
-            hold=timedelta(seconds=config.hall_outage_s) if hall else hold))
+            hold=timedelta(seconds=config.hall_outage_s) if hall else hold, victims=victims))
     capacity = {}
     for spec in engine.specs:
         free_share = 1.0 - config.occupancy if spec.pool.purchase_model is PurchaseModel.RECLAIMABLE else 1.0
@@ -87,4 +90,4 @@ def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup
                  description=f"simulated region {config.region}, seed {config.seed}, {days:g} days "
                              f"after {warmup_days:g} days of warm-up",
                  warmup=timedelta(days=warmup_days), rate_cards=tuple(cards), forward=tuple(forward),
-                 free=tuple(frees))
+                 free=tuple(frees), live=tuple(others))

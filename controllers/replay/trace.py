@@ -24,6 +24,7 @@ class Reclaim:
     no_notice_share: float = 0.0  # share of the victims that got no notice
     hold: timedelta = timedelta(hours=2)  # how long the taken capacity stays with the guaranteed tenant
     drill: bool = False
+    victims: int = 0              # instances the wave took in the history (every tenant's); 0: not recorded
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Trace:
     # instances each reclaimable pool has free for the orchestrator, every 5 min (the region's rate-card rows);
     # without it the replay models capacity as ``capacity`` minus what recent waves hold
     free: tuple[tuple[datetime, dict[str, int]], ...] = ()
+    # other tenants' live instances in each reclaimable pool on the same cards (what a wave's share is of)
+    live: tuple[tuple[datetime, dict[str, int]], ...] = ()
 
     def __post_init__(self) -> None:
         times = [r.time for r in self.reclaims]

@@ -111,6 +111,14 @@ class RegionEngine:
         for fn in self.on_event:
             fn(ev)
 
+    def emit(self, ev: SimEvent) -> None:
+        """An event of the provider's API (a launch) to the engine's listeners."""
+        self._emit(ev)
+
+    def delete(self, instance_id: str) -> None:
+        """The owner deletes an instance now (its room is counted back)."""
+        self._op_delete(instance_id)
+
     def _area(self) -> None:
         self.stats.instance_seconds += self._reclaimable_live * (self.now - self._last_area)
         self._last_area = self.now

@@ -11,10 +11,11 @@ import math
 import random
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
+from typing import Protocol
 
 from contracts.events import Event
 from contracts.pools import Pool, PoolCatalogue, PurchaseModel
@@ -40,19 +41,53 @@ from contracts.subjects import EventKind
 
 from .config import RegionConfig
 from .economics import price_factor
-from .engine import Inst, RegionEngine, SimEvent
-from .topology import HALLS
+from .engine import Inst, RegionEngine, SimEvent, Stats
+from .topology import HALLS, PoolSpec
 
-__all__ = ["PROJECT", "SimulatedRegion", "price_factor"]
+__all__ = ["PROJECT", "Engine", "SimulatedRegion", "price_factor"]
 
 PROJECT = "sco-orchestrator"
 
 
+class Engine(Protocol):
+    """What ``SimulatedRegion`` drives: the region's own ``RegionEngine``, or a recorded history replayed
+    (``controllers.replay.trace_region.TraceEngine``). Time is float seconds since ``start``."""
+
+    specs: tuple[PoolSpec, ...]
+    index: dict[str, int]
+    live: list[dict[str, Inst]]
+    by_id: dict[str, Inst]
+    owned: dict[str, Inst]
+    aggregates: dict[str, list[int]]
+    start: datetime
+    now: float
+    stats: Stats
+    on_event: list[Callable[[SimEvent], None]]
+    on_notice: list[Callable[[Inst], None]]
+    on_advisory: list[Callable[[Inst, float, float], None]]
+    on_rate_card: list[Callable[[float, list[tuple[int, float, int, int]]], None]]
+
+    def at(self, t: float) -> datetime: ...
+    def seconds(self, when: datetime) -> float: ...
+    def run_until(self, t: float) -> None: ...
+    def new_id(self) -> str: ...
+    def add(self, inst: Inst) -> None: ...
+    def emit(self, ev: SimEvent) -> None: ...
+    def delete(self, instance_id: str) -> None: ...
+    def free(self, i: int) -> int: ...
+    def capacity(self, i: int, t: float) -> int: ...
+    def intensity(self, agg: str, t: float) -> float: ...
+    def pool_rate_pct_h(self, i: int) -> float: ...
+    def doom(self, inst: Inst, cause: str, *, drill: bool, notice: bool | None = None) -> None: ...
+    def hall_reclaim(self, hall: str, *, drill: bool = False) -> list[Inst]: ...
+
+
 class SimulatedRegion:
-    def __init__(self, config: RegionConfig, clock: Clock, *, start: datetime | None = None) -> None:
+    def __init__(self, config: RegionConfig, clock: Clock, *, start: datetime | None = None,
+                 engine: Engine | None = None) -> None:
         self.config = config
         self.clock = clock
-        self.engine = RegionEngine(config, start or clock.now())
+        self.engine: Engine = engine if engine is not None else RegionEngine(config, start or clock.now())
         self.lock = threading.RLock()
         self._rate_card: RateCard | None = None
         self._event_ids = random.Random(f"{config.seed}:event-ids")
@@ -251,7 +286,7 @@ class SimulatedRegion:
                             name=f"{request.name_prefix}-{request.owner.workload}-g{request.owner.generation}-{n}",
                             tags=tags, metadata=meta, user_data=request.user_data)
                 e.add(inst)
-                e._emit(SimEvent(EventKind.LAUNCHED, e.now, pool.pool_id, inst.id, "launch",
+                e.emit(SimEvent(EventKind.LAUNCHED, e.now, pool.pool_id, inst.id, "launch",
                                  workload=request.owner.workload, partition=request.owner.partition,
                                  attributes={"generation": request.owner.generation, "hall": pool.hall}))
                 made.append(self._instance(inst))
@@ -267,7 +302,7 @@ class SimulatedRegion:
             if missing:
                 raise NotOwned(instance_id, missing, inst.tags)
             inst.cause = "terminated-by-owner"  # deleted now: never doomed, so its room is counted back
-            self.engine._op_delete(instance_id)
+            self.engine.delete(instance_id)
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
         """The reclaim API (ADR-33): notices now through the ordinary path, deletion after the window."""

@@ -50,6 +50,10 @@ def register(sub: Any) -> None:
     report.add_argument("--warmup-days", type=float, default=7.0,
                         help="history before them the rankings learn from (default 7)")
     report.add_argument("--units", type=int, default=40, help="units each workload claims in the replay (40)")
+    report.add_argument("--replay-engine", choices=("controller", "model"), default="controller",
+                        help="controller (default): the production controller over the history, on an embedded "
+                             "PostgreSQL (about a minute of CPU a replayed day); model: the replay-only model, "
+                             "seconds, a comparison of workloads and not a forecast")
     report.add_argument("--clickhouse", default=None,
                         help="ClickHouse URL with the pool history (default SCO_CLICKHOUSE_URL / the stack's "
                              "read-only reports user)")
@@ -127,7 +131,14 @@ def _replay(args: argparse.Namespace, contracts: list[Any]) -> str:
     from stores import clickhouse
     from stores.config import StoreNotConfigured, resolve_url
 
-    from .contracts_replay import ReplayWindow, read_trace, render_replay, replay_contracts
+    from .contracts_replay import (
+        ReplayWindow,
+        read_trace,
+        render_replay,
+        replay_contracts,
+        replay_contracts_through_controller,
+    )
+    from .simulate import CPU_S_PER_DAY, progress_bar
 
     try:
         client = clickhouse.client(resolve_url("clickhouse", args.clickhouse, component="reports"))
@@ -142,8 +153,17 @@ def _replay(args: argparse.Namespace, contracts: list[Any]) -> str:
         for region in sorted({c.partition.split("/")[0] for c in contracts}):
             mine = [c for c in contracts if c.partition.split("/")[0] == region]
             trace = read_trace(client, ReplayWindow(region, args.replay_days, args.warmup_days))
-            outcomes, notes = replay_contracts(trace, mine, args.units)
-            out.append(render_replay(trace, outcomes, notes))
+            if args.replay_engine == "model":
+                outcomes, notes = replay_contracts(trace, mine, args.units)
+            else:
+                minutes = CPU_S_PER_DAY * args.replay_days / 60
+                print(f"replaying {args.replay_days:g} days of {region}'s history through the production "
+                      f"controller: about {max(minutes, 1):.0f} min on an idle core (--replay-engine model: "
+                      "seconds, not a forecast)", file=sys.stderr)
+                outcomes, notes = replay_contracts_through_controller(trace, mine, args.units,
+                                                                      progress_bar(f"replay {region}"))
+                print(file=sys.stderr)
+            out.append(render_replay(trace, outcomes, notes, args.replay_engine))
     finally:
         client.close()
     return "\n\n".join(out)

@@ -17,7 +17,7 @@ share.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -30,7 +30,8 @@ from controllers.replay import Reclaim, ReplayConfig, Trace, WorkloadOutcome, re
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["ReplayWindow", "read_trace", "render_replay", "replay_contracts", "trace_from_rows"]
+__all__ = ["ReplayWindow", "read_trace", "render_replay", "replay_contracts", "replay_contracts_through_controller",
+           "trace_from_rows"]
 
 HOLD = timedelta(hours=1)   # how long a wave's capacity counts as taken where no rate card says otherwise
 _POOLS = ("SELECT pool, region, hall, aggregate, sku_family, size, vcpu, memory_gib, gpu, purchase_model, "
@@ -100,19 +101,21 @@ def trace_from_rows(pools: Iterable[Sequence[Any]], waves: Iterable[Sequence[Any
     reclaimable = {p.pool_id for p, _ in catalogue if p.purchase_model is PurchaseModel.RECLAIMABLE}
     rate_cards: list[tuple[datetime, dict[str, Decimal]]] = []
     free: list[tuple[datetime, dict[str, int]]] = []
+    others: list[tuple[datetime, dict[str, int]]] = []
     live: dict[str, tuple[list[datetime], list[int]]] = {pid: ([], []) for pid in reclaimable}
     most_free: dict[str, int] = {}
     for t, names, rates, frees, instances in cards:
         at = _utc(t)
         rate_cards.append((at, {n: Decimal(r) for n, r in zip(names, rates, strict=True)}))
-        row = {}
+        row, held = {}, {}
         for n, f, i in zip(names, frees, instances, strict=True):
             if n in reclaimable:
-                row[n] = int(f)
+                row[n], held[n] = int(f), int(i)
                 most_free[n] = max(most_free.get(n, 0), int(f))
                 live[n][0].append(at)
                 live[n][1].append(int(i))
         free.append((at, row))
+        others.append((at, held))
     reclaims = []
     for t, pid, victims, no_notice in waves:
         if pid not in live:
@@ -122,25 +125,54 @@ def trace_from_rows(pools: Iterable[Sequence[Any]], waves: Iterable[Sequence[Any
         k = bisect.bisect_right(times, at) - 1
         pool_live = max(counts[k] if k >= 0 else 0, int(victims), 1)
         reclaims.append(Reclaim(time=at, pool_id=pid, share=min(1.0, int(victims) / pool_live),
-                                no_notice_share=int(no_notice) / max(int(victims), 1), hold=HOLD))
+                                no_notice_share=int(no_notice) / max(int(victims), 1), hold=HOLD,
+                                victims=int(victims)))
     capacity = {p.pool_id: (max(1, most_free.get(p.pool_id, 0)) if p.pool_id in reclaimable else max(1, slots))
                 for p, slots in catalogue}
     return Trace(start=start, end=end, pools=tuple(p for p, _ in catalogue), capacity=capacity,
                  reclaims=tuple(sorted(reclaims, key=lambda r: (r.time, r.pool_id))), seed=1,
                  description=f"history in ClickHouse, {(end - start).total_seconds() / 86400:g} days to "
                              f"{end:%Y-%m-%d %H:%M} UTC after {warmup.total_seconds() / 86400:g} days of warm-up",
-                 warmup=warmup, rate_cards=tuple(rate_cards), free=tuple(free))
+                 warmup=warmup, rate_cards=tuple(rate_cards), free=tuple(free), live=tuple(others))
 
 
 def replay_contracts(trace: Trace, contracts: Sequence[Contract], units: int = 40
                      ) -> tuple[dict[str, WorkloadOutcome], tuple[str, ...]]:
-    """Each workload's replay outcome on ``trace`` (claims sized by ``size_claims``) and the sizing notes."""
+    """Each workload's outcome on ``trace`` in the replay-only model (``--replay-engine model``; claims sized by
+    ``size_claims``) and the sizing notes."""
     sized = size_claims(trace, contracts, units)
     outcomes = replay(trace, contracts, {c.workload: c.units for c in sized}, ReplayConfig())
     return outcomes, tuple(c.note for c in sized if c.note)
 
 
-def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: Sequence[str]) -> str:
+def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contract], units: int = 40,
+                                        progress: Callable[[float], None] | None = None,
+                                        diagnostics: dict[str, int] | None = None
+                                        ) -> tuple[dict[str, WorkloadOutcome], tuple[str, ...]]:
+    """Each workload's outcome on ``trace`` through the production controller (the default): one production
+    ``Controller`` per partition, the production scorer every five minutes, on a fresh embedded PostgreSQL that
+    is thrown away afterwards; the region is the history (``TraceRegion``)."""
+    import psycopg
+
+    from controllers.replay.through_controller import replay_trace_through_controller
+
+    from .simulate_controller import EmbeddedPostgres, production_ranker
+
+    sized = size_claims(trace, contracts, units)
+    region = trace.pools[0].region if trace.pools else "r1"
+    pg = EmbeddedPostgres()
+    try:
+        with psycopg.connect(pg.database(), autocommit=True) as conn:
+            outcomes = replay_trace_through_controller(
+                trace, {c.ref: c for c in contracts}, {c.workload: c.units for c in sized}, conn,
+                ranker=production_ranker(conn, region), progress=progress, diagnostics=diagnostics)
+    finally:
+        pg.close()
+    return outcomes, tuple(c.note for c in sized if c.note)
+
+
+def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: Sequence[str],
+                  engine: str = "controller") -> str:
     days = trace.days or 1.0
     rows = []
     for o in sorted(outcomes.values(), key=lambda o: (o.tier, o.workload)):
@@ -155,10 +187,21 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
     out.append(render_table(["workload", "units", "interruptions", "rate", "wasted work", "fallback starts",
                              "shortfall", "net saving", "net %"], rows))
     out += [f"  claim {n}" for n in notes]
-    out.append("Replay approximations: the replay-only model, not the production controller (sco simulate runs "
-               "that); on the simulated region's four 30-day seeds it counted about a third of the controller's "
-               "interruptions, a twentieth of its wasted work and far more shortfall (docs/benchmarks.md), so read "
-               "these figures as a comparison of workloads, not a forecast. Waves from the notices and no-notice "
-               "losses in the history; a pool lends at most what it had free on a rate card; no forward-capacity "
-               "calendar; no boot time or scheduler.")
+    out.append(_approximations(engine))
     return "\n".join(out)
+
+
+def _approximations(engine: str) -> str:
+    if engine == "controller":
+        from controllers.replay.through_controller import APPROXIMATIONS
+        from controllers.replay.trace_region import TRACE_APPROXIMATIONS
+
+        return ("Replay engine: the production controller (observe → decide → apply with the production scorer, "
+                f"planner, floor keeper, fallback arbiter and breaker). Approximations: {TRACE_APPROXIMATIONS}; "
+                f"{APPROXIMATIONS}.")
+    return ("Replay approximations: the replay-only model (--replay-engine model), not the production controller; "
+            "on the simulated region's four 30-day seeds it counted about a third of the controller's "
+            "interruptions, a twentieth of its wasted work and far more shortfall (docs/benchmarks.md), so read "
+            "these figures as a comparison of workloads, not a forecast. Waves from the notices and no-notice "
+            "losses in the history; a pool lends at most what it had free on a rate card; no forward-capacity "
+            "calendar; no boot time or scheduler.")

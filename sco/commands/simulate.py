@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["register"]
+__all__ = ["CPU_S_PER_DAY", "progress_bar", "register"]
 
 STRATEGIES = ("depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_simulate)
 
 
-def _progress(label: str) -> Any:
+def progress_bar(label: str) -> Any:
     """A bar rewritten in place on a terminal; one line a quarter otherwise (no carriage returns in a log)."""
     started, tty, last = time.monotonic(), sys.stderr.isatty(), [-1]
 
@@ -136,9 +136,9 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
         if name in ahead:
             outcomes = ahead[name]
         elif run is None:
-            outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=_progress(name))
+            outcomes = replay(trace, contracts, claims, ReplayConfig(strategy=strategy), progress=progress_bar(name))
         else:
-            outcomes = run(strategy, _progress(name))
+            outcomes = run(strategy, progress_bar(name))
         if sys.stderr.isatty():
             print(file=sys.stderr)
         if args.strategy != "compare":

@@ -22,10 +22,12 @@ pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[3] / "deploy" / "contracts"
 START = datetime(2026, 9, 1, tzinfo=UTC)
-# The CLI's default window is 30 days after 7 of warm-up; the tests replay 2 after 1 (a 30-day replay of the 14
-# example workloads takes minutes on a busy 2-core box: a figure for docs/benchmarks.md, not a test).
+# The CLI's default window is 30 days after 7 of warm-up; the tests replay 2 after 1 on the replay-only model and
+# a quarter of a day through the production controller (30 days of the 14 example workloads through the
+# controller take half an hour of CPU: a figure for docs/benchmarks.md, not a test).
 DAYS, WARMUP = 2, 1
 WINDOW = ("--replay-days", str(DAYS), "--warmup-days", str(WARMUP))
+CONTROLLER_WINDOW = ("--replay-days", "0.25", "--warmup-days", str(WARMUP))
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +43,43 @@ def history_url(clickhouse_server: ClickHouseProcess) -> Iterator[str]:
     yield url
 
 
-def test_the_report_attaches_each_workloads_replay_from_the_history_in_clickhouse(history_url: str) -> None:
-    out = sco("contracts", "report", str(REPO), "--clickhouse", history_url, *WINDOW)
-    assert out.returncode == 0, out.stderr
-    assert "Replay (ADR-03): history in ClickHouse, 2 days to 2026-09-03" in out.stdout
-    table = out.stdout.split("Replay (ADR-03)", 1)[1]
+def _rows(stdout: str) -> tuple[list[str], dict[str, str]]:
+    """The compiled workloads of the compiler's report, and the replay table's rows by workload."""
+    table = stdout.split("Replay (ADR-03)", 1)[1]
     for header in ("interruptions", "wasted work", "fallback starts", "net saving", "net %"):
         assert header in table
-    workloads = re.findall(r"^(\S+@\d+)\s", out.stdout.split("Replay (ADR-03)")[0], re.M)
-    assert len(workloads) == 14
+    workloads = re.findall(r"^(\S+@\d+)\s", stdout.split("Replay (ADR-03)")[0], re.M)
     rows = {line.split()[0]: line for line in table.splitlines()[3:] if re.match(r"^[a-z][a-z0-9-]+\s+\d", line)}
+    return workloads, rows
+
+
+def test_the_report_replays_the_history_in_clickhouse_through_the_production_controller(history_url: str) -> None:
+    out = sco("contracts", "report", str(REPO), "--clickhouse", history_url, *CONTROLLER_WINDOW)
+    assert out.returncode == 0, out.stderr
+    assert "Replay (ADR-03): history in ClickHouse, 0.25 days to 2026-09-03" in out.stdout
+    workloads, rows = _rows(out.stdout)
+    assert len(workloads) == 14 and {w.split("@")[0] for w in workloads} == set(rows)
+    assert "Replay engine: the production controller" in out.stdout and "replay-only model" not in out.stdout
+    assert "the region is the recorded history" in out.stdout, "its approximations are stated"
+    assert "through the production controller" in out.stderr and "100 %" in out.stderr, "with progress"
+    placed = [line for line in rows.values() if "€" in line and "/day)" in line]
+    assert len(placed) == 14
+    net = [float(line.split()[-1].rstrip("%")) for line in rows.values()]
+    assert any(x > 0 for x in net), "reclaimable capacity saves someone money over a quarter of a day"
+
+
+def test_the_report_attaches_each_workloads_replay_from_the_history_in_clickhouse(history_url: str) -> None:
+    out = sco("contracts", "report", str(REPO), "--clickhouse", history_url, *WINDOW, "--replay-engine", "model")
+    assert out.returncode == 0, out.stderr
+    assert "Replay (ADR-03): history in ClickHouse, 2 days to 2026-09-03" in out.stdout
+    workloads, rows = _rows(out.stdout)
+    assert len(workloads) == 14
     assert {w.split("@")[0] for w in workloads} == set(rows), "one replay row per compiled workload"
     interrupted = [int(line.split()[2]) for line in rows.values()]
     assert sum(interrupted) > 0, "two days of the region's reclaims interrupt someone"
     assert any("€" in line and "/day)" in line for line in rows.values())
-    assert "the replay-only model, not the production controller" in out.stdout, "its figures are not a forecast"
+    assert "the replay-only model (--replay-engine model), not the production controller" in out.stdout, \
+        "its figures are not a forecast"
 
 
 def test_the_trace_read_from_clickhouse_holds_the_regions_waves_rate_cards_and_free_room(history_url: str) -> None:
