@@ -1,0 +1,124 @@
+"""ADR-03's report engines against the production path on the same days (issue 19, "one code path").
+
+The baseline is the production controller over the simulated region itself (``sco simulate``'s engine: the
+region's own reclaimer, room and forward calendar). Against it, on the trace recorded from the same region, seed
+and days (what ``sco contracts report`` reads from ClickHouse):
+
+- **report: controller over the history** — the production controller over a ``TraceRegion`` (the report's
+  default engine, ``--replay-engine controller``);
+- **report: replay-only model** — ``controllers.replay.replay`` (``--replay-engine model``).
+
+Same contracts (``deploy/contracts``), claims sized as both commands size them, each workload's own strategy,
+warm-up before the window. Printed per engine: interruptions per 100 instance-hours, wasted work, shortfall, net
+saving (rate card and planning rates), the worst 5-minute loss, and each as a ratio (or a difference, for
+percentages of money) to the baseline. No target: the figures say how far each report engine is from the path
+that runs. Exit 2 when a figure cannot be produced.
+
+    .venv/bin/python -m bench.report_engine [--seed 1] [--days 3] [--warmup-days 7] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+START = datetime(2026, 10, 1, tzinfo=UTC)
+ENGINES = ("production path (baseline)", "report: controller over the history", "report: replay-only model")
+
+
+def _setup(seed: int, days: float, warmup: float) -> tuple[Any, list[Any], dict[str, int]]:
+    from controllers.replay import size_claims
+    from controllers.replay.from_region import trace_from_region
+    from controllers.simregion.config import RegionConfig
+    from sco.commands.simulate import _compiled
+
+    contracts = _compiled(ROOT / "deploy" / "contracts")
+    trace = trace_from_region(RegionConfig(seed=seed), START, days, warmup)
+    claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
+    return trace, contracts, claims
+
+
+def _run(engine: int, url: str | None, seed: int, days: float, warmup: float) -> tuple[Any, float]:
+    """One engine in this process: its summary and the CPU seconds it took (the trace recording excluded)."""
+    import psycopg
+
+    from controllers.replay import ReplayConfig, replay, summarise
+    from controllers.replay.through_controller import replay_trace_through_controller
+    from controllers.simregion.config import RegionConfig
+    from sco.commands.simulate_controller import production_ranker, run_controller_engine
+
+    trace, contracts, claims = _setup(seed, days, warmup)
+    began = time.process_time()
+    if engine == 0:
+        assert url is not None
+        out = run_controller_engine(url, RegionConfig(seed=seed), START, days, contracts, claims, None, warmup)
+    elif engine == 1:
+        assert url is not None
+        with psycopg.connect(url, autocommit=True) as conn:
+            out = replay_trace_through_controller(trace, {c.ref: c for c in contracts}, claims, conn,
+                                                  ranker=production_ranker(conn, "r1"))
+    else:
+        out = replay(trace, contracts, claims, ReplayConfig())
+    return summarise(ENGINES[engine], out), time.process_time() - began  # type: ignore[arg-type]
+
+
+def _figures(s: Any) -> dict[str, float]:
+    return {"interruptions %/h": s.interruption_rate_pct_h, "wasted %": s.wasted_pct,
+            "shortfall %": s.shortfall_pct, "net % (rate card)": s.net_pct,
+            "net % (planning)": s.net_planning_pct, "worst 5-min %": s.worst_step_loss_pct}
+
+
+def _compare(name: str, base: float, x: float) -> str:
+    if name.startswith("net"):
+        return f"{x - base:+.1f} pts"
+    return f"{x / base:.2f}×" if base else ("=" if x == base else "n/a (baseline 0)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench.report_engine", description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--days", type=float, default=3.0)
+    p.add_argument("--warmup-days", type=float, default=7.0)
+    p.add_argument("--jobs", type=int, default=2, help="engines run at once, each in its own process (2)")
+    args = p.parse_args(argv)
+    from sco.commands.simulate_controller import EmbeddedPostgres
+
+    print(f"seed {args.seed}, {args.days:g} days after {args.warmup_days:g} of warm-up, deploy/contracts, "
+          f"each workload's own strategy; {args.jobs} at once", file=sys.stderr, flush=True)
+    pg = EmbeddedPostgres()
+    began = time.monotonic()
+    try:
+        urls = [pg.database(), pg.database(), None]
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            jobs = [pool.submit(_run, n, urls[n], args.seed, args.days, args.warmup_days) for n in range(3)]
+            done = []
+            for n, job in enumerate(jobs):
+                done.append(job.result())
+                print(f"  {ENGINES[n]}: done ({done[-1][1]:.0f} s of CPU, {time.monotonic() - began:.0f} s wall)",
+                      file=sys.stderr, flush=True)
+    except Exception as exc:  # a figure that cannot be produced
+        print(f"bench.report_engine: no figure: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        pg.close()
+    base = _figures(done[0][0])
+    print(f"\nADR-03 report engines against the production path, seed {args.seed}, {args.days:g} days")
+    print(f"{'figure':<20} " + " ".join(f"{e[:36]:>38}" for e in ENGINES))
+    for name, b in base.items():
+        cells = [f"{b:.3f}"]
+        for n in (1, 2):
+            x = _figures(done[n][0])[name]
+            cells.append(f"{x:.3f} ({_compare(name, b, x)})")
+        print(f"{name:<20} " + " ".join(f"{c:>38}" for c in cells))
+    print("CPU s: " + ", ".join(f"{ENGINES[n]} {done[n][1]:.0f}" for n in range(3)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
