@@ -4,8 +4,10 @@ wasted work, fallback frequency and net saving over the last N days of pool hist
 A thin layer over the public names of ``controllers.replay``: ``read_trace`` reads the region's history (the
 catalogue ``provider_pools``, the reclaim waves from ``events``, the five-minute ``rate_cards`` — what the
 provider feed writes live and ``sco sim history`` writes for the simulated region) into a ``Trace``;
-``replay_contracts`` sizes the claims and runs ``replay``; ``render_replay`` prints the table. A missing history
-is the stable error ``RPL001`` naming the fix; never a traceback.
+``replay_contracts_through_controller`` (the default engine) sizes the claims and replays the trace through the
+production controller over a ``TraceRegion`` on an embedded PostgreSQL; ``replay_contracts`` runs the replay-only
+model instead (``--replay-engine model``); ``render_replay`` prints the table with the engine's approximations. A
+missing history is the stable error ``RPL001`` naming the fix; never a traceback.
 
 How history becomes a trace (stated in the output): a wave is the notices and no-notice losses of one pool at one
 instant, its share the victims over the pool's live instances on the last rate card; what a pool can lend is the
@@ -160,7 +162,12 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
 
     sized = size_claims(trace, contracts, units)
     region = trace.pools[0].region if trace.pools else "r1"
-    pg = EmbeddedPostgres()
+    try:
+        pg = EmbeddedPostgres()
+    except Exception as exc:  # no PostgreSQL binaries, no room for its data, refused to start
+        raise CliError(f"RPL003: cannot start the embedded PostgreSQL the controller replay runs on: "
+                       f"{str(exc).strip()[:300]}; install the venv's PostgreSQL (`make venv`), or pass "
+                       "--replay-engine model (seconds, not a forecast) or --no-replay") from None
     try:
         with psycopg.connect(pg.database(), autocommit=True) as conn:
             outcomes = replay_trace_through_controller(

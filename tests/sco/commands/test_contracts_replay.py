@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from controllers.replay.trace import Trace
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.history import write_history
 from sco.commands.contracts_replay import ReplayWindow, read_trace
@@ -108,3 +109,19 @@ def test_without_history_the_report_says_so_and_names_the_fix(clickhouse_migrate
 def test_an_unreachable_clickhouse_is_a_clear_error(tmp_path: Path) -> None:
     out = sco("contracts", "report", str(REPO), "--clickhouse", "http://sco:x@127.0.0.1:1")
     assert out.returncode == 2 and "RPL002" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_controller_replay_without_postgresql_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sco.commands import simulate_controller
+    from sco.commands.contracts_replay import replay_contracts_through_controller
+    from sco.errors import CliError
+
+    def refused() -> None:
+        raise FileNotFoundError("[Errno 2] No such file or directory: 'initdb'")
+
+    monkeypatch.setattr(simulate_controller, "EmbeddedPostgres", refused)
+    trace = Trace(start=START, end=START + timedelta(days=1), pools=(), capacity={}, reclaims=())
+    with pytest.raises(CliError) as error:
+        replay_contracts_through_controller(trace, [], 40)
+    assert str(error.value).startswith("RPL003: cannot start the embedded PostgreSQL")
+    assert "initdb" in str(error.value) and "--replay-engine model" in str(error.value)
