@@ -1,12 +1,13 @@
 """Benchmark (issue 19): the 30-day strategy comparison a platform team would trust.
 
-    .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity] [--engine controller]
+    .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity] [--engine replay]
 
 For each seed the simulated region is recorded (``trace_from_region``, room-first, ~4 %/h) for the warm-up and
 the replayed days and cached (``--cache``); each workload's claim is held to what the region lends its shape
 (``controllers.replay.claims``); then depth-first (ours), price-first and single-cheapest replay the same trace
-with the real planner — in the replay-only model, or with ``--engine controller`` through the production
-controller as ``sco simulate --engine controller`` runs it (≈ 40 min of CPU a strategy-month).
+through the production controller as ``sco simulate`` runs it (≈ 40 min of CPU a strategy-month), or with
+``--engine replay`` in the replay-only model (seconds; the default until 4 Dec 2026, so the older commands in
+docs/benchmarks.md that name no engine ran it).
 Printed: the region model's economic assumptions beside the planning rates, the claims
 held or refused, per strategy the mean, spread (sd, min–max) over seeds and the tail (worst 5-min loss, the worst
 workload), and PASS/FAIL against each target:
@@ -416,9 +417,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=4.0, help="reclaim rate, %%/h (production ~4)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds in parallel (processes)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
-    parser.add_argument("--engine", choices=("replay", "controller"), default="replay",
-                        help="replay: the planner in the replay-only model; controller: the production controller "
-                             "(sco simulate --engine controller), a pass a virtual minute on an embedded PostgreSQL")
+    parser.add_argument("--engine", choices=("replay", "controller"), default="controller",
+                        help="controller (default since 4 Dec 2026): the production controller (sco simulate), a "
+                             "pass a virtual minute on an embedded PostgreSQL; replay: the planner in the "
+                             "replay-only model (the default before: older commands in docs/benchmarks.md without "
+                             "--engine ran it)")
     parser.add_argument("--sensitivity", action="store_true")
     parser.add_argument("--no-compare", action="store_true", help="only the sensitivity grid")
     parser.add_argument("--only", type=int, nargs="+", help="run these seeds instead of 1..--seeds")
