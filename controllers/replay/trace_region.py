@@ -8,10 +8,11 @@ same ``SimulatedRegion`` (the provider protocol) the production controller drive
   history holds none of ours), less what a wave that hit us still holds (``Reclaim.hold``), less what we hold.
   Committed and guaranteed pools lend their slots. A launch beyond that is refused as the provider refuses it
   (``CapacityUnavailable``).
-- **Reclaims.** At each wave each of our live instances in the pool is taken with the wave's share (seeded), a
-  taken one without notice with the wave's no-notice share; a notice is followed by deletion after the notice
-  window. The other tenants' victims are announced too (events with no workload, ids ``trace-…``) so the pool's
-  reclaim count — the scorer's input — is the history's.
+- **Reclaims.** A wave takes as many victims as the history counted, drawn from everyone in the pool — the other
+  tenants the card counted and our live instances — uniformly (seeded); a wave that took the whole pool (a hall
+  reclaim) takes all of ours. A victim of ours loses its notice with the wave's no-notice share; a notice is
+  followed by deletion after the notice window. The other tenants' victims are announced too (events with no
+  workload, ids ``trace-…``) so the pool's reclaim count — the scorer's input — is the history's.
 - **Rates** are the rate cards' own; the observed interruption rate of a pool is its reclaims per 100
   instance-hours held on the cards. The history has no forward-capacity calendar or advisories: forward capacity
   is the free room now, and no advisory is sent.
@@ -41,8 +42,9 @@ __all__ = ["TRACE_APPROXIMATIONS", "TraceEngine", "TraceRegion"]
 
 TRACE_APPROXIMATIONS = (
     "the region is the recorded history, not a simulation: a pool lends what its rate card showed free (the "
-    "history holds none of our instances), less what a wave that hit us holds for its hold time; each wave takes "
-    "each of our instances in its pool with the wave's share; no forward-capacity calendar (forward capacity is "
+    "history holds none of our instances), less what a wave that hit us holds for its hold time; a wave takes the "
+    "victims the history counted from everyone in its pool, ours included, uniformly (the history does not say "
+    "how the reclaimer chose); no forward-capacity calendar (forward capacity is "
     "the free room now) and no advisories in the history")
 
 _Card = tuple[float, dict[int, tuple[Decimal, int, int]]]   # seconds, pool index -> (rate, free, others live)
@@ -198,13 +200,27 @@ class TraceEngine:
         w = self._waves[self._next_wave]
         self._next_wave += 1
         i = self.index[w.pool_id]
-        hit = [inst for inst in self.live[i].values() if not inst.doomed and self._victims.random() < w.share]
+        hit = self.victims_of(w, i)
         for inst in hit:
             self.doom(inst, "reclaimed", drill=False, notice=self._victims.random() >= w.no_notice_share)
         if hit:
             heapq.heappush(self._held, (self.now + w.hold.total_seconds(), i, len(hit)))
             self._held_now[i] += len(hit)
         self._others_taken(w, i, len(hit))
+
+    def victims_of(self, w: Reclaim, i: int) -> list[Inst]:
+        """Our instances the wave takes. The history counts its victims among other tenants' instances; the same
+        demand with ours in the pool takes as many victims from everyone there, so ours are drawn with the
+        others (uniformly: the history does not say how the reclaimer chose). A wave that took the whole pool
+        (a hall reclaim) takes all of ours; a wave with no recorded count takes each of ours with its share."""
+        ours = [inst for inst in self.live[i].values() if not inst.doomed]
+        if not ours or w.share >= 1.0:
+            return ours
+        if not w.victims:
+            return [inst for inst in ours if self._victims.random() < w.share]
+        everyone = len(ours) + self._others[i]
+        drawn = self._victims.sample(range(everyone), min(w.victims, everyone))
+        return [ours[n] for n in sorted(drawn) if n < len(ours)]
 
     def _others_taken(self, w: Reclaim, i: int, ours: int) -> None:
         """The history's victims beyond ours, announced with no workload: the pool's reclaim count stays the

@@ -86,16 +86,33 @@ def test_a_wave_takes_our_instances_with_its_share_gives_notice_and_deletes_afte
     assert len(_launch(region, A, 5)) == 5
 
 
-def test_the_histories_victims_beyond_ours_are_announced_without_a_workload_for_the_pools_reclaim_count() -> None:
-    wave = Reclaim(time=START + timedelta(minutes=7), pool_id=A, share=0.0, victims=3)
+def test_the_historys_victims_are_drawn_from_everyone_in_the_pool_and_the_others_announced_without_a_workload(
+        ) -> None:
+    wave = Reclaim(time=START + timedelta(minutes=7), pool_id=A, share=0.15, victims=3)
     region, clock, seen = _region(_trace((wave,)))
     mine = _launch(region, A, 2)
     clock.advance_to(wave.time + timedelta(minutes=1))
     region.sync()
-    assert len(region.list_instances()) == 2 and set(mine) == {i.instance_id for i in region.list_instances()}
+    ours_hit = [e for e in seen if e.kind is EventKind.NOTICE and e.workload == "etl"]
     others = [e for e in seen if e.kind is EventKind.NOTICE and not e.workload]
-    assert len(others) == 3 and len({e.instance for e in others}) == 3
+    assert len(ours_hit) + len(others) == 3, "the history's count of victims, ours among them"
+    assert len({e.instance for e in others}) == len(others) and {e.instance for e in ours_hit} <= set(mine)
     assert region.engine.pool_rate_pct_h(region.engine.index[A]) > 0
+
+
+@pytest.mark.parametrize(("share", "victims", "expected"), [
+    (0.25, 5, 5 * 5 / 25),   # 5 victims among 20 others and 5 of ours: one of ours a wave on average
+    (0.25, 0, 5 * 0.25),     # no recorded count: each of ours with the wave's share
+    (1.0, 20, 5.0),          # the whole pool (a hall reclaim): all of ours
+])
+def test_a_wave_takes_ours_as_the_recorded_demand_would_from_everyone_in_the_pool(
+        share: float, victims: int, expected: float) -> None:
+    region, _, _ = _region(_trace())
+    _launch(region, A, 5)
+    engine, i = region.trace_engine, region.trace_engine.index[A]
+    wave = Reclaim(time=START, pool_id=A, share=share, victims=victims)
+    mean = sum(len(engine.victims_of(wave, i)) for _ in range(2000)) / 2000
+    assert mean == pytest.approx(expected, abs=0.08)
 
 
 def test_a_wave_without_notice_loses_our_instance_at_once() -> None:
