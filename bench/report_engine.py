@@ -32,19 +32,19 @@ START = datetime(2026, 10, 1, tzinfo=UTC)
 ENGINES = ("production path (baseline)", "report: controller over the history", "report: replay-only model")
 
 
-def _setup(seed: int, days: float, warmup: float) -> tuple[Any, list[Any], dict[str, int]]:
+def _setup(seed: int, days: float, warmup: float, reclaimer: str) -> tuple[Any, list[Any], dict[str, int]]:
     from controllers.replay import size_claims
     from controllers.replay.from_region import trace_from_region
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate import _compiled
 
     contracts = _compiled(ROOT / "deploy" / "contracts")
-    trace = trace_from_region(RegionConfig(seed=seed), START, days, warmup)
+    trace = trace_from_region(RegionConfig(seed=seed, strategy=reclaimer), START, days, warmup)
     claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
     return trace, contracts, claims
 
 
-def _run(engine: int, url: str | None, seed: int, days: float, warmup: float) -> tuple[Any, float]:
+def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, reclaimer: str) -> tuple[Any, float]:
     """One engine in this process: its summary and the CPU seconds it took (the trace recording excluded)."""
     import psycopg
 
@@ -53,11 +53,12 @@ def _run(engine: int, url: str | None, seed: int, days: float, warmup: float) ->
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate_controller import production_ranker, run_controller_engine
 
-    trace, contracts, claims = _setup(seed, days, warmup)
+    trace, contracts, claims = _setup(seed, days, warmup, reclaimer)
     began = time.process_time()
     if engine == 0:
         assert url is not None
-        out = run_controller_engine(url, RegionConfig(seed=seed), START, days, contracts, claims, None, warmup)
+        config = RegionConfig(seed=seed, strategy=reclaimer)
+        out = run_controller_engine(url, config, START, days, contracts, claims, None, warmup)
     elif engine == 1:
         assert url is not None
         with psycopg.connect(url, autocommit=True) as conn:
@@ -86,17 +87,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", type=float, default=3.0)
     p.add_argument("--warmup-days", type=float, default=7.0)
     p.add_argument("--jobs", type=int, default=2, help="engines run at once, each in its own process (2)")
+    p.add_argument("--reclaimer", choices=("oldest", "newest", "best-fit", "random"), default="oldest",
+                   help="how the simulated region's reclaimer picks victims (RegionConfig.strategy; default oldest, "
+                        "the region's own); the history does not record it and the report draws uniformly")
     args = p.parse_args(argv)
     from sco.commands.simulate_controller import EmbeddedPostgres
 
-    print(f"seed {args.seed}, {args.days:g} days after {args.warmup_days:g} of warm-up, deploy/contracts, "
+    print(f"seed {args.seed}, {args.days:g} days after {args.warmup_days:g} of warm-up, reclaimer {args.reclaimer}, "
+          "deploy/contracts, "
           f"each workload's own strategy; {args.jobs} at once", file=sys.stderr, flush=True)
     pg = EmbeddedPostgres()
     began = time.monotonic()
     try:
         urls = [pg.database(), pg.database(), None]
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            jobs = [pool.submit(_run, n, urls[n], args.seed, args.days, args.warmup_days) for n in range(3)]
+            jobs = [pool.submit(_run, n, urls[n], args.seed, args.days, args.warmup_days, args.reclaimer)
+                    for n in range(3)]
             done = []
             for n, job in enumerate(jobs):
                 done.append(job.result())
@@ -108,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         pg.close()
     base = _figures(done[0][0])
-    print(f"\nADR-03 report engines against the production path, seed {args.seed}, {args.days:g} days")
+    print(f"\nADR-03 report engines against the production path, seed {args.seed}, {args.days:g} days, reclaimer "
+          f"{args.reclaimer}")
     print(f"{'figure':<20} " + " ".join(f"{e[:36]:>38}" for e in ENGINES))
     for name, b in base.items():
         cells = [f"{b:.3f}"]
