@@ -49,7 +49,7 @@ def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, re
     import psycopg
 
     from controllers.replay import ReplayConfig, replay, summarise
-    from controllers.replay.through_controller import replay_trace_through_controller
+    from controllers.replay.trace_region import replay_trace_through_controller
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate_controller import production_ranker, run_controller_engine
 

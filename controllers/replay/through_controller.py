@@ -47,11 +47,9 @@ from ..simregion.config import RegionConfig
 from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
 from .engine import StepLoss, WorkloadOutcome, guaranteed_rate_per_unit
-from .trace import Trace
-from .trace_region import TraceRegion
 
 __all__ = ["APPROXIMATIONS", "OPERATOR_AFTER", "PoolFeed", "Ranker", "ReplayScheduler", "operator_resets",
-           "partition_controller", "replay_through_controller", "replay_trace_through_controller"]
+           "partition_controller", "replay_region", "replay_through_controller"]
 
 APPROXIMATIONS = (
     "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
@@ -307,36 +305,18 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
-    return _replay(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
-                   pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast, caps=caps,
-                   operator_after=operator_after)
+    return replay_region(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
+                         pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast,
+                         caps=caps, operator_after=operator_after)
 
 
-def replay_trace_through_controller(trace: Trace, contracts: Mapping[str, Contract], units: Mapping[str, int],
-                                    conn: Any, *, strategy: Strategy | None = None, ranker: Ranker | None = None,
-                                    pass_interval: timedelta = timedelta(seconds=60),
-                                    progress: Callable[[float], None] | None = None,
-                                    diagnostics: dict[str, int] | None = None, caps: Caps | None = None,
-                                    operator_after: timedelta | None = OPERATOR_AFTER,
-                                    config: RegionConfig | None = None) -> dict[str, WorkloadOutcome]:
-    """``replay_through_controller`` over a recorded history (``trace``: its warm-up, then ``trace.start`` to
-    ``trace.end``) instead of the simulated region: ADR-03's report on the production path. The region is a
-    ``TraceRegion`` (``TRACE_APPROXIMATIONS``); ``config`` gives its name, notice window, card interval and quota
-    (default: the pools' region and the defaults)."""
-    region_name = trace.pools[0].region if trace.pools else "r1"
-    config = config or RegionConfig(region=region_name)
-    clock = VirtualClock(trace.start - trace.warmup)
-    region = TraceRegion(trace, config, clock)
-    return _replay(region, clock, trace.start, trace.days, contracts, units, conn, strategy=strategy, ranker=ranker,
-                   pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=True, caps=caps,
-                   operator_after=operator_after)
-
-
-def _replay(region: SimulatedRegion, clock: VirtualClock, start: datetime, days: float,
-            contracts: Mapping[str, Contract], units: Mapping[str, int], conn: Any, *, strategy: Strategy | None,
-            ranker: Ranker | None, pass_interval: timedelta, progress: Callable[[float], None] | None,
-            diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None,
-            operator_after: timedelta | None) -> dict[str, WorkloadOutcome]:
+def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime, days: float,
+                  contracts: Mapping[str, Contract], units: Mapping[str, int], conn: Any, *, strategy: Strategy | None,
+                  ranker: Ranker | None, pass_interval: timedelta, progress: Callable[[float], None] | None,
+                  diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None,
+                  operator_after: timedelta | None) -> dict[str, WorkloadOutcome]:
+    """The replay loop over ``region`` (the simulated region, or a recorded history: ``trace_region``) on
+    ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them."""
     region.cache_listing = fast
     run = _Run(region, contracts, units)
     clock.advance_to(start)

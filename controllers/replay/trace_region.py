@@ -24,21 +24,27 @@ import heapq
 import math
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from contracts.pools import PoolCatalogue, PurchaseModel
 from contracts.provider import Clock, ForwardCapacity, RateCard, RateCardEntry
+from contracts.schema import Contract
 from contracts.subjects import EventKind
 
+from ..planning import Caps, Strategy
+from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
 from ..simregion.records import Inst, SimEvent, Stats, no_notice_cause, owner_of
 from ..simregion.region import SimulatedRegion
 from ..simregion.topology import PoolSpec
+from .engine import WorkloadOutcome
+from .through_controller import OPERATOR_AFTER, Ranker, replay_region
 from .trace import Reclaim, Trace
 
-__all__ = ["TRACE_APPROXIMATIONS", "TraceEngine", "TraceRegion"]
+__all__ = ["TRACE_APPROXIMATIONS", "TraceEngine", "TraceRegion", "replay_trace_through_controller"]
 
 TRACE_APPROXIMATIONS = (
     "the region is the recorded history, not a simulation: a pool lends what its rate card showed free (the "
@@ -296,3 +302,22 @@ class TraceRegion(SimulatedRegion):
                                            reclaim_probability=round(1.0 - math.exp(-lam), 4)))
         return tuple(out)
 
+
+def replay_trace_through_controller(trace: Trace, contracts: Mapping[str, Contract], units: Mapping[str, int],
+                                    conn: Any, *, strategy: Strategy | None = None, ranker: Ranker | None = None,
+                                    pass_interval: timedelta = timedelta(seconds=60),
+                                    progress: Callable[[float], None] | None = None,
+                                    diagnostics: dict[str, int] | None = None, caps: Caps | None = None,
+                                    operator_after: timedelta | None = OPERATOR_AFTER,
+                                    config: RegionConfig | None = None) -> dict[str, WorkloadOutcome]:
+    """``replay_through_controller`` over a recorded history (``trace``: its warm-up, then ``trace.start`` to
+    ``trace.end``) instead of the simulated region: ADR-03's report on the production path. The region is a
+    ``TraceRegion`` (``TRACE_APPROXIMATIONS``); ``config`` gives its name, notice window, card interval and quota
+    (default: the pools' region and the defaults)."""
+    region_name = trace.pools[0].region if trace.pools else "r1"
+    config = config or RegionConfig(region=region_name)
+    clock = VirtualClock(trace.start - trace.warmup)
+    region = TraceRegion(trace, config, clock)
+    return replay_region(region, clock, trace.start, trace.days, contracts, units, conn, strategy=strategy,
+                         ranker=ranker, pass_interval=pass_interval, progress=progress, diagnostics=diagnostics,
+                         fast=True, caps=caps, operator_after=operator_after)

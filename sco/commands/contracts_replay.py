@@ -156,7 +156,7 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
     is thrown away afterwards; the region is the history (``TraceRegion``)."""
     import psycopg
 
-    from controllers.replay.through_controller import replay_trace_through_controller
+    from controllers.replay.trace_region import replay_trace_through_controller
 
     from .simulate_controller import EmbeddedPostgres, production_ranker
 

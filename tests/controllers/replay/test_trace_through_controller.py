@@ -18,8 +18,9 @@ import pytest
 from controllers.planning import Strategy
 from controllers.replay import WorkloadOutcome
 from controllers.replay.from_region import trace_from_region
-from controllers.replay.through_controller import replay_through_controller, replay_trace_through_controller
+from controllers.replay.through_controller import replay_through_controller
 from controllers.replay.trace import Trace
+from controllers.replay.trace_region import replay_trace_through_controller
 from controllers.simregion.config import RegionConfig
 from sco.commands.simulate_controller import production_ranker
 from stores import migrate
