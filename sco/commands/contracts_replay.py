@@ -186,7 +186,7 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
         pct = (100 * o.net_saving / o.counterfactual) if o.counterfactual else Decimal(0)
         rows.append([o.workload, str(o.units), str(o.interruptions), f"{o.interruption_rate_pct_h:.2f}%/h",
                      f"{o.wasted_pct:.2f}%", f"{o.fallback_starts} ({o.fallback_starts / days:.2f}/day)",
-                     f"{100 * o.shortfall_s / o.wanted_s if o.wanted_s else 0:.2f}%", f"€{o.net_saving:,.0f}",
+                     f"{100 * o.shortfall_s / o.wanted_s if o.wanted_s else 0:.2f}%", _eur(o.net_saving),
                      f"{pct:.1f}%"])
     inside = sum(1 for r in trace.reclaims if r.time >= trace.start)
     out = [f"Replay (ADR-03): {trace.description}; {inside} reclaim waves in the window "
@@ -196,6 +196,11 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
     out += [f"  claim {n}" for n in notes]
     out.append(_approximations(engine))
     return "\n".join(out)
+
+
+def _eur(x: Decimal) -> str:
+    """``€1,234`` and ``-€1,234`` (not ``€-1,234``)."""
+    return f"{'-' if x < 0 else ''}€{abs(x):,.0f}"
 
 
 def _approximations(engine: str) -> str:
