@@ -407,7 +407,7 @@ def _sensitivity(args: argparse.Namespace) -> None:
     print("price_demand: 1 = price follows the aggregate's utilisation (the model), 0 = flat, −1 = inverted")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench.replay_compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--days", type=float, default=30.0)
@@ -435,7 +435,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sensitivity-warmup", type=float, default=2.0)
     parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 4.0, 12.0])
     parser.add_argument("--price-demands", type=float, nargs="+", default=[1.0, 0.0, -1.0])
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """The strategy comparison (run or read from logs), its table and verdicts; 1 when it could not run."""
+    try:
+        names: tuple[str, ...] = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
+        names = tuple(args.strategies) if args.strategies else names
+        notes: list[str] = []
+        if args.runs_from:
+            runs = _runs_from(args.runs_from)
+            names = tuple(n for n in names if any(r.strategy == n for r in runs))
+            args.seeds = len({r.seed for r in runs})
+        else:
+            seeds = args.only or range(1, args.seeds + 1)
+            args.seeds = len(seeds)
+            runs, notes = _run_all(seeds, args, args.rate, 1.0, args.days, args.warmup_days, names)
+    except Exception as exc:
+        print(f"FAIL: the comparison could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"\nClaims ({args.units} units asked each; held to what the region lends the shape):")
+    for note in notes or ["all stand"]:
+        print(f"  {note}")
+    engine = ("as the logged runs were run" if args.runs_from
+              else "the production controller (a pass a virtual minute)" if args.engine == "controller"
+              else "the replay model")
+    print(f"\n{args.seeds} seed(s) × {args.days:g} days after {args.warmup_days:g} of warm-up, "
+          f"reclaim rate {args.rate:g} %/h, start {args.start}, engine: {engine}:")
+    _table(runs, names)
+    print()
+    _print_verdicts(runs, args)
+    return 0
+
+
+def _print_verdicts(runs: list[Run], args: argparse.Namespace) -> None:
+    for label, ok, figure in _verdicts(runs) if any(r.strategy == "depth-first" for r in runs) else ():
+        print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
+        if not ok and label == "interruptions/h below single-cheapest":
+            print(f"      cause: {_caps_bound(common_seeds(runs, 'depth-first', 'single-cheapest'), args)}")
+    if any(r.strategy == THREE_HALLS for r in runs):  # the old default, judged the same way
+        print(f"\nthe default before issue 19's months, {THREE_HALLS} (the hall cap lifted at two halls), "
+              "against the same targets:")
+        same_caps = PF_THREE_HALLS if any(r.strategy == PF_THREE_HALLS for r in runs) else "price-first"
+        for label, ok, figure in _verdicts(runs, THREE_HALLS, (same_caps, "single-cheapest")):
+            print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
+    for other in ("price-first", "single-cheapest"):
+        if any(r.strategy == other for r in runs) and not common_seeds(runs, "depth-first", other):
+            print(f"(not compared with {other}: no seed in common with ours)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.seeds < 1 or args.days <= 0:
         print("--seeds must be ≥ 1 and --days > 0", file=sys.stderr)
         return 2
@@ -446,45 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Region model's economic assumptions, with the planning figures beside them:")
     for what, model, planning in assumptions(RegionConfig(reclaim_rate_pct_h=args.rate)):
         print(f"  {what:<17} model: {model}\n  {'':<17} planning: {planning}")
-    if not args.no_compare:
-        try:
-            names: tuple[str, ...] = (*STRATEGIES, UNCAPPED) if args.uncapped else STRATEGIES
-            names = tuple(args.strategies) if args.strategies else names
-            notes: list[str] = []
-            if args.runs_from:
-                runs = _runs_from(args.runs_from)
-                names = tuple(n for n in names if any(r.strategy == n for r in runs))
-                args.seeds = len({r.seed for r in runs})
-            else:
-                seeds = args.only or range(1, args.seeds + 1)
-                args.seeds = len(seeds)
-                runs, notes = _run_all(seeds, args, args.rate, 1.0, args.days, args.warmup_days, names)
-        except Exception as exc:
-            print(f"FAIL: the comparison could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 1
-        print(f"\nClaims ({args.units} units asked each; held to what the region lends the shape):")
-        for note in notes or ["all stand"]:
-            print(f"  {note}")
-        engine = ("as the logged runs were run" if args.runs_from
-                  else "the production controller (a pass a virtual minute)" if args.engine == "controller"
-                  else "the replay model")
-        print(f"\n{args.seeds} seed(s) × {args.days:g} days after {args.warmup_days:g} of warm-up, "
-              f"reclaim rate {args.rate:g} %/h, start {args.start}, engine: {engine}:")
-        _table(runs, names)
-        print()
-        for label, ok, figure in _verdicts(runs) if any(r.strategy == "depth-first" for r in runs) else ():
-            print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
-            if not ok and label == "interruptions/h below single-cheapest":
-                print(f"      cause: {_caps_bound(common_seeds(runs, 'depth-first', 'single-cheapest'), args)}")
-        if any(r.strategy == THREE_HALLS for r in runs):  # the old default, judged the same way
-            print(f"\nthe default before issue 19's months, {THREE_HALLS} (the hall cap lifted at two halls), "
-                  "against the same targets:")
-            same_caps = PF_THREE_HALLS if any(r.strategy == PF_THREE_HALLS for r in runs) else "price-first"
-            for label, ok, figure in _verdicts(runs, THREE_HALLS, (same_caps, "single-cheapest")):
-                print(f"{'PASS' if ok else 'FAIL'}  {label}: {figure}")
-        for other in ("price-first", "single-cheapest"):
-            if any(r.strategy == other for r in runs) and not common_seeds(runs, "depth-first", other):
-                print(f"(not compared with {other}: no seed in common with ours)")
+    if not args.no_compare and _compare(args):
+        return 1
     if args.sensitivity:
         _sensitivity(args)
     print(f"\n({time.monotonic() - began:.0f} s wall)")
