@@ -44,8 +44,10 @@ def _setup(seed: int, days: float, warmup: float, reclaimer: str) -> tuple[Any, 
     return trace, contracts, claims
 
 
-def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, reclaimer: str) -> tuple[Any, float]:
-    """One engine in this process: its summary and the CPU seconds it took (the trace recording excluded)."""
+def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, reclaimer: str,
+         setup: tuple[Any, list[Any], dict[str, int]]) -> tuple[Any, float]:
+    """One engine in this process on the recorded ``setup`` (trace, contracts, claims): its summary and the CPU
+    seconds it took."""
     import psycopg
 
     from controllers.replay import ReplayConfig, replay, summarise
@@ -53,7 +55,7 @@ def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, re
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate_controller import production_ranker, run_controller_engine
 
-    trace, contracts, claims = _setup(seed, days, warmup, reclaimer)
+    trace, contracts, claims = setup
     began = time.process_time()
     if engine == 0:
         assert url is not None
@@ -96,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seed {args.seed}, {args.days:g} days after {args.warmup_days:g} of warm-up, reclaimer {args.reclaimer}, "
           "deploy/contracts, "
           f"each workload's own strategy; {args.jobs} at once", file=sys.stderr, flush=True)
-    pg = EmbeddedPostgres()
     began = time.monotonic()
+    setup = _setup(args.seed, args.days, args.warmup_days, args.reclaimer)   # recorded once, for all three
+    print(f"  trace recorded ({time.monotonic() - began:.0f} s)", file=sys.stderr, flush=True)
+    pg = EmbeddedPostgres()
     try:
         urls = [pg.database(), pg.database(), None]
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            jobs = [pool.submit(_run, n, urls[n], args.seed, args.days, args.warmup_days, args.reclaimer)
+            jobs = [pool.submit(_run, n, urls[n], args.seed, args.days, args.warmup_days, args.reclaimer, setup)
                     for n in range(3)]
             done = []
             for n, job in enumerate(jobs):

@@ -37,7 +37,7 @@ from contracts.subjects import EventKind
 from ..planning import Caps, Strategy
 from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
-from ..simregion.records import Inst, SimEvent, Stats, no_notice_cause, owner_of
+from ..simregion.records import Inst, SimEvent, Stats, no_notice_cause, owner_of, terminated
 from ..simregion.region import SimulatedRegion
 from ..simregion.topology import PoolSpec
 from .engine import WorkloadOutcome
@@ -133,11 +133,7 @@ class TraceEngine:
             return
         del self.live[inst.pool][inst.id]
         self.owned.pop(inst.id, None)
-        cause = inst.cause if inst.notice_at is not None else no_notice_cause(inst.cause)
-        self.emit(SimEvent(EventKind.TERMINATED, self.now, self.specs[inst.pool].pool.pool_id, inst.id, cause,
-                           inst.drill, *owner_of(inst),
-                           attributes={"notice_ms": None if inst.notice_at is None
-                                       else round((self.now - inst.notice_at) * 1000), "owned": inst.owned}))
+        self.emit(terminated(inst, self.specs[inst.pool].pool.pool_id, self.now))
 
     def capacity(self, i: int, t: float) -> int:
         """What pool ``i`` lends us now (``t`` is ignored: the history has no calendar ahead)."""
@@ -245,7 +241,8 @@ class TraceEngine:
         pool = self.specs[inst.pool].pool
         if not drill:
             self.stats.reclaimed += 1
-            self.stats.no_notice += 0 if notice is not False else 1
+            if notice is False:
+                self.stats.no_notice += 1
         if notice is False:
             inst.terminate_at = self.now
             self.emit(SimEvent(EventKind.NO_NOTICE_LOSS, self.now, pool.pool_id, inst.id, no_notice_cause(cause),

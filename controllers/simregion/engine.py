@@ -30,7 +30,7 @@ from contracts.subjects import EventKind
 from .config import RegionConfig
 from .demand import GuaranteedDemand, poisson
 from .reclaimer import select_victims
-from .records import Inst, SimEvent, Stats, no_notice_cause, owner_of
+from .records import Inst, SimEvent, Stats, no_notice_cause, owner_of, terminated
 from .topology import HALLS, PoolSpec, build_pools
 
 __all__ = ["Inst", "RegionEngine", "SimEvent", "Stats"]
@@ -378,10 +378,7 @@ class RegionEngine:
             return
         pool = self.specs[inst.pool].pool
         self.remove(inst)
-        cause = inst.cause if inst.notice_at is not None else no_notice_cause(inst.cause)
-        self._emit(SimEvent(EventKind.TERMINATED, self.now, pool.pool_id, inst.id, cause, inst.drill, *owner_of(inst),
-                            attributes={"notice_ms": None if inst.notice_at is None
-                                        else round((self.now - inst.notice_at) * 1000), "owned": inst.owned}))
+        self._emit(terminated(inst, pool.pool_id, self.now))
         if not inst.owned and self.config.background and self._reclaimable(inst.pool):
             resume = max(self.now, self.hall_down_until[pool.hall])
             self._push(resume + self._refill.expovariate(1.0 / self.config.refill_mean_s), "refill", inst.pool)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from contracts.subjects import EventKind
 
-__all__ = ["Inst", "SimEvent", "Stats", "no_notice_cause", "owner_of"]
+__all__ = ["Inst", "SimEvent", "Stats", "no_notice_cause", "owner_of", "terminated"]
 
 
 @dataclass(slots=True, eq=False)  # identity: two instances are never "equal"
@@ -74,3 +74,11 @@ def no_notice_cause(cause: str) -> str:
     if cause.startswith("reclaim"):
         return "reclaimed-no-notice"
     return "hall-reclaim-no-notice" if cause == "hall-reclaim" else cause
+
+
+def terminated(inst: Inst, pool_id: str, now: float) -> SimEvent:
+    """The ``TERMINATED`` event of ``inst`` deleted at ``now``: its notice's cause, or the no-notice cause."""
+    cause = inst.cause if inst.notice_at is not None else no_notice_cause(inst.cause)
+    return SimEvent(EventKind.TERMINATED, now, pool_id, inst.id, cause, inst.drill, *owner_of(inst),
+                    attributes={"notice_ms": None if inst.notice_at is None
+                                else round((now - inst.notice_at) * 1000), "owned": inst.owned})

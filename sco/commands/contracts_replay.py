@@ -109,15 +109,15 @@ def trace_from_rows(pools: Iterable[Sequence[Any]], waves: Iterable[Sequence[Any
     for t, names, rates, frees, instances in cards:
         at = _utc(t)
         rate_cards.append((at, {n: Decimal(r) for n, r in zip(names, rates, strict=True)}))
-        row, held = {}, {}
+        row, running = {}, {}
         for n, f, i in zip(names, frees, instances, strict=True):
             if n in reclaimable:
-                row[n], held[n] = int(f), int(i)
+                row[n], running[n] = int(f), int(i)
                 most_free[n] = max(most_free.get(n, 0), int(f))
                 live[n][0].append(at)
                 live[n][1].append(int(i))
         free.append((at, row))
-        others.append((at, held))
+        others.append((at, running))
     reclaims = []
     for t, pid, victims, no_notice in waves:
         if pid not in live:
@@ -148,8 +148,7 @@ def replay_contracts(trace: Trace, contracts: Sequence[Contract], units: int = 4
 
 
 def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contract], units: int = 40,
-                                        progress: Callable[[float], None] | None = None,
-                                        diagnostics: dict[str, int] | None = None
+                                        progress: Callable[[float], None] | None = None
                                         ) -> tuple[dict[str, WorkloadOutcome], tuple[str, ...]]:
     """Each workload's outcome on ``trace`` through the production controller (the default): one production
     ``Controller`` per partition, the production scorer every five minutes, on a fresh embedded PostgreSQL that
@@ -172,7 +171,7 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
         with psycopg.connect(pg.database(), autocommit=True) as conn:
             outcomes = replay_trace_through_controller(
                 trace, {c.ref: c for c in contracts}, {c.workload: c.units for c in sized}, conn,
-                ranker=production_ranker(conn, region), progress=progress, diagnostics=diagnostics)
+                ranker=production_ranker(conn, region), progress=progress)
     finally:
         pg.close()
     return outcomes, tuple(c.note for c in sized if c.note)
