@@ -49,7 +49,7 @@ def shared_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Plac
     if done is not None and done.valid(table.residual):
         return done
     placed, short, notes = _fill(units, shape, caps, table)
-    done = Placed(placed, short, shape.k, table.id_rank, tuple(notes))
+    done = Placed(placed, short, shape.k, tuple(notes))
     # the same again while every pool read holds more than it placed there: none filled, none ran out
     done.needs = [placed[i] // shape.k[i] + 1 for i in done.pools]
     shape.floors[key] = done

@@ -30,20 +30,19 @@ class Placed:
     """
 
     __slots__ = ("_allocations", "_cost", "instances", "k", "last", "live", "needs", "notes", "placed", "pools",
-                 "rank", "short")
+                 "short")
 
-    def __init__(self, placed: dict[int, int], short: int, k: dict[int, int], rank: list[int],
+    def __init__(self, placed: dict[int, int], short: int, k: dict[int, int],
                  notes: tuple[str, ...] = (), instances: list[int] | None = None) -> None:
         self.placed, self.short, self.notes = placed, short, notes
         self.pools = placed
         # ``instances``: the fill's own count, when it made one (the walk does, in the order it placed)
         self.instances = [-(-units // k[i]) for i, units in placed.items()] if instances is None else instances
         self.k = k  # units an instance, by pool index (the shape's)
-        self.rank = rank  # each pool's position in pool id order
         self.needs = self.instances
         self.live = -1  # a water-fill's: the shape's live pools when it was last seen to hold, the last rank read
         self.last = -1
-        self._allocations: list[Allocation] | None = None
+        self._allocations: tuple[Allocation, ...] | None = None
         self._cost: Decimal | None = None
 
     def valid(self, residual: list[int]) -> bool:
@@ -53,21 +52,31 @@ class Placed:
                 return False
         return True
 
-    def allocations(self, purpose: Purpose, table: PoolTable) -> list[Allocation]:
-        """The allocations, in pool id order (built once; a fill is for one purpose only)."""
+    def allocations(self, purpose: Purpose, table: PoolTable) -> tuple[Allocation, ...]:
+        """The allocations, in pool id order (built once; a fill is for one purpose only).
+
+        Equal allocations are one object in a plan: ``PoolTable.made`` keeps, per purpose and pool, the last
+        allocation made for each number of units (the instances they need depend on the shape's units per
+        instance, so one of another shape is made anew).
+        """
         if self._allocations is None:
-            ids, rate, rank = table.ids, table.rate, self.rank
-            made = table.allocations.setdefault(purpose, {})  # equal allocations: one object in a plan
-            self._allocations = out = []
-            placed, k = self.placed, self.k
-            for i in sorted(placed, key=rank.__getitem__):  # in pool id order
+            ids, rate, k = table.ids, table.rate, self.k
+            per_pool = table.made.get(purpose)
+            if per_pool is None:
+                per_pool = table.made[purpose] = [None] * len(ids)
+            out = []
+            placed = self.placed
+            for i in sorted(placed):  # in pool id order: ``tables.Static``'s rows are
                 units = placed[i]
                 n = -(-units // k[i])
-                key = (i, units, n)
-                a = made.get(key)
-                if a is None:
-                    a = made[key] = allocation(ids[i], purpose, units, n, rate[i])
+                mine = per_pool[i]
+                if mine is None:
+                    mine = per_pool[i] = {}
+                a = mine.get(units)
+                if a is None or a.instances != n:
+                    a = mine[units] = allocation(ids[i], purpose, units, n, rate[i])
                 out.append(a)
+            self._allocations = tuple(out)
         return self._allocations
 
     def cost(self, table: PoolTable) -> Decimal:
@@ -80,4 +89,4 @@ class Placed:
         return self._cost
 
 
-NOTHING = Placed({}, 0, {}, [])  # no floor to place
+NOTHING = Placed({}, 0, {})  # no floor to place

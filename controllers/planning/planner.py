@@ -100,7 +100,7 @@ def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTab
         notes = floor.notes
         target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     else:
-        floor, allocations, notes, target = NOTHING, [], (), claim.units
+        floor, allocations, notes, target = NOTHING, (), (), claim.units
 
     shape = table.reclaimable(contract)
     if shape.live < caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
@@ -116,7 +116,7 @@ def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTab
     if short:
         notes += (f"{short} unit(s) short: caps or capacity exhausted",)
     return workload_plan(contract.workload, claim.digest, strategy,
-                         tuple(allocations + placed.allocations(Purpose.RECLAIMABLE, table)), claim.units,
+                         allocations + placed.allocations(Purpose.RECLAIMABLE, table), claim.units,
                          floor_units - floor.short, short, cheapest_cost, notes)
 
 
@@ -205,12 +205,14 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
         get = held.get
         start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)]
         table = PoolTable(static, list(start))
+        fixed, price_first = config.strategy, PlacementStrategy.PRICE_FIRST  # ``_strategy``, inlined below
         for claim in todo:
-            name = claim.workload
+            name, contract = claim.workload, claim.contract
             prev = old.get(name)
-            strategy = _strategy(claim.contract, config)
+            strategy = fixed if fixed is not None else (
+                Strategy.PRICE_FIRST if contract.placement_strategy is price_first else Strategy.DEPTH_FIRST)
             if prev is None or not _same_contract(prev, claim, strategy):
-                floor_units = _floor_wanted(claim)
+                floor_units = -(-claim.units * contract.floor_pct // 100)  # ``_floor_wanted``, inlined
                 new = plans[name] = _plan_one(claim, strategy, floor_units, table, config)
                 # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
                 # and the fill keeps its units per group within the group cap of its complete target)

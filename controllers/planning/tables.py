@@ -150,19 +150,22 @@ class Shape:
 
 
 class Static:
-    """The per-pool columns of the pools in force, and the shapes' static parts, built on demand.
+    """The per-pool columns of the pools in force (a row a pool, in pool id order), and the shapes' static parts.
 
     It depends on the pool states and the discount threshold only, not on residual capacity, so the planner
     keeps it beside a plan set and a next pass over the very same pool states reuses it.
     """
 
     def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
-        self.states = tuple(pools)
+        self.given = tuple(pools)
+        ids = [s.pool.pool_id for s in self.given]
+        by_id = sorted(range(len(ids)), key=ids.__getitem__)  # stable: pools sharing an id keep their order
+        # the rows in pool id order, so a row's number is its rank by pool id: a fill's pools sort by their row
+        # numbers alone (``placed.Placed.allocations``), and ties broken by pool id are broken by row
+        self.states = tuple(map(self.given.__getitem__, by_id))
         catalogue = [s.pool for s in self.states]
-        self.ids = [p.pool_id for p in catalogue]
-        self.id_rank = [0] * len(self.ids)  # each pool's position in pool id order
-        for rank, i in enumerate(sorted(range(len(self.ids)), key=self.ids.__getitem__)):
-            self.id_rank[i] = rank
+        self.ids = list(map(ids.__getitem__, by_id))
+        self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
         self.rate = [p.rate_eur_h if s.rate_override is None else s.rate_override
                      for s, p in zip(self.states, catalogue, strict=True)]  # PoolState.rate_eur_h, inlined
         self.hall = [p.hall for p in catalogue]
@@ -203,8 +206,8 @@ class Static:
 
     def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
         """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
-        return (threshold == self.threshold and len(pools) == len(self.states)
-                and all(map(operator.is_, pools, self.states)))
+        return (threshold == self.threshold and len(pools) == len(self.given)
+                and all(map(operator.is_, pools, self.given)))
 
 
 class PoolTable:
@@ -225,7 +228,8 @@ class PoolTable:
         # workloads of one template share them, and the identity is cheaper to key on than their values
         self._by_parts: dict[tuple[object, ...], tuple[object, object, Shape]] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
-        self.allocations: dict[Purpose, dict[tuple[int, int, int], Allocation]] = {}  # by purpose, pool, units, n
+        # allocations made in this plan: by purpose, per pool (a list indexed like the pools), by units
+        self.made: dict[Purpose, list[dict[int, Allocation] | None]] = {}
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""

@@ -19,7 +19,8 @@ from ..builders import contract, pool
 def table() -> PoolTable:
     pools = [PoolState(pool(f"p{i}", hall=f"h{i % 3 + 1}", vcpu=4 * (1 + i % 2)), 10) for i in range(6)]
     pools += [PoolState(pool(f"g{i}", model="guaranteed", hall=f"h{i + 1}"), 10) for i in range(3)]
-    return PoolTable(Static(pools, Decimal("0.85")), [s.available_instances for s in pools])
+    static = Static(pools, Decimal("0.85"))
+    return PoolTable(static, list(static.available))
 
 
 def test_workloads_of_one_template_and_equal_contracts_of_other_objects_get_the_same_shape() -> None:
