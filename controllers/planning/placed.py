@@ -55,26 +55,24 @@ class Placed:
     def allocations(self, purpose: Purpose, table: PoolTable) -> tuple[Allocation, ...]:
         """The allocations, in pool id order (built once; a fill is for one purpose only).
 
-        Equal allocations are one object in a plan: ``PoolTable.made`` keeps, per purpose and pool, the last
-        allocation made for each number of units (the instances they need depend on the shape's units per
-        instance, so one of another shape is made anew).
+        Equal allocations are one object in a plan: ``PoolTable.made`` keeps them per purpose and shape (its
+        units per instance decide the instances), per pool and by units.
         """
         if self._allocations is None:
-            ids, rate, k = table.ids, table.rate, self.k
-            per_pool = table.made.get(purpose)
+            k = self.k
+            per_pool = table.made.get((purpose, id(k)))
             if per_pool is None:
-                per_pool = table.made[purpose] = [None] * len(ids)
+                per_pool = table.made[(purpose, id(k))] = [None] * len(table.ids)
+            ids, rate, placed = table.ids, table.rate, self.placed
             out = []
-            placed = self.placed
             for i in sorted(placed):  # in pool id order: ``tables.Static``'s rows are
                 units = placed[i]
-                n = -(-units // k[i])
                 mine = per_pool[i]
                 if mine is None:
                     mine = per_pool[i] = {}
                 a = mine.get(units)
-                if a is None or a.instances != n:
-                    a = mine[units] = allocation(ids[i], purpose, units, n, rate[i])
+                if a is None:
+                    a = mine[units] = allocation(ids[i], purpose, units, -(-units // k[i]), rate[i])
                 out.append(a)
             self._allocations = tuple(out)
         return self._allocations

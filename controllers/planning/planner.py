@@ -34,7 +34,7 @@ from .floor import shared_floor
 from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, workload_plan
-from .placed import NOTHING
+from .placed import NOTHING, Placed
 from .tables import PoolTable, Static
 from .waterfill import shared_fill
 
@@ -96,7 +96,7 @@ def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTab
     if floor_units > 0:
         floor = shared_floor(floor_units, table.guaranteed(contract), caps, table)
         allocations = floor.allocations(Purpose.FLOOR, table)
-        table.take_all(floor.pools, floor.instances)
+        _take(table, floor)
         notes = floor.notes
         target = claim.units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     else:
@@ -111,13 +111,23 @@ def _plan_one(claim: Claim, strategy: Strategy, floor_units: int, table: PoolTab
     else:  # price-first is its own shadow; single-cheapest too
         cheapest = placed
     cheapest_cost = cheapest.cost(table)
-    table.take_all(placed.pools, placed.instances)
+    _take(table, placed)
     short = placed.short
     if short:
         notes += (f"{short} unit(s) short: caps or capacity exhausted",)
     return workload_plan(contract.workload, claim.digest, strategy,
                          allocations + placed.allocations(Purpose.RECLAIMABLE, table), claim.units,
                          floor_units - floor.short, short, cheapest_cost, notes)
+
+
+def _take(table: PoolTable, done: Placed) -> None:
+    """``table.take_all(done.pools, done.instances)``, inlined: twice a workload, a few pools each."""
+    residual = table.residual
+    for i, n in zip(done.pools, done.instances, strict=False):
+        before = residual[i]
+        residual[i] = after = before - n
+        if before > 0 >= after:
+            table.ran_out(i)
 
 
 def _same_contract(prev: WorkloadPlan, claim: Claim, strategy: Strategy) -> bool:

@@ -228,8 +228,9 @@ class PoolTable:
         # workloads of one template share them, and the identity is cheaper to key on than their values
         self._by_parts: dict[tuple[object, ...], tuple[object, object, Shape]] = {}
         self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
-        # allocations made in this plan: by purpose, per pool (a list indexed like the pools), by units
-        self.made: dict[Purpose, list[dict[int, Allocation] | None]] = {}
+        # allocations made in this plan: by purpose and shape (the ``id`` of its units per instance, which lives
+        # as long as the table), per pool (a list indexed like the pools), by units
+        self.made: dict[tuple[Purpose, int], list[dict[int, Allocation] | None]] = {}
 
     def take(self, i: int, instances: int) -> None:
         """Take ``instances`` of pool ``i``; shapes learn when it runs out."""
@@ -246,12 +247,16 @@ class PoolTable:
         residual = self.residual
         for i, n in zip(pools, instances, strict=False):  # parallel by construction (Placed)
             before = residual[i]
-            residual[i] = before - n
-            if before > 0 >= before - n:
-                self.dead.append(i)
-                for shape in self.shapes:
-                    if i in shape.k:
-                        shape.ran_out(i, self.hall[i])
+            residual[i] = after = before - n
+            if before > 0 >= after:
+                self.ran_out(i)
+
+    def ran_out(self, i: int) -> None:
+        """Pool ``i`` has just run out: it is dead, and every shape it is in counts one live pool less."""
+        self.dead.append(i)
+        for shape in self.shapes:
+            if i in shape.k:
+                shape.ran_out(i, self.hall[i])
 
     def _base(self, kind: str, region: str) -> list[int]:
         """The pools of ``region`` a shape of ``kind`` may use, before fit (computed once per table).

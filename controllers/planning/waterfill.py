@@ -157,7 +157,11 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
         else:
             if done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table):
                 return done
-    placed, short, last, instances = _fill(target, shape, strategy, caps, table)
+    # the walk at once when this plan has the caps of ``target`` already (``_fill`` otherwise, or when the walk
+    # cannot place it all)
+    limits = table.limits.get((target, shape.halls, False)) if target > 0 else None
+    walked = None if limits is None else _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
+    placed, short, last, instances = walked or _fill(target, shape, strategy, caps, table)
     done = Placed(placed, short, shape.k, instances=instances)
     if last >= 0:
         done.live, done.last = shape.live, last

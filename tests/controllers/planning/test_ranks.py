@@ -52,3 +52,20 @@ def test_the_orders_would_differ_if_the_rate_per_unit_were_ignored() -> None:
 ])
 def test_no_integer_keys_where_they_could_order_differently(rates: list[Decimal], scores: list[float]) -> None:
     assert Keys.of(rates, scores, [0]) is None
+
+
+@pytest.mark.parametrize("digits", [4, 11])
+def test_price_keys_give_the_decimal_order_whether_a_float_holds_them_or_not(digits: int) -> None:
+    """Four decimals: the keys fit a float's 53 bits and sort as floats; eleven: they do not and stay integers."""
+    rng = random.Random(digits)
+    n = 300
+    rates = [Decimal(f"{rng.uniform(0.05, 3):.{digits}f}") for _ in range(n)]
+    scores = [round(rng.random(), 2) for _ in range(n)]
+    rank = list(range(n))
+    entries = [(i, rng.choice([1, 2, 3, 4, 6, 8, 16, 64])) for i in range(n)]
+    keys = Keys.of(rates, scores, rank)
+    assert keys is not None
+    width = keys.scores * keys.n
+    fits_a_float = keys.max_rate * 192 * width + width <= 2**53  # 192 = lcm of the units per instance
+    assert fits_a_float is (digits == 4)
+    assert keys.price(entries) == sorted(entries, key=lambda e: (rates[e[0]] / e[1], -scores[e[0]], rank[e[0]]))
