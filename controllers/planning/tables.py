@@ -185,7 +185,6 @@ class Static:
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
-        self.fits: dict[tuple[object, ...], list[Entry]] = {}
         self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
         self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in catalogue]
         self.sku = [p.sku_family for p in catalogue]
@@ -282,17 +281,15 @@ class PoolTable:
         """The pools of ``_base(kind, region)`` one unit of ``r`` fits in, with units per instance.
 
         Grouped by flavour (units per instance are the flavour's), in the order of each flavour's first pool.
+        Not kept: a shape keeps the entries it may use, and keeping every pool that fits beside them (a list of
+        a thousand pairs per shape) only gave the collector more to walk after each plan (issue 18).
         """
-        key = (kind, region, r.vcpu, r.memory_gib, r.gpu)
-        fits = self.static.fits.get(key)
-        if fits is None:
-            v, m, g = r.vcpu, r.memory_gib, r.gpu
-            fits = []
-            for (vcpu, memory, gpu), pools in self._by_flavour(kind, region).items():
-                k = min(vcpu // v, memory // m, gpu // g) if g else min(vcpu // v, memory // m)
-                if k > 0:
-                    fits += zip(pools, itertools.repeat(k, len(pools)), strict=True)
-            self.static.fits[key] = fits
+        v, m, g = r.vcpu, r.memory_gib, r.gpu
+        fits: list[Entry] = []
+        for (vcpu, memory, gpu), pools in self._by_flavour(kind, region).items():
+            k = min(vcpu // v, memory // m, gpu // g) if g else min(vcpu // v, memory // m)
+            if k > 0:
+                fits += zip(pools, itertools.repeat(k, len(pools)), strict=True)
         return fits
 
     def _by_flavour(self, kind: str, region: str) -> dict[tuple[int, int, int], list[int]]:
