@@ -23,6 +23,8 @@ same as they were before both (``tests/controllers/planning/test_equivalence.py`
 from __future__ import annotations
 
 import gc
+import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -145,6 +147,8 @@ def _follow_room(kept: dict[str, WorkloadPlan], todo: list[Claim], claims: dict[
     controller: 575 failed launches and 176 exclusions a day). ``kept`` and ``held`` (instances the kept plans
     hold per pool) are updated; returns the claims to plan, in priority order.
     """
+    if not kept:  # nothing kept holds room (a first plan)
+        return todo
     room = {s.pool_id: s.available_instances for s in states}
     over = {pid for pid, n in held.items() if n > room.get(pid, 0)}
     if not over:
@@ -213,7 +217,8 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
     if todo:
         static = static or Static(states, config.discount_threshold)
         get = held.get
-        start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)]
+        start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)] if held else list(
+            static.available)
         table = PoolTable(static, list(start))
         fixed, price_first = config.strategy, PlacementStrategy.PRICE_FIRST  # ``_strategy``, inlined below
         for claim in todo:
@@ -235,10 +240,13 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
             if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):
                 settled.add(name)
         ids, end = static.ids, table.residual  # what the new plans took is what they hold
-        for i in [i for i, (a, b) in enumerate(zip(start, end, strict=True)) if a != b]:
+        for i in itertools.compress(range(len(start)), map(operator.ne, start, end)):
             held[ids[i]] = held.get(ids[i], 0) + start[i] - end[i]
-    removed = set(old) - set(plans)
-    replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
+    if old:
+        removed = set(old) - set(plans)
+        replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
+    else:  # a first plan: every plan is new, made in priority order
+        removed, replanned = set(), tuple(plans)
     changed = bool(replanned or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
     result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
@@ -251,6 +259,9 @@ def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: Planner
           trusted: Summary | None, same: bool) -> tuple[dict[str, WorkloadPlan], list[Claim], dict[str, Claim]]:
     """Plans kept and claims to plan, in priority order, and the claim object of each workload."""
     kept: dict[str, WorkloadPlan] = {}
+    if not old:  # a first plan: nothing to keep
+        first = _by_priority(claims)
+        return kept, first, {claim.workload: claim for claim in first}
     todo: list[Claim] = []
     seen: dict[str, Claim] = {}
     checked = trusted.claims if trusted is not None and same else {}

@@ -266,14 +266,12 @@ class PoolTable:
         base = self.static.bases.get(key)
         if base is None:
             base = self.static.bases[key] = []
+            reclaimable, threshold, wanted = PurchaseModel.RECLAIMABLE, self.threshold, kind == "reclaimable"
             for i, s in enumerate(self.states):
                 p = s.pool
-                if s.excluded or p.region != region:
+                if s.excluded or p.region != region or (p.purchase_model is reclaimable) is not wanted:
                     continue
-                if kind == "reclaimable":
-                    if p.purchase_model is PurchaseModel.RECLAIMABLE and s.discount_ratio < self.threshold:
-                        base.append(i)
-                elif p.purchase_model is not PurchaseModel.RECLAIMABLE:
+                if not wanted or s.discount_ratio < threshold:
                     base.append(i)
         return base
 
