@@ -46,11 +46,12 @@ class Keys:
         """The keys of these pools, or ``None`` when integer keys could order them differently."""
         if decimal.getcontext().prec < 28 or any(map(math.isnan, scores)):
             return None
-        ratios = []
-        for r in rates:
-            if not r.is_finite() or r < 0:
-                return None
-            ratios.append(r.as_integer_ratio())
+        try:  # an infinite rate has no integer ratio (OverflowError), nor has a NaN (ValueError)
+            ratios = [r.as_integer_ratio() for r in rates]
+        except (OverflowError, ValueError):
+            return None
+        if any(p < 0 for p, _ in ratios):
+            return None
         scale = math.lcm(*(q for _, q in ratios)) if ratios else 1
         scaled = [p * (scale // q) for p, q in ratios]
         if scaled and max(scaled) >= _RATE_BOUND:

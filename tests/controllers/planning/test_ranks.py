@@ -49,9 +49,11 @@ def test_the_orders_would_differ_if_the_rate_per_unit_were_ignored() -> None:
     ([Decimal("123456789.123456")], [0.5]),   # too many digits for the bound: the Decimal keys decide
     ([Decimal("0.1")], [float("nan")]),       # a score that is not a number
     ([Decimal("Infinity")], [0.5]),
+    ([Decimal("NaN")], [0.5]),                # a rate that is not a number
+    ([Decimal("0.1"), Decimal("-0.2")], [0.5, 0.5]),  # a negative rate
 ])
 def test_no_integer_keys_where_they_could_order_differently(rates: list[Decimal], scores: list[float]) -> None:
-    assert Keys.of(rates, scores, [0]) is None
+    assert Keys.of(rates, scores, list(range(len(rates)))) is None
 
 
 @pytest.mark.parametrize("digits", [4, 11])
