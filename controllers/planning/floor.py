@@ -20,10 +20,7 @@ plan reuses it (``placed.Placed``).
 
 from __future__ import annotations
 
-import math
-from decimal import Decimal
-
-from .model import Caps
+from .model import Caps, share_ratio
 from .placed import Placed
 from .tables import PoolTable, Shape
 
@@ -61,7 +58,8 @@ def _fill(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[
     if units <= 0:
         return {}, 0, notes
     halls = shape.halls_alive()
-    hall_cap = max(1, math.floor(Decimal(units) * caps.floor_hall_share))
+    share = share_ratio(caps.floor_hall_share)
+    hall_cap = max(1, units * share[0] // share[1])  # floor(units x share), in integers (exact)
     if len(halls) < caps.floor_min_halls:
         notes.append(f"guaranteed capacity fitting this unit exists in {len(halls)} hall(s), fewer than "
                      f"{caps.floor_min_halls}; the floor is not spread")

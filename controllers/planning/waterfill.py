@@ -35,6 +35,10 @@ from .tables import Entry, Order, PoolTable, Shape
 
 __all__ = ["fill", "shared_fill"]
 
+# the strategies as module names: read in a few nanoseconds, not ~50 as attributes of their class (issue 18)
+_DEPTH, _PRICE, _CAPACITY, _SINGLE = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST, Strategy.CAPACITY_OPTIMISED,
+                                      Strategy.SINGLE_CHEAPEST)
+
 
 def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     """``floor(target x share)``, in integers (exact, like the ``Decimal`` product of an int and a share)."""
@@ -50,9 +54,9 @@ def _key(table: PoolTable, strategy: Strategy, cap: int) -> Callable[[Entry], tu
     def per_unit(i: int, k: int) -> Decimal:
         return rate[i] / min(k, cap) if cap else rate[i] / k
 
-    if strategy is Strategy.DEPTH_FIRST:
+    if strategy is _DEPTH:
         return lambda e: (cap > 0 and e[1] > cap, -score[e[0]], per_unit(*e), ids[e[0]])
-    if strategy is Strategy.CAPACITY_OPTIMISED:
+    if strategy is _CAPACITY:
         return lambda e: (cap > 0 and e[1] > cap, -(residual[e[0]] * e[1]), per_unit(*e), ids[e[0]])
     return lambda e: (cap > 0 and e[1] > cap, per_unit(*e), -score[e[0]], ids[e[0]])
 
@@ -96,13 +100,13 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
     The pools of a hall ``full`` says is full are skipped: a hall that fills stays full for the rest of the
     fill, so its pools would have no room, and the best-ranked pools often sit in one hall.
     """
-    if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST):
+    if strategy not in (_DEPTH, _PRICE):
         ranked = _sorted(table, shape, strategy, pool_cap)
         for index, (i, k) in enumerate(ranked):
             yield i, k, len(ranked) - index - 1, -1
         return
     horizon = max(0, min_pools - 1)
-    order = table.order(shape, strategy is Strategy.PRICE_FIRST)
+    order = table.order(shape, strategy is _PRICE)
     residual = table.residual
     over = shape.live_bigger_than(pool_cap)
     after: dict[int, int] = {}
@@ -113,7 +117,7 @@ def _ranked(table: PoolTable, shape: Shape, strategy: Strategy, pool_cap: int, m
         if residual[i] > 0 and k <= pool_cap:
             after[i] = behind
             behind += 1
-    start = shape.starts["price" if strategy is Strategy.PRICE_FIRST else "depth"]
+    start = shape.starts["price" if strategy is _PRICE else "depth"]
     heads, following = _heads(order, start, residual, pool_cap, shape.max_k)
     entries, hall = order.entries, table.hall
     while heads:
@@ -144,7 +148,7 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
 
     Residual capacity must only have shrunk (``PoolTable.take``) since the fills the shape keeps were made.
     """
-    if strategy is not Strategy.DEPTH_FIRST and strategy is not Strategy.PRICE_FIRST:
+    if strategy is not _DEPTH and strategy is not _PRICE:
         placed, short, _, instances = _fill(target, shape, strategy, caps, table)
         return Placed(placed, short, shape.k, instances=instances)
     key = (strategy, target, shape.halls)
@@ -160,7 +164,7 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
     # the walk at once when this plan has the caps of ``target`` already (``_fill`` otherwise, or when the walk
     # cannot place it all)
     limits = table.limits.get((target, shape.halls, False)) if target > 0 else None
-    walked = None if limits is None else _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
+    walked = None if limits is None else _walk(target, shape, strategy is _PRICE, limits, table)
     placed, short, last, instances = walked or _fill(target, shape, strategy, caps, table)
     done = Placed(placed, short, shape.k, instances=instances)
     if last >= 0:
@@ -178,7 +182,7 @@ def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, 
         return True
     pool_cap = _share(target, caps.pool_share, True)
     behind = shape.live_bigger_than(pool_cap)
-    entries, residual = table.order(shape, strategy is Strategy.PRICE_FIRST).entries, table.residual
+    entries, residual = table.order(shape, strategy is _PRICE).entries, table.residual
     pos = len(entries) - 1
     while behind < horizon:
         if pos <= done.last:
@@ -193,7 +197,7 @@ def _clear_of_tail(done: Placed, target: int, shape: Shape, strategy: Strategy, 
 
 def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[int, int, int, int, int]:
     """Pool, group, hall and probation caps and the pools to reach, for ``target`` units."""
-    if strategy is Strategy.SINGLE_CHEAPEST:
+    if strategy is _SINGLE:
         pool_cap, group_cap, min_pools, hall_cap = target, target, 1, target
     else:
         pool_cap = _share(target, caps.pool_share, True)
@@ -215,15 +219,15 @@ def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
     """
     if target <= 0:
         return {}, 0, -1, None
-    key = (target, shape.halls, strategy is Strategy.SINGLE_CHEAPEST)
+    key = (target, shape.halls, strategy is _SINGLE)
     limits = table.limits.get(key)
     if limits is None:
         limits = table.limits[key] = _caps(target, shape, strategy, caps)
-    if strategy is Strategy.DEPTH_FIRST or strategy is Strategy.PRICE_FIRST:
-        walked = _walk(target, shape, strategy is Strategy.PRICE_FIRST, limits, table)
+    if strategy is _DEPTH or strategy is _PRICE:
+        walked = _walk(target, shape, strategy is _PRICE, limits, table)
         if walked is not None:
             return walked
-    lift = strategy is not Strategy.SINGLE_CHEAPEST and caps.hall_cap(target, shape.halls)[1]
+    lift = strategy is not _SINGLE and caps.hall_cap(target, shape.halls)[1]
     return (*_scan(target, shape, strategy, limits, table, lift), None)
 
 
@@ -283,7 +287,8 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         if residual[i] * k < units:
             units = residual[i] * k
         if need >= remaining:
-            units = min(units, 1)
+            if units > 1:
+                units = 1
         elif need > 0 and remaining - need < units:
             units = remaining - need
         elif remaining < units:
