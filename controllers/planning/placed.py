@@ -47,7 +47,7 @@ class Placed:
 
     def valid(self, residual: list[int]) -> bool:
         """Whether every pool the fill relied on still has the instances it relied on."""
-        for i, n in zip(self.pools, self.needs, strict=False):  # noqa: SIM110 (a loop: faster than all())
+        for i, n in zip(self.pools, self.needs):  # noqa: B905, SIM110 (parallel; a loop: faster than all())
             if residual[i] < n:
                 return False
         return True
@@ -81,7 +81,7 @@ class Placed:
         """What the placement costs per hour (EUR/h)."""
         if self._cost is None:
             rate, cost = table.rate, Decimal(0)
-            for i, n in zip(self.pools, self.instances, strict=False):
+            for i, n in zip(self.pools, self.instances):  # noqa: B905 (parallel; ``strict=`` costs ~100 ns)
                 cost += rate[i] * n
             self._cost = cost
         return self._cost

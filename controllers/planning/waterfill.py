@@ -155,7 +155,7 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
     done = shape.fills.get(key)
     if done is not None:
         residual = table.residual
-        for i, n in zip(done.pools, done.needs, strict=False):  # ``Placed.valid``, inlined: a plan asks ~3,000
+        for i, n in zip(done.pools, done.needs):  # noqa: B905 (``Placed.valid``, inlined: a plan asks ~3,000)
             if residual[i] < n:
                 break
         else:
@@ -244,7 +244,7 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     order = shape.orders.get("price" if price_first else "depth") or table.order(shape, price_first)
     residual, group, probation, live = table.residual, table.static.group_no, table.probation, shape.live
-    cut = min(pool_cap, shape.max_k)
+    cut = pool_cap if pool_cap < shape.max_k else shape.max_k  # min(), without a builtin's call
     entries, hall, pop, replace = order.entries, table.static.hall_no, heapq.heappop, heapq.heapreplace
     built = shape.heaps.get((price_first, cut))
     if built is None:  # the lanes' first pools with capacity, unchanged while none ran out
@@ -266,7 +266,8 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     group_used = [0] * table.static.groups  # units per correlation group and per hall, by their numbers
     hall_used = [0] * table.static.halls
     remaining, need = target, min_pools - 1  # units to place; pools wanted after the next one (1 unit each)
-    beyond = live - max(0, min_pools - 1) - 1  # ranks after this one may have too few candidates after them
+    # ranks after ``beyond`` may have too few candidates after them: live - max(0, min_pools - 1) - 1
+    beyond = live - min_pools if min_pools > 1 else live - 1
     while heads:
         pos = heads[0]  # the next candidate: popped, or replaced by its lane's next, below
         i, k = entries[pos]
