@@ -124,7 +124,7 @@ class Shape:
                 self.live_by_k[k] -= 1
         self.halls = sum(1 for n in self.live_halls.values() if n > 0)  # halls with a pool with capacity left
         # results of this plan's fills, by what decides them besides the pools they use (``placed.Placed``)
-        self.fills: dict[tuple[object, ...], Placed] = {}
+        self.fills: tuple[dict[tuple[int, int], Placed], dict[tuple[int, int], Placed]] = ({}, {})  # depth, price
         self.floors: dict[tuple[int, int], Placed] = {}
         self.starts: dict[str, dict[tuple[str, int], int]] = {"depth": {}, "price": {}}
         # per rank order and pool cap (up to the biggest instance): live pools then, the lanes' heads (a heap of
@@ -226,7 +226,11 @@ class PoolTable:
         # the same shapes by the identity of the contract's parts (with the parts, so no id is reused): the
         # workloads of one template share them, and the identity is cheaper to key on than their values
         self._by_parts: dict[tuple[object, ...], tuple[object, object, Shape]] = {}
-        self.limits: dict[tuple[int, int, bool], tuple[int, int, int, int, int]] = {}  # the water-fill's caps
+        # the last contract parts each lookup saw, and their shape (no part is ``None``: a fresh table matches none)
+        self._last_reclaimable: tuple[object, object, object, object] = (None, None, None, None)
+        self._last_guaranteed: tuple[object, object, object, object] = (None, None, None, None)
+        # the water-fill's caps by (target, live halls), and (target, live halls, True) for single-cheapest
+        self.limits: dict[tuple[int, ...], tuple[int, int, int, int, int]] = {}
         # allocations made in this plan: by purpose and shape (the ``id`` of its units per instance, which lives
         # as long as the table), per pool (a list indexed like the pools), by units
         self.made: dict[tuple[Purpose, int], list[dict[int, Allocation] | None]] = {}
@@ -305,12 +309,17 @@ class PoolTable:
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
         r, e, partition = contract.resources, contract.eligible, contract.partition
+        last = self._last_reclaimable  # the workloads of a template come one after another in priority order
+        if last[0] is r and last[1] is e and last[2] == partition:
+            return last[3]  # type: ignore[return-value]
         parts = (id(r), id(e), partition)
         seen = self._by_parts.get(parts)
         if seen is not None and seen[0] is r and seen[1] is e:
-            return seen[2]
-        shape = self._reclaimable_by_value(contract)
-        self._by_parts[parts] = (r, e, shape)
+            shape = seen[2]
+        else:
+            shape = self._reclaimable_by_value(contract)
+            self._by_parts[parts] = (r, e, shape)
+        self._last_reclaimable = (r, e, partition, shape)
         return shape
 
     def _reclaimable_by_value(self, contract: Contract) -> Shape:
@@ -333,12 +342,17 @@ class PoolTable:
     def guaranteed(self, contract: Contract) -> Shape:
         """The business unit's committed pools and on-demand guaranteed pools of the region (ADR-22)."""
         r, bu, partition = contract.resources, contract.business_unit, contract.partition
+        last = self._last_guaranteed
+        if last[0] is r and last[1] == bu and last[2] == partition:
+            return last[3]  # type: ignore[return-value]
         parts = (id(r), bu, partition, "guaranteed")
         seen = self._by_parts.get(parts)
         if seen is not None and seen[0] is r:
-            return seen[2]
-        shape = self._guaranteed_by_value(contract)
-        self._by_parts[parts] = (r, None, shape)
+            shape = seen[2]
+        else:
+            shape = self._guaranteed_by_value(contract)
+            self._by_parts[parts] = (r, None, shape)
+        self._last_guaranteed = (r, bu, partition, shape)
         return shape
 
     def _guaranteed_by_value(self, contract: Contract) -> Shape:

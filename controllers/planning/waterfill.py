@@ -151,8 +151,10 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
     if strategy is not _DEPTH and strategy is not _PRICE:
         placed, short, _, instances = _fill(target, shape, strategy, caps, table)
         return Placed(placed, short, shape.k, instances=instances)
-    key = (strategy, target, shape.halls)
-    done = shape.fills.get(key)
+    price = strategy is _PRICE
+    key = (target, shape.halls)  # and the strategy: the shape keeps a depth-first and a price-first memo
+    fills = shape.fills[price]
+    done = fills.get(key)
     if done is not None:
         residual = table.residual
         for i, n in zip(done.pools, done.needs):  # noqa: B905 (``Placed.valid``, inlined: a plan asks ~3,000)
@@ -163,13 +165,13 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
                 return done
     # the walk at once when this plan has the caps of ``target`` already (``_fill`` otherwise, or when the walk
     # cannot place it all)
-    limits = table.limits.get((target, shape.halls, False)) if target > 0 else None
-    walked = None if limits is None else _walk(target, shape, strategy is _PRICE, limits, table)
+    limits = table.limits.get(key) if target > 0 else None
+    walked = None if limits is None else _walk(target, shape, price, limits, table)
     placed, short, last, instances = walked or _fill(target, shape, strategy, caps, table)
-    done = Placed(placed, short, shape.k, instances=instances)
+    done = Placed(placed, short, shape.k, (), instances)
     if last >= 0:
         done.live, done.last = shape.live, last
-        shape.fills[key] = done
+        fills[key] = done
     return done
 
 
@@ -219,7 +221,7 @@ def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
     """
     if target <= 0:
         return {}, 0, -1, None
-    key = (target, shape.halls, strategy is _SINGLE)
+    key = (target, shape.halls, True) if strategy is _SINGLE else (target, shape.halls)
     limits = table.limits.get(key)
     if limits is None:
         limits = table.limits[key] = _caps(target, shape, strategy, caps)
