@@ -32,6 +32,11 @@ __all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
 
+# the attributes ``Static`` reads of a catalogue pool and of a pool state, in its order
+_POOL_COLUMNS = operator.attrgetter("rate_eur_h", "hall", "aggregate", "purchase_model", "sku_family", "size",
+                                    "business_unit", "vcpu", "memory_gib", "gpu")
+_STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances")
+
 
 class Order:
     """A rank order of a shape's pools, and the same order split in lanes.
@@ -166,13 +171,21 @@ class Static:
         catalogue = [s.pool for s in self.states]
         self.ids = list(map(ids.__getitem__, by_id))
         self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
-        self.rate = [p.rate_eur_h if s.rate_override is None else s.rate_override
-                     for s, p in zip(self.states, catalogue, strict=True)]  # PoolState.rate_eur_h, inlined
-        self.hall = [p.hall for p in catalogue]
-        self.group = [s.group or p.aggregate for s, p in zip(self.states, catalogue, strict=True)]  # .group_id
-        self.score = [s.score for s in self.states]
-        self.probation = [s.probation for s in self.states]
-        self.available = [s.available_instances for s in self.states]
+        # every column a pool gives, read in one pass over the pools and turned into columns (a pass a column
+        # read two thousand pools' attributes sixteen times, and they no longer fit the cache: issue 18)
+        rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu = map(
+            list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 10
+        override, group, score, probation, available = map(
+            list, zip(*map(_STATE_COLUMNS, self.states), strict=True)) if catalogue else ([],) * 5
+        self.rate: list[Decimal] = [r if o is None else o for r, o in zip(rate, override, strict=True)]  # .rate_eur_h
+        self.hall: list[str] = hall
+        self.group: list[str] = [g or a for g, a in zip(group, aggregate, strict=True)]  # PoolState.group_id
+        self.score: list[float] = score
+        self.probation: list[bool] = probation
+        self.available: list[int] = available
+        self.sku: list[object] = sku
+        self.size: list[object] = size
+        self.business_unit: list[object] = unit
         # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
         numbers: dict[str, int] = {}
         self.hall_no = [numbers.setdefault(h, len(numbers)) for h in self.hall]
@@ -186,13 +199,11 @@ class Static:
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
-        self.committed = [p.purchase_model is PurchaseModel.COMMITTED for p in catalogue]
-        self.sku = [p.sku_family for p in catalogue]
-        self.size = [p.size for p in catalogue]
-        self.business_unit = [p.business_unit for p in catalogue]
+        committed = PurchaseModel.COMMITTED
+        self.committed = [m is committed for m in model]
         # each pool's flavour (vCPU, memory, GPU) by number: units per instance are computed once a flavour
         flavours: dict[tuple[int, int, int], int] = {}
-        self.flavour = [flavours.setdefault((p.vcpu, p.memory_gib, p.gpu), len(flavours)) for p in catalogue]
+        self.flavour = [flavours.setdefault(f, len(flavours)) for f in zip(vcpu, memory, gpu, strict=True)]
         self.flavours = list(flavours)
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
 
