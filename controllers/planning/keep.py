@@ -17,6 +17,7 @@ result. The summary is a memo of a pure function's inputs (all frozen), held wea
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +43,13 @@ class Facts:
         """The facts of the pools in force."""
         return cls({s.pool_id: s.group_id for s in pools}, frozenset(s.pool_id for s in pools if s.excluded),
                    caps.group_share)
+
+    @classmethod
+    def of_static(cls, static: Static, caps: Caps) -> Facts:
+        """``of`` the pools of ``static``, read from its columns (a first plan builds them anyway)."""
+        ids = static.ids
+        return cls(dict(zip(ids, static.group, strict=True)),
+                   frozenset(itertools.compress(ids, static.excluded)), caps.group_share)
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,9 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
     trusted: Summary | None = None
     if summary is not None and same:
         facts, static, trusted = summary.facts, summary.static, summary
+    elif summary is None and claims:  # a first plan: the facts from the columns its table reads anyway
+        static = Static(states, config.discount_threshold)
+        facts = Facts.of_static(static, config.caps)
     else:
         facts, static = Facts.of(states, config.caps), None
         if summary is not None and summary.facts == facts:

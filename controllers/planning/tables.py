@@ -32,10 +32,13 @@ __all__ = ["Order", "PoolTable", "Shape", "ShapeStatic", "Static"]
 
 Entry = tuple[int, int]  # (pool index, units one instance holds)
 
+_ONE = Decimal(1)
+
 # the attributes ``Static`` reads of a catalogue pool and of a pool state, in its order
 _POOL_COLUMNS = operator.attrgetter("rate_eur_h", "hall", "aggregate", "purchase_model", "sku_family", "size",
-                                    "business_unit", "vcpu", "memory_gib", "gpu")
-_STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances")
+                                    "business_unit", "vcpu", "memory_gib", "gpu", "region", "guaranteed_rate_eur_h")
+_STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances",
+                                     "excluded")
 
 
 class Order:
@@ -173,10 +176,10 @@ class Static:
         self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
         # every column a pool gives, read in one pass over the pools and turned into columns (a pass a column
         # read two thousand pools' attributes sixteen times, and they no longer fit the cache: issue 18)
-        rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu = map(
-            list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 10
-        override, group, score, probation, available = map(
-            list, zip(*map(_STATE_COLUMNS, self.states), strict=True)) if catalogue else ([],) * 5
+        rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu, region, guaranteed = map(
+            list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 12
+        override, group, score, probation, available, excluded = map(
+            list, zip(*map(_STATE_COLUMNS, self.states), strict=True)) if catalogue else ([],) * 6
         self.rate: list[Decimal] = [r if o is None else o for r, o in zip(rate, override, strict=True)]  # .rate_eur_h
         self.hall: list[str] = hall
         self.group: list[str] = [g or a for g, a in zip(group, aggregate, strict=True)]  # PoolState.group_id
@@ -186,6 +189,10 @@ class Static:
         self.sku: list[object] = sku
         self.size: list[object] = size
         self.business_unit: list[object] = unit
+        self.region: list[str] = region
+        self.guaranteed_rate: list[Decimal | None] = guaranteed
+        self.excluded: list[bool] = excluded
+        self.model: list[PurchaseModel] = model
         # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
         numbers: dict[str, int] = {}
         self.hall_no = [numbers.setdefault(h, len(numbers)) for h in self.hall]
@@ -282,11 +289,12 @@ class PoolTable:
         if base is None:
             base = self.static.bases[key] = []
             reclaimable, threshold, wanted = PurchaseModel.RECLAIMABLE, self.threshold, kind == "reclaimable"
-            for i, s in enumerate(self.states):
-                p = s.pool
-                if s.excluded or p.region != region or (p.purchase_model is reclaimable) is not wanted:
+            st = self.static
+            for i, (out, where, model, rate, g) in enumerate(zip(st.excluded, st.region, st.model, st.rate,
+                                                                  st.guaranteed_rate, strict=True)):
+                if out or where != region or (model is reclaimable) is not wanted:
                     continue
-                if not wanted or s.discount_ratio < threshold:
+                if not wanted or (rate / g if g else _ONE) < threshold:  # PoolState.discount_ratio, on the columns
                     base.append(i)
         return base
 
