@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from contracts.pools import PurchaseModel
-from contracts.schema import Contract, Resources
+from contracts.schema import Contract, Eligibility, Resources
 
 from .model import Allocation, PoolState, Purpose
 from .ranks import Keys
@@ -327,7 +327,10 @@ class PoolTable:
 
     def reclaimable(self, contract: Contract) -> Shape:
         """Reclaimable discount pools of the contract's region that fit one of its units (ADR-08)."""
-        r, e, partition = contract.resources, contract.eligible, contract.partition
+        return self.reclaimable_of(contract.resources, contract.eligible, contract.partition, contract)
+
+    def reclaimable_of(self, r: Resources, e: Eligibility, partition: str, contract: Contract) -> Shape:
+        """``reclaimable(contract)``, given the contract's resources, eligibility and partition (read already)."""
         last = self._last_reclaimable  # the workloads of a template come one after another in priority order
         if last[0] is r and last[1] is e and last[2] == partition:
             return last[3]  # type: ignore[return-value]
@@ -360,7 +363,10 @@ class PoolTable:
 
     def guaranteed(self, contract: Contract) -> Shape:
         """The business unit's committed pools and on-demand guaranteed pools of the region (ADR-22)."""
-        r, bu, partition = contract.resources, contract.business_unit, contract.partition
+        return self.guaranteed_of(contract.resources, contract.business_unit, contract.partition, contract)
+
+    def guaranteed_of(self, r: Resources, bu: str | None, partition: str, contract: Contract) -> Shape:
+        """``guaranteed(contract)``, given the contract's resources, business unit and partition (read already)."""
         last = self._last_guaranteed
         if last[0] is r and last[1] == bu and last[2] == partition:
             return last[3]  # type: ignore[return-value]
