@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
-from .tables import Static
+from .static import Static
 
 __all__ = ["Facts", "Summary", "fits_pools", "remember", "summary_of", "usage_of"]
 

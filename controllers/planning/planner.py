@@ -37,7 +37,8 @@ from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, workload_plan
 from .placed import NOTHING, Placed
-from .tables import PoolTable, Static
+from .static import Static
+from .tables import PoolTable
 from .waterfill import shared_fill
 
 __all__ = ["PlannerConfig", "plan", "priority"]

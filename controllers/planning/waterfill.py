@@ -249,19 +249,8 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     cut = pool_cap if pool_cap < shape.max_k else shape.max_k  # min(), without a builtin's call
     entries, hall, pop, replace = order.entries, table.static.hall_no, heapq.heappop, heapq.heapreplace
     built = shape.heaps.get((price_first, cut))
-    if built is None:  # the lanes' first pools with capacity, unchanged while none ran out
-        built = shape.heaps[(price_first, cut)] = (live, *_heads(
-            order, shape.starts["price" if price_first else "depth"], residual, pool_cap, shape.max_k))
-    elif built[0] != live:  # a pool ran out: the heads that did move on in their lanes (a lane never revives)
-        following = built[2]
-        heads = []
-        for pos in built[1]:
-            while pos >= 0 and residual[entries[pos][0]] <= 0:
-                pos = following[pos]
-            if pos >= 0:
-                heads.append(pos)
-        heapq.heapify(heads)
-        built = shape.heaps[(price_first, cut)] = (live, heads, following)
+    if built is None or built[0] != live:
+        built = _lane_heads(shape, order, price_first, cut, pool_cap, residual, built)
     heads, following = list(built[1]), built[2]
     placed: dict[int, int] = {}
     instances: list[int] = []  # of each pool placed, in the same order
@@ -313,6 +302,30 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
         else:
             pop(heads)
     return None
+
+
+def _lane_heads(shape: Shape, order: Order, price_first: bool, cut: int, pool_cap: int, residual: list[int],
+                built: tuple[int, list[int], list[int]] | None) -> tuple[int, list[int], list[int]]:
+    """The heads of the lanes a walk of ``cut`` merges, as the shape keeps them (``built``) while none ran out.
+
+    Built from the lanes' first pools with capacity when the shape has none; when a pool ran out since, the
+    heads that did move on in their lanes (a lane never revives).
+    """
+    live = shape.live
+    if built is None:
+        built = (live, *_heads(order, shape.starts["price" if price_first else "depth"], residual, pool_cap,
+                               shape.max_k))
+    else:
+        entries, following, heads = order.entries, built[2], []
+        for pos in built[1]:
+            while pos >= 0 and residual[entries[pos][0]] <= 0:
+                pos = following[pos]
+            if pos >= 0:
+                heads.append(pos)
+        heapq.heapify(heads)
+        built = (live, heads, following)
+    shape.heaps[(price_first, cut)] = built
+    return built
 
 
 def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int, int, int, int],

@@ -1,0 +1,99 @@
+"""A plan's per-pool columns (issue 18): every fact of the pools in force a fill reads, one list a fact.
+
+The planner reads the pool states once per plan into columns indexed by row, a row a pool in pool id order, and
+builds every shape's tables from them (``tables``). The states and their catalogue pools are read in one pass
+each: a pass a column read two thousand pools' attributes a dozen times and missed the cache on most of them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from contracts.pools import PurchaseModel
+
+from .model import PoolState
+from .ranks import Keys
+
+if TYPE_CHECKING:
+    from .tables import ShapeStatic
+
+__all__ = ["Static"]
+
+# the attributes ``Static`` reads of a catalogue pool and of a pool state, in its order
+_POOL_COLUMNS = operator.attrgetter("rate_eur_h", "hall", "aggregate", "purchase_model", "sku_family", "size",
+                                    "business_unit", "vcpu", "memory_gib", "gpu", "region", "guaranteed_rate_eur_h")
+_STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances",
+                                     "excluded")
+
+
+class Static:
+    """The per-pool columns of the pools in force (a row a pool, in pool id order), and the shapes' static parts.
+
+    It depends on the pool states and the discount threshold only, not on residual capacity, so the planner
+    keeps it beside a plan set and a next pass over the very same pool states reuses it.
+    """
+
+    def __init__(self, pools: Sequence[PoolState], threshold: Decimal) -> None:
+        self.given = tuple(pools)
+        ids = [s.pool.pool_id for s in self.given]
+        by_id = sorted(range(len(ids)), key=ids.__getitem__)  # stable: pools sharing an id keep their order
+        # the rows in pool id order, so a row's number is its rank by pool id: a fill's pools sort by their row
+        # numbers alone (``placed.Placed.allocations``), and ties broken by pool id are broken by row
+        self.states = tuple(map(self.given.__getitem__, by_id))
+        catalogue = [s.pool for s in self.states]
+        self.ids = list(map(ids.__getitem__, by_id))
+        self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
+        # every column a pool gives, read in one pass over the pools and turned into columns (a pass a column
+        # read two thousand pools' attributes sixteen times, and they no longer fit the cache: issue 18)
+        rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu, region, guaranteed = map(
+            list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 12
+        override, group, score, probation, available, excluded = map(
+            list, zip(*map(_STATE_COLUMNS, self.states), strict=True)) if catalogue else ([],) * 6
+        self.rate: list[Decimal] = [r if o is None else o for r, o in zip(rate, override, strict=True)]  # .rate_eur_h
+        self.hall: list[str] = hall
+        self.group: list[str] = [g or a for g, a in zip(group, aggregate, strict=True)]  # PoolState.group_id
+        self.score: list[float] = score
+        self.probation: list[bool] = probation
+        self.available: list[int] = available
+        self.sku: list[object] = sku
+        self.size: list[object] = size
+        self.business_unit: list[object] = unit
+        self.region: list[str] = region
+        self.guaranteed_rate: list[Decimal | None] = guaranteed
+        self.excluded: list[bool] = excluded
+        self.model: list[PurchaseModel] = model
+        # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
+        numbers: dict[str, int] = {}
+        self.hall_no = [numbers.setdefault(h, len(numbers)) for h in self.hall]
+        self.halls = len(numbers)
+        numbers = {}
+        self.group_no = [numbers.setdefault(g, len(numbers)) for g in self.group]
+        self.groups = len(numbers)
+        self._index: dict[str, int] | None = None
+        self.threshold = threshold
+        self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
+        self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
+        self.bases: dict[tuple[str, str], list[int]] = {}
+        self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
+        committed = PurchaseModel.COMMITTED
+        self.committed = [m is committed for m in model]
+        # each pool's flavour (vCPU, memory, GPU) by number: units per instance are computed once a flavour
+        flavours: dict[tuple[int, int, int], int] = {}
+        self.flavour = [flavours.setdefault(f, len(flavours)) for f in zip(vcpu, memory, gpu, strict=True)]
+        self.flavours = list(flavours)
+        self.keys = Keys.of(self.rate, self.score, self.id_rank)
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Pool id -> row (the last row of an id, should two rows share one), built when first asked for."""
+        if self._index is None:
+            self._index = {pid: i for i, pid in enumerate(self.ids)}
+        return self._index
+
+    def same(self, pools: Sequence[PoolState], threshold: Decimal) -> bool:
+        """Whether ``pools`` are the very pool states (same objects, same order) and threshold of this one."""
+        return (threshold == self.threshold and len(pools) == len(self.given)
+                and all(map(operator.is_, pools, self.given)))
