@@ -43,13 +43,8 @@ def shared_floor(units: int, shape: Shape, caps: Caps, table: PoolTable) -> Plac
     """
     key = (units, shape.halls)
     done = shape.floors.get(key)
-    if done is not None:
-        residual = table.residual
-        for i, n in zip(done.pools, done.needs):  # noqa: B905 (``Placed.valid``, inlined: ~1,000 a plan)
-            if residual[i] < n:
-                break
-        else:
-            return done
+    if done is not None and done.valid(table.residual):
+        return done
     placed, short, notes = _fill(units, shape, caps, table)
     done = Placed(placed, short, shape.k, tuple(notes))
     # the same again while every pool read holds more than it placed there: none filled, none ran out

@@ -36,7 +36,7 @@ from .floor import shared_floor
 from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, workload_plan
-from .placed import NOTHING, Placed
+from .placed import NOTHING
 from .static import Static
 from .tables import PoolTable
 from .waterfill import shared_fill
@@ -111,15 +111,15 @@ def _rows(claims: Sequence[Claim]) -> list[Row]:
     return [pairs[i][1] for i in sorted(range(len(pairs)), key=keys.__getitem__)]
 
 
-def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
+def _strategy(wanted: PlacementStrategy, config: PlannerConfig) -> Strategy:
+    """The strategy a claim is planned with: the configuration's, else the one its contract wants."""
     if config.strategy is not None:
         return config.strategy
-    price_first = contract.placement_strategy is _CONTRACT_PRICE_FIRST
-    return _PRICE if price_first else _DEPTH
+    return _PRICE if wanted is _CONTRACT_PRICE_FIRST else _DEPTH
 
 
-def _floor_wanted(claim: Claim) -> int:
-    return -(-claim.units * claim.contract.floor_pct // 100)  # ceil(units x floor_pct / 100), in integers
+def _floor_wanted(units: int, floor_pct: int) -> int:
+    return -(-units * floor_pct // 100)  # ceil(units x floor_pct / 100), in integers
 
 
 def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
@@ -130,7 +130,7 @@ def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
     if floor_units > 0:
         floor = shared_floor(floor_units, table.guaranteed_of(resources, unit, partition, contract), caps, table)
         allocations = floor.allocations(_FLOOR, table)
-        _take(table, floor)
+        table.take_all(floor.pools, floor.instances)
         notes = floor.notes
         target = units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
     else:
@@ -145,22 +145,12 @@ def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
     else:  # price-first is its own shadow; single-cheapest too
         cheapest = placed
     cheapest_cost = cheapest.cost(table)
-    _take(table, placed)
+    table.take_all(placed.pools, placed.instances)
     short = placed.short
     if short:
         notes += (f"{short} unit(s) short: caps or capacity exhausted",)
     return workload_plan(name, digest, strategy, allocations + placed.allocations(_RECLAIMABLE, table), units,
                          floor_units - floor.short, short, cheapest_cost, notes)
-
-
-def _take(table: PoolTable, done: Placed) -> None:
-    """``table.take_all(done.pools, done.instances)``, inlined: twice a workload, a few pools each."""
-    residual = table.residual
-    for i, n in zip(done.pools, done.instances):  # noqa: B905 (parallel by construction; ``strict=`` costs ~100 ns)
-        before = residual[i]
-        residual[i] = after = before - n
-        if before > 0 >= after:
-            table.ran_out(i)
 
 
 def _same_contract(prev: WorkloadPlan, claim: Claim, strategy: Strategy) -> bool:
@@ -198,8 +188,9 @@ def _follow_room(kept: dict[str, WorkloadPlan], todo: list[Claim], claims: dict[
 
 
 def _unchanged_and_complete(prev: WorkloadPlan, claim: Claim, config: PlannerConfig) -> bool:
-    return (prev.claim_digest == claim.digest and prev.strategy is _strategy(claim.contract, config)
-            and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim))
+    c = claim.contract
+    return (prev.claim_digest == claim.digest and prev.strategy is _strategy(c.placement_strategy, config)
+            and prev.shortfall_units == 0 and prev.floor_units >= _floor_wanted(claim.units, c.floor_pct))
 
 
 def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, previous: PlanSet | None = None,
@@ -254,13 +245,12 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
         start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)] if held else list(
             static.available)
         table = PoolTable(static, list(start))
-        fixed, price_first = config.strategy, _CONTRACT_PRICE_FIRST  # ``_strategy``, inlined below
         for row in rows if rows is not None else map(_row, todo):
             claim, name, _, units, _, wanted, floor_pct = row[:7]
             prev = old.get(name)
-            strategy = fixed if fixed is not None else (_PRICE if wanted is price_first else _DEPTH)
+            strategy = _strategy(wanted, config)
             if prev is None or not _same_contract(prev, claim, strategy):
-                floor_units = -(-units * floor_pct // 100)  # ``_floor_wanted``, inlined
+                floor_units = _floor_wanted(units, floor_pct)
                 new = plans[name] = _plan_one(row, strategy, floor_units, table, config)
                 # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
                 # and the fill keeps its units per group within the group cap of its complete target)

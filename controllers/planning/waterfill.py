@@ -155,14 +155,9 @@ def shared_fill(target: int, shape: Shape, strategy: Strategy, caps: Caps, table
     key = (target, shape.halls)  # and the strategy: the shape keeps a depth-first and a price-first memo
     fills = shape.fills[price]
     done = fills.get(key)
-    if done is not None:
-        residual = table.residual
-        for i, n in zip(done.pools, done.needs):  # noqa: B905 (``Placed.valid``, inlined: a plan asks ~3,000)
-            if residual[i] < n:
-                break
-        else:
-            if done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table):
-                return done
+    if done is not None and done.valid(table.residual) and (
+            done.live == shape.live or _clear_of_tail(done, target, shape, strategy, caps, table)):
+        return done
     # the walk at once when this plan has the caps of ``target`` already (``_fill`` otherwise, or when the walk
     # cannot place it all)
     limits = table.limits.get(key) if target > 0 else None
