@@ -42,8 +42,8 @@ class Static:
         by_id = sorted(range(len(ids)), key=ids.__getitem__)  # stable: pools sharing an id keep their order
         # the rows in pool id order, so a row's number is its rank by pool id: a fill's pools sort by their row
         # numbers alone (``placed.Placed.allocations``), and ties broken by pool id are broken by row
-        self.states = tuple(map(self.given.__getitem__, by_id))
-        catalogue = [s.pool for s in self.states]
+        states = tuple(map(self.given.__getitem__, by_id))
+        catalogue = [s.pool for s in states]
         self.ids = list(map(ids.__getitem__, by_id))
         self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
         # every column a pool gives, read in one pass over the pools and turned into columns (a pass a column
@@ -51,7 +51,7 @@ class Static:
         rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu, region, guaranteed = map(
             list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 12
         override, group, score, probation, available, excluded = map(
-            list, zip(*map(_STATE_COLUMNS, self.states), strict=True)) if catalogue else ([],) * 6
+            list, zip(*map(_STATE_COLUMNS, states), strict=True)) if catalogue else ([],) * 6
         self.rate: list[Decimal] = [r if o is None else o for r, o in zip(rate, override, strict=True)]  # .rate_eur_h
         self.hall: list[str] = hall
         self.group: list[str] = [g or a for g, a in zip(group, aggregate, strict=True)]  # PoolState.group_id

@@ -156,8 +156,7 @@ class PoolTable:
 
     def __init__(self, static: Static, residual: list[int]) -> None:
         self.static = static
-        self.states, self.ids, self.rate, self.hall = static.states, static.ids, static.rate, static.hall
-        self.id_rank = static.id_rank
+        self.ids, self.rate, self.hall = static.ids, static.rate, static.hall
         self.group, self.score, self.probation = static.group, static.score, static.probation
         self.threshold = static.threshold
         self.residual = residual
