@@ -3,14 +3,19 @@ partition per 5 minutes, tier 1 first, until a pass holds nothing back; terminat
 the partition per 10 minutes; an instance is terminated only when its scheduler reported it idle on three
 observations and its provider tags and database row agree (ADR-11, ADR-29).
 
-The termination cap is kept two ways. An ordinary surplus — a claim shrank, a floor moved back, fallback
-capacity returns — is *paced*: the pass terminates what the window still allows and holds the rest for the next
-windows (level-triggered: the surplus is still there next pass). A pass that wants a mass termination at once
-(``mass_share`` of the partition, 10 % by default: five windows' worth) is a plan gone wrong until an operator
-says otherwise: the breaker opens (no terminations at all) and an alarm event is raised. An operator's reset
-acknowledges the surplus in hand, which is then paced; a later mass want trips again. (The first reading of
-ADR-12 tripped on any want over the window's cap, so an ordinary scale-down paged and then held every
-termination until someone reset the breaker: the 30-day replay through the controller showed it.)
+Terminations are *paced*, whatever their number: the pass terminates what the window still allows (2 % of the
+partition per 10 minutes, a sliding window: each termination's token comes back 10 minutes after it was spent)
+and holds the rest for the next windows (level-triggered: the surplus is still there next pass). A surplus after
+a hall-wide reclaim or a wave of re-plans is still a surplus, drained at the bounded rate, with nobody called.
+
+The breaker opens (no terminations at all, an alarm event raised, held until an operator resets it) only on the
+anomaly ADR-12 names, a *mass termination*: a single pass wanting ``halt_share`` of the partition (50 % by
+default) terminated at once, which no ordinary re-plan wants and a claim source gone empty or a plan gone wrong
+does. (A mass *loss* — instances vanishing from the listing — fails static in ``decide._mass_loss``.) An
+operator's reset acknowledges the surplus in hand, which is then paced; a later mass want trips again. Earlier
+readings tripped on any want over the window's cap, then on 10 % at once: a month's replay tripped 6–12 times
+on ordinary surplus and needed a scripted operator to reset each trip, or paid for every surplus instance for
+the rest of the month.
 
 ``Safety`` is the state of one partition's leader. Its counters are in memory on purpose: a restart is exactly
 when they must start again from zero (read-only, then gradual). The open breaker is persisted by the caller.
@@ -41,7 +46,7 @@ class SafetyConfig:
     recovery_window: timedelta = timedelta(minutes=5)
     trip_share: Decimal = Decimal("0.02")
     trip_window: timedelta = timedelta(minutes=10)
-    mass_share: Decimal = Decimal("0.10")
+    halt_share: Decimal = Decimal("0.50")  # a pass wanting this share terminated at once: the anomaly that halts
     idle_observations: int = 3
 
 
@@ -64,7 +69,7 @@ class Safety:
     recovering: bool = True
     tripped: bool = False
     trip_reason: str = ""
-    acknowledged: bool = False  # an operator reset the breaker: the mass surplus in hand is paced, not tripped on
+    acknowledged: bool = False  # an operator reset the breaker: the mass want in hand is paced, not tripped on
     _terminated: deque[datetime] = field(default_factory=deque)
     _acted: deque[tuple[datetime, int]] = field(default_factory=deque)
 
@@ -122,17 +127,17 @@ class Safety:
 
     def _termination_cap(self, eligible: list[Terminate], fleet_size: int, terminated_recently: int,
                          notes: list[Note]) -> list[Terminate]:
-        """What the 2 %/10 min cap lets through: all of an ordinary surplus the window still allows (the rest
+        """What the 2 %/10 min cap lets through: as much of the surplus as the window still allows (the rest
         waits), nothing when the breaker is open or this pass wants a mass termination (which opens it)."""
         trip_cap = max(1, math.floor(Decimal(fleet_size) * self.config.trip_share))
-        mass = max(trip_cap + 1, math.ceil(Decimal(fleet_size) * self.config.mass_share))
+        mass = max(trip_cap + 1, math.ceil(Decimal(fleet_size) * self.config.halt_share))
         if self.tripped:
             return []
         if len(eligible) < mass:
             self.acknowledged = False
         elif not self.acknowledged:
             self.tripped = True
-            self.trip_reason = (f"{len(eligible)} termination(s) wanted at once, {self.config.mass_share:%} or more "
+            self.trip_reason = (f"{len(eligible)} termination(s) wanted at once, {self.config.halt_share:%} or more "
                                 f"of {fleet_size}: a mass termination (the cap paces {trip_cap} per "
                                 f"{self.config.trip_window}, {terminated_recently} done in it)")
             notes.append(Note("breaker-tripped", self.trip_reason, attributes={

@@ -40,7 +40,6 @@ from ..controller.claims import WorkItem
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.loop import Controller, ControllerSettings
 from ..controller.revocation import RecordingRevoker
-from ..controller.store import close_breaker, open_breakers
 from ..planning import Caps, PlannerConfig, Strategy, units_per_instance
 from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
@@ -48,8 +47,8 @@ from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
 from .engine import StepLoss, WorkloadOutcome, guaranteed_rate_per_unit
 
-__all__ = ["APPROXIMATIONS", "OPERATOR_AFTER", "PoolFeed", "Ranker", "ReplayScheduler", "operator_resets",
-           "partition_controller", "replay_region", "replay_through_controller"]
+__all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "partition_controller", "replay_region",
+           "replay_through_controller"]
 
 APPROXIMATIONS = (
     "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
@@ -57,10 +56,8 @@ APPROXIMATIONS = (
     "contract writes one); no boot time (an instance delivers from the pass that launched it); the scheduler "
     "double reports every node idle, so a surplus node goes after three passes; credentials revocation is "
     "recorded, not called; the ranking is re-published every 5 min from the region's events since the warm-up "
-    "began (ClickHouse not used); no token budget on provider calls; an open termination breaker is reset "
-    "30 min after it tripped, as the operator it pages would after looking (ADR-12; its trips are the pages)")
-
-OPERATOR_AFTER = timedelta(minutes=30)   # an open breaker's page answered: the replay's operator resets it
+    "began (ClickHouse not used); no token budget on provider calls; no operator: the termination breaker paces "
+    "a surplus at ADR-12's 2 % per 10 min and opens only on a mass termination, which would stay open")
 
 RANK_EVERY = timedelta(minutes=5)
 
@@ -265,17 +262,6 @@ def partition_controller(provider: Provider, conn: Any, partition: str, contract
     return Controller(settings, provider, conn, source, mine, clock, revoker=RecordingRevoker()), source
 
 
-def operator_resets(conn: Any, region: str, now: datetime, after: timedelta | None) -> int:
-    """The replay's operator: each termination breaker open for ``after`` or longer is reset as ``sco controller
-    reset-breaker`` would (None: nobody answers). Returns how many were reset."""
-    if after is None:
-        return 0
-    late = [p for p, tripped in open_breakers(conn, region).items() if tripped is None or now - tripped >= after]
-    for partition in late:
-        close_breaker(conn, region, partition, f"reset by the replay's operator {after} after the trip")
-    return len(late)
-
-
 def _controllers(region: SimulatedRegion, conn: Any, contracts: Mapping[str, Contract], units: Mapping[str, int],
                  strategy: Strategy | None, clock: VirtualClock, caps: Caps | None = None
                  ) -> list[tuple[Controller, ReplayScheduler]]:
@@ -289,8 +275,7 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               pass_interval: timedelta = timedelta(seconds=60),
                               progress: Callable[[float], None] | None = None,
                               diagnostics: dict[str, int] | None = None, fast: bool = True,
-                              caps: Caps | None = None, operator_after: timedelta | None = OPERATOR_AFTER
-                              ) -> dict[str, WorkloadOutcome]:
+                              caps: Caps | None = None) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
     partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
     ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
@@ -300,21 +285,20 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     statements are the same, sent without waiting for the results nobody reads, one round trip per read — and
     lets the region hand out each listed ``Instance`` once per state; False runs the path before (every
     statement a round trip, every listing rebuilt): the equivalence test compares the two. ``caps``: the
-    planner's caps (ADR-06's unless a diagnostic lifts them). ``operator_after``: how long an open termination
-    breaker waits for the operator it paged (None: forever, as with nobody on call)."""
+    planner's caps (ADR-06's unless a diagnostic lifts them). Nobody resets an open termination breaker: it opens
+    only on a mass termination (``breaker.Safety``), and a replay that trips it says so in ``diagnostics``."""
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
     return replay_region(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
                          pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast,
-                         caps=caps, operator_after=operator_after)
+                         caps=caps)
 
 
 def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime, days: float,
                   contracts: Mapping[str, Contract], units: Mapping[str, int], conn: Any, *, strategy: Strategy | None,
                   ranker: Ranker | None, pass_interval: timedelta, progress: Callable[[float], None] | None,
-                  diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None,
-                  operator_after: timedelta | None) -> dict[str, WorkloadOutcome]:
+                  diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None) -> dict[str, WorkloadOutcome]:
     """The replay loop over ``region`` (the simulated region, or a recorded history: ``trace_region``) on
     ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them."""
     region.cache_listing = fast
@@ -342,7 +326,6 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
                 plans.update(ctl.previous.plans if ctl.previous else {})
             outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
         run.accrue(region.list_instances(), plans, step_s)
-        outbox.resets += operator_resets(conn, region.region, now, operator_after)
         now += pass_interval
         clock.advance_to(now)
         region.sync()
@@ -368,7 +351,6 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     if diagnostics is not None:
         diagnostics.update(outbox.kinds)
         diagnostics["passes-holding-actions"] = outbox.held
-        diagnostics["breaker-reset-by-operator"] = outbox.resets
     return run.outcome
 
 
@@ -376,7 +358,7 @@ class _Outbox:
     """The outbox as the relay would publish it: each new controller event to the exclusion watcher, counted."""
 
     def __init__(self, conn: Any, stream: ExclusionStream) -> None:
-        self.conn, self.stream, self.last, self.held, self.resets = conn, stream, 0, 0, 0
+        self.conn, self.stream, self.last, self.held = conn, stream, 0, 0
         self.kinds: dict[str, int] = defaultdict(int)
 
     def feed(self, now: datetime) -> None:

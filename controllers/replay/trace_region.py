@@ -41,7 +41,7 @@ from ..simregion.records import Inst, SimEvent, Stats, no_notice_cause, owner_of
 from ..simregion.region import SimulatedRegion
 from ..simregion.topology import PoolSpec
 from .engine import WorkloadOutcome
-from .through_controller import OPERATOR_AFTER, Ranker, replay_region
+from .through_controller import Ranker, replay_region
 from .trace import Reclaim, Trace
 
 __all__ = ["TRACE_APPROXIMATIONS", "TraceEngine", "TraceRegion", "replay_trace_through_controller"]
@@ -305,7 +305,6 @@ def replay_trace_through_controller(trace: Trace, contracts: Mapping[str, Contra
                                     pass_interval: timedelta = timedelta(seconds=60),
                                     progress: Callable[[float], None] | None = None,
                                     diagnostics: dict[str, int] | None = None, caps: Caps | None = None,
-                                    operator_after: timedelta | None = OPERATOR_AFTER,
                                     config: RegionConfig | None = None) -> dict[str, WorkloadOutcome]:
     """``replay_through_controller`` over a recorded history (``trace``: its warm-up, then ``trace.start`` to
     ``trace.end``) instead of the simulated region: ADR-03's report on the production path. The region is a
@@ -317,4 +316,4 @@ def replay_trace_through_controller(trace: Trace, contracts: Mapping[str, Contra
     region = TraceRegion(trace, config, clock)
     return replay_region(region, clock, trace.start, trace.days, contracts, units, conn, strategy=strategy,
                          ranker=ranker, pass_interval=pass_interval, progress=progress, diagnostics=diagnostics,
-                         fast=True, caps=caps, operator_after=operator_after)
+                         fast=True, caps=caps)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -90,8 +90,8 @@ def test_terminations_need_three_idle_observations_and_tags_agreeing_with_the_ro
 
 def test_a_mass_termination_trips_the_breaker_and_nothing_is_terminated() -> None:
     s = _ready()
-    cands = [_term(f"i{n}") for n in range(10)]
-    ids = [f"i{n}" for n in range(10)]
+    cands = [_term(f"i{n}") for n in range(50)]
+    ids = [f"i{n}" for n in range(50)]
     g = s.gate([], cands, fleet_size=100, idle=dict.fromkeys(ids, 3), agree=dict.fromkeys(ids, True), now=T0)
     assert not g.terminations and s.tripped and [n.kind for n in g.notes] == ["breaker-tripped"]
     g2 = s.gate([], cands[:1], fleet_size=100, idle={"i0": 3}, agree={"i0": True}, now=T0 + timedelta(hours=1))
@@ -111,14 +111,18 @@ def test_two_percent_per_ten_minutes_is_allowed_and_more_waits_for_the_window_wi
 
 
 @pytest.mark.parametrize(("fleet", "wanted", "per_window", "trips"), [
-    (100, 9, [2, 2, 2, 2, 1], False),   # an ordinary surplus under 10 %: 2 a window until it is gone
-    (100, 10, [], True),                # 10 % at once: a mass termination
-    (1000, 50, [20, 20, 10], False),    # 5 % of a large partition: paced at 20 a window
-    (1000, 100, [], True),
-    (10, 1, [1], False),                # a small partition's cap is one a window
-    (10, 2, [], True),                  # and two at once is already a fifth of it
+    (100, 9, [2, 2, 2, 2, 1], False),        # an ordinary surplus: 2 a window until it is gone
+    (100, 10, [2, 2, 2, 2, 2], False),       # 10 % at once (a hall-wide reclaim's re-plans): paced, nobody paged
+    (100, 49, [2] * 8, False),               # just under half the partition: still paced (8 windows shown)
+    (100, 50, [], True),                     # half the partition at once: a mass termination halts and pages
+    (1000, 50, [20, 20, 10], False),         # 5 % of a large partition: paced at 20 a window
+    (1000, 300, [20] * 8, False),
+    (1000, 500, [], True),
+    (10, 1, [1], False),                     # a small partition's cap is one a window
+    (10, 4, [1, 1, 1, 1], False),
+    (10, 5, [], True),                       # and half of it at once is the anomaly
 ])
-def test_an_ordinary_surplus_is_paced_over_windows_and_a_mass_want_trips(
+def test_a_surplus_of_any_ordinary_size_is_paced_over_windows_and_only_a_mass_want_halts(
         fleet: int, wanted: int, per_window: list[int], trips: bool) -> None:
     s = _ready()
     left = [f"i{n}" for n in range(wanted)]
@@ -132,21 +136,38 @@ def test_an_ordinary_surplus_is_paced_over_windows_and_a_mass_want_trips(
         left = [i for i in left if i not in gone]
         if gone:
             done_per_window.append(len(gone))
+        assert [n.kind for n in g.notes] == (["breaker-tripped"] if s.tripped and window == 0 else [])
         if not left or s.tripped:
             break
     assert (done_per_window, s.tripped) == (per_window, trips)
 
 
+def test_the_pace_never_exceeds_two_percent_in_any_ten_minutes_while_a_big_surplus_drains() -> None:
+    s = _ready()
+    left = [f"i{n}" for n in range(40)]
+    done: list[datetime] = []
+    for minute in range(0, 200):  # a pass a minute
+        now = T0 + timedelta(minutes=minute)
+        g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
+                   agree=dict.fromkeys(left, True), now=now)
+        s.done(g, 0, len(g.terminations), now)
+        gone = {t.instance.instance_id for t in g.terminations}
+        left = [i for i in left if i not in gone]
+        done += [now] * len(gone)
+    assert not left and not s.tripped
+    assert max(sum(1 for t in done if at <= t < at + timedelta(minutes=10)) for at in done) == 2
+
+
 def test_after_an_operator_resets_a_mass_trip_the_surplus_in_hand_is_paced_and_a_new_mass_want_trips_again(
         ) -> None:
     s = _ready()
-    left = [f"i{n}" for n in range(12)]
+    left = [f"i{n}" for n in range(52)]
     g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
                agree=dict.fromkeys(left, True), now=T0)
     assert s.tripped and not g.terminations
     s.reset()
     windows = 0
-    while len(left) >= 10:  # the acknowledged surplus, 2 a window
+    while len(left) >= 50:  # the acknowledged surplus, 2 a window
         now = T0 + timedelta(minutes=10 * (windows + 1))
         g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
                    agree=dict.fromkeys(left, True), now=now)
@@ -156,9 +177,9 @@ def test_after_an_operator_resets_a_mass_trip_the_surplus_in_hand_is_paced_and_a
         windows += 1
     now = T0 + timedelta(minutes=10 * (windows + 1))
     g = s.gate([], [_term(i) for i in left], fleet_size=100, idle=dict.fromkeys(left, 3),
-               agree=dict.fromkeys(left, True), now=now)  # under 10 %: the acknowledgement is spent
+               agree=dict.fromkeys(left, True), now=now)  # under half: the acknowledgement is spent
     s.done(g, 0, len(g.terminations), now)
-    more = [f"j{n}" for n in range(10)]
+    more = [f"j{n}" for n in range(50)]
     g = s.gate([], [_term(i) for i in more], fleet_size=100, idle=dict.fromkeys(more, 3),
                agree=dict.fromkeys(more, True), now=now + timedelta(minutes=10))
     assert s.tripped and not g.terminations and [n.kind for n in g.notes] == ["breaker-tripped"]

@@ -14,11 +14,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from controllers.controller.store import open_breakers
 from controllers.planning import Caps, Strategy, units_per_instance
 from controllers.replay import ReplayConfig, WorkloadOutcome, replay
 from controllers.replay.from_region import trace_from_region
-from controllers.replay.through_controller import operator_resets, replay_through_controller
+from controllers.replay.through_controller import replay_through_controller
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.topology import build_pools
 from sco.commands.simulate_controller import production_ranker
@@ -134,23 +133,3 @@ def test_the_controller_engine_plans_under_the_caps_it_is_given(conn: Any, lifte
             assert len(units) < 8 and biggest > 0.15, (workload, units)
         else:
             assert len(units) >= 8 and biggest <= 0.15, (workload, units)
-
-
-def _trip(conn: Any, partition: str, at: datetime) -> None:
-    conn.execute("INSERT INTO breakers (region, partition, name, state, reason, tripped_at, updated_at) VALUES "
-                 "('r1', %s, 'termination', 'open', 'mass termination', %s, now())", (partition, at))
-
-
-@pytest.mark.parametrize(("after", "closed"), [
-    pytest.param(timedelta(minutes=30), {"late"}, id="a page answered 30 min after the trip"),
-    pytest.param(None, set(), id="nobody on call: every breaker stays open"),
-])
-def test_the_replays_operator_resets_a_breaker_only_once_it_has_been_open_long_enough(
-        conn: Any, after: timedelta | None, closed: set[str]) -> None:
-    now = START + timedelta(hours=3)
-    _trip(conn, "late", now - timedelta(minutes=30))
-    _trip(conn, "fresh", now - timedelta(minutes=29))
-    assert operator_resets(conn, "r1", now, after) == len(closed)
-    assert set(open_breakers(conn, "r1")) == {"late", "fresh"} - closed
-    reasons = [r[0] for r in conn.execute("SELECT reason FROM breakers WHERE state = 'closed'")]
-    assert all("replay's operator" in r for r in reasons) and len(reasons) == len(closed)
