@@ -45,7 +45,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-STRATEGIES = ("depth-first", "price-first", "single-cheapest")
+OURS = "expected-cost"  # ours since issue 36: rate + P(reclaim in 1 h) x what a reclaim costs the workload
+STRATEGIES = (OURS, "depth-first", "price-first", "single-cheapest")
 UNCAPPED = "depth-first-uncapped"  # diagnostic: our ranking with the caps lifted (one pool, like single-cheapest)
 # the default before issue 19's four seeds: the hall cap lifted at two halls with room (Caps(hall_min_halls=3)),
 # and price-first under those caps, its baseline; kept to reproduce the months that chose the default

@@ -18,10 +18,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from contracts.pools import PurchaseModel
+from contracts.pools import Pool, PurchaseModel
 from contracts.scoring import full_pool_share, without_depth
 from controllers.planning import Allocation, PlanSet, PoolState, WorkloadPlan, plan, pool_states
 from controllers.planning import Purpose as PlanPurpose
+from controllers.planning.risk import baseline_reclaim_p
 
 from .approval_judge import judge_answers, with_verdicts
 from .breaker import Safety
@@ -44,6 +45,7 @@ from .losses import no_notice_losses
 from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
 from .observe import Glance, Market, Observation
 from .reconcile import desired_slots, diff, interleave, unclaimed_workloads, uncovered_instances
+from .store import InputsInForce
 
 __all__ = ["begin", "decide", "full_pool_score", "pool_states_for", "refused_until_card"]
 
@@ -230,8 +232,20 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     scores = {pid: full_pool_score(inputs.scores.get(pid), inputs.depth.get(pid), full_since=inputs.full_since.get(pid),
                                    card_at=market.free_at, free_now=market.free.get(pid, 0) - since[pid])
               for pid in inputs.full}
+    reclaim_p = reclaim_estimates(inputs, market.pools)
     return [replace(st, score=_or(scores.get(st.pool_id), inputs.scores.get(st.pool_id), st.score),
-                    group=inputs.groups.get(st.pool_id, "")) for st in states]
+                    group=inputs.groups.get(st.pool_id, ""), reclaim_p_1h=reclaim_p.get(st.pool_id))
+            for st in states]
+
+
+def reclaim_estimates(inputs: InputsInForce, pools: Mapping[str, Pool]) -> dict[str, float]:
+    """P(reclaim within 1 h) per pool for expected-cost placement: the ranking's forecast where it publishes one,
+    else the baseline from the ranking's own evidence (reclaims and instance-hours per pool, shrunk towards the
+    pool's correlation group: ``planning.risk.baseline_reclaim_p``). A pool the ranking does not carry gets
+    neither (the planner falls back on the catalogue's rate). Pure."""
+    groups = {pid: inputs.groups.get(pid) or p.aggregate for pid, p in pools.items()}
+    baseline = baseline_reclaim_p(inputs.exposure, groups) if inputs.exposure else {}
+    return {**baseline, **inputs.forecast}
 
 
 def full_pool_score(score: float | None, depth: tuple[float, float] | None, *, full_since: datetime | None,

@@ -38,6 +38,10 @@ class InputsInForce:
     full: set[str] = field(default_factory=set)
     full_since: dict[str, datetime] = field(default_factory=dict)   # when each ``full`` pool was excluded
     depth: dict[str, tuple[float, float]] = field(default_factory=dict)   # the ranking's forward share, quota headroom
+    # the ranking's reclaims and instance-hours over its window per pool: the baseline reclaim estimate's evidence
+    exposure: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # P(reclaim within 1 h) the ranking forecasts per pool (``rankings_in_force.reclaim_p_1h``), where it does
+    forecast: dict[str, float] = field(default_factory=dict)
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
@@ -61,18 +65,27 @@ class Store:
     def inputs(self, now: datetime) -> InputsInForce:
         c = self.conn
         with c.transaction():   # the three sent before any is read: one round trip in pipeline mode
+            # the forecast column is read through the row's JSON: a database without it (before the forecast's
+            # migration) answers NULL instead of failing, and the baseline estimate stands in
             ranked = c.execute("SELECT pool, score, (inputs->>'forward_share')::float8, "
-                               "(inputs->>'quota_headroom')::float8 FROM rankings_in_force WHERE region = %s",
-                               (self.region,))
+                               "(inputs->>'quota_headroom')::float8, (inputs->>'reclaims')::float8, "
+                               "(inputs->>'instance_hours')::float8, (to_jsonb(r)->>'reclaim_p_1h')::float8 "
+                               "FROM rankings_in_force r WHERE region = %s", (self.region,))
             grouped = c.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))
             held = c.execute("SELECT pool, until, probation_until, cause, excluded_at FROM exclusions "
                              "WHERE region = %s", (self.region,))
             scores: dict[str, float] = {}
             depth: dict[str, tuple[float, float]] = {}
-            for pool, score, share, headroom in ranked:
+            exposure: dict[str, tuple[float, float]] = {}
+            forecast: dict[str, float] = {}
+            for pool, score, share, headroom, reclaims, hours, p_1h in ranked:
                 scores[pool] = float(score)
                 if share is not None:
                     depth[pool] = (float(share), 1.0 if headroom is None else float(headroom))
+                if hours is not None:
+                    exposure[pool] = (float(reclaims or 0.0), float(hours))
+                if p_1h is not None:
+                    forecast[pool] = float(p_1h)
             groups = {r[0]: r[1] for r in grouped}
             excluded: set[str] = set()
             probation: set[str] = set()
@@ -85,7 +98,7 @@ class Store:
                         excluded.add(pool)
                 elif prob is not None and now < prob and cause != FULL:
                     probation.add(pool)
-        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth)
+        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth, exposure, forecast)
 
     def others_launched_since(self, at: datetime | None) -> dict[str, int]:
         """The other partitions' live instances launched at or after ``at`` (the rate card's time), per pool: the

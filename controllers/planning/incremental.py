@@ -33,6 +33,7 @@ from contracts.schema import Contract
 
 from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
+from .risk import interruption_hours
 from .tables import Entry, PoolTable, Shape
 from .waterfill import _key, _share, fill
 
@@ -46,7 +47,7 @@ def _order(table: PoolTable, shape: Shape, live: list[Entry], strategy: Strategy
     pools whose instance fits the cap, where it is the same order, and sort only the oversize ones.
     """
     residual = table.residual
-    key = _key(table, strategy, cap)
+    key = _key(table, strategy, cap, shape.weight)
     if strategy not in (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST) or cap <= 0:
         return sorted(live, key=key)
     ranked = table.order(shape, strategy is Strategy.PRICE_FIRST).entries
@@ -169,14 +170,19 @@ def replan(prev: WorkloadPlan, claim: Claim, strategy: Strategy, caps: Caps, tab
     for a in floor:
         table.take(index[a.pool_id], a.instances)
     target = claim.units - floor_wanted + floor_short
-    shape = table.reclaimable(contract)
+    if strategy is Strategy.EXPECTED_COST:  # the contract's own weight: kept units stay, the missing ones go cheapest
+        shape = table.reclaimable_at(contract.resources, contract.eligible, contract.partition, contract,
+                                     interruption_hours(contract))
+    else:
+        shape = table.reclaimable(contract)
     if shape.live < caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
         notes.append(f"only {shape.live} eligible pool(s) with capacity, fewer than {caps.min_pools}")
     placed: dict[int, int] = {}
     short = 0
     cheapest_cost = Decimal(0)
     if target > 0:
-        work = _Fill(target, shape, strategy, caps, table)
+        work = _Fill(target, shape, Strategy.DEPTH_FIRST if strategy is Strategy.EXPECTED_COST else strategy, caps,
+                     table)
         work.keep(_held(prev, Purpose.RECLAIMABLE, index))
         work.rest()
         placed, short = {i: n for i, n in work.placed.items() if n}, work.remaining

@@ -6,6 +6,7 @@ capacity). A pool instance holds ``units_per_instance`` units; caps are shares o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +35,8 @@ __all__ = [
 class Strategy(StrEnum):
     """How the water-fill orders pools; SCO's own is depth-first, the others are baselines."""
 
-    DEPTH_FIRST = "depth-first"              # ours: composite ranking (depth and interruption outweigh rate)
+    EXPECTED_COST = "expected-cost"          # ours: rate plus P(reclaim in 1 h) x what a reclaim costs the workload
+    DEPTH_FIRST = "depth-first"              # the composite ranking (depth and interruption outweigh rate)
     PRICE_FIRST = "price-first"              # cheapest rate per unit first, same caps
     CAPACITY_OPTIMISED = "capacity-optimised"  # most available capacity first, same caps
     SINGLE_CHEAPEST = "single-cheapest"      # everything in the cheapest pool, no caps
@@ -102,6 +104,16 @@ class PoolState:
     excluded: bool = False
     probation: bool = False
     rate_override: Decimal | None = None  # the rate card in force, when it differs from the catalogue
+    # P(an instance placed now is reclaimed within 1 h): the ranking's forecast, else the controller's baseline
+    # (``risk.baseline_reclaim_p``); None: neither, and the catalogue's interruption rate stands in (``reclaim_p``)
+    reclaim_p_1h: float | None = None
+
+    @property
+    def reclaim_p(self) -> float:
+        """P(reclaim within 1 h) the planner uses: ``reclaim_p_1h``, else from the catalogue's interruption rate."""
+        if self.reclaim_p_1h is not None:
+            return self.reclaim_p_1h
+        return 1.0 - math.exp(-float(self.pool.interruption_rate_pct_h) / 100.0)
 
     @property
     def pool_id(self) -> str:

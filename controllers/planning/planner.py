@@ -32,6 +32,7 @@ from decimal import Decimal
 
 from contracts.schema import Contract, Eligibility, PlacementStrategy, Resources, TierName
 
+from .costed import costed_fill
 from .floor import shared_floor
 from .incremental import replan, same_placement
 from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
@@ -47,8 +48,9 @@ _TIER_ORDER = {TierName.T1: 0, TierName.T4: 1, TierName.T2: 2, TierName.T3: 3, T
 
 # the enum members the hot path compares with, as module names: a name is read in a few nanoseconds, a member as
 # an attribute of its enum class in ~50 (issue 18: some 30,000 reads a full re-plan)
-_DEPTH, _PRICE, _CAPACITY, _SINGLE = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST, Strategy.CAPACITY_OPTIMISED,
-                                      Strategy.SINGLE_CHEAPEST)
+_DEPTH, _PRICE, _CAPACITY, _SINGLE, _COST = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST,
+                                             Strategy.CAPACITY_OPTIMISED, Strategy.SINGLE_CHEAPEST,
+                                             Strategy.EXPECTED_COST)
 _FLOOR, _RECLAIMABLE, _CONTRACT_PRICE_FIRST = Purpose.FLOOR, Purpose.RECLAIMABLE, PlacementStrategy.PRICE_FIRST
 
 
@@ -58,7 +60,7 @@ class PlannerConfig:
 
     caps: Caps = field(default_factory=Caps)
     discount_threshold: Decimal = Decimal("0.85")
-    strategy: Strategy | None = None  # None: each contract's own (depth-first; T5 price-first)
+    strategy: Strategy | None = None  # None: each contract's own (expected-cost; price-first where it says so)
 
 
 def priority(contract: Contract) -> tuple[int, int, str]:
@@ -112,10 +114,13 @@ def _rows(claims: Sequence[Claim]) -> list[Row]:
 
 
 def _strategy(wanted: PlacementStrategy, config: PlannerConfig) -> Strategy:
-    """The strategy a claim is planned with: the configuration's, else the one its contract wants."""
+    """The strategy a claim is planned with: the configuration's, else the one its contract wants.
+
+    A contract that asks depth-first gets expected cost: depth bought where its tolerance and reclaims' cost need it.
+    """
     if config.strategy is not None:
         return config.strategy
-    return _PRICE if wanted is _CONTRACT_PRICE_FIRST else _DEPTH
+    return _PRICE if wanted is _CONTRACT_PRICE_FIRST else _COST
 
 
 def _floor_wanted(units: int, floor_pct: int) -> int:
@@ -136,11 +141,15 @@ def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
     else:
         floor, allocations, notes, target = NOTHING, (), (), units
 
-    shape = table.reclaimable_of(resources, eligible, partition, contract)
+    if strategy is _COST:
+        shape, placed, risky = costed_fill(target, contract, table, caps)
+    else:
+        shape, risky = table.reclaimable_of(resources, eligible, partition, contract), ()
+        placed = shared_fill(target, shape, strategy, caps, table)
     if shape.live < caps.min_pools and strategy is not _SINGLE:
         notes += (f"only {shape.live} eligible pool(s) with capacity, fewer than {caps.min_pools}",)
-    placed = shared_fill(target, shape, strategy, caps, table)
-    if strategy is _DEPTH or strategy is _CAPACITY:
+    notes += risky
+    if strategy is _DEPTH or strategy is _CAPACITY or strategy is _COST:
         cheapest = shared_fill(target, shape, _PRICE, caps, table)  # the price-first shadow
     else:  # price-first is its own shadow; single-cheapest too
         cheapest = placed

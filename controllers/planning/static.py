@@ -26,7 +26,7 @@ __all__ = ["Static"]
 _POOL_COLUMNS = operator.attrgetter("rate_eur_h", "hall", "aggregate", "purchase_model", "sku_family", "size",
                                     "business_unit", "vcpu", "memory_gib", "gpu", "region", "guaranteed_rate_eur_h")
 _STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances",
-                                     "excluded")
+                                     "excluded", "reclaim_p")
 
 
 class Static:
@@ -50,8 +50,8 @@ class Static:
         # read two thousand pools' attributes sixteen times, and they no longer fit the cache: issue 18)
         rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu, region, guaranteed = map(
             list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 12
-        override, group, score, probation, available, excluded = map(
-            list, zip(*map(_STATE_COLUMNS, states), strict=True)) if catalogue else ([],) * 6
+        override, group, score, probation, available, excluded, reclaim_p = map(
+            list, zip(*map(_STATE_COLUMNS, states), strict=True)) if catalogue else ([],) * 7
         self.rate: list[Decimal] = [r if o is None else o for r, o in zip(rate, override, strict=True)]  # .rate_eur_h
         self.hall: list[str] = hall
         self.group: list[str] = [g or a for g, a in zip(group, aggregate, strict=True)]  # PoolState.group_id
@@ -64,6 +64,8 @@ class Static:
         self.region: list[str] = region
         self.guaranteed_rate: list[Decimal | None] = guaranteed
         self.excluded: list[bool] = excluded
+        self.reclaim_p: list[float] = reclaim_p  # P(reclaim within 1 h), ``PoolState.reclaim_p``
+        self.costs: dict[float, list[float]] = {}  # per interruption weight, ``cost``
         self.model: list[PurchaseModel] = model
         # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
         numbers: dict[str, int] = {}
@@ -85,6 +87,18 @@ class Static:
         self.flavour = [flavours.setdefault(f, len(flavours)) for f in zip(vcpu, memory, gpu, strict=True)]
         self.flavours = list(flavours)
         self.keys = Keys.of(self.rate, self.score, self.id_rank)
+
+    def cost(self, weight: float) -> list[float]:
+        """Per pool, its rate plus P(reclaim in 1 h) x ``weight`` hours of work at its guaranteed rate.
+
+        EUR/h per instance, as floats: an order key, not a price. Computed once per weight (``risk``).
+        """
+        column = self.costs.get(weight)
+        if column is None:
+            column = self.costs[weight] = [
+                float(r) + p * weight * float(g if g is not None else r)
+                for r, p, g in zip(self.rate, self.reclaim_p, self.guaranteed_rate, strict=True)]
+        return column
 
     @property
     def index(self) -> dict[str, int]:

@@ -92,10 +92,13 @@ class Order:
 class ShapeStatic:
     """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units")
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units", "weight")
 
-    def __init__(self, entries: list[Entry], hall: list[str]) -> None:
+    def __init__(self, entries: list[Entry], hall: list[str], weight: float | None = None) -> None:
         self.entries = entries
+        # expected-cost shapes: the hours of work a reclaim costs their workloads (``risk``); their depth order is
+        # the expected cost per unit-hour. None: the composite score's order
+        self.weight = weight
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
@@ -111,10 +114,10 @@ class Shape:
     """
 
     __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "heaps", "k", "live", "live_by_k", "live_halls",
-                 "max_k", "orders", "starts")
+                 "max_k", "orders", "starts", "weight")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
-        self.entries, self.k, self.max_k = static.entries, static.k, static.max_k
+        self.entries, self.k, self.max_k, self.weight = static.entries, static.k, static.max_k, static.weight
         self.orders, self.by_hall = static.orders, static.by_hall
         self.live = len(self.entries)
         self.live_halls, self.live_by_k = Counter(static.halls), Counter(static.units)
@@ -264,20 +267,38 @@ class PoolTable:
         self._last_reclaimable = (r, e, partition, shape)
         return shape
 
-    def _reclaimable_by_value(self, contract: Contract) -> Shape:
+    def reclaimable_at(self, r: Resources, e: Eligibility, partition: str, contract: Contract,
+                       weight: float) -> Shape:
+        """``reclaimable_of``'s pools, ranked by expected cost for a reclaim that costs ``weight`` hours of work.
+
+        ``weight``: ``risk.interruption_hours`` of the workload. A shape of its own, so its fills and orders are too.
+        """
+        parts = (id(r), id(e), partition, weight)
+        seen = self._by_parts.get(parts)
+        if seen is not None and seen[0] is r and seen[1] is e:
+            return seen[2]
+        shape = self._reclaimable_by_value(contract, weight)
+        self._by_parts[parts] = (r, e, shape)
+        return shape
+
+    def _reclaimable_by_value(self, contract: Contract, weight: float | None = None) -> Shape:
         r, e = contract.resources, contract.eligible
-        key = (contract.region, r.vcpu, r.memory_gib, r.gpu, e.sku_families, e.sizes, e.halls)
+        key = (contract.region, r.vcpu, r.memory_gib, r.gpu, e.sku_families, e.sizes, e.halls, weight)
         shape = self._reclaimable.get(key)
         if shape is not None:
             return shape
         static = self.static.reclaimable.get(key)
         if static is None:
-            entries = self._fits("reclaimable", contract.region, r)
-            for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
-                                   (e.halls, self.hall)):
-                if wanted:
-                    entries = [e for e in entries if column[e[0]] in wanted]
-            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall)
+            plain = self.static.reclaimable.get((*key[:-1], None)) if weight is not None else None
+            if plain is not None:
+                entries = plain.entries
+            else:
+                entries = self._fits("reclaimable", contract.region, r)
+                for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
+                                       (e.halls, self.hall)):
+                    if wanted:
+                        entries = [e for e in entries if column[e[0]] in wanted]
+            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall, weight)
         shape = self._reclaimable[key] = Shape(static, self)
         return shape
 
@@ -330,10 +351,15 @@ class PoolTable:
         """The shape's pools in rank order (some may have run out), for pools that fit the pool cap.
 
         Depth-first: best score, then rate per unit, then pool id; price-first: rate per unit, then score,
-        then pool id: the water-fill's keys for pools whose instance is not bigger than the cap.
+        then pool id: the water-fill's keys for pools whose instance is not bigger than the cap. An expected-cost
+        shape (``Shape.weight``) ranks by expected cost per unit-hour, then pool id, in place of the score's order.
         """
         key = "price" if price_first else "depth"
         order = shape.orders.get(key)
+        if order is None and not price_first and shape.weight is not None:
+            cost, id_rank = self.static.cost(shape.weight), self.static.id_rank
+            by_cost = sorted(shape.entries, key=lambda e: (cost[e[0]] / e[1], id_rank[e[0]]))
+            order = shape.orders[key] = Order(by_cost, self.hall, self.static.hall_no, self.static.halls)
         if order is None:
             keys = self.static.keys
             ranked = None if keys is None else keys.price(shape.entries) if price_first else keys.depth(shape.entries)

@@ -47,13 +47,21 @@ def _share(target: int, share: Decimal, at_least_one: bool) -> int:
     return max(1, units) if at_least_one else units
 
 
-def _key(table: PoolTable, strategy: Strategy, cap: int) -> Callable[[Entry], tuple[Any, ...]]:
-    """The sort key of the water-fill order for ``strategy`` (ties broken by rate, then pool id)."""
+def _key(table: PoolTable, strategy: Strategy, cap: int,
+         weight: float | None = None) -> Callable[[Entry], tuple[Any, ...]]:
+    """The sort key of the water-fill order for ``strategy`` (ties broken by rate, then pool id).
+
+    Depth-first on an expected-cost shape (``weight``: the hours a reclaim costs) sorts by expected cost per
+    unit-hour, then pool id.
+    """
     rate, score, ids, residual = table.rate, table.score, table.ids, table.residual
 
     def per_unit(i: int, k: int) -> Decimal:
         return rate[i] / min(k, cap) if cap else rate[i] / k
 
+    if strategy is _DEPTH and weight is not None:
+        cost = table.static.cost(weight)
+        return lambda e: (cap > 0 and e[1] > cap, cost[e[0]] / (min(e[1], cap) if cap else e[1]), ids[e[0]])
     if strategy is _DEPTH:
         return lambda e: (cap > 0 and e[1] > cap, -score[e[0]], per_unit(*e), ids[e[0]])
     if strategy is _CAPACITY:
@@ -65,7 +73,7 @@ def _sorted(table: PoolTable, shape: Shape, strategy: Strategy, cap: int, oversi
     """The shape's pools with capacity left (only those bigger than ``cap``: ``oversize``) in fill order."""
     residual = table.residual
     live = [e for e in shape.entries if residual[e[0]] > 0 and (not oversize or e[1] > cap)]
-    return sorted(live, key=_key(table, strategy, cap))
+    return sorted(live, key=_key(table, strategy, cap, shape.weight))
 
 
 def _heads(order: Order, start: dict[tuple[str, int], int], residual: list[int], cut: int,

@@ -123,9 +123,10 @@ def test_pools_priced_at_85_percent_of_guaranteed_or_more_are_not_used() -> None
 
 def test_the_depth_premium_is_the_cost_against_price_first_under_the_same_caps() -> None:
     pools = states()  # best-ranked pools are the cheapest: no premium
-    assert plan([Claim(contract(), 100)], pools, NOW).plans["wk"].depth_premium_eur_h == 0
+    depth = PlannerConfig(strategy=Strategy.DEPTH_FIRST)
+    assert plan([Claim(contract(), 100)], pools, NOW, config=depth).plans["wk"].depth_premium_eur_h == 0
     reversed_rank = [PoolState(s.pool, s.available_instances, score=i / 100) for i, s in enumerate(pools)]
-    result = plan([Claim(contract(), 100)], reversed_rank, NOW).plans["wk"]
+    result = plan([Claim(contract(), 100)], reversed_rank, NOW, config=depth).plans["wk"]
     cheapest = plan([Claim(contract(), 100)], reversed_rank, NOW,
                     config=PlannerConfig(strategy=Strategy.PRICE_FIRST)).plans["wk"]
     assert result.depth_premium_eur_h == result.cost_eur_h - cheapest.cost_eur_h > 0

@@ -187,7 +187,7 @@ def test_the_next_pass_serves_first_the_workloads_the_token_budget_left_without_
                  id="with the breaker open nothing is terminated"),
     pytest.param(Case(orphans=1, work=(), idle=2), 0, False, id="an orphan seen idle only twice is kept"),
     pytest.param(Case(orphans=5, work=()), 0, True,
-                 id="every instance of the partition wanted gone at once (a mass termination) opens the breaker instead"),
+                 id="the whole partition wanted gone at once (a mass termination) opens the breaker instead"),
 ])
 def test_terminations_pass_the_breaker_and_the_idle_rule(case: Case, terminated: int, breaker: bool) -> None:
     d = case.run()

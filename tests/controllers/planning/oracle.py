@@ -19,6 +19,7 @@ from contracts.pools import PurchaseModel
 from contracts.schema import Contract, PlacementStrategy
 from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, WorkloadPlan, priority
 from controllers.planning.model import Allocation, Purpose, units_per_instance
+from controllers.planning.risk import interruption_hours
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class Candidate:
         return self.state.rate_eur_h / self.per_instance
 
 
-def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None = None) -> list[Candidate]:
+def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None = None,
+          weight: float = 0.0) -> list[Candidate]:
     """Order candidates for the water-fill under ``strategy`` (ties broken by rate, then pool id).
 
     With ``pool_cap`` (the most units one pool may take), a pool whose one instance holds more units than that
@@ -104,6 +106,14 @@ def order(candidates: list[Candidate], strategy: Strategy, pool_cap: int | None 
     def rate(c: Candidate) -> Decimal:
         return c.state.rate_eur_h / min(c.per_instance, cap) if cap else c.rate_per_unit
 
+    if strategy is Strategy.EXPECTED_COST:  # rate + P(reclaim in 1 h) x the workload's hours at the guaranteed rate
+        def cost(c: Candidate) -> float:
+            g = c.state.pool.guaranteed_rate_eur_h
+            per = float(c.state.rate_eur_h) + c.state.reclaim_p * weight * float(g if g is not None else
+                                                                                c.state.rate_eur_h)
+            return per / (min(c.per_instance, cap) if cap else c.per_instance)
+
+        return sorted(candidates, key=lambda c: (oversize(c), cost(c), c.state.pool_id))
     if strategy is Strategy.DEPTH_FIRST:
         return sorted(candidates, key=lambda c: (oversize(c), -c.state.score, rate(c), c.state.pool_id))
     if strategy is Strategy.CAPACITY_OPTIMISED:
@@ -117,7 +127,7 @@ def _share(target: int, share: Decimal, at_least_one: bool) -> int:
 
 
 def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Caps,
-         held: dict[str, int] | None = None) -> tuple[dict[str, int], int]:
+         held: dict[str, int] | None = None, weight: float = 0.0) -> tuple[dict[str, int], int]:
     """Place ``target`` units; returns units per pool id and the shortfall.
 
     ``held`` (issue 19, a re-plan): units the plan holds per pool, kept first in rank order within the caps.
@@ -137,7 +147,7 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         spread = len(halls) >= max(2, caps.hall_min_halls)  # a small claim may still need ceil(target / halls)
         hall_cap = max(_share(target, caps.hall_share, True), -(-target // len(halls))) if spread else target
         preference = spread and hall_cap < target and len(halls) * caps.hall_share < 1
-    ranked = order(candidates, strategy, pool_cap)
+    ranked = order(candidates, strategy, pool_cap, weight)
     probation_cap = _share(target, caps.probation_share, False)
     placed: dict[str, int] = defaultdict(int)
     group_used: dict[str, int] = defaultdict(int)
@@ -189,7 +199,29 @@ def _strategy(contract: Contract, config: PlannerConfig) -> Strategy:
     if config.strategy is not None:
         return config.strategy
     price_first = contract.placement_strategy is PlacementStrategy.PRICE_FIRST
-    return Strategy.PRICE_FIRST if price_first else Strategy.DEPTH_FIRST
+    return Strategy.PRICE_FIRST if price_first else Strategy.EXPECTED_COST
+
+
+def costed(target: int, candidates: list[Candidate], contract: Contract,
+           caps: Caps) -> tuple[dict[str, int], int, list[str]]:
+    """Expected cost, the rule in ``controllers/planning/costed.py`` written the oracle's way: the fill at the
+    contract's weight of a reclaim, then at 4, 16 and 64 times it while its expected reclaims (%/h) exceed the
+    contract's tolerance; none within it: the least reclaimed (the first of equals)."""
+    p = {c.state.pool_id: c.state.reclaim_p for c in candidates}
+    base = interruption_hours(contract)
+    best: tuple[float, dict[str, int], int] | None = None
+    for step in (1.0, 4.0, 16.0, 64.0):
+        placed, short = fill(target, candidates, Strategy.EXPECTED_COST, caps, weight=round(base * step, 6))
+        units = sum(placed.values())
+        rate = 100.0 * sum(n * p[pid] for pid, n in placed.items()) / units if units else 0.0
+        if rate <= float(contract.max_interruption_rate_pct_h) or base <= 0:
+            return placed, short, []
+        if best is None or rate < best[0]:
+            best = (rate, placed, short)
+    assert best is not None
+    note = (f"expected {best[0]:.2f} %/h reclaimed, above the contract's tolerance of "
+            f"{contract.max_interruption_rate_pct_h:g} %/h: no placement within the caps found calmer")
+    return best[1], best[2], [note]
 
 
 def _reclaimable(contract: Contract, pools: Sequence[PoolState], residual: dict[str, int],
@@ -251,7 +283,11 @@ def _plan_one(claim: Claim, pools: Sequence[PoolState], residual: dict[str, int]
     candidates = _reclaimable(contract, pools, residual, config.discount_threshold)
     if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
         notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
-    placed, short = fill(target, candidates, strategy, config.caps)
+    if strategy is Strategy.EXPECTED_COST:
+        placed, short, risky = costed(target, candidates, contract, config.caps)
+        notes += risky
+    else:
+        placed, short = fill(target, candidates, strategy, config.caps)
     cheapest, _ = fill(target, candidates, Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST
                        else Strategy.SINGLE_CHEAPEST, config.caps)
     k = {c.state.pool_id: c.per_instance for c in candidates}
@@ -371,7 +407,8 @@ def _replan(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residu
     if len(candidates) < config.caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:
         notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
     held = {a.pool_id: a.units for a in prev.allocations if a.purpose is Purpose.RECLAIMABLE}
-    placed, short = fill(target, candidates, strategy, config.caps, held=held)
+    placed, short = fill(target, candidates, strategy, config.caps, held=held,
+                         weight=interruption_hours(contract) if strategy is Strategy.EXPECTED_COST else 0.0)
     shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
     cheapest = placed if shadow is strategy else fill(target, candidates, shadow, config.caps)[0]
     k = {c.state.pool_id: c.per_instance for c in candidates}

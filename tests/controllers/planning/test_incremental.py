@@ -17,9 +17,10 @@ from ..test_planner import NOW, floor_pools, states, units_by_pool
 
 
 def reranked(pools: list[PoolState], excluded: str = "", room: dict[str, int] | None = None) -> list[PoolState]:
-    """The ranking reversed; pool ``excluded`` excluded; ``room``: available instances of some pools."""
+    """The ranking reversed (the score, and the reclaim forecast: the pools ranked first are the likeliest to be
+    reclaimed); pool ``excluded`` excluded; ``room``: available instances of some pools."""
     room = room or {}
-    return [replace(s, score=1.0 - s.score, excluded=s.pool_id == excluded,
+    return [replace(s, score=1.0 - s.score, reclaim_p_1h=s.score, excluded=s.pool_id == excluded,
                     available_instances=room.get(s.pool_id, s.available_instances)) for s in pools]
 
 
