@@ -4,22 +4,22 @@ A plan is kept when its claim is unchanged, it placed all of it, and it still fi
 its pools is excluded or gone, and its reclaimable units respect the group cap under the groups in force
 (a merged group, ADR-06). The first two read the claim; the last reads every allocation of every plan.
 
-So the planner remembers, beside each plan set it returns, a ``Summary``: the pool facts it was planned under
-(groups in force, exclusions, the group share), the instances its plans hold per pool, and which of its plans
-fit those facts. When the next pass has the same pool facts, a plan fits them exactly when the summary says
-so, and the capacity the kept plans hold is the summary's usage less the plans not kept: the pass reads the
+So the planner remembers, with each plan set it returns (``PlanSet.memory``), a ``Summary``: the pool facts it was
+planned under (groups in force, exclusions, the group share), the instances its plans hold per pool, and which of
+its plans fit those facts. When the next pass has the same pool facts, a plan fits them exactly when the summary
+says so, and the capacity the kept plans hold is the summary's usage less the plans not kept: the pass reads the
 allocations of the plans it replaces, not those of the plans it keeps. When the pool states are the very same
-objects, it also reuses the pool table's static part (eligibility and rank orders per shape), and a claim that
-is the very object its plan was checked against is kept without reading it again. A plan set the planner has
-not summarised (another process's, or one whose pool facts changed) is checked plan by plan, with the same
-result. The summary is a memo of a pure function's inputs (all frozen), held weakly: it never changes a plan.
+objects, it also reuses the pool table's static part (eligibility and rank orders per shape), and a claim that is
+the very object its plan was checked against is kept without reading it again. A plan set the planner has not
+summarised (another process's, or one whose pool facts changed) is checked plan by plan, with the same result. The
+summary is a memo of a pure function's inputs (all frozen), carried by the plan set it describes and valid only for
+that plan set's very ``plans`` mapping: it never changes a plan.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -27,7 +27,7 @@ from decimal import Decimal
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan
 from .static import Static
 
-__all__ = ["Facts", "Summary", "fits_pools", "remember", "summary_of", "usage_of"]
+__all__ = ["Facts", "Summary", "fits_pools", "summary_of", "usage_of"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ class Summary:
         claims: the claim object each workload's plan was checked or made against.
         settled: workloads whose plan is unchanged and complete for that claim object and fits ``facts``:
             kept next pass when the pool states, configuration and claim object are the very same.
+        plans: the plan set's own ``plans`` mapping (the very object): a plan set with other plans is not it.
     """
 
     facts: Facts
@@ -74,21 +75,13 @@ class Summary:
     config: object
     claims: dict[str, Claim]
     settled: frozenset[str]
-
-
-_SUMMARIES: dict[int, tuple[weakref.ref[PlanSet], Summary]] = {}
+    plans: dict[str, WorkloadPlan]
 
 
 def summary_of(plans: PlanSet | None) -> Summary | None:
-    """The summary remembered for ``plans`` (the very object), if any."""
-    entry = _SUMMARIES.get(id(plans)) if plans is not None else None
-    return entry[1] if entry is not None and entry[0]() is plans else None
-
-
-def remember(plans: PlanSet, summary: Summary) -> None:
-    """Remember ``summary`` for ``plans`` while the plan set lives."""
-    key = id(plans)
-    _SUMMARIES[key] = (weakref.ref(plans, lambda _: _SUMMARIES.pop(key, None)), summary)
+    """The summary the planner left with ``plans``, if it describes these very plans."""
+    memory = plans.memory if plans is not None else None
+    return memory if isinstance(memory, Summary) and memory.plans is plans.plans else None  # type: ignore[union-attr]
 
 
 def _within_group_cap(prev: WorkloadPlan, groups: Mapping[str, str], caps_share: Decimal, short: int = 0) -> bool:

@@ -214,12 +214,19 @@ class WorkloadPlan:
 
 @dataclass(frozen=True)
 class PlanSet:
-    """Every workload's plan at one generation, and which workloads this generation replanned."""
+    """Every workload's plan at one generation, and which workloads this generation replanned.
+
+    ``memory``: what the planner that made it remembers of it for the next pass (``keep.Summary``), carried with
+    it explicitly instead of in a table keyed by object id. It never changes a plan (the next pass makes the same
+    plans without it, reading every plan); it is not compared or shown, and a plan set built from another's
+    plans (a copy with plans dropped, one read back from the database) has none that applies to it.
+    """
 
     generation: int
     made_at: datetime
     plans: dict[str, WorkloadPlan] = field(default_factory=dict)
     replanned: tuple[str, ...] = ()
+    memory: object | None = field(default=None, compare=False, repr=False)
 
 
 _new = object.__new__

@@ -35,7 +35,7 @@ from contracts.schema import Contract, Eligibility, PlacementStrategy, Resources
 from .costed import costed_fill
 from .floor import shared_floor
 from .incremental import replan, same_placement
-from .keep import Facts, Summary, fits_pools, remember, summary_of, usage_of
+from .keep import Facts, Summary, fits_pools, summary_of, usage_of
 from .model import Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, workload_plan
 from .placed import NOTHING
 from .static import Static
@@ -223,57 +223,16 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
           config: PlannerConfig | None) -> PlanSet:
     config = config or PlannerConfig()
     states = tuple(pools)
-    summary = summary_of(previous)
-    same = (summary is not None and summary.static is not None and summary.config == config
-            and summary.static.same(states, config.discount_threshold))
-    trusted: Summary | None = None
-    if summary is not None and same:
-        facts, static, trusted = summary.facts, summary.static, summary
-    elif summary is None and claims:  # a first plan: the facts from the columns its table reads anyway
-        static = Static(states, config.discount_threshold)
-        facts = Facts.of_static(static, config.caps)
-    else:
-        facts, static = Facts.of(states, config.caps), None
-        if summary is not None and summary.facts == facts:
-            trusted = summary
+    facts, static, trusted, same = _recall(summary_of(previous), states, config, bool(claims))
     old = previous.plans if previous else {}
     kept, todo, seen, rows = _sort(claims, old, config, facts, trusted, same)
-    if trusted:  # what the previous plans hold, less the plans not kept
-        held = dict(trusted.usage)
-        for pid, n in usage_of(old[name] for name in old.keys() - kept.keys()).items():
-            held[pid] = held.get(pid, 0) - n  # a pool where they hold no instance may not be in the usage
-    else:
-        held = usage_of(kept.values())
+    held = _held(trusted, old, kept)
     if not same:  # on the very pool states the plan set was made on, its plans fit their room by construction
         todo = _follow_room(kept, todo, seen, held, states)
-    plans = dict(kept)
-    settled = set(kept)
+    plans, settled = dict(kept), set(kept)
     if todo:
         static = static or Static(states, config.discount_threshold)
-        get = held.get
-        start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)] if held else list(
-            static.available)
-        table = PoolTable(static, list(start))
-        for row in rows if rows is not None else map(_row, todo):
-            claim, name, _, units, _, wanted, floor_pct = row[:7]
-            prev = old.get(name)
-            strategy = _strategy(wanted, config)
-            if prev is None or not _same_contract(prev, claim, strategy):
-                floor_units = _floor_wanted(units, floor_pct)
-                new = plans[name] = _plan_one(row, strategy, floor_units, table, config)
-                # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
-                # and the fill keeps its units per group within the group cap of its complete target)
-                if not new.shortfall_units and new.floor_units >= floor_units:
-                    settled.add(name)
-                continue
-            fresh = replan(prev, claim, strategy, config.caps, table, static.index)
-            new = plans[name] = prev if same_placement(fresh, prev) else fresh
-            # a short plan is replanned next pass whatever its fit; a kept one is checked against the facts
-            if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):
-                settled.add(name)
-        ids, end = static.ids, table.residual  # what the new plans took is what they hold
-        for i in itertools.compress(range(len(start)), map(operator.ne, start, end)):
-            held[ids[i]] = held.get(ids[i], 0) + start[i] - end[i]
+        _place(todo, rows, old, plans, settled, held, static, facts, config)
     if old:
         removed = set(old) - set(plans)
         replanned = tuple(c.workload for c in todo if plans[c.workload] is not old.get(c.workload))
@@ -281,10 +240,69 @@ def _plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pr
         removed, replanned = set(), tuple(plans)
     changed = bool(replanned or removed) or previous is None
     generation = (previous.generation if previous else 0) + (1 if changed else 0)
-    result = PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned)
     done = frozenset(settled)
-    remember(result, Summary(facts, held, done, static, config, seen, done))
-    return result
+    return PlanSet(generation=generation, made_at=now, plans=plans, replanned=replanned,
+                   memory=Summary(facts, held, done, static, config, seen, done, plans))
+
+
+def _recall(summary: Summary | None, states: tuple[PoolState, ...], config: PlannerConfig,
+            any_claims: bool) -> tuple[Facts, Static | None, Summary | None, bool]:
+    """What this pass can reuse of the previous plan set's summary.
+
+    Returns the pool facts of this pass, the table's static part when it can be had now, the summary when it can
+    be trusted for these facts, and whether the pool states are its very ones.
+    """
+    same = (summary is not None and summary.static is not None and summary.config == config
+            and summary.static.same(states, config.discount_threshold))
+    if summary is not None and same:
+        return summary.facts, summary.static, summary, True
+    if summary is None and any_claims:  # a first plan: the facts from the columns its table reads anyway
+        static = Static(states, config.discount_threshold)
+        return Facts.of_static(static, config.caps), static, None, False
+    facts = Facts.of(states, config.caps)
+    return facts, None, summary if summary is not None and summary.facts == facts else None, False
+
+
+def _held(trusted: Summary | None, old: dict[str, WorkloadPlan], kept: dict[str, WorkloadPlan]) -> dict[str, int]:
+    """Instances the kept plans hold per pool: the summary's usage less the plans not kept, else counted."""
+    if not trusted:
+        return usage_of(kept.values())
+    held = dict(trusted.usage)
+    for pid, n in usage_of(old[name] for name in old.keys() - kept.keys()).items():
+        held[pid] = held.get(pid, 0) - n  # a pool where they hold no instance may not be in the usage
+    return held
+
+
+def _place(todo: list[Claim], rows: list[Row] | None, old: dict[str, WorkloadPlan], plans: dict[str, WorkloadPlan],
+           settled: set[str], held: dict[str, int], static: Static, facts: Facts, config: PlannerConfig) -> None:
+    """Plan the claims ``todo`` (in priority order) on the room the kept plans leave.
+
+    Writes into ``plans``, ``settled`` (complete and fitting) and ``held`` (the instances the new plans take).
+    """
+    get = held.get
+    start = [n - get(pid, 0) for n, pid in zip(static.available, static.ids, strict=True)] if held else list(
+        static.available)
+    table = PoolTable(static, list(start))
+    for row in rows if rows is not None else map(_row, todo):
+        claim, name, _, units, _, wanted, floor_pct = row[:7]
+        prev = old.get(name)
+        strategy = _strategy(wanted, config)
+        if prev is None or not _same_contract(prev, claim, strategy):
+            floor_units = _floor_wanted(units, floor_pct)
+            new = plans[name] = _plan_one(row, strategy, floor_units, table, config)
+            # made in this pass for this claim: it fits by construction (the pools in force, none excluded,
+            # and the fill keeps its units per group within the group cap of its complete target)
+            if not new.shortfall_units and new.floor_units >= floor_units:
+                settled.add(name)
+            continue
+        fresh = replan(prev, claim, strategy, config.caps, table, static.index)
+        new = plans[name] = prev if same_placement(fresh, prev) else fresh
+        # a short plan is replanned next pass whatever its fit; a kept one is checked against the facts
+        if _unchanged_and_complete(new, claim, config) and (new is not prev or fits_pools(new, facts)):
+            settled.add(name)
+    ids, end = static.ids, table.residual  # what the new plans took is what they hold
+    for i in itertools.compress(range(len(start)), map(operator.ne, start, end)):
+        held[ids[i]] = held.get(ids[i], 0) + start[i] - end[i]
 
 
 def _sort(claims: Sequence[Claim], old: dict[str, WorkloadPlan], config: PlannerConfig, facts: Facts,
