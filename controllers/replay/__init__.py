@@ -1,7 +1,7 @@
 """The replay simulator (ADR-03): virtual time over a reclaim trace with the real planner."""
 
 from .claims import SizedClaim, size_claims
-from .compare import TARGETS, StrategySummary, explain_step, summarise, verdicts
+from .compare import TARGETS, StrategySummary, explain_step, summarise, verdicts, workload_verdicts
 from .engine import PoolHistory, ReplayConfig, StepLoss, WorkloadOutcome, replay
 from .trace import Reclaim, Trace
 
@@ -20,4 +20,5 @@ __all__ = [
     "size_claims",
     "summarise",
     "verdicts",
+    "workload_verdicts",
 ]

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from contracts.pools import Pool
+from contracts.schema import Contract
+from contracts.verdicts import WorkloadVerdict, verdict
 
 from ..planning import Strategy
 from .engine import StepLoss, WorkloadOutcome
 
-__all__ = ["TARGETS", "StrategySummary", "explain_step", "summarise", "verdicts"]
+__all__ = ["TARGETS", "StrategySummary", "explain_step", "summarise", "verdicts", "workload_verdicts"]
 
 # the one-pager's quality targets the replay can measure
 TARGETS = {"shortfall_pct": 0.1, "wasted_pct": 3.0, "net_pct": 55.0}
@@ -77,12 +79,12 @@ def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> St
 
 
 def verdicts(summaries: Sequence[StrategySummary]) -> list[tuple[str, bool, str]]:
-    """(target, met, figure) for ours (depth-first, else the first summary) against the one-pager's targets and,
-    when they ran on the same trace, against price-first and single-cheapest."""
+    """(target, met, figure) for ours (expected-cost, else depth-first, else the first summary) against the
+    one-pager's targets and, when they ran on the same trace, against price-first and single-cheapest."""
     if not summaries:
         return []
     by = {s.strategy: s for s in summaries}
-    ours = by.get(Strategy.DEPTH_FIRST, summaries[0])
+    ours = by.get(Strategy.EXPECTED_COST) or by.get(Strategy.DEPTH_FIRST, summaries[0])
     out = [("shortfall ≤ 0.1 % of capacity-hours", ours.shortfall_pct <= TARGETS["shortfall_pct"],
             f"{ours.shortfall_pct:.3f} %"),
            ("wasted work ≤ 3 % of reclaimable hours", ours.wasted_pct <= TARGETS["wasted_pct"],
@@ -97,6 +99,22 @@ def verdicts(summaries: Sequence[StrategySummary]) -> list[tuple[str, bool, str]
                     f"{ours.interruption_rate_pct_h:.2f} vs {them.interruption_rate_pct_h:.2f} %/h"))
         out.append((f"worst 5-min loss below {other}", ours.worst_step_loss_pct < them.worst_step_loss_pct,
                     f"{ours.worst_step_loss_pct:.0f} % vs {them.worst_step_loss_pct:.0f} %"))
+    return out
+
+
+def workload_verdicts(outcomes: Mapping[str, WorkloadOutcome],
+                      contracts: Mapping[str, Contract]) -> list[WorkloadVerdict]:
+    """Each workload that ran, judged against its own contract (``contracts`` by workload name): its realised
+    interruptions/h against its declared tolerance, its wasted work against the budget, the cause when it fails.
+    Sorted by workload."""
+    out = []
+    for name, o in sorted(outcomes.items()):
+        c = contracts.get(name)
+        if c is None or not o.wanted_s:
+            continue
+        out.append(verdict(name, interruptions=o.interruptions, instance_hours=o.instance_hours,
+                           tolerance_pct_h=float(c.max_interruption_rate_pct_h), wasted_pct=o.wasted_pct,
+                           no_notice=o.no_notice_losses, worst_step_units=o.worst_step_loss_units, claim_units=o.units))
     return out
 
 

@@ -189,6 +189,7 @@ class _Run:
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
         by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
+        planning: dict[str, Decimal] = defaultdict(Decimal)   # this step's reclaimable spend at planning rates
         for i in listed:
             owner = i.owner
             c = self.by_workload.get(owner.workload) if owner else None
@@ -206,6 +207,7 @@ class _Run:
                 o.instance_s += step_s
                 o.reclaimable_cost += rate * step_h
                 o.reclaimable_cost_planning += pool.rate_eur_h * step_h
+                planning[c.workload] += pool.rate_eur_h * step_h
             elif purpose == "floor":
                 o.floor_cost += rate * step_h
             else:
@@ -215,6 +217,8 @@ class _Run:
             want = self.units.get(w, 0)
             h = held.get(w, {})
             rec = min(h.get("reclaimable", 0), want)
+            if rec < h.get("reclaimable", 0):   # held beyond the claim: make-before-break overlap, surplus to go
+                o.surplus_cost_planning += planning[w] * (h["reclaimable"] - rec) / h["reclaimable"]
             base = min(want, rec + h.get("floor", 0))
             fb = min(want - base, h.get("fallback", 0))
             o.wanted_s += want * step_s

@@ -15,7 +15,7 @@ from .report import render_table
 
 __all__ = ["CPU_S_PER_DAY", "progress_bar", "register"]
 
-STRATEGIES = ("depth-first", "price-first", "capacity-optimised", "single-cheapest")
+STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
 
 
@@ -142,8 +142,8 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
         if sys.stderr.isatty():
             print(file=sys.stderr)
         if args.strategy != "compare":
-            _print_workloads(outcomes)
-        summaries.append(summarise(strategy or Strategy.DEPTH_FIRST, outcomes))
+            _print_workloads(outcomes, contracts)
+        summaries.append(summarise(strategy or Strategy.EXPECTED_COST, outcomes))
     return summaries
 
 
@@ -154,7 +154,7 @@ def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
     from controllers.simregion.config import RegionConfig
     from controllers.simregion.economics import assumptions
 
-    rows = [[("ours: " if s.strategy is Strategy.DEPTH_FIRST else "") + str(s.strategy), str(s.interruptions),
+    rows = [[("ours: " if s.strategy is Strategy.EXPECTED_COST else "") + str(s.strategy), str(s.interruptions),
              f"{s.interruption_rate_pct_h:.2f}", f"{s.wasted_pct:.2f}%", str(s.fallback_starts),
              f"{s.shortfall_pct:.2f}%", f"€{s.cost:,.0f}", f"€{s.net_saving:,.0f}", f"{s.net_pct:.1f}%",
              f"{s.net_planning_pct:.1f}%", f"€{s.depth_premium:,.0f}", f"{s.worst_step_loss_pct:.0f}%"]
@@ -242,7 +242,7 @@ def _progress_line(names: Any) -> Any:
     return show
 
 
-def _print_workloads(outcomes: dict[str, Any]) -> None:
+def _print_workloads(outcomes: dict[str, Any], contracts: list[Any]) -> None:
     rows = []
     for o in sorted(outcomes.values(), key=lambda o: (o.tier, o.workload)):
         rows.append([o.workload, o.tier, str(o.interruptions), f"{o.interruption_rate_pct_h:.2f}",
@@ -250,3 +250,10 @@ def _print_workloads(outcomes: dict[str, Any]) -> None:
                      f"€{o.net_saving:,.0f}", f"€{o.depth_premium.quantize(o.net_saving):,.0f}"])
     print(render_table(["workload", "tier", "interruptions", "%/h", "wasted", "fallbacks", "shortfall u·h",
                         "net saving", "depth premium"], rows))
+    from controllers.replay import workload_verdicts
+
+    judged = workload_verdicts(outcomes, {c.workload: c for c in contracts})
+    print(f"\nEach workload against its own contract (declared tolerance, wasted ≤ 3 % of its reclaimable hours): "
+          f"{sum(v.passed for v in judged)} of {len(judged)} PASS")
+    for v in judged:
+        print(f"  {v.line()}")
