@@ -7,6 +7,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
+from contracts.verdicts import verdict
+
 from . import svg
 from .data import LINES, FleetData, ShowbackData
 
@@ -69,6 +71,7 @@ def showback_page(d: ShowbackData) -> str:
                              unit="%/h", title="interruption rate"))
     else:
         body.append("<p class=note>No measurement yet.</p>")
+    body.append(_verdict(d))
     if d.breach_events:
         last = d.breach_events[-1]
         body.append(f"<p class=bad>{len(d.breach_events)} contract-breach event(s) this month, the owner alerted for "
@@ -86,6 +89,23 @@ def showback_page(d: ShowbackData) -> str:
     else:
         body.append("<p class=note>None yet.</p>")
     return _page(f"Showback {d.workload} {month}", "".join(body))
+
+
+def _verdict(d: ShowbackData) -> str:
+    """The workload against its own contract this month: interruptions against its declared tolerance and wasted
+    work against the 3 % budget of its reclaimable hours, PASS or FAIL with the computed cause."""
+    m, b = d.month_row, d.breach
+    hours = float(m.get("instance_hours") or 0)
+    if b is None or not hours:
+        return "<p class=note>Verdict: not yet (no interruption measurement or no instance-hours this month).</p>"
+    wasted = 100.0 * float(m.get("wasted_hours") or 0) / hours
+    v = verdict(d.workload, interruptions=int(b["interruptions"]), instance_hours=float(b["hours"]),
+                tolerance_pct_h=float(b["declared"]), wasted_pct=wasted)
+    cls = "good" if v.passed else "bad"
+    cause = f" Cause: {escape(v.cause)}." if v.cause else ""
+    return (f"<h2>Verdict against its own contract</h2><p class={cls}><b>{'PASS' if v.passed else 'FAIL'}</b>: "
+            f"interrupted {v.rate_pct_h:.3f} %/h against a declared {v.tolerance_pct_h:g} %/h; wasted "
+            f"{v.wasted_pct:.2f} % of its instance-hours against a budget of {v.wasted_budget_pct:g} %.{cause}</p>")
 
 
 def fleet_page(d: FleetData, region: str) -> str:

@@ -1,4 +1,4 @@
-"""`sco simulate` as a user runs it: bad input is refused in one line; a short compare run prints the four
+"""`sco simulate` as a user runs it: bad input is refused in one line; a short compare run prints the five
 strategies side by side on the same trace and says PASS or FAIL against each target."""
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ def test_bad_input_is_refused_in_one_line(args: list[str], needle: str) -> None:
 
 
 @pytest.mark.slow  # a few seconds of CPU: make test runs it, make test-fast does not
-def test_a_short_comparison_prints_all_four_strategies_on_one_trace() -> None:
+def test_a_short_comparison_prints_all_five_strategies_on_one_trace() -> None:
     result = sco("simulate", "--days", "0.5", "--warmup-days", "0.5", "--strategy", "compare", "--units", "16",
                  "--engine", "replay")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("strategy"))
-    rows = [line.split()[0] for line in lines[header + 2: header + 6]]
-    assert rows == ["ours:", "price-first", "capacity-optimised", "single-cheapest"]
+    rows = [line.split()[:2] for line in lines[header + 2: header + 7]]
+    assert rows == [["ours:", "expected-cost"], ["depth-first"], ["price-first"], ["capacity-optimised"],
+                    ["single-cheapest"]] or [r[0] for r in rows] == ["ours:", "depth-first", "price-first",
+                                                                      "capacity-optimised", "single-cheapest"]
     assert "rate-card saving" in result.stdout and "reclaim waves" in result.stderr
     verdicts = [line for line in lines if line.startswith(("PASS  ", "FAIL  "))]
     assert [v.split(":")[0][6:] for v in verdicts] == [
