@@ -17,7 +17,7 @@ from contracts.schema import Contract
 
 from .model import Caps, Strategy
 from .placed import Placed
-from .risk import expected_rate_pct_h, interruption_hours
+from .risk import expected_rate_pct_h, weight_of
 from .tables import PoolTable, Shape
 from .waterfill import shared_fill
 
@@ -32,12 +32,12 @@ def costed_fill(target: int, contract: Contract, table: PoolTable,
     Returns the shape used, the fill, and a note when no fill is within the tolerance. Nothing is taken from
     ``table``: the caller takes what it keeps.
     """
-    base = interruption_hours(contract)
+    base = weight_of(contract)
     tolerance = float(contract.max_interruption_rate_pct_h)
     r, e, partition = contract.resources, contract.eligible, contract.partition
     best: tuple[float, Shape, Placed] | None = None
     for step in STEPS:
-        shape = table.reclaimable_at(r, e, partition, contract, round(base * step, 6))
+        shape = table.reclaimable_at(r, e, partition, contract, base * step)
         placed = shared_fill(target, shape, Strategy.DEPTH_FIRST, caps, table)
         rate = expected_rate_pct_h(placed.placed, table.static.reclaim_p)
         if rate <= tolerance or base <= 0:

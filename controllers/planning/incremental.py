@@ -33,7 +33,7 @@ from contracts.schema import Contract
 
 from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
-from .risk import interruption_hours
+from .risk import weight_of
 from .tables import Entry, PoolTable, Shape
 from .waterfill import _key, _share, fill
 
@@ -172,7 +172,7 @@ def replan(prev: WorkloadPlan, claim: Claim, strategy: Strategy, caps: Caps, tab
     target = claim.units - floor_wanted + floor_short
     if strategy is Strategy.EXPECTED_COST:  # the contract's own weight: kept units stay, the missing ones go cheapest
         shape = table.reclaimable_at(contract.resources, contract.eligible, contract.partition, contract,
-                                     interruption_hours(contract))
+                                     weight_of(contract))
     else:
         shape = table.reclaimable(contract)
     if shape.live < caps.min_pools and strategy is not Strategy.SINGLE_CHEAPEST:

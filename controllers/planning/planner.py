@@ -149,7 +149,10 @@ def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
     if shape.live < caps.min_pools and strategy is not _SINGLE:
         notes += (f"only {shape.live} eligible pool(s) with capacity, fewer than {caps.min_pools}",)
     notes += risky
-    if strategy is _DEPTH or strategy is _CAPACITY or strategy is _COST:
+    if strategy is _COST:  # the price-first shadow on the weightless shape: shared by every weight's workloads
+        cheapest = shared_fill(target, table.reclaimable_of(resources, eligible, partition, contract), _PRICE, caps,
+                               table)
+    elif strategy is _DEPTH or strategy is _CAPACITY:
         cheapest = shared_fill(target, shape, _PRICE, caps, table)  # the price-first shadow
     else:  # price-first is its own shadow; single-cheapest too
         cheapest = placed

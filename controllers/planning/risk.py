@@ -30,7 +30,7 @@ from contracts.cost_attributes import FINAL_MODES, MODE_NONE, REQUEUE_FRAMEWORK
 from contracts.schema import Contract
 
 __all__ = ["NO_FINAL_SHARE", "PRIOR_HOURS", "REPLACEMENT_S", "baseline_reclaim_p", "expected_rate_pct_h",
-           "interruption_hours", "p_from_rate"]
+           "interruption_hours", "p_from_rate", "weight_of"]
 
 # ADR-20's planning assumption: 3.5 % of reclaims end without a good final write (no notice, overrun, failure)
 NO_FINAL_SHARE = 0.035
@@ -77,16 +77,24 @@ def interruption_hours(contract: Contract) -> float:
     stateless work. Then the replacement's start (``REPLACEMENT_S``) and the drain budget, during which the unit
     does no work. The same cases as the agent's ``lost_work_s``.
     """
-    mode = str(contract.checkpoint_mode)
-    framework = None if contract.framework is None else str(contract.framework)
-    interval_h = None if contract.checkpoint_interval_min is None else contract.checkpoint_interval_min / 60.0
-    unit_h = None if contract.max_unit_length_min is None else contract.max_unit_length_min / 60.0
-    if framework == REQUEUE_FRAMEWORK or mode == MODE_NONE:
-        lost = unit_h / 2.0 if unit_h is not None else 0.0
+    mode, interval, unit = contract.checkpoint_mode, contract.checkpoint_interval_min, contract.max_unit_length_min
+    if contract.framework == REQUEUE_FRAMEWORK or mode == MODE_NONE:  # StrEnums: compared as their strings
+        lost = unit / 120.0 if unit is not None else 0.0
     else:  # since the last periodic checkpoint; no interval: ADR-20's default of 60 min (or the unit's length)
-        exposed = interval_h / 2.0 if interval_h is not None else unit_h / 2.0 if unit_h is not None else 0.5
+        exposed = interval / 120.0 if interval is not None else unit / 120.0 if unit is not None else 0.5
         lost = NO_FINAL_SHARE * exposed if mode in FINAL_MODES else exposed
-    return round(lost + (REPLACEMENT_S + contract.drain_budget_s) / 3600.0, 6)
+    return lost + (REPLACEMENT_S + contract.drain_budget_s) / 3600.0
+
+
+def weight_of(contract: Contract) -> float:
+    """``interruption_hours`` on a grid of steps of √2 (…, 0.0625, 0.088, 0.125, …, 1, 1.41, 2 h).
+
+    The weight the planner ranks a workload's pools with. The estimate is not finer than that (its replacement and
+    no-final-write figures are planning assumptions), and workloads whose weights fall on one step share one
+    ranking and its fills (``tables.PoolTable.reclaimable_at``).
+    """
+    hours = interruption_hours(contract)
+    return 2.0 ** (round(2.0 * math.log2(hours)) / 2.0) if hours > 0 else 0.0
 
 
 def expected_rate_pct_h(placed: Mapping[int, int], p: list[float]) -> float:

@@ -66,6 +66,7 @@ class Static:
         self.excluded: list[bool] = excluded
         self.reclaim_p: list[float] = reclaim_p  # P(reclaim within 1 h), ``PoolState.reclaim_p``
         self.costs: dict[float, list[float]] = {}  # per interruption weight, ``cost``
+        self._floats: tuple[list[float], list[float]] | None = None  # rate, guaranteed rate as floats
         self.model: list[PurchaseModel] = model
         # halls and correlation groups numbered 0.. (in order of first appearance), for lists indexed by them
         numbers: dict[str, int] = {}
@@ -77,6 +78,9 @@ class Static:
         self._index: dict[str, int] | None = None
         self.threshold = threshold
         self.reclaimable: dict[tuple[object, ...], ShapeStatic] = {}
+        self.eligible: dict[tuple[object, ...], list[tuple[int, int]]] = {}  # a shape's pools, whatever its weight
+        # expected-cost shapes' static parts by what their orders are (``tables.PoolTable._costed_static``)
+        self.twins: dict[tuple[object, ...], ShapeStatic] = {}
         self.guaranteed: dict[tuple[object, ...], ShapeStatic] = {}
         self.bases: dict[tuple[str, str], list[int]] = {}
         self.base_flavours: dict[tuple[str, str], dict[tuple[int, int, int], list[int]]] = {}
@@ -91,13 +95,18 @@ class Static:
     def cost(self, weight: float) -> list[float]:
         """Per pool, its rate plus P(reclaim in 1 h) x ``weight`` hours of work at its guaranteed rate.
 
-        EUR/h per instance, as floats: an order key, not a price. Computed once per weight (``risk``).
+        EUR/h per instance, as floats: an order key, not a price. Computed once per weight (``risk``), from the
+        rates as floats (converted once per table, when the first expected-cost shape asks).
         """
         column = self.costs.get(weight)
         if column is None:
-            column = self.costs[weight] = [
-                float(r) + p * weight * float(g if g is not None else r)
-                for r, p, g in zip(self.rate, self.reclaim_p, self.guaranteed_rate, strict=True)]
+            if self._floats is None:
+                rate = [float(r) for r in self.rate]
+                self._floats = (rate, [float(g) if g is not None else r
+                                       for g, r in zip(self.guaranteed_rate, rate, strict=True)])
+            rate, guaranteed = self._floats
+            column = self.costs[weight] = [r + p * weight * g for r, p, g in zip(rate, self.reclaim_p, guaranteed,
+                                                                                strict=True)]
         return column
 
     @property

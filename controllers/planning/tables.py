@@ -173,6 +173,8 @@ class PoolTable:
         # the last contract parts each lookup saw, and their shape (no part is ``None``: a fresh table matches none)
         self._last_reclaimable: tuple[object, object, object, object] = (None, None, None, None)
         self._last_guaranteed: tuple[object, object, object, object] = (None, None, None, None)
+        self._last_costed: tuple[object, object, object, object, object] = (None, None, None, None, None)
+        self._made: dict[int, Shape] = {}  # this table's shape of each static part (which the table's static holds)
         # the water-fill's caps by (target, live halls), and (target, live halls, True) for single-cheapest
         self.limits: dict[tuple[int, ...], tuple[int, int, int, int, int]] = {}
         # allocations made in this plan: by purpose and shape (the ``id`` of its units per instance, which lives
@@ -271,14 +273,19 @@ class PoolTable:
                        weight: float) -> Shape:
         """``reclaimable_of``'s pools, ranked by expected cost for a reclaim that costs ``weight`` hours of work.
 
-        ``weight``: ``risk.interruption_hours`` of the workload. A shape of its own, so its fills and orders are too.
+        ``weight``: ``risk.weight_of`` the workload. A shape of its own, so its fills and orders are too.
         """
+        last = self._last_costed  # the workloads of a template come one after another in priority order
+        if last[0] is r and last[1] is e and last[2] == partition and last[3] == weight:
+            return last[4]  # type: ignore[return-value]
         parts = (id(r), id(e), partition, weight)
         seen = self._by_parts.get(parts)
         if seen is not None and seen[0] is r and seen[1] is e:
-            return seen[2]
-        shape = self._reclaimable_by_value(contract, weight)
-        self._by_parts[parts] = (r, e, shape)
+            shape = seen[2]
+        else:
+            shape = self._reclaimable_by_value(contract, weight)
+            self._by_parts[parts] = (r, e, shape)
+        self._last_costed = (r, e, partition, weight, shape)
         return shape
 
     def _reclaimable_by_value(self, contract: Contract, weight: float | None = None) -> Shape:
@@ -289,18 +296,38 @@ class PoolTable:
             return shape
         static = self.static.reclaimable.get(key)
         if static is None:
-            plain = self.static.reclaimable.get((*key[:-1], None)) if weight is not None else None
-            if plain is not None:
-                entries = plain.entries
-            else:
+            entries = self.static.eligible.get(key[:-1])  # the same pools whatever the weight
+            if entries is None:
                 entries = self._fits("reclaimable", contract.region, r)
                 for wanted, column in ((e.sku_families, self.static.sku), (e.sizes, self.static.size),
                                        (e.halls, self.hall)):
                     if wanted:
                         entries = [e for e in entries if column[e[0]] in wanted]
-            static = self.static.reclaimable[key] = ShapeStatic(entries, self.hall, weight)
-        shape = self._reclaimable[key] = Shape(static, self)
+                self.static.eligible[key[:-1]] = entries
+            static = self.static.reclaimable[key] = (self._costed_static(key[:-1], entries, weight)
+                                                     if weight is not None else ShapeStatic(entries, self.hall))
+        shape = self._made.get(id(static))  # a weight ranking like another is that one's shape: its fills too
+        if shape is None:
+            shape = self._made[id(static)] = Shape(static, self)
+        self._reclaimable[key] = shape
         return shape
+
+    def _costed_static(self, base: tuple[object, ...], entries: list[Entry], weight: float) -> ShapeStatic:
+        """The static part of an expected-cost shape: its depth order by expected cost per unit, then pool id.
+
+        Two weights that rank the shape's pools the same way (by cost per unit, and by cost alone, which orders
+        the oversize pools a cap cuts to the same units) share one static part, so their workloads share fills
+        (most weights rank alike: a reclaim's cost moves few pools past one another).
+        """
+        cost, id_rank = self.static.cost(weight), self.static.id_rank
+        per_unit = sorted(entries, key=lambda e: (cost[e[0]] / e[1], id_rank[e[0]]))
+        alone = tuple(i for i, _ in sorted(entries, key=lambda e: (cost[e[0]], id_rank[e[0]])))
+        twin = (base, tuple(per_unit), alone)
+        static = self.static.twins.get(twin)
+        if static is None:
+            static = self.static.twins[twin] = ShapeStatic(entries, self.hall, weight)
+            static.orders["depth"] = Order(per_unit, self.hall, self.static.hall_no, self.static.halls)
+        return static
 
     def guaranteed(self, contract: Contract) -> Shape:
         """The business unit's committed pools and on-demand guaranteed pools of the region (ADR-22)."""

@@ -19,7 +19,7 @@ from contracts.pools import PurchaseModel
 from contracts.schema import Contract, PlacementStrategy
 from controllers.planning import Caps, Claim, PlannerConfig, PlanSet, PoolState, Strategy, WorkloadPlan, priority
 from controllers.planning.model import Allocation, Purpose, units_per_instance
-from controllers.planning.risk import interruption_hours
+from controllers.planning.risk import weight_of
 
 
 @dataclass(frozen=True)
@@ -208,10 +208,10 @@ def costed(target: int, candidates: list[Candidate], contract: Contract,
     contract's weight of a reclaim, then at 4, 16 and 64 times it while its expected reclaims (%/h) exceed the
     contract's tolerance; none within it: the least reclaimed (the first of equals)."""
     p = {c.state.pool_id: c.state.reclaim_p for c in candidates}
-    base = interruption_hours(contract)
+    base = weight_of(contract)
     best: tuple[float, dict[str, int], int] | None = None
     for step in (1.0, 4.0, 16.0, 64.0):
-        placed, short = fill(target, candidates, Strategy.EXPECTED_COST, caps, weight=round(base * step, 6))
+        placed, short = fill(target, candidates, Strategy.EXPECTED_COST, caps, weight=base * step)
         units = sum(placed.values())
         rate = 100.0 * sum(n * p[pid] for pid, n in placed.items()) / units if units else 0.0
         if rate <= float(contract.max_interruption_rate_pct_h) or base <= 0:
@@ -408,7 +408,7 @@ def _replan(prev: WorkloadPlan, claim: Claim, pools: Sequence[PoolState], residu
         notes.append(f"only {len(candidates)} eligible pool(s) with capacity, fewer than {config.caps.min_pools}")
     held = {a.pool_id: a.units for a in prev.allocations if a.purpose is Purpose.RECLAIMABLE}
     placed, short = fill(target, candidates, strategy, config.caps, held=held,
-                         weight=interruption_hours(contract) if strategy is Strategy.EXPECTED_COST else 0.0)
+                         weight=weight_of(contract) if strategy is Strategy.EXPECTED_COST else 0.0)
     shadow = Strategy.PRICE_FIRST if strategy is not Strategy.SINGLE_CHEAPEST else Strategy.SINGLE_CHEAPEST
     cheapest = placed if shadow is strategy else fill(target, candidates, shadow, config.caps)[0]
     k = {c.state.pool_id: c.per_instance for c in candidates}
