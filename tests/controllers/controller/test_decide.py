@@ -442,3 +442,19 @@ def test_a_lost_instance_whose_pool_others_filled_is_placed_elsewhere_not_relaun
     placed = [(a.launch.key.pool, a.launch.count) for a in second.of(Place) if a.launch.workload == "etl"]
     assert full not in {pid for pid, _ in placed}
     assert sum(n for _, n in placed) == 1 and not second.of(Terminate)
+
+
+def test_the_planner_gets_the_forecast_where_the_ranking_has_one_and_the_baseline_elsewhere() -> None:
+    from controllers.controller.decide import reclaim_estimates
+    from controllers.controller.store import InputsInForce
+    from controllers.planning.risk import baseline_reclaim_p
+
+    pools = {p.pool_id: p for p in POOLS}
+    some = sorted(pools)[:3]
+    exposure = {some[0]: (10.0, 100.0), some[1]: (0.0, 0.0), some[2]: (0.0, 500.0)}
+    inputs = InputsInForce({}, {}, set(), set(), exposure=exposure, forecast={some[1]: 0.2})
+    got = reclaim_estimates(inputs, pools)
+    groups = {pid: p.aggregate for pid, p in pools.items()}
+    assert got == {**baseline_reclaim_p(exposure, groups), some[1]: 0.2}
+    assert got[some[0]] > got[some[2]] > 0  # reclaimed pools look riskier; an unreclaimed one is not risk-free
+    assert reclaim_estimates(InputsInForce({}, {}, set(), set()), pools) == {}

@@ -19,6 +19,7 @@ from controllers.controller.model import Observed, Purpose, Terminate
 from controllers.controller.observe import Glance, Market, Observation
 from controllers.controller.settings import ControllerSettings
 from controllers.controller.store import InputsInForce
+from controllers.planning import PlannerConfig, Strategy
 from tests.controllers.controller.helpers import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
@@ -183,7 +184,9 @@ def _shrink(card_at: datetime) -> tuple[int, int]:
     """``etl`` (depth-first) placed on 40 units with p00 ranked first; then p00 is excluded as full, the rate card
     in force taken at ``card_at`` shows it with room, and the claim falls to 20: the units p00 keeps, before
     and after."""
-    desired = Desired(ControllerSettings("r1", PARTITION), contracts(ETL))
+    # the composite ranking's planner (depth-first): expected cost does not read the score a full pool changes
+    desired = Desired(ControllerSettings("r1", PARTITION, planner=PlannerConfig(strategy=Strategy.DEPTH_FIRST)),
+                      contracts(ETL))
     mem = acting(desired)
     mkt = replace(market(), free_at=card_at, inputs=InputsInForce(_SCORES, {}, set(), set(), depth=_DEPTH))
     first = decide(Observation(Glance(1, False, 0, (), {}), {}, (), demand(ETL, 40), mkt, {}, {}, 0), desired, mem,

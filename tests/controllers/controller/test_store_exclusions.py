@@ -80,3 +80,19 @@ def test_the_depth_input_of_the_ranking_in_force_is_read_with_its_score(conn: An
     got = Store(conn, "r1", PARTITION).inputs(NOW)
     assert got.scores == {"p1": 0.9, "p2": 0.9, "p3": 0.9}
     assert got.depth == {"p1": (0.8, 0.5), "p2": (0.3, 1.0)}
+
+
+def test_the_reclaim_evidence_is_read_and_the_forecast_column_only_where_the_table_has_it(conn: Any) -> None:
+    """Issue 36: the ranking's reclaims and instance-hours per pool feed the baseline estimate; the forecast
+    column (``reclaim_p_1h``, the forecast's own migration) is read when the table has it and is no error when it
+    has not."""
+    for pool, inputs in (("p1", {"reclaims": 4, "instance_hours": 100.0}), ("p2", {"instance_hours": 50.0}),
+                         ("p3", {})):
+        conn.execute("INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at, inputs) "
+                     "VALUES ('r1', %s, 1, 0.9, 1, %s, %s)", (pool, CARD, json.dumps(inputs)))
+    before = Store(conn, "r1", PARTITION).inputs(NOW)
+    assert before.exposure == {"p1": (4.0, 100.0), "p2": (0.0, 50.0)} and before.forecast == {}
+    conn.execute("ALTER TABLE rankings_in_force ADD COLUMN IF NOT EXISTS reclaim_p_1h double precision")
+    conn.execute("UPDATE rankings_in_force SET reclaim_p_1h = 0.07 WHERE pool = 'p2'")
+    after = Store(conn, "r1", PARTITION).inputs(NOW)
+    assert after.forecast == {"p2": 0.07} and after.exposure == before.exposure
