@@ -39,6 +39,8 @@ def costed_fill(target: int, contract: Contract, table: PoolTable,
     for step in STEPS:
         shape = table.reclaimable_at(r, e, partition, contract, base * step)
         placed = shared_fill(target, shape, Strategy.DEPTH_FIRST, caps, table)
+        if shape.max_rate_pct_h <= tolerance:  # no pool of the shape is reclaimed faster than the tolerance
+            return shape, placed, ()
         rate = expected_rate_pct_h(placed.placed, table.static.reclaim_p)
         if rate <= tolerance or base <= 0:
             return shape, placed, ()

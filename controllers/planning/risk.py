@@ -99,5 +99,8 @@ def weight_of(contract: Contract) -> float:
 
 def expected_rate_pct_h(placed: Mapping[int, int], p: list[float]) -> float:
     """The expected share of ``placed``'s units (pool row -> units) reclaimed within an hour, in %/h."""
-    units = sum(placed.values())
-    return 100.0 * sum(n * p[i] for i, n in placed.items()) / units if units else 0.0
+    units, reclaimed = 0, 0.0
+    for i, n in placed.items():  # a loop, not two generators: the planner asks it once a claim
+        units += n
+        reclaimed += n * p[i]
+    return 100.0 * reclaimed / units if units else 0.0

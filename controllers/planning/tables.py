@@ -92,13 +92,14 @@ class Order:
 class ShapeStatic:
     """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
 
-    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "orders", "units", "weight")
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "max_rate_pct_h", "orders", "units", "weight")
 
     def __init__(self, entries: list[Entry], hall: list[str], weight: float | None = None) -> None:
         self.entries = entries
         # expected-cost shapes: the hours of work a reclaim costs their workloads (``risk``); their depth order is
         # the expected cost per unit-hour. None: the composite score's order
         self.weight = weight
+        self.max_rate_pct_h = 100.0  # the likeliest of its pools to be reclaimed within the hour, in %/h
         self.k = dict(entries)
         self.max_k = max(self.k.values(), default=0)
         self.orders: dict[str, Order] = {}
@@ -114,10 +115,11 @@ class Shape:
     """
 
     __slots__ = ("by_hall", "entries", "fills", "floors", "halls", "heaps", "k", "live", "live_by_k", "live_halls",
-                 "max_k", "orders", "starts", "weight")
+                 "max_k", "max_rate_pct_h", "orders", "starts", "weight")
 
     def __init__(self, static: ShapeStatic, table: PoolTable) -> None:
         self.entries, self.k, self.max_k, self.weight = static.entries, static.k, static.max_k, static.weight
+        self.max_rate_pct_h = static.max_rate_pct_h
         self.orders, self.by_hall = static.orders, static.by_hall
         self.live = len(self.entries)
         self.live_halls, self.live_by_k = Counter(static.halls), Counter(static.units)
@@ -320,13 +322,18 @@ class PoolTable:
         (most weights rank alike: a reclaim's cost moves few pools past one another).
         """
         cost, id_rank = self.static.cost(weight), self.static.id_rank
-        per_unit = sorted(entries, key=lambda e: (cost[e[0]] / e[1], id_rank[e[0]]))
-        alone = tuple(i for i, _ in sorted(entries, key=lambda e: (cost[e[0]], id_rank[e[0]])))
+        # the keys built once, the sort on their positions (no Python call per comparison)
+        keys = [(cost[i] / k, id_rank[i]) for i, k in entries]
+        per_unit = [entries[j] for j in sorted(range(len(entries)), key=keys.__getitem__)]
+        keys = [(cost[i], id_rank[i]) for i, _ in entries]
+        alone = tuple(entries[j][0] for j in sorted(range(len(entries)), key=keys.__getitem__))
         twin = (base, tuple(per_unit), alone)
         static = self.static.twins.get(twin)
         if static is None:
             static = self.static.twins[twin] = ShapeStatic(entries, self.hall, weight)
             static.orders["depth"] = Order(per_unit, self.hall, self.static.hall_no, self.static.halls)
+            p = self.static.reclaim_p
+            static.max_rate_pct_h = 100.0 * max((p[i] for i, _ in entries), default=0.0)
         return static
 
     def guaranteed(self, contract: Contract) -> Shape:
