@@ -78,7 +78,7 @@ def _simulate(args: argparse.Namespace) -> int:
               f"approximation", file=sys.stderr)
     run = _engine(args, contracts, claims, start)
     try:
-        summaries = _run_strategies(args, trace, contracts, claims, run)
+        summaries, falls = _run_strategies(args, trace, contracts, claims, run)
     finally:
         if run is not None:
             run.close()
@@ -88,6 +88,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if c.note:
             print(f"  claim {c.note}")
     _report(args, summaries, run)
+    _print_waterfalls(falls)
     return 0
 
 
@@ -123,8 +124,14 @@ def _compiled(repo: Any) -> list[Any]:
 
 
 def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], claims: dict[str, int],
-                    run: Any) -> list[Any]:
-    """One summary per strategy asked, on the replay model (``run`` None) or the controller engine."""
+                    run: Any) -> tuple[list[Any], dict[str, dict[str, float]]]:
+    """One summary per strategy asked, on the replay model (``run`` None) or the controller engine, and each
+    strategy's waterfall (``controllers.replay.waterfall``)."""
+    from controllers.replay.waterfall import waterfall
+    from controllers.simregion.economics import PLANNING_RATE_SHARE
+
+    falls: dict[str, dict[str, float]] = {}
+    floors = {c.workload: c.floor_pct for c in contracts}
     from controllers.planning import Strategy
     from controllers.replay import ReplayConfig, replay, summarise
 
@@ -144,7 +151,27 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
         if args.strategy != "compare":
             _print_workloads(outcomes, contracts)
         summaries.append(summarise(strategy or Strategy.EXPECTED_COST, outcomes))
-    return summaries
+        falls[name] = waterfall(outcomes, floors, PLANNING_RATE_SHARE)
+    return summaries, falls
+
+
+def _print_waterfalls(falls: dict[str, dict[str, float]]) -> None:
+    """Where the saving goes, per strategy: from the ceiling the floors allow to the achieved net (points of the
+    wanted work's guaranteed value, planning rates), and the biggest bar."""
+    from controllers.replay.waterfall import ITEMS, NOT_MODELLED
+
+    names = [n for n, w in falls.items() if w]
+    if not names:
+        return
+    rows = [["ceiling the floors allow", *(f"{falls[n]['ceiling']:.1f}" for n in names)]]
+    rows += [[f"− {k}" + (" (not modelled)" if k in NOT_MODELLED else ""), *(f"{falls[n][k]:.1f}" for n in names)]
+             for k in (*ITEMS, *NOT_MODELLED)]
+    rows.append(["= achieved net", *(f"{falls[n]['net']:.1f}" for n in names)])
+    print("\nWhere the saving goes (points of the wanted work's guaranteed value, planning rates):")
+    print(render_table(["", *names], rows))
+    for n in names:
+        biggest = max(ITEMS, key=lambda k: falls[n][k])
+        print(f"  {n}: the biggest bar is {biggest} ({falls[n][biggest]:.1f} points)")
 
 
 def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
