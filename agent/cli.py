@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
+
 from .config import AgentConfig, load_userdata, userdata_document
 from .model import AgentError, NodeIdentity
 
@@ -140,8 +142,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_userdata(args: argparse.Namespace) -> int:
     bundle_dir = Path(args.bundle_dir)
-    raw = (bundle_dir / "agent-bundle.json").read_bytes()
-    sig = (bundle_dir / "agent-bundle.json.sig").read_bytes()
+    raw = (bundle_dir / AGENT_BUNDLE).read_bytes()
+    sig = (bundle_dir / AGENT_SIGNATURE).read_bytes()
     partition = json.loads(raw).get("partition", "")
     node = NodeIdentity(region=partition.split("/")[0], partition=partition, instance=args.instance,
                         node_name=args.node_name, pool=args.pool, scheduler=args.scheduler)

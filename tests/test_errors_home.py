@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.paths import REPO
 
-PACKAGES = ("contracts", "stores", "agent", "controllers", "orchestration", "reports", "workload", "sco")
+PACKAGES = ("contracts", "stores", "agent", "controllers", "distributor", "orchestration", "reports", "workload", "sco")
 
 # Defined outside errors.py on purpose, each with the reason.
 ELSEWHERE = {

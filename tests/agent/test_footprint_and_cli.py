@@ -23,6 +23,7 @@ LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts
          "contracts.event_record",  # the event record the agent and the output commit share (standard library only)
          "contracts.errors",  # the package's error hierarchy (standard library only)
          "contracts.agent_record",  # the agent bundle entry (standard library only)
+         "contracts.bundle_wire",  # the bundle file names and the ETag rule on the wire (standard library only)
          "contracts.agent_userdata",  # the user-data record the controller writes (standard library only)
          "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)
 

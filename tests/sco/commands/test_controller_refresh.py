@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from contracts.signing import generate_keypair
-from controllers.distributor import CONTROLLER_FILES
 from controllers.providers.simulated import SimulatedProvider
+from distributor import CONTROLLER_FILES
 from tests.controllers.controller.helpers import PARTITION
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_controller_feed import Publisher, etl, forged, serve, train
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_controller_feed import Publisher, etl, forged, serve, train
+from tests.distributor.test_server import Running
 from tests.support.paths import REPO
 
 

@@ -24,7 +24,7 @@ from tests.agent.helpers import make_bundle, workload_entry, write_bundle_dir
 from tests.contracts.helpers import base, compile_doc
 from tests.controllers.controller.helpers import PARTITION
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_server import Running
 from tests.support.paths import REPO
 from tests.support.stack import nats_only_stack
 

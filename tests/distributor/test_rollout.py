@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from contracts.settings import CompilerSettings
-from controllers.distributor import (
+from distributor import (
     GateFigures,
     Hold,
     Promote,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from contracts.signing import KeyPair
-from controllers.distributor import AgentBundleFeed
+from distributor import AgentBundleFeed
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_server import Running
 
 PARTITION = "r1/slurm-hpc"
 

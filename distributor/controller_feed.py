@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.bundle_verify import BundleError, VerifiedBundle, verify_bundle_bytes
+from contracts.bundle_wire import CONTROLLER_BUNDLE, GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX, file_url
 
-from .catalog import CONTROLLER_FILES
 from .client import fetch
 
 __all__ = ["ControllerBundleFeed", "Polled", "SignedBundle", "accept"]
@@ -95,7 +95,7 @@ class ControllerBundleFeed:
     def __init__(self, base_url: str, partition: str, public_key_pem: bytes, governance_key_pem: bytes | None,
                  authorization: str, held: VerifiedBundle, timeout: float = 5.0) -> None:
         """``held``: the verified bundle in force; ``authorization``: the controller's ``Authorization`` header."""
-        self.url = f"{base_url.rstrip('/')}/{partition.strip('/')}/{CONTROLLER_FILES[0]}"
+        self.url = file_url(base_url, partition, CONTROLLER_BUNDLE)
         self.partition, self.public_key_pem, self.governance_key_pem = partition, public_key_pem, governance_key_pem
         self.headers, self.timeout = {"Authorization": authorization}, timeout
         self.held = held
@@ -118,10 +118,10 @@ class ControllerBundleFeed:
             return None
         if status != 200:
             raise OSError(f"{self.url} answered {status}")
-        sig_status, sig, _ = fetch(self.url + ".sig", self.headers, self.timeout)
+        sig_status, sig, _ = fetch(self.url + SIG_SUFFIX, self.headers, self.timeout)
         if sig_status != 200:
             raise OSError(f"{self.url}.sig answered {sig_status}")
-        gov_status, gov, _ = fetch(self.url + ".governance.sig", self.headers, self.timeout)
+        gov_status, gov, _ = fetch(self.url + GOVERNANCE_SIG_SUFFIX, self.headers, self.timeout)
         if gov_status not in (200, 404):
             raise OSError(f"{self.url}.governance.sig answered {gov_status}")
         return SignedBundle(raw, sig, gov if gov_status == 200 else None), etag

@@ -4,19 +4,18 @@ two bundles, the generation and age the metrics report. Pure reads of the direct
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from contracts.bundle_wire import AGENT_FILES, CONTROLLER_FILES, etag_matches, etag_of
+
 from .releases import serving_dir
 
 __all__ = ["AGENT_FILES", "CONTROLLER_FILES", "BundleFile", "Catalog", "etag_matches"]
 
-AGENT_FILES = ("agent-bundle.json", "agent-bundle.json.sig")
-CONTROLLER_FILES = ("controller-bundle.json", "controller-bundle.json.sig", "controller-bundle.json.governance.sig")
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 
@@ -45,16 +44,6 @@ class Served:
     issued_at: datetime | None
 
 
-def etag_matches(if_none_match: str | None, etag: str) -> bool:
-    """RFC 9110 weak comparison of ``If-None-Match`` (a list, or ``*``) with ``etag``."""
-    if not if_none_match:
-        return False
-    if if_none_match.strip() == "*":
-        return True
-    bare = etag.removeprefix("W/")
-    return any(tag.strip().removeprefix("W/") == bare for tag in if_none_match.split(","))
-
-
 class Catalog:
     """The compiled bundles under ``root``; each read goes to the disk, so a new compile is served at once.
 
@@ -79,7 +68,7 @@ class Catalog:
             data = (serving_dir(self.root, region, cluster) / name).read_bytes()
         except OSError:
             return None
-        return BundleFile(f"{region}/{cluster}", name, data, f'"sha256:{hashlib.sha256(data).hexdigest()}"')
+        return BundleFile(f"{region}/{cluster}", name, data, etag_of(data))
 
     def served(self) -> list[Served]:
         """The generation and issue time of every bundle (a file that is not a bundle: generation 0, no time)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contracts.settings import CompilerSettings
-from controllers.distributor import (
+from distributor import (
     BundleFile,
     Catalog,
     Hold,
@@ -21,9 +21,9 @@ from controllers.distributor import (
     partition_generation,
     plan_rollout,
 )
-from controllers.errors import RolloutError
+from distributor.errors import RolloutError
 from tests.agent.helpers import new_keys
-from tests.controllers.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
+from tests.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
 from tests.doubles.gates import RecordedGates
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)

@@ -16,11 +16,11 @@ from agent.httpwire import exchange
 from contracts.events import Event
 from contracts.settings import CompilerSettings
 from contracts.signing import KeyPair
-from controllers.distributor import ClickHouseGates, GateFigures, Promote, Releases, RollBack, StartCanary, plan_rollout
+from distributor import ClickHouseGates, GateFigures, Promote, Releases, RollBack, StartCanary, plan_rollout
 from stores import clickhouse
 from stores.eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows, row_of
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
-from tests.controllers.distributor.test_server import AGENT, Running
+from tests.distributor.test_server import AGENT, Running
 from tests.doubles.gates import RecordedGates
 
 CANARY, OTHERS = "r1/slurm-hpc", ("r1/k8s-batch", "r2/slurm-batch")

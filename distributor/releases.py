@@ -23,16 +23,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from contracts.bundle_wire import AGENT_BUNDLE, CONTROLLER_BUNDLE
 from contracts.settings import CompilerSettings
 
-from ..errors import RolloutError
+from .errors import RolloutError
 from .gates import GateSource
 from .rollout import Action, GateFigures, Hold, Promote, RollBack, RolloutObserved, StartCanary, gate_windows
 
 __all__ = ["Releases", "partition_generation", "serving_dir"]
 
 ROLLOUT = ".rollout"
-_BUNDLES = ("agent-bundle.json", "controller-bundle.json")
+_BUNDLES = (AGENT_BUNDLE, CONTROLLER_BUNDLE)
 _ACTIVE = ("staged", "canary")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.httpwire import exchange
-from controllers.distributor import Catalog, Distributor, PasswordTable, digest
+from distributor import Catalog, Distributor, PasswordTable, digest
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 
 ISSUED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from contracts.events import Event
-from controllers.distributor import ClickHouseGates, GateFigures
+from distributor import ClickHouseGates, GateFigures
 from stores import clickhouse
 from stores.eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows, row_of
 from tests.doubles.gates import RecordedGates

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from contracts.signing import KeyPair
-from controllers.distributor import PasswordTable, digest
+from distributor import PasswordTable, digest
 from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry, write_bundle_dir
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_server import Running
 from tests.support.paths import REPO
 from tests.support.ports import free_port
 

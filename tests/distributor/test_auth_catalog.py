@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from controllers.distributor import PasswordTable, Principal, allowed, digest, etag_matches
+from distributor import PasswordTable, Principal, allowed, digest, etag_matches
 
 TABLE = PasswordTable(users={"agent.r1.i-1": (digest("pw-1"), "agent"), "controller": (digest("ctl"), "controller")},
                       tokens={digest("tok"): ("controller", "controller")})

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 
 from contracts.bundle_verify import BundleError, check_succession, verify_bundle_bytes
+from contracts.bundle_wire import AGENT_BUNDLE, SIG_SUFFIX, file_url
 
 __all__ = ["AgentBundleFeed", "fetch"]
 
@@ -28,7 +29,7 @@ class AgentBundleFeed:
     def __init__(self, base_url: str, partition: str, public_key_pem: bytes, authorization: str,
                  held: tuple[bytes, bytes] | None = None, timeout: float = 5.0) -> None:
         """``authorization``: the ``Authorization`` header (the controller's bearer token or Basic)."""
-        self.url = f"{base_url.rstrip('/')}/{partition.strip('/')}/agent-bundle.json"
+        self.url = file_url(base_url, partition, AGENT_BUNDLE)
         self.partition, self.public_key_pem, self.timeout = partition, public_key_pem, timeout
         self.headers = {"Authorization": authorization}
         self.held = held
@@ -47,7 +48,7 @@ class AgentBundleFeed:
                 return None
             if status != 200:
                 raise OSError(f"{self.url} answered {status}")
-            sig_status, sig, _ = self._get(self.url + ".sig", {})
+            sig_status, sig, _ = self._get(self.url + SIG_SUFFIX, {})
             if sig_status != 200:
                 raise OSError(f"{self.url}.sig answered {sig_status}")
         except OSError as exc:

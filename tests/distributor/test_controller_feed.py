@@ -17,9 +17,9 @@ import pytest
 from contracts.bundle import publish
 from contracts.bundle_verify import BundleError, VerifiedBundle, verify_bundle_bytes
 from contracts.signing import KeyPair, generate_keypair, load_private_key, sign_blob
-from controllers.distributor import CONTROLLER_FILES, ControllerBundleFeed, SignedBundle, accept
+from distributor import CONTROLLER_FILES, ControllerBundleFeed, SignedBundle, accept
 from tests.contracts.helpers import base, compile_doc
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_server import Running
 
 PARTITION = "r1/slurm-hpc"
 JSON, SIG, GOV = CONTROLLER_FILES
