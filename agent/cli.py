@@ -27,7 +27,7 @@ __all__ = ["build_agent", "main"]
 
 def build_agent(cfg: AgentConfig) -> object:
     """The agent for this node: its user-data, key, scheduler adapter, local actuator and credentials."""
-    from .credentials import NodeCredentials
+    from .drain.credentials import NodeCredentials
     from .runtime import Agent
 
     userdata = load_userdata(cfg.userdata)
@@ -38,14 +38,14 @@ def build_agent(cfg: AgentConfig) -> object:
                          "it is baked into the image (SCO_AGENT_PUBLIC_KEY).") from exc
     node = userdata.node
     if node.scheduler == "slurm":
-        from .local import SlurmProcessActuator
-        from .slurm import SlurmAdapter
+        from .drain.local import SlurmProcessActuator
+        from .drain.slurm import SlurmAdapter
 
         scheduler: object = SlurmAdapter(node.node_name, cfg.slurm_conf, cfg.slurm_bin)
         actuator: object = SlurmProcessActuator(node.node_name)
     else:
-        from .kube import KubeAdapter
-        from .local import KubeletShutdownActuator
+        from .drain.kube import KubeAdapter
+        from .drain.local import KubeletShutdownActuator
 
         scheduler = KubeAdapter.from_files(cfg.kube_api, node.node_name, cfg.kube_token_file, cfg.kube_ca_file)
         actuator = KubeletShutdownActuator(cfg.local_drain_command)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from agent import __version__ as agent_version
 from agent.bundle import BundleStore
+from agent.drain.local import RecordingActuator
 from agent.instruments import watch
-from agent.local import RecordingActuator
 from agent.metrics import Metrics
 from agent.runtime import Agent
 from agent.spool import Spool

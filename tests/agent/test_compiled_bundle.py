@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from agent.config import AgentConfig, parse_userdata
-from agent.local import RecordingActuator
+from agent.drain.local import RecordingActuator
 from agent.model import Unit
-from agent.notices import parse_notice
+from agent.notice.messages import parse_notice
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import notice_doc

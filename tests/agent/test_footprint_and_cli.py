@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent.drain.local import RecordingActuator
 from agent.httpwire import request
-from agent.local import RecordingActuator
 from agent.metrics import Metrics, serve_metrics
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
@@ -32,7 +32,8 @@ def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contr
     code = (  # nats-py's own imports (aiohttp when installed, as here) are taken out: the minimal venv has none
         "import sys, nats.aio.client\n"
         "before = set(sys.modules)\n"
-        "import agent.cli, agent.runtime, agent.slurm, agent.kube, agent.local, agent.credentials, agent.metrics\n"
+        "import agent.cli, agent.runtime, agent.metrics\n"
+        "import agent.drain.slurm, agent.drain.kube, agent.drain.local, agent.drain.credentials\n"
         "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
         "('contracts', 'pydantic', 'yaml', 'kubernetes', 'email', 'http', 'aiohttp')))"
     )
