@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 PACKAGES = ("contracts", "stores", "agent", "controllers", "distributor", "orchestration", "reports", "workload", "sco")
 

@@ -13,9 +13,9 @@ from agent.drain.local import RecordingActuator
 from agent.httpwire import request
 from agent.metrics import Metrics, serve_metrics
 from agent.runtime import Agent
+from testkit.paths import REPO
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",

@@ -20,9 +20,9 @@ import pytest
 from contracts.signing import KeyPair
 from distributor import PasswordTable, digest
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.paths import REPO
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry, write_bundle_dir
 from tests.distributor.test_server import Running
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")

@@ -18,7 +18,8 @@ from contracts.bundle import publish
 from contracts.bundle_verify import BundleError, VerifiedBundle, verify_bundle_bytes
 from contracts.signing import KeyPair, generate_keypair, load_private_key, sign_blob
 from distributor import CONTROLLER_FILES, ControllerBundleFeed, SignedBundle, accept
-from tests.contracts.helpers import base, compile_doc
+from testkit.builders import base
+from tests.contracts.helpers import compile_doc
 from tests.distributor.test_server import Running
 
 PARTITION = "r1/slurm-hpc"

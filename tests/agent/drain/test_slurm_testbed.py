@@ -24,6 +24,7 @@ from agent.drain.slurm import SlurmAdapter
 from agent.runtime import Agent
 from contracts.events import Event
 from contracts.subjects import notice_subject
+from testkit.nats import NatsProcess
 from tests.agent.helpers import (
     agent_config,
     make_bundle,
@@ -34,7 +35,6 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
-from tests.support.nats import NatsProcess
 from tests.support.testbeds import SLURM_DIR
 
 # the Slurm test bed and its own nats-server

@@ -17,9 +17,10 @@ from agent.model import Unit
 from agent.runtime import Agent
 from contracts.events import Event
 from contracts.subjects import notice_subject
+from testkit.jsonserver import JsonServer
+from testkit.nats import NatsProcess
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import (
-    JsonServer,
     agent_config,
     ensure_stream,
     make_bundle,
@@ -30,7 +31,6 @@ from tests.agent.helpers import (
     wait_for,
     workload_entry,
 )
-from tests.support.nats import NatsProcess
 from tests.support.ports import free_port
 
 NODE = node_identity()

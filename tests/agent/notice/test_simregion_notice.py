@@ -12,6 +12,7 @@ from agent.drain.local import RecordingActuator
 from agent.model import Unit
 from agent.runtime import Agent
 from contracts.provider import LaunchRequest, OwnerTags
+from testkit.nats import NatsProcess
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import (
     agent_config,
@@ -23,7 +24,6 @@ from tests.agent.helpers import (
     workload_entry,
 )
 from tests.controllers.simregion.helpers import make_region
-from tests.support.nats import NatsProcess
 
 
 def run_against_region(tmp_path: Path, nats_url: str | None, metadata: bool) -> tuple[Agent, FakeScheduler]:

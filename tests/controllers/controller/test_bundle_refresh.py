@@ -21,7 +21,7 @@ from controllers.controller.loop import Controller
 from controllers.controller.metrics import PassMetrics
 from distributor import ControllerBundleFeed, SignedBundle
 from stores.telemetry import Registry
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION
 from tests.controllers.controller.test_controller import World, world  # noqa: F401 (a fixture)
 from tests.distributor.test_controller_feed import Publisher, etl, forged, serve, train
 from tests.distributor.test_server import Running

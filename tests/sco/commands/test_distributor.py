@@ -16,9 +16,9 @@ import pytest
 
 from agent.httpwire import exchange
 from sco.stack import credentials as creds_mod
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 from tests.support.cli import sco
-from tests.support.paths import REPO
 
 
 def _basic(user: str, password: str) -> dict[str, str]:

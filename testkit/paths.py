@@ -6,4 +6,4 @@ from pathlib import Path
 
 __all__ = ["REPO"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ poison events mixed in; then a reconciliation of every published id against Clic
 
 Used by ``tests/stores/test_event_soak.py`` (small) and ``bench/event_soak.py`` (1,000,000 events). The plan
 (where the poisons and the kills fall, how long each server stays down) is a pure function of the seed
-(:func:`plan_soak`); the run (``tests.support.soakrun.run_soak``) is real processes on free ports.
+(:func:`plan_soak`); the run (``testkit.soakrun.run_soak``) is real processes on free ports.
 
 What is checked, after the consumer has nothing pending and nothing unacknowledged:
 - every valid event exactly once: ``count()`` with ``FINAL`` = distinct ids = published valid, and the ids

@@ -36,7 +36,7 @@ from contracts.subjects import notice_subject
 from sco.stack import credentials
 from sco.stack.credentials import NatsUser
 from stores import nats as sco_nats
-from tests.support.nats import NatsCluster, NatsProcess
+from testkit.nats import NatsCluster, NatsProcess
 
 __all__ = ["REGION", "NoticeRun", "notice_users", "run_notices"]
 

@@ -1,6 +1,6 @@
 """The event fault soak's run: nats-server, the ClickHouse front end and ``python -m stores.ingest`` (under a
 supervisor loop) on free ports under a root directory, a publisher, the seeded SIGKILLs and restarts, and the
-sampler that times recovery; the plan and the reconciliation are ``tests.support.eventsoak``."""
+sampler that times recovery; the plan and the reconciliation are ``testkit.eventsoak``."""
 
 from __future__ import annotations
 
@@ -19,19 +19,10 @@ from sco.stack import services
 from stores import clickhouse, migrate
 from stores import nats as sco_nats
 from stores.ingest import CONSUMER
-from tests.support.clickhouse import ClickHouseProcess
-from tests.support.eventsoak import (
-    KillRecord,
-    SoakPlan,
-    SoakResult,
-    longest_stall,
-    payload,
-    poison,
-    reconcile,
-    recoveries,
-)
-from tests.support.nats import NatsCluster, NatsProcess, await_jetstream
-from tests.support.paths import REPO
+from testkit.clickhouse import ClickHouseProcess
+from testkit.eventsoak import KillRecord, SoakPlan, SoakResult, longest_stall, payload, poison, reconcile, recoveries
+from testkit.nats import NatsCluster, NatsProcess, await_jetstream
+from testkit.paths import REPO
 
 __all__ = ["ClusterLeaderTarget", "IngestSupervisor", "run_soak"]
 
