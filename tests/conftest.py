@@ -59,10 +59,10 @@ def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pyte
 
     from sco.stack import natsserver
 
-    for name in ("nats_binary", "start_nats", "start_nats_cluster", "start_postgres", "start_clickhouse"):
+    for name in ("start_postgres", "start_clickhouse"):
         monkeypatch.setattr(services, name, refuse)
-        if hasattr(natsserver, name):  # nats-server's own module calls them by its own names
-            monkeypatch.setattr(natsserver, name, refuse)
+    for name in ("nats_binary", "start_nats", "start_nats_cluster"):
+        monkeypatch.setattr(natsserver, name, refuse)
 
 
 @pytest.fixture

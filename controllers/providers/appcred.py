@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import CredentialLapsed
 
 __all__ = ["AppCredential", "CredentialIssuer", "CredentialLapsed", "KeystoneIssuer", "RenewingConnection",
-           "keystone_connector", "renewal_due"]
+           "connect_sdk", "keystone_connector", "renewal_due"]
 
 log = logging.getLogger(__name__)
 
@@ -134,13 +135,21 @@ class RenewingConnection:
                             old.id, type(exc).__name__, exc, old.expires_at.isoformat())
 
 
+def connect_sdk(**conf: Any) -> Any:
+    """An openstacksdk connection for ``conf``, without the SDK's warnings about its own unused options."""
+    import openstack
+
+    with warnings.catch_warnings():  # openstacksdk warns about its own unused InfluxDB/statsd options
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return openstack.connect(**conf)
+
+
 def keystone_connector(auth_url: str, **options: Any) -> Connect:
     """``connect`` for ``RenewingConnection``: an openstacksdk connection on an application credential."""
 
     def connect(credential: AppCredential) -> Any:
-        from .openstack import _connect
-
-        return _connect(auth_type="v3applicationcredential",
+        return connect_sdk(auth_type="v3applicationcredential",
                         auth={"auth_url": auth_url, "application_credential_id": credential.id,
                               "application_credential_secret": credential.secret}, **options)
 

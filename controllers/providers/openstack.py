@@ -13,14 +13,12 @@ from __future__ import annotations
 import base64
 import logging
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import openstack
 import yaml
 from openstack import exceptions as osexc
 
@@ -47,6 +45,7 @@ from contracts.provider_errors import (
     QuotaExceeded,
 )
 
+from .appcred import KeystoneIssuer, RenewingConnection, connect_sdk, keystone_connector
 from .feeds import FeedClient
 from .node_credentials import KeystoneNodeCredentials
 
@@ -57,13 +56,6 @@ log = logging.getLogger(__name__)
 _STATUS = {"BUILD": InstanceStatus.BUILDING, "ACTIVE": InstanceStatus.ACTIVE, "DELETED": InstanceStatus.DELETED,
            "SOFT_DELETED": InstanceStatus.DELETED, "ERROR": InstanceStatus.ERROR}
 _QUOTA = re.compile(r"Quota exceeded for (\w+): Requested (\d+), but already used (\d+) of (\d+)")
-
-
-def _connect(**conf: Any) -> Any:
-    with warnings.catch_warnings():  # openstacksdk warns about its own unused InfluxDB/statsd options
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", PendingDeprecationWarning)
-        return openstack.connect(**conf)
 
 
 def _utcnow() -> datetime:
@@ -112,15 +104,13 @@ class OpenStackProvider:
             raise NotFound("cloud", cloud, tuple(doc.get("clouds", {}))) from None
         conf.setdefault("compute_api_version", "2.90")
         kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
-        return cls(_connect(**conf), **kwargs)
+        return cls(connect_sdk(**conf), **kwargs)
 
     @classmethod
     def from_credential_issuer(cls, path: Path, issuer: str, *, clock: Callable[[], datetime] = _utcnow,
                                **kwargs: Any) -> OpenStackProvider:
         """Connect on an application credential that the clouds.yaml entry ``issuer`` (the orchestrator user's
         authority: OpenBao's plugin or a rotation job) issues for one hour and renews before it lapses (ADR-29)."""
-        from .appcred import KeystoneIssuer, RenewingConnection, keystone_connector
-
         doc = yaml.safe_load(path.read_text())
         try:
             conf = dict(doc["clouds"][issuer])
@@ -129,14 +119,14 @@ class OpenStackProvider:
         options = {k: conf[k] for k in ("region_name", "identity_api_version") if k in conf}
         connect = keystone_connector(conf["auth"]["auth_url"], compute_api_version="2.90", **options)
         kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
-        renewing = RenewingConnection(KeystoneIssuer(_connect(**conf)), connect, name="sco-controller", clock=clock)
+        renewing = RenewingConnection(KeystoneIssuer(connect_sdk(**conf)), connect, name="sco-controller", clock=clock)
         return cls(renewing, clock=clock, **kwargs)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> OpenStackProvider:
         """Connect from ``OS_*`` variables (``OS_AUTH_TYPE=v3applicationcredential``,
         ``OS_APPLICATION_CREDENTIAL_ID``, ``OS_APPLICATION_CREDENTIAL_SECRET``, ``OS_AUTH_URL``)."""
-        conn = _connect(load_envvars=True, compute_api_version="2.90")
+        conn = connect_sdk(load_envvars=True, compute_api_version="2.90")
         kwargs.setdefault("region", conn.config.get_region_name() or "RegionOne")
         return cls(conn, **kwargs)
 

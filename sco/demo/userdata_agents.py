@@ -48,7 +48,7 @@ from contracts.bundle_wire import AGENT_BUNDLE
 from contracts.provider import UserDataReadback
 from contracts.subjects import agent_nats_name
 from controllers.controller.userdata import KUBE_TOKEN_PATH
-from sco.stack.services import nats_accepts
+from sco.stack.natsserver import nats_accepts
 
 from .cloudconfig import instance_v1, lay_out
 from .cloudconfig import render as render_template

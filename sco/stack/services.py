@@ -29,10 +29,8 @@ from pathlib import Path
 
 from .credentials import pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_jetstream", "await_nats_user", "free_port",
-           "free_ports", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open",
-           "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster",
-           "start_postgres", "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "free_port", "free_ports", "pid_alive", "port_open",
+           "reap", "service_account", "start_clickhouse", "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -346,18 +344,3 @@ def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
     except OSError:
         return False
     return Path(os.fsdecode(argv[0])).name == "postgres" and os.fsencode(str(pgdata)) in argv
-
-
-# nats-server (one, or a cluster): its own module, built on the helpers above; re-exported as before.
-from .natsserver import (  # noqa: E402
-    await_jetstream,
-    await_nats_user,
-    nats_accepts,
-    nats_binary,
-    nats_launch,
-    nats_member_dir,
-    reload_nats,
-    start_nats,
-    start_nats_cluster,
-    write_nats_config,
-)

@@ -68,6 +68,9 @@ def not_found(res: Resource, name: str) -> ApiError:
 class KubeStore(EvictionMixin):
     """Objects by (store, namespace, name); one resourceVersion counter; thread-safe."""
 
+    def _not_found(self, res: Any, name: str) -> Exception:
+        return not_found(res, name)
+
     def __init__(self, *, graceful_pod_deletion: bool = False, require_namespaces: bool = False) -> None:
         self.graceful_pod_deletion = graceful_pod_deletion
         self.require_namespaces = require_namespaces

@@ -18,7 +18,7 @@ import pytest
 from contracts.bundle import publish
 from contracts.signing import KeyPair, generate_keypair, load_private_key
 from controllers.providers.simulated import SimulatedProvider
-from sco.stack import services
+from sco.stack import natsserver
 from sco.stack.distributor_auth import stack_authenticator
 from testkit.builders import PARTITION, base
 from testkit.paths import REPO
@@ -81,4 +81,4 @@ def test_the_controller_process_mints_each_launched_instance_its_own_nats_user_a
     assert {key.split("/", 1)[1] for key in agents if key.startswith("r1/")} == launched
     port = int(json.loads((stack_home / "stack.json").read_text())["services"]["nats"]["port"])
     some = sorted(launched)[0]
-    assert services.nats_accepts(port, f"agent.r1.{some}", agents[f"r1/{some}"])
+    assert natsserver.nats_accepts(port, f"agent.r1.{some}", agents[f"r1/{some}"])

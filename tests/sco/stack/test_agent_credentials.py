@@ -21,7 +21,7 @@ import pytest
 from contracts.subjects import notice_subject
 from controllers.controller.userdata import LaunchUserData, render
 from sco.demo.kubeapi import KubeApiDouble
-from sco.stack import manager, services
+from sco.stack import manager, natsserver
 from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, notice_doc, workload_entry
 from tests.support import cloudinit
@@ -47,12 +47,12 @@ def test_minting_makes_the_launch_password_the_instance_own_user_and_a_new_one_r
     port = nats_port(stack_home)
     creds.mint("r1", "i-a", "pw-launch-1")
     creds.mint("r1", "i-b", "pw-launch-1")
-    assert services.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
-    assert services.nats_accepts(port, "agent.r1.i-b", "pw-launch-1")
-    assert not services.nats_accepts(port, "agent.r1.i-a", "pw-other")
+    assert natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
+    assert natsserver.nats_accepts(port, "agent.r1.i-b", "pw-launch-1")
+    assert not natsserver.nats_accepts(port, "agent.r1.i-a", "pw-other")
     creds.mint("r1", "i-a", "pw-launch-2")
-    assert services.nats_accepts(port, "agent.r1.i-a", "pw-launch-2")
-    assert not services.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
+    assert natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-2")
+    assert not natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
     assert manager.agent_relay_url(stack_home) == f"nats://127.0.0.1:{port}"
 
 
