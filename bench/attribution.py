@@ -32,7 +32,7 @@ from typing import Any
 from contracts.pools import Pool, PurchaseModel
 from orchestration import backfill
 from orchestration.catalogue import write_catalogue
-from orchestration.ledger import COST_COLUMNS, LEDGER_COLUMNS
+from orchestration.ledger_inputs import COST_COLUMNS, LEDGER_COLUMNS
 from orchestration.resources import ClickHouseResource
 from testkit import ledger_oracle as oracle
 

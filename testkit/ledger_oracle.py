@@ -25,7 +25,7 @@ from contracts.cost_attributes import (
 )
 from orchestration.attribution import LINES, LedgerLine, Loss, Usage, q6
 from orchestration.catalogue import load_catalogue
-from orchestration.ledger import LEDGER_COLUMNS
+from orchestration.ledger_inputs import LEDGER_COLUMNS
 
 __all__ = ["OracleHour", "attribute", "attribute_hour", "hour_rows", "oracle_range", "oracle_read_range",
            "orchestrator_shares"]
