@@ -1,4 +1,4 @@
-"""One hour of savings attribution at fleet scale (issue 18): the polars ledger against today's ``Decimal`` code,
+"""One hour of savings attribution at fleet scale: the polars ledger against today's ``Decimal`` code,
 in the same run, on the same ClickHouse data, each reading the hour, attributing it and writing its rows.
 
 Baseline: today's code kept as the reference in ``testkit/ledger_oracle.py`` (``read_range`` over

@@ -1,4 +1,4 @@
-"""Diagnostic (issue 19): can any placement within ADR-06's caps be interrupted less than single-cheapest?
+"""Diagnostic: can any placement within ADR-06's caps be interrupted less than single-cheapest?
 
     .venv/bin/python -m bench.caps_bound [--seeds 1 2 3 4] [--days 30] [--horizon-h 2]
 

@@ -1,4 +1,4 @@
-"""Diagnostic (issue 19): which depth signal picks the calmest pool in the simulated region?
+"""Diagnostic: which depth signal picks the calmest pool in the simulated region?
 
     .venv/bin/python -m bench.depth_signals [--seed 1] [--days 14] [--horizon-h 2]
 

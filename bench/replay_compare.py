@@ -1,4 +1,4 @@
-"""Benchmark (issue 19): the 30-day strategy comparison a platform team would trust.
+"""Benchmark: the 30-day strategy comparison a platform team would trust.
 
     .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity] [--engine replay]
 
@@ -47,8 +47,9 @@ from .replay_trace import log, recorded_trace
 
 STRATEGIES = ("depth-first", "price-first", "single-cheapest")
 UNCAPPED = "depth-first-uncapped"  # diagnostic: our ranking with the caps lifted (one pool, like single-cheapest)
-# the default before issue 19's four seeds: the hall cap lifted at two halls with room (Caps(hall_min_halls=3)),
-# and price-first under those caps, its baseline; kept to reproduce the months that chose the default
+# the default before the four-seed, 30-day comparison: the hall cap lifted at two halls with room
+# (Caps(hall_min_halls=3)), and price-first under those caps, its baseline; kept to reproduce the months that
+# chose the default
 THREE_HALLS = "depth-first-three-halls"
 PF_THREE_HALLS = "price-first-three-halls"
 VARIANTS = (UNCAPPED, THREE_HALLS, PF_THREE_HALLS)
@@ -450,7 +451,7 @@ def _print_verdicts(runs: list[Run], args: argparse.Namespace) -> None:
         if not ok and label == "interruptions/h below single-cheapest":
             print(f"      cause: {_caps_bound(common_seeds(runs, 'depth-first', 'single-cheapest'), args)}")
     if any(r.strategy == THREE_HALLS for r in runs):  # the old default, judged the same way
-        print(f"\nthe default before issue 19's months, {THREE_HALLS} (the hall cap lifted at two halls), "
+        print(f"\nthe default before the four-seed months, {THREE_HALLS} (the hall cap lifted at two halls), "
               "against the same targets:")
         same_caps = PF_THREE_HALLS if any(r.strategy == PF_THREE_HALLS for r in runs) else "price-first"
         for label, ok, figure in _verdicts(runs, THREE_HALLS, (same_caps, "single-cheapest")):

@@ -1,4 +1,4 @@
-"""The controller's own bundle from the distributor (issue 16): ``controller-bundle.json`` with its signing and
+"""The controller's own bundle from the distributor: ``controller-bundle.json`` with its signing and
 (when governed fields changed) governance signatures, polled with ``If-None-Match`` as the controller.
 
 The rule a served bundle must pass to replace the held one is ``accept``, and it is the controller's start-up

@@ -1,4 +1,4 @@
-"""The hourly ledger on polars frames (issue 18): ``attribution.attribute``, ``orchestrator_shares`` and
+"""The hourly ledger on polars frames: ``attribution.attribute``, ``orchestrator_shares`` and
 ``ledger.hour_rows`` computed for every hour and workload of a ``RangeFrames`` at once, exactly.
 
 Each money input (a ``Decimal`` of any length: today's rate-card rates are ``Decimal`` of a float, ~55

@@ -1,4 +1,4 @@
-"""A range of hours' attribution inputs as polars frames (issue 18): the instance spans come from ClickHouse
+"""A range of hours' attribution inputs as polars frames: the instance spans come from ClickHouse
 as Arrow, are split into hours and summed per (hour, workload, pool, purpose, depth premium) in polars, and
 every money input is kept exact as the text of its ``Decimal`` (``text``), never a float: today's rate-card
 rates are ``Decimal`` of a ClickHouse ``avg`` (a Float64), some fifty decimal places, and stay so.

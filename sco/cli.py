@@ -27,11 +27,11 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.stack",  # up, down, status, db, clickhouse, ingest, outbox
     "sco.commands.sim",  # sim region serve|catalogue|stats, sim history
     "sco.commands.controller",  # controller run|rebuild
-    "sco.commands.report_pages",  # report showback|fleet (issue 7)
-    "sco.commands.simulate",  # simulate --days --strategy (issue 10)
-    "sco.commands.drill",  # drill --partition --fraction | --game-day --hall (issue 10)
+    "sco.commands.report_pages",  # report showback|fleet
+    "sco.commands.simulate",  # simulate --days --strategy
+    "sco.commands.drill",  # drill --partition --fraction | --game-day --hall
     "sco.commands.fallback",  # fallback approvals | approve | deny (ADR-23, ADR-30)
-    "sco.commands.distributor",  # distributor serve (issue 16)
+    "sco.commands.distributor",  # distributor serve
 )
 
 

@@ -5,7 +5,7 @@ call), terminate, reclaim — takes a token from its partition's bucket first; a
 
 ``RegionBudget`` is the same budget shared instead of split: one PostgreSQL row per region
 (``region_token_budget``) that every partition controller, each in its own process, draws from with one atomic
-``UPDATE`` — a quiet partition's share is there for a busy one (the fleet-scale simulation, issue 18).
+``UPDATE`` — a quiet partition's share is there for a busy one (the fleet-scale simulation).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The controller refreshes its own bundle between passes (issue 16; ADR-10, ADR-15, ADR-30).
+"""The controller refreshes its own bundle between passes (ADR-10, ADR-15, ADR-30).
 
 ``BundleRefresh.between_passes`` asks a feed (``distributor.ControllerBundleFeed``) for the
 partition's ``controller-bundle.json``. The feed verifies a served bundle exactly as the controller verifies

@@ -1,4 +1,4 @@
-"""The fleet-scale simulation (issue 18): a region of thousands of reclaimable instances of ours in partitions,
+"""The fleet-scale simulation: a region of thousands of reclaimable instances of ours in partitions,
 ONE PRODUCTION CONTROLLER PROCESS PER PARTITION (``fleet_worker``), the region's token budget split statically
 between them (ADR-12, ``split_budget``: a bucket each), one hall-wide reclaim.
 

@@ -1,4 +1,4 @@
-"""The fleet-scale simulation's scenario (issue 18): the region, the workloads, and when their claims arrive.
+"""The fleet-scale simulation's scenario: the region, the workloads, and when their claims arrive.
 
 Three phases, in virtual time: **the build** (every workload's whole claim arrives once in [30 s, ``fill_s``];
 it lasts until every build claim is placed — as long as the token budget needs — or none was for ``stall_s``, at

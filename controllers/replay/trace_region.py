@@ -1,5 +1,5 @@
 """A recorded history as a provider: the trace's pools, rate cards and reclaim waves on virtual time, behind the
-same ``SimulatedRegion`` (the provider protocol) the production controller drives (ADR-03's report, issue 19).
+same ``SimulatedRegion`` (the provider protocol) the production controller drives (ADR-03's report).
 
 ``TraceEngine`` replays a ``Trace`` — what ``sco contracts report`` reads from ClickHouse, or what
 ``trace_from_region`` records — instead of simulating other tenants:

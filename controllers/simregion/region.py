@@ -92,8 +92,8 @@ class SimulatedRegion:
         self._rate_card: RateCard | None = None
         self._event_ids = random.Random(f"{config.seed}:event-ids")
         self.engine.on_rate_card.append(self._keep_rate_card)
-        self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before issue 19's
-        self._listing: dict[tuple[str, bool], Instance] = {}   # speed-up; the equivalence test runs both)
+        self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before this cache
+        self._listing: dict[tuple[str, bool], Instance] = {}   # was added; the equivalence test runs both)
 
     @property
     def region(self) -> str:

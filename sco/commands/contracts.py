@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
                           "bundle, and recompute the governed changes against it")
     ver.set_defaults(handler=_verify)
 
-    from .admission import register_sync_admission  # issue 8: sco contracts sync-admission
+    from .admission import register_sync_admission  # sco contracts sync-admission
 
     register_sync_admission(cmds)
 

@@ -152,7 +152,7 @@ def partition_bucket(region_rate: float, partitions: list[str], partition: str, 
                      monotonic: Callable[[], float] = time.monotonic) -> TokenBucket:
     """This partition's share of the region's budget (ADR-12's static split), its burst one pass interval's worth:
     a pass ends at its first ``Throttled`` and the next comes an interval later, so a one-second burst would let
-    a controller use about a fifth of its share (found by the fleet-scale simulation, issue 18)."""
+    a controller use about a fifth of its share (found by the fleet-scale simulation)."""
     from controllers.controller.budget import split_budget
 
     return split_budget(region_rate, partitions, monotonic=monotonic, burst_s=interval_s)[partition]

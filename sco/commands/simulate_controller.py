@@ -1,4 +1,4 @@
-"""``sco simulate --engine controller``: the replay through the production controller (issue 19, one code path).
+"""``sco simulate --engine controller``: the replay through the production controller (one code path).
 
 Wires what the controllers layer cannot import: the production scorer (``orchestration.scoring.rank_pools`` on
 ``PoolInputs`` built the way ``orchestration.rankings.gather_inputs`` builds them, published with

@@ -1,4 +1,4 @@
-"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent (issue 16).
+"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent.
 
 The demo's controllers run with ``--agent-credentials stack --agent-nats-url stack --metadata-url
 <region>/metadata/{instance}``: every launch request carries the controller's cloud-config (the partition's signed
