@@ -9,11 +9,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from contracts.bundle import publish
 from contracts.signing import KeyPair, generate_keypair, load_private_key
@@ -26,13 +23,6 @@ from tests.agent.helpers import make_bundle, workload_entry, write_bundle_dir
 from tests.contracts.helpers import compile_doc
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
 from tests.distributor.test_server import Running
-from tests.support.stack import nats_only_stack
-
-
-@pytest.fixture
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-ctlagents-") as home:
-        yield home
 
 
 def _signed(tmp: Path) -> tuple[tuple[Path, Path, Path], KeyPair]:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -26,16 +25,9 @@ from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, notice_doc, workload_entry
 from tests.support import cloudinit
 from tests.support.ports import free_port
-from tests.support.stack import nats_only_stack
 
 INSTANCE = "0b5e7c1d-2f3a-4b6c-8d9e-0a1b2c3d4e5f"
 PARTITION = "r1/k8s-batch"
-
-
-@pytest.fixture(scope="module")
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-agentcreds-") as home:
-        yield home
 
 
 def nats_port(home: Path) -> int:
