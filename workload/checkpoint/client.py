@@ -48,6 +48,7 @@ class Generation:
 
     @property
     def size(self) -> int:
+        """The generation's total size in bytes (the sum of its objects)."""
         return sum(int(o["size"]) for o in self.objects)
 
 
@@ -59,6 +60,7 @@ class WriteResult:
 
     @property
     def mib_s(self) -> float:
+        """The write's throughput in MiB/s (infinite for a write that took no time)."""
         return self.generation.size / MiB / self.seconds if self.seconds > 0 else float("inf")
 
 
@@ -90,9 +92,11 @@ class CheckpointClient:
 
     # --- keys ------------------------------------------------------------------------------------------
     def data_prefix(self, number: int) -> str:
+        """The key prefix of generation ``number``'s data objects."""
         return f"{self.prefix}data/{number:010d}/"
 
     def manifest_key(self, number: int) -> str:
+        """The key of generation ``number``'s manifest."""
         return f"{self.prefix}manifests/{number:010d}.json"
 
     # --- bucket set-up ---------------------------------------------------------------------------------
@@ -227,6 +231,7 @@ class CheckpointClient:
                           tuple(raw.get("objects", [])), raw.get("metadata", {}))
 
     def manifests(self) -> list[int]:
+        """The numbers of every manifest in the bucket, ascending (complete or not)."""
         out = []
         for info in self.store.list_objects(self.bucket, self.prefix + "manifests/"):
             stem = info.key.rsplit("/", 1)[-1].removesuffix(".json")
@@ -245,10 +250,12 @@ class CheckpointClient:
         return out
 
     def latest(self) -> Generation | None:
+        """The newest complete generation, or None when there is none."""
         gens = self.generations()
         return gens[0] if gens else None
 
     def read(self, gen: Generation, name: str) -> bytes:
+        """One object of a generation, checked against its manifest's SHA-256; raises on a mismatch."""
         obj = next((o for o in gen.objects if o["name"] == name), None)
         if obj is None:
             raise NotFound(f"generation {gen.number} has no object {name!r}")

@@ -64,10 +64,12 @@ class Checkpointer:
         self.history: list[tuple[str, WriteResult]] = []
 
     def periodic_due(self) -> bool:
+        """True once the interval has passed since the last checkpoint."""
         return self.monotonic() - self.last >= self.interval_s
 
     @property
     def notified(self) -> bool:
+        """True once a reclaim notice has arrived."""
         return self.listener is not None and self.listener.notice is not None
 
     def maybe_checkpoint(self, step: int, produce: Callable[[], Mapping[str, Source]],

@@ -28,8 +28,10 @@ LEASE_RELEASED = "lease-released"
 
 
 class Reporter(Protocol):
-    def report(self, kind: str, **fields: Any) -> None: ...
-    def release_lease(self, outcome: str, detail: str) -> None: ...
+    def report(self, kind: str, **fields: Any) -> None:
+        """Report one checkpoint event of ``kind`` with its fields."""
+    def release_lease(self, outcome: str, detail: str) -> None:
+        """Release the unit's work lease with the attempt's outcome."""
 
 
 @dataclass
@@ -40,9 +42,11 @@ class RecordingReporter:
     released: list[tuple[str, str]] = field(default_factory=list)
 
     def report(self, kind: str, **fields: Any) -> None:
+        """Keep the record."""
         self.records.append({"kind": kind, **fields})
 
     def release_lease(self, outcome: str, detail: str) -> None:
+        """Keep the release, and a lease-released record."""
         self.released.append((outcome, detail))
         self.records.append({"kind": LEASE_RELEASED, "outcome": outcome, "detail": detail})
 
@@ -71,8 +75,10 @@ class AgentReporter:
                 fh.write(line)
 
     def report(self, kind: str, **fields: Any) -> None:
+        """Send the record, stamped with the workload, unit and time, to the agent (or the spool)."""
         self._send({"kind": kind, "workload": self.workload, "unit": self.unit,
                     "time": datetime.now(UTC).isoformat(), **fields})
 
     def release_lease(self, outcome: str, detail: str) -> None:
+        """Report the lease released with the attempt's outcome."""
         self.report(LEASE_RELEASED, outcome=outcome, detail=detail)

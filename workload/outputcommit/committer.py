@@ -75,9 +75,11 @@ class OutputCommitter:
 
     # --- keys ------------------------------------------------------------------------------------------
     def staging_prefix(self, attempt: Attempt) -> str:
+        """The key prefix an attempt stages its outputs under."""
         return f"{self.staging}/{attempt.unit}/{attempt.number:04d}/"
 
     def output_prefix(self, unit: str) -> str:
+        """The key prefix a unit's published outputs live under."""
         return f"{self.output}/{unit}/"
 
     def _ledger_key(self, unit: str) -> str:
@@ -106,6 +108,7 @@ class OutputCommitter:
 
     # --- attempts --------------------------------------------------------------------------------------
     def reclaim_ended(self, unit: str) -> int:
+        """How many of the unit's attempts a reclaim ended."""
         return sum(1 for a in self._load(unit)["attempts"] if a.get("outcome") == RECLAIM)
 
     def begin(self, unit: str) -> Attempt:
@@ -167,6 +170,7 @@ class OutputCommitter:
 
     # --- staging and publish ---------------------------------------------------------------------------
     def stage(self, attempt: Attempt, name: str, data: bytes) -> str:
+        """Stage one output of an attempt; the key it was written to."""
         key = self.staging_prefix(attempt) + _valid_token("output name", name)
         self.store.put(self.bucket, key, data, self.enc)
         return key
@@ -207,6 +211,7 @@ class OutputCommitter:
         return Published(unit, int(marker["attempt"]), tuple(marker["names"]))
 
     def read(self, unit: str, name: str) -> bytes:
+        """A published output of the unit; raises ``NotFound`` before its completion marker."""
         pub = self.published(unit)
         if pub is None or name not in pub.names:
             raise NotFound(f"unit {unit} has no published output {name!r} (no completion marker yet)")
