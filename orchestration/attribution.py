@@ -50,10 +50,12 @@ def net_saving(counterfactual: Money, costs: Money) -> Money:
 
 
 def q6(x: Decimal) -> Decimal:
+    """``x`` rounded half-even to 6 decimal places (the ledger's precision)."""
     return x.quantize(Q6, rounding=ROUND_HALF_EVEN)
 
 
 def cents(x: Decimal) -> Decimal:
+    """``x`` rounded half-even to the cent (what reports show)."""
     return x.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
 
 
@@ -82,6 +84,7 @@ class Usage:
 
     @property
     def line(self) -> str:
+        """The cost line this usage is charged to: headroom, fallback, floor or reclaimable."""
         if self.purpose == "headroom":
             return "headroom_eur"
         if self.purpose == "fallback" or self.purchase_model == "guaranteed":
@@ -131,9 +134,11 @@ class LedgerLine:
 
     @property
     def net_pct(self) -> Decimal:
+        """Net saving as a percentage of the counterfactual (0 without one)."""
         return (self.net_saving_eur / self.counterfactual_eur * 100) if self.counterfactual_eur else ZERO
 
     def as_dict(self) -> dict[str, object]:
+        """The line's fields by name."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -60,4 +60,5 @@ def build_definitions() -> Definitions:
 
 @definitions
 def defs() -> Definitions:
+    """The Dagster definitions of every domain (``dagster dev`` loads them here)."""
     return build_definitions()

@@ -41,6 +41,7 @@ def attribute_hour(inputs: HourInputs) -> list[LedgerLine]:
 
 
 def write_hour(ch: ClickHouse, region: str, inputs: HourInputs, lines: list[LedgerLine]) -> None:
+    """Insert one attributed hour's ``savings_ledger`` and ``cost_attribution`` rows."""
     ledger_rows, cost_rows = hour_rows(region, inputs, lines)
     ch.insert("savings_ledger", ledger_rows, LEDGER_COLUMNS)
     ch.insert("cost_attribution", cost_rows, COST_COLUMNS)

@@ -47,10 +47,12 @@ LOSSES = {"workload": pl.String, "pool": pl.String, "cause": pl.String, "attrs":
 class ArrowClickHouse(ClickHouse, Protocol):
     """The store boundary plus one query answered as an Arrow table (columns in the SELECT's order)."""
 
-    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> pa.Table: ...
+    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> pa.Table:
+        """One query's result as an Arrow table."""
 
 
 def ms(t: datetime) -> int:
+    """``t`` in milliseconds since the epoch."""
     return ((t.replace(tzinfo=UTC) if t.tzinfo is None else t) - _EPOCH) // timedelta(milliseconds=1)
 
 
@@ -84,6 +86,7 @@ class RangeFrames:
     orch: pl.DataFrame
 
     def hour(self, h: int) -> RangeFrames:
+        """The frames of hour ``h`` alone, renumbered as hour 0."""
         def one(f: pl.DataFrame) -> pl.DataFrame:
             return f.filter(pl.col("h") == h).with_columns(pl.lit(0, pl.Int64).alias("h"))
 
