@@ -36,6 +36,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``sco`` argument parser with every command group registered."""
     parser = argparse.ArgumentParser(prog="sco", description="Spot Capacity Orchestrator")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``sco`` command; its exit status (a ``CliError`` printed with its code, never a traceback)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

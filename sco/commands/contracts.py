@@ -27,6 +27,7 @@ DEFAULT_ALERT_WEBHOOK = "http://incident-platform.invalid/alertmanager"
 
 
 def register(sub: Any) -> None:
+    """Add ``sco contracts`` (check, compile, sign, verify, ...) to the parser."""
     group = sub.add_parser("contracts", help="check, compile, sign and verify interruption contracts")
     cmds = group.add_subparsers(dest="contracts_command", metavar="SUBCOMMAND")
     cmds.required = True

@@ -311,6 +311,7 @@ def _reset_breaker(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco controller`` (run a partition, rebuild from tags, watch exclusions) to the parser."""
     group = subparsers.add_parser("controller", help="the capacity controller (run a partition, rebuild from tags)")
     sub = group.add_subparsers(dest="controller_command", required=True)
     watch = sub.add_parser("watch-exclusions", help="the streaming exclusion watcher of a region (ADR-07)")

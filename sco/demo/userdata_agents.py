@@ -276,6 +276,7 @@ class UserDataAgents:
             self.kube.delete_object("Node", booted.hostname)
 
     def close(self) -> None:
+        """Stop every booted agent and the simulated kubelet."""
         for iid in list(self.booted):
             self.stop(iid)
         self._stopping.set()

@@ -48,6 +48,7 @@ class Running:
 
 
 def free_port() -> int:
+    """A loopback port free right now (the kernel's pick)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -66,6 +67,7 @@ def free_ports(count: int) -> list[int]:
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
@@ -74,6 +76,7 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -88,6 +91,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None, what: str = "") -> None:
+    """Wait up to ``timeout`` seconds for ``port`` to listen; raises when ``proc`` exits first or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if port_open(port):
