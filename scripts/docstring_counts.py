@@ -24,8 +24,9 @@ def _public(name: str) -> bool:
 
 
 def _overload(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any((isinstance(d, ast.Name) and d.id == "overload") or (isinstance(d, ast.Attribute) and d.attr == "overload")
-               for d in node.decorator_list)
+    names = {d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "" for d in
+             node.decorator_list}
+    return "overload" in names
 
 
 def public_functions(path: Path) -> Iterator[tuple[int, str, bool]]:

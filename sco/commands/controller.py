@@ -55,14 +55,14 @@ def _node_credentials(args: argparse.Namespace) -> Any:
         raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
     import yaml
 
+    from controllers.providers.appcred import connect_sdk
     from controllers.providers.node_credentials import KeystoneNodeCredentials
-    from controllers.providers.openstack import _connect
 
     clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
     if args.keystone_issuer not in clouds:
         raise CliError(f"--keystone-issuer {args.keystone_issuer!r} is not an entry of {args.clouds_yaml} "
                        f"(entries: {', '.join(sorted(clouds))})")
-    return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
+    return KeystoneNodeCredentials(connect_sdk(**clouds[args.keystone_issuer]))
 
 
 def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> Any:
