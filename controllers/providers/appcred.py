@@ -51,9 +51,11 @@ class AppCredential:
 class CredentialIssuer(Protocol):
     """Issues and deletes the orchestrator's application credentials."""
 
-    def issue(self, name: str, expires_at: datetime) -> AppCredential: ...
+    def issue(self, name: str, expires_at: datetime) -> AppCredential:
+        """A new application credential named ``name`` expiring at ``expires_at``."""
 
-    def delete(self, credential_id: str) -> None: ...
+    def delete(self, credential_id: str) -> None:
+        """Delete the credential (one already gone is no error)."""
 
 
 def renewal_due(current: AppCredential | None, now: datetime, lead: timedelta = LEAD) -> bool:
@@ -70,12 +72,14 @@ class KeystoneIssuer:
         self.user_id: str = identity.current_user_id
 
     def issue(self, name: str, expires_at: datetime) -> AppCredential:
+        """Create an application credential of the user in Keystone, with its roles and expiry."""
         made = self._conn.identity.create_application_credential(
             self.user_id, name=name, expires_at=expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
             roles=[{"name": r} for r in self._roles], description="SCO controller credential (ADR-29)")
         return AppCredential(str(made.id), str(made.secret), expires_at.astimezone(UTC).replace(microsecond=0))
 
     def delete(self, credential_id: str) -> None:
+        """Delete the application credential in Keystone (one already gone is no error)."""
         from openstack import exceptions as osexc
 
         with contextlib.suppress(osexc.NotFoundException):  # already gone: the goal

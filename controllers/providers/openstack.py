@@ -132,6 +132,7 @@ class OpenStackProvider:
 
     @property
     def region(self) -> str:
+        """The region this provider serves."""
         return self._region
 
     # --- catalogue -------------------------------------------------------------------------------------
@@ -148,6 +149,7 @@ class OpenStackProvider:
         return {z: sorted(a) or [z] for z, a in out.items()}
 
     def catalogue(self) -> PoolCatalogue:
+        """Pools (SKU family × size × hall × purchase model) with aggregate and hall for correlation."""
         pools: dict[str, tuple[Pool, str, str]] = {}
         halls = self._zones_and_aggregates()
         for flavor in self._conn.compute.flavors(details=True):
@@ -180,6 +182,7 @@ class OpenStackProvider:
 
     # --- feeds -----------------------------------------------------------------------------------------
     def rate_card(self) -> RateCard:
+        """The current rate card (one entry per pool, refreshed every five minutes)."""
         if self._feeds is not None:
             return self._feeds.rate_card()
         pools = self.catalogue().pools
@@ -223,12 +226,15 @@ class OpenStackProvider:
         return out
 
     def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        """Committed capacity, of one business unit or of all when ``business_unit`` is None."""
         return self._feeds.reservations(business_unit) if self._feeds is not None else ()
 
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        """Expected free reclaimable capacity per pool over the next ``horizon``."""
         return self._feeds.forward_capacity(horizon) if self._feeds is not None else ()
 
     def quota_headroom(self) -> QuotaHeadroom:
+        """The project's quota headroom."""
         a = self._conn.compute.get_limits().absolute
         return QuotaHeadroom(project=self.project, instances_limit=a.instances, instances_used=a.instances_used,
                              vcpu_limit=a.total_cores, vcpu_used=a.total_cores_used,
@@ -246,6 +252,7 @@ class OpenStackProvider:
         return self._image_ids[wanted]
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """Launch ``request.count`` instances, all or nothing; raises the provider contract's errors."""
         pool, flavor_id, zone = self._pool(request.pool_id)
         quota = self.quota_headroom()
         if quota.instances_limit >= 0 and quota.instances_used + request.count > quota.instances_limit:
@@ -317,6 +324,7 @@ class OpenStackProvider:
         return None if encoded is None else base64.b64decode(encoded).decode()
 
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """Instances in the orchestrator's projects; ``tags`` filters on owner tags."""
         query: dict[str, Any] = {}
         if tags:
             query["tags"] = ",".join(f"{TAG_PREFIX}{k}={v}" for k, v in sorted(tags.items()))
@@ -327,6 +335,7 @@ class OpenStackProvider:
         return tuple(i for i in self.list_instances() if i.owner is not None)
 
     def terminate(self, instance_id: str) -> None:
+        """Delete an instance of ours; raises NotFound, or NotOwned without the owner tags."""
         try:
             server = self._conn.compute.get_server(instance_id)
         except osexc.NotFoundException:
@@ -342,6 +351,7 @@ class OpenStackProvider:
             raise NotFound("instance", instance_id) from None
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
         if self._feeds is None:
             raise ProviderError("Nova has no reclaim API: configure the provider-contract feed URL (reclaimer)")
         self._hook("reclaim")

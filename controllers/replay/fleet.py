@@ -122,6 +122,7 @@ class FleetSim:
         self.history: list[tuple[datetime, dict[str, PassResult]]] = []   # each round's passes, for the traces
 
     def figures(self) -> FleetFigures:
+        """Run the simulation (one process per partition) and measure it; its figures."""
         wall, cpu = time.perf_counter(), time.process_time()
         service = _Service(self.region, self.nats_url)
         workers: list[tuple[Any, Any]] = []

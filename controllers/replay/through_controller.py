@@ -100,9 +100,11 @@ class ReplayScheduler:
                        for n in range(units)]
 
     def work(self) -> list[WorkItem]:
+        """The replay's work items (the claims the controller sees)."""
         return list(self.items)
 
     def idle_nodes(self) -> set[str]:
+        """The names of the replay's idle nodes."""
         return set(self.names)
 
 
