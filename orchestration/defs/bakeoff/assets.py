@@ -40,6 +40,6 @@ def strategy_month(context: AssetExecutionContext, clickhouse: ClickHouseResourc
         "worst_step_pct": record.worst_step_pct, "seconds": record.seconds, "days": record.days})
 
 
-bakeoff_job = define_asset_job("bakeoff", selection=[strategy_month], partitions_def=PARTITIONS,
+bakeoff_job = define_asset_job("bakeoff", selection=[strategy_month],
                                description="The bake-off: run every partition (a backfill), then the daily "
                                            "finance run (or `dbt build -s fct_strategy_comparison`) tabulates it.")
