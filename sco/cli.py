@@ -32,6 +32,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.drill",  # drill --partition --fraction | --game-day --hall
     "sco.commands.fallback",  # fallback approvals | approve | deny (ADR-23, ADR-30)
     "sco.commands.distributor",  # distributor serve
+    "sco.commands.bakeoff",  # bakeoff run | table: the placement bake-off, one strategy-month at a time
 )
 
 
