@@ -94,6 +94,7 @@ class ExclusionWatcher:
     @classmethod
     def from_store(cls, config: ExclusionConfig, offences: Mapping[str, int],
                    active: Mapping[str, Exclusion]) -> ExclusionWatcher:
+        """A watcher resumed from the stored offences and exclusions in force."""
         return cls(config, dict(offences), dict(active))
 
     def open_waves(self) -> dict[str, int]:
