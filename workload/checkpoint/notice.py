@@ -1,5 +1,6 @@
-"""The notice callback (ADR-14, ADR-18): the node agent tells the workload that its node is being reclaimed,
-either by the contract's drain signal (delivered through the scheduler: ``scancel --signal``, pod
+"""The notice callback (ADR-14, ADR-18): the node agent tells the workload its node is being reclaimed.
+
+Either by the contract's drain signal (delivered through the scheduler: ``scancel --signal``, pod
 termination) or by a JSON line on a local unix socket. Either way the workload sees one :class:`Notice`
 with the seconds it has left, and checks :attr:`NoticeListener.notice` between steps.
 
@@ -26,6 +27,8 @@ __all__ = ["Notice", "NoticeListener", "send_notice"]
 
 @dataclass(frozen=True)
 class Notice:
+    """A reclaim notice as the workload received it, with its drain budget."""
+
     source: str  # "signal:SIGUSR1" or "socket"
     received_monotonic: float
     budget_s: float

@@ -28,6 +28,8 @@ LEASE_RELEASED = "lease-released"
 
 
 class Reporter(Protocol):
+    """Where checkpoint events and the lease release go."""
+
     def report(self, kind: str, **fields: Any) -> None:
         """Report one checkpoint event of ``kind`` with its fields."""
     def release_lease(self, outcome: str, detail: str) -> None:
@@ -52,8 +54,11 @@ class RecordingReporter:
 
 
 class AgentReporter:
-    """Production adapter: JSON lines to the agent's unix socket; a spool file when the agent is not there
-    (the agent, or an operator, reads the spool later); always a line on stderr for the job's log."""
+    """Production adapter: JSON lines to the agent's unix socket, else a spool file.
+
+    The spool is for when the agent is not there (the agent, or an operator, reads the spool later); always a line on
+    stderr for the job's log.
+    """
 
     def __init__(self, workload: str, socket_path: Path | None, spool: Path | None = None,
                  unit: str | None = None) -> None:

@@ -1,6 +1,8 @@
-"""The object-store boundary of the checkpoint client: a small ``ObjectStore`` protocol, the production
-adapter over boto3 (Ceph RGW, path-style S3) and an in-memory double with the same semantics (incomplete
-multipart uploads are invisible until completed; SSE-C objects need the key to be read).
+"""The object-store boundary of the checkpoint client.
+
+A small ``ObjectStore`` protocol, the production adapter over boto3 (Ceph RGW, path-style S3) and an in-memory double
+with the same semantics (incomplete multipart uploads are invisible until completed; SSE-C objects need the key to be
+read).
 
 Encryption is per workload (ADR-19): :class:`Encryption` is either SSE-C (the workload's own 256-bit key,
 never stored by the platform) or SSE-KMS (the workload's key id in the KMS).
@@ -66,11 +68,15 @@ class Encryption:
 
 @dataclass(frozen=True)
 class ObjectInfo:
+    """An object's key and size."""
+
     key: str
     size: int
 
 
 class ObjectStore(Protocol):
+    """The S3 calls the checkpoint client and the output commit make."""
+
     def ensure_bucket(self, bucket: str) -> None:
         """Create ``bucket`` unless it exists."""
     def put_bucket_policy(self, bucket: str, policy: str) -> None:
@@ -205,8 +211,11 @@ class S3Store:
             self._call("delete_objects", Bucket=bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
 
     def copy(self, bucket: str, src: str, dst: str, enc: Encryption) -> None:
-        """Server-side copy; Ceph RGW 16 answers NotImplemented for encrypted sources, so then the client
-        re-reads and re-writes (ranged reads into a multipart upload above 64 MiB)."""
+        """Server-side copy, or a read and re-write where the server cannot copy.
+
+        Ceph RGW 16 answers NotImplemented for encrypted sources, so then the client re-reads and re-writes (ranged
+        reads into a multipart upload above 64 MiB).
+        """
         try:
             self._call("copy_object", Bucket=bucket, Key=dst, CopySource={"Bucket": bucket, "Key": src},
                        **enc.on_write(), **enc.on_copy_source())

@@ -37,6 +37,8 @@ RECLAIM = "reclaim"
 
 @dataclass(frozen=True)
 class UnitOwner:
+    """Whose units these are: workload, contract version, owner and region."""
+
     workload: str
     contract_version: str
     owner: str
@@ -46,12 +48,16 @@ class UnitOwner:
 
 @dataclass(frozen=True)
 class Attempt:
+    """One attempt of a unit of work."""
+
     unit: str
     number: int
 
 
 @dataclass(frozen=True)
 class Published:
+    """A unit's published output: the attempt that produced it and its names."""
+
     unit: str
     attempt: int
     names: tuple[str, ...]
@@ -64,6 +70,8 @@ def _valid_token(kind: str, value: str) -> str:
 
 
 class OutputCommitter:
+    """Stages a unit's outputs per attempt and publishes one attempt's, quarantining a unit reclaims keep ending."""
+
     def __init__(self, store: ObjectStore, bucket: str, encryption: Encryption, who: UnitOwner, *,
                  publisher: EventPublisher, notifier: OwnerNotifier, clock: Callable[[], datetime],
                  max_reclaim_attempts: int = 4, staging: str = "staging", output: str = "output",
@@ -176,9 +184,11 @@ class OutputCommitter:
         return key
 
     def commit(self, attempt: Attempt) -> Published:
-        """Publish the attempt's staged objects: copy each to its final key, remove final objects this
-        attempt did not produce, then write the completion marker. Idempotent: a commit interrupted before
-        the marker is simply run again."""
+        """Publish the attempt's staged objects, then write the completion marker.
+
+        Copy each to its final key, remove final objects this attempt did not produce, then the marker. Idempotent: a
+        commit interrupted before the marker is simply run again.
+        """
         ledger = self._load(attempt.unit)
         mine = next((a for a in ledger["attempts"] if a["attempt"] == attempt.number), None)
         if mine is None or mine.get("outcome") not in ("running", "committing"):

@@ -19,17 +19,23 @@ __all__ = ["EventPublisher", "NatsPublisher", "OwnerNotifier", "RecordingNotifie
 
 
 class EventPublisher(Protocol):
+    """Where the quarantine event is published."""
+
     def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
         """Publish ``payload`` on ``subject`` with ``msg_id`` for the server's de-duplication."""
 
 
 class OwnerNotifier(Protocol):
+    """How a workload's owner is told of a quarantine."""
+
     def notify(self, owner: str, subject: str, body: str) -> None:
         """Tell a workload's owner something (a quarantine) by mail or the like."""
 
 
 @dataclass
 class RecordingPublisher:
+    """Test double: keeps every message."""
+
     messages: list[tuple[str, bytes, str]] = field(default_factory=list)
 
     def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
@@ -39,6 +45,8 @@ class RecordingPublisher:
 
 @dataclass
 class RecordingNotifier:
+    """Test double: keeps every notification."""
+
     sent: list[tuple[str, str, str]] = field(default_factory=list)
 
     def notify(self, owner: str, subject: str, body: str) -> None:
@@ -78,6 +86,8 @@ class NatsPublisher:
 
 
 class SmtpNotifier:
+    """Mails the owner through an SMTP server."""
+
     def __init__(self, host: str, port: int = 25, sender: str = "sco@localhost") -> None:
         self.host, self.port, self.sender = host, port, sender
 
