@@ -12,11 +12,11 @@ from dagster import AssetExecutionContext, AssetKey, AssetsDefinition
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
 from orchestration.finance_models import (
-    DBT_DIR,
     SOURCE_ASSETS,
     dbt_credentials,
     dbt_executable,
     dbt_vars,
+    ensure_project,
     prepare_manifest,
 )
 from orchestration.resources import ClickHouseResource
@@ -36,7 +36,8 @@ class _Translator(DagsterDbtTranslator):
 
 
 def dbt_resource() -> DbtCliResource:
-    return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
+    project = str(ensure_project())
+    return DbtCliResource(project_dir=project, profiles_dir=project, dbt_executable=dbt_executable())
 
 
 @cache
