@@ -4,6 +4,7 @@ provider tags into an empty database (ADR-11)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 import time
 from pathlib import Path
@@ -284,8 +285,9 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}", component="controller")
         try:
-            print(f"exclusion watcher for region {args.region}: three waves (gap {args.wave_gap_s:g} s) in 30 min "
-                  "exclude a pool", flush=True)
+            logging.getLogger("sco.exclusion_watcher").info(
+                "exclusion watcher for region %s: three waves (gap %g s) in 30 min exclude a pool", args.region,
+                args.wave_gap_s)
             await stream.run(nc.jetstream(), stop, WallClock())
         finally:
             await nc.close()

@@ -6,6 +6,7 @@ is rolled back (ADR-32, docs/operations.md "How a bundle rolls out")."""
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ def _serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         server = Distributor(catalog, auth)
         port = await server.start(args.host, args.port)
-        print(f"distributor on http://{args.host}:{port}/ serving {', '.join(catalog.partitions())}", flush=True)
+        logging.getLogger("sco.distributor").info("distributor on http://%s:%d/ serving %s", args.host, port,
+                                                  ", ".join(catalog.partitions()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,6 +4,7 @@ one port per process, bearer token required (stores.telemetry)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -42,5 +43,6 @@ def start_metrics(args: argparse.Namespace, registry: Any, what: str) -> Any:
         server = serve(registry, args.metrics_host, port, token)
     except TelemetryError as exc:
         raise CliError(str(exc)) from None
-    print(f"{what}: metrics at http://{args.metrics_host}:{server.port}/metrics (bearer token)", flush=True)
+    logging.getLogger(__name__).info("%s: metrics at http://%s:%d/metrics (bearer token)", what, args.metrics_host,
+                                     server.port)
     return server

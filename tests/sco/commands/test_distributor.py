@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -42,10 +43,12 @@ def test_serve_admits_the_stack_agents_and_controller_and_follows_new_mints(tmp_
     (tmp_path / "out" / "r1" / "slurm-hpc" / "controller-bundle.json").write_text(json.dumps({"generation": 1}))
     proc = subprocess.Popen([sys.executable, "-m", "sco", "distributor", "serve", "--bundles", str(tmp_path / "out"),
                              "--port", "0", "--home", str(home)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "SCO_LOG_FORMAT": "json"})
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        started = json.loads(proc.stdout.readline())  # its log lines are JSON, as the manifests ask
+        assert started["component"] == "distributor-serve" and started["level"] == "INFO"
+        line = started["message"]
         assert "serving r1/slurm-hpc" in line, line
         url = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
         agent_path = url + "/r1/slurm-hpc/agent-bundle.json"
@@ -62,8 +65,9 @@ def test_serve_admits_the_stack_agents_and_controller_and_follows_new_mints(tmp_
         assert "sco_distributor_bundle_age_seconds" in exchange("GET", url + "/metrics", headers=ctl)[2].decode()
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        rest = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0
+    assert all(json.loads(line)["component"] == "distributor-serve" for line in rest.splitlines())
 
 
 def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> None:
