@@ -5,7 +5,8 @@ serves it.
 
 No client library (``prometheus_client`` is not a dependency of SCO); the agent keeps its own even smaller one
 (``agent.metrics``) because it must not import ``stores``. The endpoint authenticates every scrape with a bearer
-token (Prometheus: ``authorization: {credentials_file: …}``): no credential-free path, even on loopback.
+token (Prometheus: ``authorization: {credentials_file: …}``); the only paths without one are the probes
+``/healthz`` and ``/readyz``, which answer "ok"/"ready" and nothing else.
 Metric names carry their unit (``_seconds``, ``_eur``, ``_units``, ``_total``); the catalogue is in
 docs/operations.md "## Metrics".
 """
@@ -30,6 +31,7 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 Labels = tuple[tuple[str, str], ...]
 KINDS = frozenset({"counter", "gauge", "histogram"})
 MIN_TOKEN_CHARS = 16
+PROBES = ("/healthz", "/readyz")
 
 
 
@@ -188,11 +190,15 @@ class MetricsServer:
         self._thread.join(5)
 
 
-def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
+def _handler(registry: Registry, token: str, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
     expected = f"Bearer {token}".encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path in PROBES:  # the kubelet's probes: no credential, and they tell nothing but up/ready
+                self._probe(path)
+                return
             given = (self.headers.get("Authorization") or "").encode()
             if not hmac.compare_digest(given, expected):
                 self._reply(401, b"a bearer token is required\n", {"WWW-Authenticate": 'Bearer realm="sco-metrics"'})
@@ -200,6 +206,17 @@ def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
                 self._reply(404, b"not found: the metrics are at /metrics\n")
             else:
                 self._reply(200, registry.render().encode())
+
+        def _probe(self, path: str) -> None:
+            if path == "/healthz":
+                self._reply(200, b"ok\n")
+                return
+            try:
+                ok = ready()
+            except Exception as exc:  # a probe that cannot tell is "not ready", with the reason in the body
+                self._reply(503, f"not ready: {type(exc).__name__}: {exc}\n".encode())
+                return
+            self._reply(200, b"ready\n") if ok else self._reply(503, b"not ready\n")
 
         def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
@@ -216,11 +233,15 @@ def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(registry: Registry, host: str, port: int, token_file: Path) -> MetricsServer:
-    """Serve ``registry`` at ``http://host:port/metrics`` on a daemon thread, bearer token from ``token_file``."""
+def serve(registry: Registry, host: str, port: int, token_file: Path,
+          ready: Callable[[], bool] | None = None) -> MetricsServer:
+    """Serve ``registry`` at ``http://host:port/metrics`` on a daemon thread, bearer token from ``token_file``.
+
+    ``/healthz`` (liveness: the process answers) and ``/readyz`` (``ready()``, default always) need no token.
+    """
     token = read_token(token_file)
     try:
-        httpd = ThreadingHTTPServer((host, port), _handler(registry, token))
+        httpd = ThreadingHTTPServer((host, port), _handler(registry, token, ready or (lambda: True)))
     except OSError as exc:
         raise TelemetryError(f"metrics endpoint {host}:{port}: {exc.strerror or exc}; pick a free port "
                              "(--metrics-port) or another address (--metrics-host)") from None
