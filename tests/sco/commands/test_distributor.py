@@ -70,6 +70,39 @@ def test_serve_admits_the_stack_agents_and_controller_and_follows_new_mints(tmp_
     assert all(json.loads(line)["component"] == "distributor-serve" for line in rest.splitlines())
 
 
+def test_serve_has_the_metrics_port_and_probes_every_long_running_process_has(tmp_path: Path) -> None:
+    from tests.support.ports import free_port
+
+    home = tmp_path / ".sco"
+    home.mkdir()
+    creds_mod.load_or_create(home)
+    keys = new_keys()
+    raw, sig = make_bundle(keys, "r1/slurm-hpc", 3, [workload_entry("etl")])
+    write_bundle_dir(tmp_path / "out" / "r1" / "slurm-hpc", raw, sig)
+    token = tmp_path / "token"
+    token.write_text("distributor-metrics-token-0123")
+    token.chmod(0o600)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "sco", "distributor", "serve", "--bundles", str(tmp_path / "out"),
+                             "--port", "0", "--home", str(home), "--metrics-port", str(port), "--metrics-host",
+                             "127.0.0.1", "--metrics-token-file", str(token)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # serving
+        proc.stdout.readline()  # its metrics endpoint
+        base = f"http://127.0.0.1:{port}"
+        assert exchange("GET", base + "/healthz")[0] == 200 and exchange("GET", base + "/readyz")[0] == 200
+        assert exchange("GET", base + "/metrics")[0] == 401
+        status, _, body = exchange("GET", base + "/metrics",
+                                   headers={"Authorization": "Bearer distributor-metrics-token-0123"})
+        assert status == 200
+        assert 'sco_distributor_bundle_generation{partition="r1/slurm-hpc",kind="agent"} 3' in body.decode()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
 def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     missing = sco("distributor", "serve", "--bundles", str(tmp_path / "nope"), "--home", str(tmp_path / ".sco"))
