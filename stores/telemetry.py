@@ -167,7 +167,8 @@ def read_token(path: Path) -> str:
         raise TelemetryError(f"metrics token file {path}: {exc.strerror or exc}; write a random token of at least "
                              f"{MIN_TOKEN_CHARS} characters there (mode 0600) and give Prometheus the same file "
                              "as authorization.credentials_file") from None
-    if mode & 0o077:
+    # group read is the process's own group: a Kubernetes secret volume with the pod's fsGroup is mode 0440
+    if mode & 0o037:
         raise TelemetryError(f"metrics token file {path}: mode {mode:o} lets other users read the token; "
                              f"`chmod 600 {path}` (readable by the process and Prometheus only)")
     if len(token) < MIN_TOKEN_CHARS:

@@ -115,6 +115,15 @@ def test_a_token_file_other_users_can_read_is_refused(tmp_path: Path) -> None:
         serve(_registry(), "127.0.0.1", 0, tmp_path / "token")
 
 
+def test_a_token_file_its_group_may_read_is_accepted_as_a_pods_secret_volume_mounts_it(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o440)  # Kubernetes: defaultMode 0400 plus group read for the pod's fsGroup
+    serve(_registry(), "127.0.0.1", 0, tmp_path / "token").close()
+    (tmp_path / "token").chmod(0o460)
+    with pytest.raises(TelemetryError, match=r"MET001.*chmod 600"):
+        serve(_registry(), "127.0.0.1", 0, tmp_path / "token")
+
+
 def _get(port: int, path: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
