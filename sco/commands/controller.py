@@ -137,12 +137,12 @@ def _claim_source(args: argparse.Namespace) -> Any:
     """Where claims come from: a file (tests, the demo), a Kubernetes cluster's pending pods, or Slurm."""
     if args.claims_file:
         return _FileSource(args.claims_file)
-    if args.kubeconfig:
-        from kubernetes import config as kube_config
-
+    if args.kubeconfig or args.claims_from == "kubernetes":
         from controllers.controller.claims_k8s import KubernetesSource
 
-        return KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
+        from .kube_client import kube_api_client
+
+        return KubernetesSource(kube_api_client(args.kubeconfig))  # in a pod: its in-cluster configuration
     from controllers.controller.claims_slurm import SlurmSource
 
     return SlurmSource(tuple(args.slurm_partitions.split(",")))
@@ -354,6 +354,9 @@ def register(subparsers: Any) -> None:
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
                            help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
+            p.add_argument("--claims-from", choices=("slurm", "kubernetes"), default="slurm",
+                           help="where claims come from (default slurm); kubernetes without --kubeconfig uses the "
+                                "pod's in-cluster configuration")
             p.add_argument("--nats", default=None,
                            help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
                                 "losses (default: poll only)")

@@ -57,6 +57,8 @@ def test_there_is_one_controller_per_partition_and_every_long_running_process(ob
                   if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("sco-controller")}
     assert partitions["sco-controller-slurm-hpc"][2:4] == ["--partition", "r1/slurm-hpc"]
     assert partitions["sco-controller-k8s-prod"][2:4] == ["--partition", "r1/k8s-prod"]
+    assert partitions["sco-controller-k8s-prod"][-2:] == ["--claims-from", "kubernetes"]  # in-cluster configuration
+    assert "--claims-from" not in partitions["sco-controller-slurm-hpc"]
     assert all(o["metadata"]["namespace"] == "sco" for o in objects if o["kind"] not in (
         "Namespace", "ClusterRole", "ClusterRoleBinding"))
 
