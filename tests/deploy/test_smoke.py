@@ -275,3 +275,67 @@ def _run_everything(installed: InstalledSco, stack: Path, objects: list[dict[str
     for launch in launches:
         lines = (procs.root / f"{launch.name.replace('/', '_')}.err").read_text().splitlines()
         assert lines and all(json.loads(line)["component"] for line in lines), (launch.name, lines[:3])
+
+
+# The Dagster chart's (dagster/dagster 1.13) commands: the user deployment's container has no command and these
+# args (so our ENTRYPOINT runs them), its readiness probe is an exec of `dagster api grpc-health-check`; the
+# webserver and the daemon set `command` (bash -c …), probed by GET /server_info and `dagster-daemon liveness-check`.
+CHART_USER_ARGS = ["dagster", "api", "grpc", "-h", "0.0.0.0", "-p", "{port}"]
+CHART_WEBSERVER = ["/bin/bash", "-c", "dagster-webserver -h 0.0.0.0 -p {port} -w {workspace}"]
+CHART_DAEMON = ["/bin/bash", "-c", "dagster-daemon run -w {workspace}"]
+
+
+def _dagster_home(installed: InstalledSco, stack: Path, root: Path) -> dict[str, str]:
+    """DAGSTER_HOME with deploy/systemd's PostgreSQL dagster.yaml (standing in for the chart's instance
+    ConfigMap, which names the same storage) on database `dagster` of the stack's PostgreSQL."""
+    import psycopg
+
+    owner = urllib.parse.urlsplit(json.loads((stack / "stack.json").read_text())["services"]["postgres"]["url"])
+    superuser = json.loads((stack / "credentials.json").read_text())["postgres"]["postgres"]
+    admin = owner._replace(netloc=f"postgres:{urllib.parse.quote(superuser)}@{owner.hostname}:{owner.port}",
+                           path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = 'dagster'").fetchone() is None:
+            conn.execute("CREATE DATABASE dagster")
+    home = root / "dagster-home"
+    home.mkdir()
+    shutil.copy(REPO / "deploy" / "systemd" / "dagster" / "dagster.yaml", home / "dagster.yaml")
+    return {"DAGSTER_HOME": str(home), "SCO_DAGSTER_PG_HOST": str(owner.hostname),
+            "SCO_DAGSTER_PG_PORT": str(owner.port), "SCO_DAGSTER_PG_USER": "postgres",
+            "SCO_DAGSTER_PG_PASSWORD": superuser}
+
+
+def test_the_dagster_charts_deployments_run_from_the_wheel_and_pass_their_probes(
+        installed: InstalledSco, stack: Path, tmp_path: Path) -> None:
+    objects = _render(installed, stack, tmp_path)
+    secrets = {o["metadata"]["name"]: o["stringData"] for o in objects if o["kind"] == "Secret"}
+    values = yaml.safe_load((REPO / "deploy" / "helm" / "dagster-values.yaml").read_text())
+    (user,) = values["dagster-user-deployments"]["deployments"]
+    env = {k: v for ref in user["envSecrets"] for k, v in secrets[ref["name"]].items()}
+    env |= _dagster_home(installed, stack, tmp_path)
+    port, web_port = free_port(), free_port()
+    workspace = tmp_path / "workspace.yaml"  # the chart's workspace ConfigMap: the user deployment's service
+    workspace.write_text(yaml.safe_dump({"load_from": [{"grpc_server": {
+        "host": "127.0.0.1", "port": port, "location_name": user["name"]}}]}))
+    procs = Processes(tmp_path)
+    entry = str(installed.bin / "sco-entrypoint")
+    try:
+        args = [a.format(port=port) for a in CHART_USER_ARGS] + list(user["dagsterApiGrpcArgs"])
+        procs.start("dagster-user", [entry, *args], installed.env(env), installed.workdir)
+        _until("the code location answers the chart's readiness probe", lambda: installed.run(
+            "dagster", "api", "grpc-health-check", "-p", str(port), extra=env).returncode == 0, 240, procs,
+            "dagster-user")
+        fill = {"port": web_port, "workspace": workspace}
+        procs.start("dagster-webserver", [a.format(**fill) for a in CHART_WEBSERVER], installed.env(env),
+                    installed.workdir)
+        _until("the webserver answers /server_info", lambda: _get(
+            f"http://127.0.0.1:{web_port}/server_info")[0] == 200, 180, procs, "dagster-webserver")
+        procs.start("dagster-daemon", [a.format(**fill) for a in CHART_DAEMON], installed.env(env),
+                    installed.workdir)
+        _until("the daemon's liveness check passes", lambda: installed.run(
+            "dagster-daemon", "liveness-check", extra=env).returncode == 0, 240, procs, "dagster-daemon")
+        _, body = _get(f"http://127.0.0.1:{web_port}/graphql?query=" + urllib.parse.quote(
+            "{workspaceOrError{... on Workspace{locationEntries{name loadStatus}}}}"))
+        assert '"name": "sco"' in body.replace('":"', '": "') and "LOADED" in body, body[:500]
+    finally:
+        procs.stop_all()
