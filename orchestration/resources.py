@@ -111,6 +111,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_retention_days: int = 7 * 365      # ADR-25: cost attribution is kept seven years
     archive_create_bucket: bool = False         # production: the bucket is created by the operator, with the lock
     archive_correction: str = ""
+    dbt_docs_dir: str = ".sco/dbt-docs"        # where the finance_docs asset writes dbt's static docs site
     interruption_window_days: int = 30
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
