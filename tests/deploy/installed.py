@@ -17,11 +17,12 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 __all__ = ["OUR_PACKAGES", "InstalledSco", "build_wheel", "install"]
 
-OUR_PACKAGES = ("contracts", "stores", "agent", "controllers", "orchestration", "reports", "workload", "sco")
+OUR_PACKAGES = ("contracts", "stores", "agent", "controllers", "distributor", "orchestration", "reports", "workload",
+                "sco")
 # what the build never needs and must not see: at the top, a built tree, a venv, caches, the tests; anywhere,
 # byte code; in the dbt project, its run-time output
 _TOP = {".git", ".venv", "build", "dist", ".sco", ".mypy_cache", ".ruff_cache", ".pytest_cache", "tests", "bench",

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 ENTRYPOINT = REPO / "deploy" / "images" / "entrypoint.sh"
 
@@ -22,7 +22,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_dockerfile_enters_through_the_script() -> None:
     text = (REPO / "deploy" / "images" / "Dockerfile").read_text()
     assert re.search(r'^ENTRYPOINT \["/usr/local/bin/sco-entrypoint"\]$', text, re.M)
-    assert "deploy/images/entrypoint.sh /usr/local/bin/sco-entrypoint" in text
+    assert "COPY deploy/images/entrypoint.sh /usr/local/bin/sco-entrypoint" in text
 
 
 def test_a_sco_sub_command_as_args_runs_sco() -> None:

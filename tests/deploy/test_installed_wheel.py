@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from testkit.paths import REPO
 from tests.deploy.installed import OUR_PACKAGES, InstalledSco, build_wheel, install
-from tests.support.paths import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from sco.deploy.monitoring import prometheus_rule_text
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 OVERLAY = REPO / "deploy" / "kubernetes" / "overlays" / "example-r1"
 RULES = REPO / "deploy" / "monitoring" / "rules" / "sco-alerts.yml"

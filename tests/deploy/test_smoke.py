@@ -36,9 +36,9 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.paths import REPO
 from tests.deploy.installed import InstalledSco, build_wheel, install
 from tests.deploy.pods import Launch, materialize, pod_specs
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 from tests.support.testbeds import tool
 

@@ -7,7 +7,7 @@ import sys
 from importlib.metadata import version
 
 from sco.cli import component
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 
 def test_sco_version_prints_the_package_version() -> None:

@@ -15,7 +15,7 @@ import yaml
 
 from sco.deploy.render import SECRETS, RenderError, job_name
 from sco.stack import credentials as creds_mod
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 K8S_VERSION = "1.32"
 
