@@ -20,6 +20,7 @@ from sco.stack import credentials as creds_mod
 from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 from tests.support.cli import sco
+from tests.support.exposition import parse
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
@@ -97,7 +98,8 @@ def test_serve_has_the_metrics_port_and_probes_every_long_running_process_has(tm
         status, _, body = exchange("GET", base + "/metrics",
                                    headers={"Authorization": "Bearer distributor-metrics-token-0123"})
         assert status == 200
-        assert 'sco_distributor_bundle_generation{partition="r1/slurm-hpc",kind="agent"} 3' in body.decode()
+        assert parse(body.decode()).value("sco_distributor_bundle_generation", partition="r1/slurm-hpc",
+                                          kind="agent") == 3
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
