@@ -15,7 +15,7 @@ import pytest
 from testkit.paths import REPO
 from tests.deploy.installed import OUR_PACKAGES, InstalledSco, build_wheel, install
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("installed-wheel")]  # one wheel build per module
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,9 @@ CronJob runs as a local process (tests/deploy/pods.py: the entry point and args,
 Secrets and ConfigMaps as files): the migrate Job to completion, each Deployment until its readiness and
 liveness probes pass, the rollout CronJob once. Real Prometheus (Debian's, deploy/testbed/monitoring) scrapes
 each Deployment through a scrape configuration made from the PodMonitor we ship, evaluates the PrometheusRule
-we ship, and SCOTargetDown fires for a process that stops answering.
+we ship, and SCOTargetDown fires for a process that stops answering. The Dagster chart's three deployments run
+with the chart's own command and args against our entry point; deploy/systemd's units run their ExecStart with
+the env files docs/operations.md describes and are scraped with deploy/monitoring/prometheus/scrape-vms.yml.
 
 What is not the manifests' own (``CONTROLLER_STAND_INS``): the controllers' OpenStack is the simulated region
 (``--sim-url`` for ``--clouds-yaml``/``--credential-issuer``/``--image``, and an empty stand-in for the
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -42,7 +46,8 @@ from tests.deploy.pods import Launch, materialize, pod_specs
 from tests.support.ports import free_port
 from tests.support.testbeds import tool
 
-pytestmark = [pytest.mark.testbed, pytest.mark.services, pytest.mark.slow]
+# one worker: the three tests share the installed wheel and the stack (module fixtures)
+pytestmark = [pytest.mark.testbed, pytest.mark.services, pytest.mark.slow, pytest.mark.xdist_group("deploy-smoke")]
 REGION = "r1"
 # flags of the manifests' controller replaced here, and what stands in for them
 CONTROLLER_STAND_INS = {"--clouds-yaml": 1, "--credential-issuer": 1, "--image": 1, "--claims-from": 1}
@@ -337,5 +342,163 @@ def test_the_dagster_charts_deployments_run_from_the_wheel_and_pass_their_probes
         _, body = _get(f"http://127.0.0.1:{web_port}/graphql?query=" + urllib.parse.quote(
             "{workspaceOrError{... on Workspace{locationEntries{name loadStatus}}}}"))
         assert '"name": "sco"' in body.replace('":"', '": "') and "LOADED" in body, body[:500]
+    finally:
+        procs.stop_all()
+
+
+# --- the VM install: deploy/systemd's units as systemd would start them ---------------------------------------
+UNITS = REPO / "deploy" / "systemd"
+# unit file -> instance (%i) for the templates
+RUN_UNITS = {"sco-controller@.service": "r1-slurm-hpc", "sco-exclusion-watcher@.service": "r1",
+             "sco-ingest.service": "", "sco-outbox-relay.service": "", "sco-distributor.service": "",
+             "sco-dagster-code.service": "", "sco-dagster-webserver.service": "", "sco-dagster-daemon.service": ""}
+FIXED_PORT_FLAGS = ("--metrics-port", "--port")
+
+
+def _service(unit: Path, instance: str) -> dict[str, list[str]]:
+    """The [Service] keys that say what runs (repeated keys kept in order), ``%i`` filled in."""
+    out: dict[str, list[str]] = {}
+    section = ""
+    for line in unit.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            out.setdefault(key, []).append(value.replace("%i", instance))
+    return out
+
+
+def _expand(exec_start: str, env: dict[str, str]) -> list[str]:
+    """systemd's expansion: ``$VAR`` alone is split into words, ``${VAR}`` stays one word."""
+    words: list[str] = []
+    for word in shlex.split(exec_start):
+        if word.startswith("$") and not word.startswith("${"):
+            words += env.get(word[1:], "").split()
+        else:
+            words.append(re.sub(r"\$\{(\w+)\}", lambda m: env.get(m.group(1), ""), word))
+    return words
+
+
+def _relocate(word: str, installed: InstalledSco, root: Path) -> str:
+    for prefix, local in (("/opt/sco/bin/", f"{installed.bin}/"), ("/etc/sco/", f"{root}/etc/"),
+                          ("/var/lib/sco/", f"{root}/var/")):
+        word = word.replace(prefix, local)
+    return word
+
+
+def _vm_files(objects: list[dict[str, Any]], root: Path, sim_url: str, claims: Path,
+              dagster: dict[str, str]) -> tuple[dict[str, dict[str, str]], dict[str, int]]:
+    """/etc/sco and /var/lib/sco as docs/operations.md lays them out, the env files from the same credentials
+    the Secrets hold; returns the env files by name and the ports the units' env files give."""
+    secrets = {o["metadata"]["name"]: o["stringData"] for o in objects if o["kind"] == "Secret"}
+    etc, var = root / "etc", root / "var"
+    (etc / "distributor").mkdir(parents=True)
+    (etc / "dagster").mkdir()
+    (var / "dagster").mkdir(parents=True)
+    (etc / "metrics-token").write_text(secrets["sco-metrics-token"]["token"])
+    (etc / "metrics-token").chmod(0o600)
+    shutil.copy(root / "keys" / "signing.pub.pem", etc / "bundle-signing.pub")
+    shutil.copy(root / "keys" / "governance.pub.pem", etc / "governance.pub")
+    settings = REPO / "deploy" / "contracts" / "compiler.yaml"
+    (etc / "compiler.yaml").write_text(settings.read_text() if settings.is_file() else "{}\n")
+    (etc / "distributor" / "credentials.json").write_text(secrets["sco-distributor-home"]["credentials.json"])
+    shutil.copytree(root / "compiled", var / "bundles")
+    shutil.copytree(root / "compiled" / "r1" / "slurm-hpc", var / "bundles" / "r1-slurm-hpc")
+    shutil.copy(REPO / "deploy" / "systemd" / "dagster" / "dagster.yaml", var / "dagster" / "dagster.yaml")
+    ports = {"controller": free_port(), "watcher": free_port(), "dagster-code": free_port()}
+    workspace = yaml.safe_load((REPO / "deploy" / "systemd" / "dagster" / "workspace.yaml").read_text())
+    workspace["load_from"][0]["grpc_server"]["port"] = ports["dagster-code"]
+    (etc / "dagster" / "workspace.yaml").write_text(yaml.safe_dump(workspace))
+    env = {"controller-r1-slurm-hpc.env": {"SCO_PARTITION": "r1/slurm-hpc", "SCO_REGION": "r1",
+                                           "SCO_METRICS_PORT": str(ports["controller"]),
+                                           "SCO_CONTROLLER_ARGS": f"--sim-url {sim_url} --claims-file {claims} "
+                                                                  "--interval 1",
+                                           **secrets["sco-controller-stores"]},
+           "watcher-r1.env": {"SCO_METRICS_PORT": str(ports["watcher"]), **secrets["sco-exclusion-watcher-stores"]},
+           "ingest.env": secrets["sco-ingest-stores"], "relay.env": secrets["sco-outbox-relay-stores"],
+           "distributor.env": {"SCO_DISTRIBUTOR_HOST": "127.0.0.1"}, "rollout.env": secrets["sco-rollout-stores"],
+           "analytics.env": {**secrets["sco-analytics-stores"], **dagster}}
+    for name, values in env.items():
+        (etc / name).write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return env, ports
+
+
+def _unit_argv(unit: str, instance: str, installed: InstalledSco, root: Path, env_files: dict[str, dict[str, str]],
+               dagster_port: int) -> tuple[list[str], dict[str, str], dict[str, int]]:
+    """The effective command line and environment of one unit; fixed ports moved to free ones (the units share
+    one loopback here); returns the ports by flag."""
+    service = _service(UNITS / unit, instance)
+    env: dict[str, str] = {}
+    for line in service.get("Environment", []):
+        env.update(dict(kv.split("=", 1) for kv in shlex.split(line)))
+    for path in service.get("EnvironmentFile", []):
+        env.update(env_files[Path(path).name])
+    (exec_start,) = service["ExecStart"]
+    argv = [_relocate(w, installed, root) for w in _expand(exec_start, env)]
+    env = {k: _relocate(v, installed, root) for k, v in env.items()}
+    ports: dict[str, int] = {}
+    for i in range(1, len(argv)):
+        if argv[i - 1] in FIXED_PORT_FLAGS:
+            ports[argv[i - 1]] = dagster_port if unit == "sco-dagster-code.service" else (
+                int(argv[i]) if argv[i - 1] == "--metrics-port" and unit.endswith("@.service") else free_port())
+            argv[i] = str(ports[argv[i - 1]])
+    return argv, env, ports
+
+
+def test_every_systemd_unit_runs_from_the_wheel_and_prometheus_scrapes_it_with_the_shipped_jobs(
+        installed: InstalledSco, stack: Path, tmp_path: Path) -> None:
+    objects = _render(installed, stack, tmp_path)
+    procs = Processes(tmp_path)
+    try:
+        region_port = free_port()
+        stack_doc = json.loads((stack / "stack.json").read_text())
+        procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--nats",
+                                   stack_doc["components"]["region"]["nats"]], installed.env(), installed.workdir)
+        claims = tmp_path / "claims.json"
+        claims.write_text("[]")
+        dagster = _dagster_home(installed, stack, tmp_path)
+        dagster = {k: v for k, v in dagster.items() if k != "DAGSTER_HOME"}  # the units set their own
+        env_files, ports = _vm_files(objects, tmp_path, f"http://127.0.0.1:{region_port}", claims, dagster)
+        metrics: dict[str, int] = {}
+        for unit, instance in RUN_UNITS.items():
+            argv, env, unit_ports = _unit_argv(unit, instance, installed, tmp_path, env_files, ports["dagster-code"])
+            procs.start(unit, argv, installed.env(env), installed.workdir)
+            if "--metrics-port" in unit_ports:
+                metrics[unit] = unit_ports["--metrics-port"]
+                _until(f"{unit} ready", lambda p=unit_ports["--metrics-port"]: _get(
+                    f"http://127.0.0.1:{p}/readyz")[0] == 200, 180, procs, unit)
+                assert _get(f"http://127.0.0.1:{unit_ports['--metrics-port']}/healthz")[0] == 200, unit
+            elif unit == "sco-dagster-code.service":
+                _until("the code location answers", lambda e=env: installed.run(
+                    "dagster", "api", "grpc-health-check", "-p", str(ports["dagster-code"]),
+                    extra=e).returncode == 0, 240, procs, unit)
+            elif unit == "sco-dagster-webserver.service":
+                _until("the webserver answers", lambda p=unit_ports["--port"]: _get(
+                    f"http://127.0.0.1:{p}/server_info")[0] == 200, 180, procs, unit)
+            else:
+                _until("the daemon's liveness check", lambda e=env: installed.run(
+                    "dagster-daemon", "liveness-check", extra=e).returncode == 0, 240, procs, unit)
+        argv, env, _ = _unit_argv("sco-bundle-rollout.service", "", installed, tmp_path, env_files, 0)
+        run = subprocess.run(argv, env=installed.env(env), cwd=installed.workdir, capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        jobs = yaml.safe_load((REPO / "deploy" / "monitoring" / "prometheus" / "scrape-vms.yml").read_text())
+        by_job = {"sco-controller": "sco-controller@.service",
+                  "sco-exclusion-watcher": "sco-exclusion-watcher@.service", "sco-ingest": "sco-ingest.service",
+                  "sco-outbox-relay": "sco-outbox-relay.service", "sco-distributor": "sco-distributor.service"}
+        for job in jobs["scrape_configs"]:
+            job["static_configs"] = [{"targets": [f"127.0.0.1:{metrics[by_job[job['job_name']]]}"]}]
+            job["authorization"]["credentials_file"] = str(tmp_path / "etc" / "metrics-token")
+            job["scrape_interval"] = "1s"
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(jobs))
+        prom_port = free_port()
+        procs.start("prometheus", [tool("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                                   f"--web.listen-address=127.0.0.1:{prom_port}"], dict(os.environ), tmp_path)
+        _until("Prometheus scrapes every unit", lambda: {r["metric"]["job"] for r in _query(
+            prom_port, "up == 1")} == set(by_job), 60, procs, "prometheus")
+        for job in by_job:
+            assert _query(prom_port, f'count({{job="{job}", __name__=~"sco_.+"}})'), f"no sco_ series from {job}"
     finally:
         procs.stop_all()
