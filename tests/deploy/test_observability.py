@@ -111,3 +111,15 @@ def test_every_long_running_systemd_unit_serves_metrics_and_logs_json() -> None:
         assert _flag(args, "--metrics-port"), unit
         assert _flag(args, "--metrics-token-file") or "SCO_METRICS_TOKEN_FILE" in text, unit
         assert "SCO_LOG_FORMAT=json" in text, unit
+
+
+def test_every_container_of_every_pod_logs_json(objects: list[dict[str, Any]]) -> None:
+    seen = 0
+    for obj in objects:
+        spec = (obj["spec"]["jobTemplate"]["spec"]["template"]["spec"] if obj["kind"] == "CronJob"
+                else obj["spec"]["template"]["spec"] if obj["kind"] in ("Deployment", "Job") else None)
+        for c in [*(spec or {}).get("initContainers", []), *(spec or {}).get("containers", [])]:
+            env = {e["name"]: e.get("value") for e in c.get("env", [])}
+            assert env.get("SCO_LOG_FORMAT") == "json", f"{obj['metadata']['name']}/{c['name']}"
+            seen += 1
+    assert seen == 9
