@@ -47,6 +47,19 @@ def _metrics_token(args: argparse.Namespace, home: Path) -> str:
     return path.read_text().strip()
 
 
+def _nats_users(home: Path) -> tuple[dict[str, Any], ...]:
+    """The stack's NATS users as the server configuration names them (bcrypt hashes, subject permissions)."""
+    from sco.stack import credentials as creds_mod
+
+    users = []
+    for user in creds_mod.nats_users(creds_mod.load_or_create(home)):
+        entry: dict[str, Any] = {"user": user.name, "password": creds_mod.password_hash(user.password)}
+        if user.publish is not None or user.subscribe is not None:
+            entry["permissions"] = {"publish": list(user.publish or ()), "subscribe": list(user.subscribe or ())}
+        users.append(entry)
+    return tuple(users)
+
+
 def _render_input(args: argparse.Namespace) -> Any:
     import json
 
@@ -66,7 +79,9 @@ def _render_input(args: argparse.Namespace) -> Any:
     settings = args.contracts / "compiler.yaml"
     kubernetes = {b: {f.name: f.read_text() for f in sorted((args.kubernetes / b).glob("*.yaml"))} for b in BASES
                   if (args.kubernetes / b).is_dir()}
-    return RenderInput(region=args.region, image=args.image, release=args.release, stack=stack,
+    helm = args.kubernetes.parent / "helm" / "nats-values.yaml"
+    return RenderInput(nats_values=helm.read_text() if helm.is_file() else "", nats_users=_nats_users(home),
+                       region=args.region, image=args.image, release=args.release, stack=stack,
                        distributor_credentials=_read(home / CREDENTIALS_FILE, "the stack's credentials"),
                        metrics_token=_metrics_token(args, home),
                        compiler_settings=settings.read_text() if settings.is_file() else "{}\n",

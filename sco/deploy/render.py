@@ -8,7 +8,10 @@
 * the Secrets each component reads (``sco-<component>-stores``: its store URLs from the stack's credentials),
   the distributor's table of who may fetch, and the metrics token every scrape sends;
 * the ConfigMaps: ``compiler.yaml`` of the contract repository, and per partition its signed bundles with the
-  signing (and governance) public keys.
+  signing (and governance) public keys;
+* ``nats-values.yaml`` for the official NATS chart: ``deploy/helm/nats-values.yaml`` with the stack's users, their
+  bcrypt hashes and subject permissions (``sco.stack.credentials``), for ``helm upgrade … -f`` (not applied by
+  kustomize).
 
 ``plan`` is pure (file name -> text from the inputs); ``write`` puts the files down (the Secrets 0600).
 """
@@ -63,6 +66,8 @@ class RenderInput:
     bundles: Mapping[str, Mapping[str, str]]  # cluster -> file name -> text (the compile's <region>/<cluster>)
     public_keys: Mapping[str, str]  # bundle-signing.pub and governance.pub
     kubernetes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # base -> file -> text
+    nats_values: str = ""  # deploy/helm/nats-values.yaml
+    nats_users: tuple[Mapping[str, Any], ...] = ()  # {user, password (bcrypt), permissions}
 
 
 def job_name(release: str) -> str:
@@ -157,6 +162,16 @@ def overlay(inp: RenderInput) -> str:
                     {"target": {"kind": "Job", "name": "sco-migrate"}, "patch": _doc(migrate)}]}))
 
 
+def nats_values(inp: RenderInput) -> str:
+    """The NATS chart's values with the stack's users merged into the server configuration."""
+    values = yaml.safe_load(inp.nats_values) or {}
+    merge = values.setdefault("config", {}).setdefault("merge", {})
+    merge["authorization"] = {"users": [dict(u) for u in inp.nats_users]}
+    return ("# Rendered by `sco deploy render` from deploy/helm/nats-values.yaml and the stack's NATS users\n"
+            "# (bcrypt hashes, never a password): helm upgrade --install nats nats/nats -n sco-stores -f this file\n"
+            + _doc(values))
+
+
 def plan(inp: RenderInput) -> dict[str, str]:
     """Relative path -> text of every file of the rendered install."""
     if not inp.bundles:
@@ -170,6 +185,8 @@ def plan(inp: RenderInput) -> dict[str, str]:
     files["kustomization.yaml"] = overlay(inp)
     files["secrets.yaml"] = secrets(inp)
     files["configmaps.yaml"] = configmaps(inp)
+    if inp.nats_values:
+        files["nats-values.yaml"] = nats_values(inp)
     for cluster, bundle in inp.bundles.items():
         kube = _schedulers(bundle) == {"kubernetes"}
         files[f"partitions/{cluster}/kustomization.yaml"] = _partition(inp.region, cluster, kube)
@@ -183,7 +200,7 @@ def write(files: Mapping[str, str], out: Path) -> list[Path]:
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        if rel == "secrets.yaml":
+        if rel in ("secrets.yaml", "nats-values.yaml"):
             path.chmod(0o600)
         written.append(path)
     return written

@@ -146,3 +146,18 @@ def test_a_stack_without_a_store_says_which_and_how_to_fix(inputs: dict[str, Pat
                           str(inputs["keys"] / "governance.pub.pem"), "--home", str(home)], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "DEP002: the stack has no postgres URL for controller" in run.stderr
+
+
+def test_the_nats_chart_values_carry_the_stacks_users_as_bcrypt_hashes(inputs: dict[str, Path]) -> None:
+    import bcrypt
+
+    out, _ = _render(inputs, "0.2.0")
+    values = yaml.safe_load((out / "nats-values.yaml").read_text())
+    users = {u["user"]: u for u in values["config"]["merge"]["authorization"]["users"]}
+    creds = creds_mod.load_or_create(inputs["home"])
+    assert set(creds_mod.NATS_PERMISSIONS) <= set(users)
+    for name in creds_mod.NATS_PERMISSIONS:
+        assert bcrypt.checkpw(creds.nats[name].encode(), users[name]["password"].encode()), name
+        assert creds.nats[name] not in (out / "nats-values.yaml").read_text()
+    assert values["config"]["jetstream"]["enabled"] is True  # the shipped values, kept
+    assert (out / "nats-values.yaml").stat().st_mode & 0o077 == 0
