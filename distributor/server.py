@@ -85,8 +85,10 @@ class Distributor:
         return web.Response(text=self.render_metrics(), content_type="text/plain")
 
     def render_metrics(self) -> str:
-        """Prometheus text (stores.telemetry, prometheus_client's format): every bundle's age and generation,
-        responses by status."""
+        """Prometheus text: every bundle's age and generation, responses by status.
+
+        Written by ``stores.telemetry`` (prometheus_client's format).
+        """
         from stores.telemetry import Registry
 
         now = self.clock()

@@ -51,7 +51,8 @@ SHIPPED_DIR = _PACKAGED if _installed() else _CHECKOUT
 DBT_DIR = _work_dir() if _installed() else _CHECKOUT
 # the ``sco`` sources and the assets that write them (a source not named here becomes ``sco_<name>``)
 SOURCE_ASSETS = {"cost_attribution": "savings_attribution", "provider_pools": "pool_catalogue",
-                 "contract_breaches": "contract_breaches", "recommendations": "recommendations"}
+                 "contract_breaches": "contract_breaches", "recommendations": "recommendations",
+                 "strategy_months": "strategy_month"}
 
 
 _VARS = {"SCO_DBT_CLICKHOUSE_HOST": "sco_clickhouse_host", "SCO_DBT_CLICKHOUSE_PORT": "sco_clickhouse_port",
@@ -60,6 +61,7 @@ _ENV_LOCK = threading.RLock()
 
 
 def dbt_executable() -> str:
+    """The ``dbt`` beside this Python, else ``dbt`` on the PATH."""
     here = Path(sys.executable).with_name("dbt")
     return str(here) if here.exists() else "dbt"
 

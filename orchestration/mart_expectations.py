@@ -15,7 +15,7 @@ from typing import Any
 
 from .expectations import ledger_balances, validate
 
-__all__ = ["MARTS", "Expectation", "MartSuite", "mart_suite"]
+__all__ = ["MARTS", "UPSTREAM_ROWS", "Expectation", "MartSuite", "mart_suite", "read_mart"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,25 @@ MARTS = {
     "fct_finance_export": MartSuite("fct_finance_export", ("month", "workload"),
                                     ("counterfactual_eur", "costs_eur", "net_saving_eur"), False),
 }
+
+
+# the row count each mart's upstream implies: a month of showback per (month, workload) of the ledger, an export
+# row per showback row; the ledger's upstream is the hourly attribution (None: not checked)
+UPSTREAM_ROWS: dict[str, str | None] = {
+    "fct_savings_ledger": None,
+    "fct_showback_monthly": "SELECT count() FROM (SELECT DISTINCT toStartOfMonth(hour), workload "
+                            "FROM fct_savings_ledger)",
+    "fct_finance_export": "SELECT count() FROM fct_showback_monthly",
+}
+
+
+def read_mart(client: Any, suite: MartSuite) -> tuple[Any, int | None]:
+    """The whole mart as a pandas frame and the row count its upstream implies (a clickhouse-connect client)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(client.query_df(f"SELECT * FROM {suite.name}"))
+    upstream = UPSTREAM_ROWS[suite.name]
+    return frame, (int(client.query(upstream).result_rows[0][0]) if upstream else None)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def test_the_marts_people_read_are_named_in_exposures_with_an_owner(manifest: di
 
 def test_every_source_loaded_continuously_declares_its_freshness(manifest: dict[str, Any]) -> None:
     sources = {s["name"]: s for s in manifest["sources"].values()}
-    replaced_whole = {"provider_pools"}  # the catalogue is replaced when it changes: no load time to check
+    # the catalogue is replaced when it changes, the bake-off writes when it is run: no cadence to hold them to
+    replaced_whole = {"provider_pools", "strategy_months"}
     missing = [n for n, s in sources.items() if n not in replaced_whole
                and not (s.get("loaded_at_field") and (s.get("freshness") or {}).get("error_after", {}).get("count"))]
     assert missing == []

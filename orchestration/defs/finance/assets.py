@@ -38,6 +38,7 @@ class _Translator(DagsterDbtTranslator):
 
 
 def dbt_resource() -> DbtCliResource:
+    """The dbt CLI resource on the dbt project (the checkout's, or a copy of the installed package's) and profile."""
     project = str(ensure_project())
     return DbtCliResource(project_dir=project, profiles_dir=project, dbt_executable=dbt_executable())
 

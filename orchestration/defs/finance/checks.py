@@ -5,19 +5,10 @@ from __future__ import annotations
 
 from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, AssetKey, asset_check
 
-from orchestration.mart_expectations import MARTS, MartSuite, mart_suite
+from orchestration.mart_expectations import MARTS, MartSuite, mart_suite, read_mart
 from orchestration.resources import ClickHouseResource
 
-__all__ = ["CHECKS", "UPSTREAM_ROWS"]
-
-# the row count each mart's upstream implies: a month of showback per (month, workload) of the ledger, an export
-# row per showback row; the ledger's upstream is the hourly attribution (None: not checked)
-UPSTREAM_ROWS = {
-    "fct_savings_ledger": None,
-    "fct_showback_monthly": "SELECT count() FROM (SELECT DISTINCT toStartOfMonth(hour), workload "
-                            "FROM fct_savings_ledger)",
-    "fct_finance_export": "SELECT count() FROM fct_showback_monthly",
-}
+__all__ = ["CHECKS"]
 
 
 def _check(suite: MartSuite) -> AssetChecksDefinition:
@@ -25,16 +16,12 @@ def _check(suite: MartSuite) -> AssetChecksDefinition:
                  description=f"great-expectations suite on {suite.name}: row count against its upstream, no nulls "
                              "in keys and money columns, counterfactual − costs = net.")
     def _run(clickhouse: ClickHouseResource) -> AssetCheckResult:
-        import pandas as pd
-
         c = clickhouse.client()
         try:
-            frame = c.query_df(f"SELECT * FROM {suite.name}")
-            upstream = UPSTREAM_ROWS[suite.name]
-            expected = int(c.query(upstream).result_rows[0][0]) if upstream else None
+            frame, expected = read_mart(c, suite)
         finally:
             c.close()
-        results = mart_suite(suite, pd.DataFrame(frame), expected)
+        results = mart_suite(suite, frame, expected)
         failed = [r for r in results if not r.passed]
         return AssetCheckResult(passed=not failed, severity=AssetCheckSeverity.ERROR,
                                 description="; ".join(r.message for r in (failed or results)),
