@@ -110,9 +110,14 @@ class PoolState:
 
     @property
     def reclaim_p(self) -> float:
-        """P(reclaim within 1 h) the planner uses: ``reclaim_p_1h``, else from the catalogue's interruption rate."""
-        if self.reclaim_p_1h is not None:
-            return self.reclaim_p_1h
+        """P(reclaim within 1 h) the planner uses.
+
+        ``reclaim_p_1h`` held to [0, 1]; none, or not a number: from the catalogue's interruption rate (a NaN in an
+        order key would make the ranking depend on the sort).
+        """
+        p = self.reclaim_p_1h
+        if p is not None and not math.isnan(p):
+            return min(1.0, max(0.0, p))
         return 1.0 - math.exp(-float(self.pool.interruption_rate_pct_h) / 100.0)
 
     @property

@@ -95,3 +95,9 @@ def test_the_baseline_shrinks_a_pool_with_little_history_towards_its_group_and_t
     assert 0.0 < p["new-b"] < p["busy-a"]
     assert baseline_reclaim_p({}, {}) == {}
     assert Decimal(0) == Decimal(str(baseline_reclaim_p({"x": (0.0, 0.0)}, {})["x"]))
+
+
+@pytest.mark.parametrize(("given", "used"), [(None, 0.0), (float("nan"), 0.0), (1.7, 1.0), (-0.2, 0.0), (0.3, 0.3)])
+def test_a_forecast_out_of_range_or_not_a_number_is_held_to_a_probability_or_replaced_by_the_catalogue_rate(
+        given: float | None, used: float) -> None:
+    assert PoolState(pool("p"), 1, reclaim_p_1h=given).reclaim_p == used  # the builder's catalogue rate is 0
