@@ -52,9 +52,9 @@ def simulated_history(seed: int, days: float, start: datetime = START, rate_pct_
         for i, u, free, cap in rows:
             g = float(specs[i].pool.guaranteed_rate_eur_h)
             n = len(engine.live[i])
-            for c, v in zip(CARD_SCHEMA, (when, specs[i].pool.pool_id, round(g * price_factor(u, config.price_demand), 4),
-                                          g, free, cap, n, float(max(engine.capacity(i, t + FORWARD_S) - n, 0))),
-                            strict=True):
+            rate = round(g * price_factor(u, config.price_demand), 4)
+            ahead = float(max(engine.capacity(i, t + FORWARD_S) - n, 0))
+            for c, v in zip(CARD_SCHEMA, (when, specs[i].pool.pool_id, rate, g, free, cap, n, ahead), strict=True):
                 cols[c].append(v)
 
     def on_event(ev: SimEvent) -> None:
@@ -100,7 +100,7 @@ def run_seed(seed: int, days: float, train_days: float, horizons: Sequence[int])
     out: dict[str, Any] = {"seed": seed, "reclaims": len(reclaims), "train": len(train), "test": len(test),
                            "version": model.version, "scores": {}}
     for h in horizons:
-        ours, baselines, bins = score_forecast(model, train, test, h)
+        ours, baselines, _ = score_forecast(model, train, test, h)
         out["scores"][h] = (ours, baselines)
         if h == 60:
             out["p"], out["y"] = model.predict(test)[h], test[f"y_{h}"].to_numpy()

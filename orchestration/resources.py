@@ -112,6 +112,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_create_bucket: bool = False         # production: the bucket is created by the operator, with the lock
     archive_correction: str = ""
     interruption_window_days: int = 30
+    forecast_model_dir: str = ".sco/forecast"   # the reclaim forecast's fitted model, one file per region
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
     orchestrator_eur_per_gib_h: str = "0.005"

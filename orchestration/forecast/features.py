@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import polars as pl
 
@@ -27,10 +28,12 @@ __all__ = ["CARD_SCHEMA", "FEATURES", "POOL_SCHEMA", "RECLAIM_SCHEMA", "WINDOWS"
            "window_counts"]
 
 TIME = pl.Datetime("ms", "UTC")
-CARD_SCHEMA = {"time": TIME, "pool": pl.String, "rate_eur_h": pl.Float64, "guaranteed_rate_eur_h": pl.Float64,
-               "free": pl.Int64, "capacity": pl.Int64, "instances": pl.Int64, "forward_free": pl.Float64}
-POOL_SCHEMA = {"pool": pl.String, "aggregate": pl.String, "hall": pl.String, "vcpu": pl.Int64, "group": pl.String}
-RECLAIM_SCHEMA = {"time": TIME, "pool": pl.String, "notice": pl.Boolean}
+CARD_SCHEMA: dict[str, Any] = {"time": TIME, "pool": pl.String, "rate_eur_h": pl.Float64,
+                               "guaranteed_rate_eur_h": pl.Float64, "free": pl.Int64, "capacity": pl.Int64,
+                               "instances": pl.Int64, "forward_free": pl.Float64}
+POOL_SCHEMA: dict[str, Any] = {"pool": pl.String, "aggregate": pl.String, "hall": pl.String, "vcpu": pl.Int64,
+                               "group": pl.String}
+RECLAIM_SCHEMA: dict[str, Any] = {"time": TIME, "pool": pl.String, "notice": pl.Boolean}
 
 # recent reclaim windows, as (column suffix, width)
 WINDOWS: tuple[tuple[str, timedelta], ...] = (("1h", timedelta(hours=1)), ("6h", timedelta(hours=6)),
@@ -84,8 +87,8 @@ def _shares(cards: pl.DataFrame, by: str) -> pl.Expr:
 def feature_frame(cards: pl.DataFrame, pools: pl.DataFrame, reclaims: pl.DataFrame) -> pl.DataFrame:
     """One row per card row with ``time``, ``pool``, ``instances`` and every column of ``FEATURES``; cards of
     pools missing from ``pools`` are dropped (not reclaimable, or not in the catalogue)."""
-    frame = cards.cast(CARD_SCHEMA).join(pools.cast(POOL_SCHEMA), on="pool", how="inner")   # type: ignore[arg-type]
-    reclaims = reclaims.cast(RECLAIM_SCHEMA)   # type: ignore[arg-type]
+    frame = cards.cast(CARD_SCHEMA).join(pools.cast(POOL_SCHEMA), on="pool", how="inner")
+    reclaims = reclaims.cast(RECLAIM_SCHEMA)
     per = pl.max_horizontal(pl.col("instances"), 1).cast(pl.Float64)
     cap = pl.col("capacity").cast(pl.Float64)
     hour = pl.col("time").dt.hour().cast(pl.Float64) + pl.col("time").dt.minute().cast(pl.Float64) / 60.0
@@ -125,7 +128,7 @@ def labels(frame: pl.DataFrame, reclaims: pl.DataFrame, horizons_min: Sequence[i
     pool's instances at t reclaimed in (t, t + h] (held to [0, 1]) and ``y_{h}_nn``: of those, without notice.
     Rows whose horizon ends after ``until`` (default: the last reclaim or card seen) are dropped: their outcome is
     not known yet."""
-    reclaims = reclaims.cast(RECLAIM_SCHEMA)   # type: ignore[arg-type]
+    reclaims = reclaims.cast(RECLAIM_SCHEMA)
     last = until if until is not None else frame["time"].max()
     spans = [(f"_n{h}", timedelta(minutes=h)) for h in horizons_min]
     pools = frame.select("pool").unique()   # counts per pool need no pool attributes

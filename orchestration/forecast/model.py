@@ -24,8 +24,9 @@ from .features import FEATURES
 __all__ = ["EPS", "PARAMS", "Forecaster", "binary_rows", "fit", "horizons_for", "load", "save"]
 
 EPS = 1e-4   # probabilities are held to [EPS, 1 - EPS]: a forecast of 0 or 1 scores an infinite log-loss
-PARAMS: Mapping[str, Any] = {"learning_rate": 0.1, "max_iter": 100, "max_bins": 63, "max_leaf_nodes": 15, "min_samples_leaf": 200,
-                             "l2_regularization": 1.0, "early_stopping": False, "random_state": 0}
+PARAMS: Mapping[str, Any] = {"learning_rate": 0.1, "max_iter": 100, "max_bins": 63, "max_leaf_nodes": 15,
+                             "min_samples_leaf": 200, "l2_regularization": 1.0, "early_stopping": False,
+                             "random_state": 0}
 SAMPLE_EVERY_MIN = 30   # training samples: every sixth five-minute card (neighbouring cards share most outcomes)
 
 
