@@ -87,8 +87,8 @@ def _shares(cards: pl.DataFrame, by: str) -> pl.Expr:
 def feature_frame(cards: pl.DataFrame, pools: pl.DataFrame, reclaims: pl.DataFrame) -> pl.DataFrame:
     """One row per card row with ``time``, ``pool``, ``instances`` and every column of ``FEATURES``; cards of
     pools missing from ``pools`` are dropped (not reclaimable, or not in the catalogue)."""
-    frame = cards.cast(CARD_SCHEMA).join(pools.cast(POOL_SCHEMA), on="pool", how="inner")
-    reclaims = reclaims.cast(RECLAIM_SCHEMA)
+    frame = cards.cast(pl.Schema(CARD_SCHEMA)).join(pools.cast(pl.Schema(POOL_SCHEMA)), on="pool", how="inner")
+    reclaims = reclaims.cast(pl.Schema(RECLAIM_SCHEMA))
     per = pl.max_horizontal(pl.col("instances"), 1).cast(pl.Float64)
     cap = pl.col("capacity").cast(pl.Float64)
     hour = pl.col("time").dt.hour().cast(pl.Float64) + pl.col("time").dt.minute().cast(pl.Float64) / 60.0
@@ -128,7 +128,7 @@ def labels(frame: pl.DataFrame, reclaims: pl.DataFrame, horizons_min: Sequence[i
     pool's instances at t reclaimed in (t, t + h] (held to [0, 1]) and ``y_{h}_nn``: of those, without notice.
     Rows whose horizon ends after ``until`` (default: the last reclaim or card seen) are dropped: their outcome is
     not known yet."""
-    reclaims = reclaims.cast(RECLAIM_SCHEMA)
+    reclaims = reclaims.cast(pl.Schema(RECLAIM_SCHEMA))
     last = until if until is not None else frame["time"].max()
     spans = [(f"_n{h}", timedelta(minutes=h)) for h in horizons_min]
     pools = frame.select("pool").unique()   # counts per pool need no pool attributes
