@@ -53,22 +53,25 @@ def _published(ch: ClickHouse, region: str, t0: datetime, t1: datetime) -> pl.Da
                         schema={"time": TIME, "pool": pl.String, "p": pl.Float64, "version": pl.String}, orient="row")
 
 
-def score_day(ch: ClickHouse, region: str, day: datetime, groups: Mapping[str, str]) -> DailyScore | None:
-    """The forecast published on ``day`` (a UTC date at midnight) against the baselines; None when nothing was
-    published that day, or no outcome is known yet."""
+def score_day(ch: ClickHouse, region: str, day: datetime, groups: Mapping[str, str],
+              now: datetime) -> DailyScore | None:
+    """The forecast published on ``day`` (a UTC date at midnight) against the baselines, on the outcomes known
+    by ``now`` (a forecast whose hour has not ended is left out); None when nothing was published that day, or no
+    outcome is known yet."""
     t0, t1 = day, day + timedelta(days=1)
+    known = min(t1 + timedelta(minutes=HORIZON), now)
     published = _published(ch, region, t0, t1).sort("time")
     if published.is_empty():
         return None
     pools = pools_frame(ch, region, groups)
-    reclaims = reclaims_frame(ch, region, t0 - 2 * LOOKBACK, t1 + timedelta(minutes=HORIZON))
+    reclaims = reclaims_frame(ch, region, t0 - 2 * LOOKBACK, known)
     cards = cards_frame(ch, region, t0 - LOOKBACK, t1).sort("time")
     # each published forecast with the pool's latest card at its time, re-timed to the ranking
     at = published.join_asof(cards.rename({"time": "card_time"}), left_on="time", right_on="card_time", by="pool",
                              strategy="backward").drop_nulls("instances")
     test = labels(feature_frame(at.drop("p", "version", "card_time"), pools, reclaims)
                   .join(at.select("time", "pool", "p", "version"), on=["time", "pool"]), reclaims, [HORIZON],
-                  until=t1 + timedelta(minutes=HORIZON))
+                  until=known)
     train = labels(feature_frame(cards.filter(pl.col("time") < t0), pools, reclaims), reclaims, [HORIZON], until=t0)
     y, w = test[f"y_{HORIZON}"].to_numpy(), test["instances"].to_numpy().astype(float)
     if test.is_empty() or train.is_empty() or not w.sum():

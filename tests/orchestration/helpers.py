@@ -55,7 +55,8 @@ class Stack:
         from orchestration.resources import AnalyticsSettings, ProviderFeedResource
 
         return {"clickhouse": self.ch(), "postgres": self.pg(), "provider": ProviderFeedResource(),
-                "settings": AnalyticsSettings(region="r1", archive_dir=str(self.root / "archive")),
+                "settings": AnalyticsSettings(region="r1", archive_dir=str(self.root / "archive"),
+                                              forecast_model_dir=str(self.root / "forecast")),
                 "dbt": dbt_resource()}
 
 

@@ -61,7 +61,8 @@ def forecast_beat_baselines_yesterday(clickhouse: ClickHouseResource, postgres: 
                                       settings: AnalyticsSettings) -> AssetCheckResult:
     now = settings.data_now(clickhouse)
     day = daily.yesterday(now)
-    scored = daily.score_day(clickhouse, settings.region, day, groups.groups_in_force(postgres, settings.region))
+    in_force = groups.groups_in_force(postgres, settings.region)
+    scored = daily.score_day(clickhouse, settings.region, day, in_force, now)
     if scored is None:
         return AssetCheckResult(passed=True, description=f"no forecast published on {day.date()} with a known "
                                 "outcome yet: nothing to score", metadata={"day": str(day.date())})
