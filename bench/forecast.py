@@ -30,8 +30,10 @@ START = datetime(2026, 10, 1, tzinfo=UTC)
 FORWARD_S = 1800.0   # the forward calendar's horizon the replay's feed asks for (30 min)
 
 
-def simulated_history(seed: int, days: float, start: datetime = START, rate_pct_h: float = 4.0) -> Any:
-    """(cards, pools, reclaims) frames of ``days`` of the simulated region (room-first, as the replay runs it)."""
+def simulated_history(seed: int, days: float, start: datetime = START, rate_pct_h: float = 4.0,
+                      pools: int | None = None) -> Any:
+    """(cards, pools, reclaims) frames of ``days`` of the simulated region (room-first, as the replay runs it;
+    ``pools``: trimmed to that many reclaimable pools)."""
     import polars as pl
 
     from contracts.pools import PurchaseModel
@@ -41,7 +43,7 @@ def simulated_history(seed: int, days: float, start: datetime = START, rate_pct_
     from controllers.simregion.engine import RegionEngine, SimEvent
     from orchestration.forecast.features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA
 
-    config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate_pct_h, room_first=True)
+    config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate_pct_h, room_first=True, pools=pools)
     engine = RegionEngine(config, start)
     specs = engine.specs
     cols: dict[str, list[Any]] = {c: [] for c in CARD_SCHEMA}
@@ -65,10 +67,10 @@ def simulated_history(seed: int, days: float, start: datetime = START, rate_pct_
     engine.on_rate_card.append(on_card)
     engine.on_event.append(on_event)
     engine.run_until(days * 86400.0)
-    pools = pl.DataFrame([(s.pool.pool_id, s.pool.aggregate, s.pool.hall, s.pool.vcpu, s.pool.aggregate)
+    catalogue = pl.DataFrame([(s.pool.pool_id, s.pool.aggregate, s.pool.hall, s.pool.vcpu, s.pool.aggregate)
                           for s in specs if s.pool.purchase_model is PurchaseModel.RECLAIMABLE],
                          schema=POOL_SCHEMA, orient="row")
-    return pl.DataFrame(cols, schema=CARD_SCHEMA), pools, pl.DataFrame(rec, schema=RECLAIM_SCHEMA)
+    return pl.DataFrame(cols, schema=CARD_SCHEMA), catalogue, pl.DataFrame(rec, schema=RECLAIM_SCHEMA)
 
 
 def declared_horizons() -> tuple[int, ...]:

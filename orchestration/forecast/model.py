@@ -74,9 +74,9 @@ class Forecaster:
         return {"notice": round(p * (1.0 - nn), 6), "no_notice": round(p * nn, 6)}
 
 
-def _version(start: datetime, end: datetime, horizons: Sequence[int], samples: int) -> str:
+def _version(start: datetime, end: datetime, horizons: Sequence[int], samples: int, data: str) -> str:
     body = json.dumps({"from": start.isoformat(), "until": end.isoformat(), "horizons": list(horizons),
-                       "samples": samples, "features": list(FEATURES), "params": dict(PARAMS),
+                       "samples": samples, "data": data, "features": list(FEATURES), "params": dict(PARAMS),
                        "sample_every_min": SAMPLE_EVERY_MIN}, sort_keys=True)
     return "hgb-" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
@@ -102,8 +102,10 @@ def fit(train: pl.DataFrame, horizons_min: Sequence[int]) -> Forecaster:
         nn_share[h] = (nn + 0.5) / (float((w * y).sum()) + 1.0)
     start, end = train["time"].min(), train["time"].max()
     assert isinstance(start, datetime) and isinstance(end, datetime)
-    return Forecaster(tuple(horizons_min), models, nn_share, _version(start, end, horizons_min, len(sample)),
-                      start, end, len(sample))
+    # the window's own data in the version too: two regions (or seeds) over the same dates are two models
+    data = hashlib.sha256(x.tobytes() + sample.select(f"y_{h}" for h in horizons_min).to_numpy().tobytes()).hexdigest()
+    return Forecaster(tuple(horizons_min), models, nn_share,
+                      _version(start, end, horizons_min, len(sample), data[:16]), start, end, len(sample))
 
 
 def save(model: Forecaster, path: Path) -> None:
