@@ -67,6 +67,8 @@ def window_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFram
                   spans: Sequence[tuple[str, timedelta]], *, forward: bool = False) -> pl.DataFrame:
     """``rows`` (``time`` and ``key``'s column) plus one count column per (name, width): the reclaims of the
     row's ``key`` in (t - w, t], or in (t, t + w] when ``forward``."""
+    if not forward and rows["time"].n_unique() == 1:
+        return _snapshot_counts(rows, reclaims, pools, key, spans)
     cum = _cumulative(reclaims, pools, key)
     out = rows.with_columns(pl.col(key).alias("key"))
     out = _count_at(out, cum, pl.col("time"), "_now")
@@ -75,6 +77,21 @@ def window_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFram
         diff = pl.col("_then") - pl.col("_now") if forward else pl.col("_now") - pl.col("_then")
         out = out.with_columns(diff.alias(name)).drop("_then")
     return out.drop("_now", "key")
+
+
+def _snapshot_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFrame, key: str,
+                     spans: Sequence[tuple[str, timedelta]]) -> pl.DataFrame:
+    """``window_counts`` of rows that share one card time (the replay's five-minute call): the same counts,
+    filtered and grouped instead of read off cumulative counts (a tenth of the work for one card)."""
+    now = rows["time"][0]
+    frame = reclaims.filter(pl.col("time") <= now).select("time", "pool")
+    if key != "pool":
+        frame = frame.join(pools.select("pool", key), on="pool", how="inner").select("time", key)
+    out = rows
+    for name, width in spans:
+        n = (frame.filter(pl.col("time") > now - width).group_by(key).agg(pl.len().cast(pl.Int64).alias(name)))
+        out = out.join(n, on=key, how="left").with_columns(pl.col(name).fill_null(0))
+    return out
 
 
 def _shares(cards: pl.DataFrame, by: str) -> pl.Expr:

@@ -31,6 +31,7 @@ class ReplayForecaster:
         self.refit_every = refit_every
         self.cards: list[tuple[Any, ...]] = []
         self.reclaims: list[tuple[datetime, str, bool]] = []
+        self.recent: pl.DataFrame | None = None   # the reclaims the features read, kept as a frame between calls
         self.pools: dict[str, tuple[str, str, str, int, str]] = {}
         self.model: Any = None
         self.last_fit: datetime | None = None
@@ -90,7 +91,13 @@ class ReplayForecaster:
             return {}
         latest = pl.DataFrame(self.cards[-len(feeds):], schema=CARD_SCHEMA, orient="row")
         since = now - LOOKBACK - timedelta(hours=1)
-        recent = self.reclaims[bisect.bisect_right(self.reclaims, since, key=lambda r: r[0]):]
+        new = [(t, f.pool, notice) for f in feeds for t, notice in f.new_reclaims]
+        if self.recent is None:   # built from the rows once; afterwards each call adds its few new ones
+            recent = self.reclaims[bisect.bisect_right(self.reclaims, since, key=lambda r: r[0]):]
+            self.recent = pl.DataFrame(recent, schema=RECLAIM_SCHEMA, orient="row")
+        elif new:
+            self.recent = pl.concat([self.recent, pl.DataFrame(new, schema=RECLAIM_SCHEMA, orient="row")])
+        self.recent = self.recent.filter(pl.col("time") > since)
         features = feature_frame(latest, pl.DataFrame(list(self.pools.values()), schema=POOL_SCHEMA, orient="row"),
-                                 pl.DataFrame(recent, schema=RECLAIM_SCHEMA, orient="row"))
+                                 self.recent)
         return forecast_frame(self.model, features)

@@ -102,3 +102,10 @@ def test_a_share_never_exceeds_one_when_more_are_reclaimed_than_were_there() -> 
     reclaims = _reclaims([(timedelta(minutes=m), "a", True) for m in range(1, 12)])
     out = labels(feature_frame(_cards([T0]), POOLS, reclaims), reclaims, [60], until=T0 + timedelta(hours=2))
     assert out.filter(pl.col("pool") == "a")["y_60"][0] == 1.0
+
+
+@pytest.mark.parametrize(("ago", "counted"), [(timedelta(minutes=59), 1), (timedelta(hours=1), 0), (timedelta(0), 1)])
+def test_a_history_counts_the_same_window_as_a_snapshot_at_each_card(ago: timedelta, counted: int) -> None:
+    rows = _cards([T0 - timedelta(hours=3), T0]).filter(pl.col("pool") == "a")
+    out = window_counts(rows, _reclaims([(-ago, "a", True)]), POOLS, "pool", [("n", timedelta(hours=1))])
+    assert out.sort("time")["n"].to_list() == [0, counted]
