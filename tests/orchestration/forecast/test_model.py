@@ -47,8 +47,8 @@ def test_reliability_bins_hold_equal_instances_and_a_calibrated_forecast_lies_on
 
 @pytest.mark.slow
 def test_the_model_beats_every_baseline_on_days_it_was_not_fitted_on() -> None:
-    from bench.forecast import START, simulated_history
     from orchestration.forecast.features import feature_frame, labels
+    from testkit.forecast_history import START, simulated_history
 
     cards, pools, reclaims = simulated_history(seed=5, days=10, pools=40)
     frame = labels(feature_frame(cards, pools, reclaims), reclaims, [60])
