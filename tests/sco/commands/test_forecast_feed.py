@@ -15,7 +15,7 @@ from controllers.planning import Strategy
 from controllers.replay.through_controller import replay_through_controller
 from controllers.simregion.config import RegionConfig
 from sco.commands.simulate_controller import production_ranker
-from tests.controllers.controller.helpers import contract
+from testkit.builders import contract
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ETL = contract("etl", "T3")
