@@ -7,6 +7,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .assets import pool_rankings
     from .checks import CHECKS
     from .forecast import FORECAST_CHECKS, forecast_job, forecast_schedule, reclaim_forecast_model
