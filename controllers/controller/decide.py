@@ -41,8 +41,7 @@ from .decision import (
 )
 from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
 from .losses import no_notice_losses
-from .model import Launch, Note, Observed, Purpose, SlotKey, Terminate
-from .observe import Glance, Market, Observation
+from .model import Glance, Launch, Market, Note, Observation, Observed, Purpose, SlotKey, Terminate
 from .reconcile import desired_slots, diff, interleave, unclaimed_workloads, uncovered_instances
 
 __all__ = ["begin", "decide", "full_pool_score", "pool_states_for", "refused_until_card"]

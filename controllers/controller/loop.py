@@ -28,7 +28,8 @@ from .decide import begin, decide
 from .decision import Decision, Desired, Memory
 from .floor_keeper import FloorKeeper
 from .metrics import PassMetrics, PassView
-from .observe import Observation, Observer, observe
+from .model import Observation
+from .observe import Observer, observe
 from .revocation import LoggingRevoker, Revoker
 from .settings import ControllerSettings, PassReport
 from .store import Store

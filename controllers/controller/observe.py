@@ -4,29 +4,26 @@ record of what was seen), the scheduler's work, the market (catalogue, rate card
 inputs in force (rankings, groups, exclusions), the approvals and the spend committed.
 
 A pass looks twice: a ``Glance`` (lease tenure, breaker row, listing, rows) is enough to decide to fail static on
-a mass loss; only when the pass goes on does ``look`` record the listing and read the rest.
+a mass loss; only when the pass goes on does ``look`` record the listing and read the rest. What it fills
+(``Glance``, ``Market``, ``Observation``) is the model's: ``decide`` never imports this module.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from contracts.pools import Pool
 from contracts.provider import Instance, Provider
 
 from . import approval_store, ledger
-from .approval_judge import Answer
-from .claims import ClaimSource, WorkItem
-from .fallback import Approval
-from .model import Gone, Observed, Purpose
-from .store import InputsInForce, Store
+from .claims import ClaimSource
+from .model import Glance, Market, Observation, Observed, Purpose
+from .store import Store
 
-__all__ = ["Glance", "Market", "Observation", "Observer", "observe"]
+__all__ = ["Observer", "observe"]
 
 
 def observe(instances: Sequence[Instance]) -> list[Observed]:
@@ -40,51 +37,6 @@ def observe(instances: Sequence[Instance]) -> list[Observed]:
                             Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
                             i.launched_at, i.metadata.get("sco_tier", "")))
     return out
-
-
-@dataclass(frozen=True)
-class Glance:
-    """The first look of a pass: enough to start it (tenure, breaker) and to decide to hold (mass loss)."""
-
-    tenure: int | None                      # the lease's generation: a change is a restart
-    breaker_open: bool                      # the persisted termination breaker (an operator closes it)
-    base_generation: int | None             # the newest plan generation in the database, when asked for
-    instances: tuple[Observed, ...]
-    rows: Mapping[str, Mapping[str, Any]]   # instance rows before this pass records the listing
-    notices: Mapping[str, int] = field(default_factory=dict)   # per workload, in the breach window
-
-
-@dataclass(frozen=True)
-class Market:
-    """What the region offers this pass."""
-
-    pools: Mapping[str, Pool]               # the catalogue
-    free: Mapping[str, int]                 # rate card: free instances per pool
-    reserved: Mapping[str, int]             # committed reservations: free instances per pool
-    quota_free: int                         # guaranteed quota headroom (instances)
-    inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
-    free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
-    others_since_card: Mapping[str, int] = field(default_factory=dict)   # other partitions' launches since it
-
-
-@dataclass(frozen=True)
-class Observation:
-    """Everything a pass decides from."""
-
-    glance: Glance
-    rows: Mapping[str, Mapping[str, Any]]   # instance rows after recording the listing (idle counters fresh)
-    gone: tuple[Gone, ...]                  # rows the listing no longer has (with the state they had)
-    items: tuple[WorkItem, ...]             # the scheduler's pending and running work
-    market: Market
-    approvals: Mapping[str, Approval]
-    committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
-    fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
-    answers: tuple[Answer, ...] = ()        # signed answers to approval requests the arbiter has not judged
-    unrevoked: tuple[Gone, ...] = ()        # ended instances whose failed revocation is due again (ADR-31)
-
-    @property
-    def instances(self) -> tuple[Observed, ...]:
-        return self.glance.instances
 
 
 class Observer:

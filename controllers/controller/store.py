@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -21,23 +20,9 @@ from stores.outbox import enqueue
 
 from .exclusion import FULL, Exclusion
 from .fallback import Approval
-from .model import Gone, Note, Observed
+from .model import Gone, InputsInForce, Note, Observed
 
 __all__ = ["InputsInForce", "Store", "close_breaker", "open_breakers", "plan_json"]
-
-
-@dataclass(frozen=True)
-class InputsInForce:
-    """Rankings, groups and exclusions in force. ``excluded``: pools being reclaimed (units move away); ``full``:
-    pools excluded because launches were refused (closed to new units, held units stay; no probation after)."""
-
-    scores: dict[str, float]
-    groups: dict[str, str]
-    excluded: set[str]
-    probation: set[str]
-    full: set[str] = field(default_factory=set)
-    full_since: dict[str, datetime] = field(default_factory=dict)   # when each ``full`` pool was excluded
-    depth: dict[str, tuple[float, float]] = field(default_factory=dict)   # the ranking's forward share, quota headroom
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
