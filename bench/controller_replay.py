@@ -67,6 +67,7 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
     first: list[tuple[float, float]] = []
     server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass
     trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
+    in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
     step, wait = Controller.step, psycopg.Connection.wait
     prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
 
@@ -82,9 +83,11 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
         trips["steps"] += 1
         if prof is not None:
             prof.enable()
+        c = time.process_time()
         try:
             return step(self)
         finally:
+            in_steps[0] += time.process_time() - c
             if prof is not None:
                 prof.disable()
             trips["steps"] -= 1
@@ -110,6 +113,7 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
     passes = round(hours * 60)
     return {"passes": passes, "setup_wall_s": first[0][0] - t0, "setup_cpu_s": first[0][1] - c0,
             "pass_wall_s": (t1 - first[0][0]) / passes, "pass_cpu_s": (c1 - first[0][1]) / passes,
+            "pass_step_cpu_s": in_steps[0] / passes,
             "pass_pg_cpu_s": sum(b[0] - a[0] for a, b in server.values()) / passes,
             "pass_pg_waits": sum(b[1] - a[1] for a, b in server.values()) / passes,
             "pass_round_trips": replay_trips / passes, "pass_controller_round_trips": trips["in_step"] / passes,
@@ -118,19 +122,18 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
 
 def _reads(gen: Any, trips: dict[str, int]) -> Any:
     """``gen`` (a psycopg generator run by ``Connection.wait``: a statement outside a pipeline, a pipeline's sync or
-    a fetch), counted as a round trip when it waits for the server to answer (a wait with READ in it; psycopg's
-    generators only ask to read once what they sent is flushed). A fetch whose results had already arrived is
-    not one."""
+    a fetch), counted as a round trip when it waits to read and the server's answer is what wakes it (once a
+    call). A pipeline's send that waits for nothing back is not one, nor a fetch whose results had arrived."""
     sent: Any = None
     waited = False
     try:
         while True:
             w = gen.send(sent)
-            if not waited and int(w) & 1:   # Wait.R or Wait.RW
+            sent = yield w
+            if not waited and int(w) & 1 and sent and int(sent) & 1:   # waited to read, and the answer came
                 waited = True
                 trips["all"] += 1
                 trips["in_step"] += 1 if trips["steps"] else 0
-            sent = yield w
     except StopIteration as stop:
         return stop.value
 
@@ -187,6 +190,7 @@ def _export(ref: str, into: Path) -> None:
 def _line(name: str, ref: str, s: dict[str, Any]) -> str:
     return (f"{name:6s} ({'ref ' + ref if name == 'before' else 'this tree'}): "
             f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s'] * 1000:.1f} ms CPU here, "
+            f"{s.get('pass_step_cpu_s', 0) * 1000:.1f} of it in the controllers' steps, "
             f"{s['pass_pg_cpu_s'] * 1000:.1f} ms in PostgreSQL's backend; {s['pass_round_trips']:.1f} round trips, "
             f"{s['pass_controller_round_trips']:.1f} of them the controllers', the backend waited "
             f"{s['pass_pg_waits']:.1f} times), {s['pass_wall_s'] * 1440 / 60:.1f} min a strategy-day wall "

@@ -18,9 +18,10 @@ from typing import Any
 from contracts.pools import Pool
 from contracts.provider import Instance, Provider
 
-from . import approval_store, ledger
+from . import approval_store, ledger, reads
 from .claims import ClaimSource
 from .model import Glance, Market, Observation, Observed, Purpose
+from .pgbatch import commit
 from .store import Store
 
 __all__ = ["Observer", "observe"]
@@ -52,13 +53,16 @@ class Observer:
         self.notices[workload].append(at)
 
     def glance(self, tenure: int | None, now: datetime, *, breach_window: timedelta, want_generation: bool) -> Glance:
-        base = self.store.max_generation() if want_generation else None
-        breaker_open = self.store.breaker_open()
-        listed = observe(self.provider.list_instances({"partition": self.store.partition}))
+        """The first look (one round trip in pipeline mode: the statements are sent before any is read)."""
+        st, c = self.store, self.conn
+        base = reads.send_max_generation(c, st.region, st.partition) if want_generation else None
+        breaker_open = reads.send_breaker_open(c, st.region, st.partition)
+        listed = observe(self.provider.list_instances({"partition": st.partition}))
         # the first pass reads every row (``begin``: did the partition ever hold an instance?); later passes
         # only the rows a pass uses (``Store.rows``)
-        rows = self.store.rows(None if want_generation else [o.instance_id for o in listed])
-        return Glance(tenure, breaker_open, base, tuple(listed), rows, self._notices_since(now - breach_window))
+        rows = reads.send_rows(c, st.region, st.partition, None if want_generation else [o.instance_id for o in listed])
+        return Glance(tenure, breaker_open(), base() if base else None, tuple(listed), rows(),
+                      self._notices_since(now - breach_window))
 
     def _notices_since(self, cutoff: datetime) -> dict[str, int]:
         """Forget notices older than the window (oldest first, as they came) and count the rest."""
@@ -70,29 +74,41 @@ class Observer:
         return out
 
     def look(self, glance: Glance, now: datetime) -> Observation:
-        self.store.adopt(glance.instances, now)
-        gone = self.store.observe_states(glance.instances, self.source.idle_nodes())
-        rows = self.store.rows([o.instance_id for o in glance.instances])
+        """Record the listing and read the rest: the provider first, then every statement sent before any result is
+        read (one round trip in pipeline mode). The server runs them in order: the rows read are those the
+        listing's record just refreshed."""
+        st, c = self.store, self.conn
         items = tuple(self.source.work())
-        market = self.market(now)
-        approvals = self.store.approvals()
-        with self.conn.transaction():
-            committed = ledger.committed_by_workload(self.conn, now)
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
-                                    "launched_at > %s", (self.store.region, now - timedelta(minutes=1))).fetchone()
-        answers = tuple(approval_store.unjudged(self.conn, self.store.region))
-        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]), answers,
-                           tuple(self.store.revocations_due(now)))
+        idle = self.source.idle_nodes()
+        card, reserved, headroom, card_at = self._offer()
+        st.adopt([o for o in glance.instances if o.instance_id not in glance.rows], now)   # the rest have a row
+        gone = st.send_observe_states(glance.instances, idle)
+        rows = reads.send_rows(c, st.region, st.partition, [o.instance_id for o in glance.instances])
+        inputs = reads.send_inputs(c, st.region, now)
+        others = reads.send_others_launched_since(c, st.region, st.partition, card_at)
+        approvals = reads.send_approvals(c, st.region)
+        committed = ledger.send_committed(c, now)
+        fallback = reads.send_fallback_launched(c, st.region, now - timedelta(minutes=1))
+        answers = approval_store.send_unjudged(c, st.region)
+        unrevoked = reads.send_revocations_due(c, st.region, st.partition, now)
+        commit(c)   # the listing's record committed, every result back: one round trip
+        market = Market(self._pools(), card, reserved, headroom, inputs(), card_at, others())
+        return Observation(glance, rows(), tuple(gone()), items, market, approvals(), committed(), fallback(),
+                           tuple(answers()), tuple(unrevoked()))
 
-    def market(self, now: datetime) -> Market:
+    def _pools(self) -> dict[str, Pool]:
         if self._catalogue is None:
             self._catalogue = {p.pool_id: p for p in self.provider.catalogue().pools}
+        return self._catalogue
+
+    def _offer(self) -> tuple[dict[str, int], dict[str, int], int, datetime | None]:
+        """The region's offer from the provider: the rate card's free instances per pool, the reservations' free
+        instances per pool, the guaranteed quota's headroom and when the card was taken."""
+        self._pools()
         rate_card = self.provider.rate_card()
         card = {e.pool_id: e.free_instances for e in rate_card.entries}
         reserved: dict[str, int] = {}
         for r in self.provider.reservations():
             reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
         headroom = min(self.provider.quota_headroom().instances_free, 10_000)
-        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now), rate_card.time,
-                      self.store.others_launched_since(rate_card.time))
+        return card, reserved, headroom, rate_card.time

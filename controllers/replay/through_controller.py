@@ -39,6 +39,7 @@ from ..controller.breaker import SafetyConfig
 from ..controller.claims import WorkItem
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.loop import Controller, ControllerSettings
+from ..controller.pgbatch import pipelined
 from ..controller.revocation import RecordingRevoker
 from ..controller.store import close_breaker, open_breakers
 from ..planning import Caps, PlannerConfig, Strategy, units_per_instance
@@ -334,7 +335,7 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
         listed = region.list_instances()
         names = {i.name for i in listed}
         plans: dict[str, Any] = {}
-        with conn.pipeline() if fast else nullcontext():
+        with pipelined(conn) if fast else nullcontext():
             for ctl, source in ctls:
                 source.names = names
                 report = ctl.step()
