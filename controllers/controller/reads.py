@@ -20,7 +20,8 @@ from .fallback import Approval
 from .model import Gone, InputsInForce
 
 __all__ = ["ROW_COLUMNS", "Reader", "send_approvals", "send_breaker_open", "send_fallback_launched", "send_inputs",
-           "send_max_generation", "send_others_launched_since", "send_revocations_due", "send_rows", "value"]
+           "send_max_generation", "send_open_breakers", "send_others_launched_since", "send_revocations_due",
+           "send_rows", "value"]
 
 T = TypeVar("T")
 Reader = Callable[[], T]
@@ -129,3 +130,10 @@ def send_fallback_launched(conn: Any, region: str, since: datetime) -> Reader[in
                        "launched_at > %s", (region, since))
     return lambda: int(cur.fetchone()[0])
 
+
+
+def send_open_breakers(conn: Any, region: str) -> Reader[dict[str, datetime]]:
+    """The region's open termination breakers: partition -> when it tripped."""
+    cur = conn.execute("SELECT partition, tripped_at FROM breakers WHERE region = %s AND name = 'termination' AND "
+                       "state = 'open'", (region,))
+    return lambda: {str(p): t for p, t in cur}

@@ -309,6 +309,4 @@ def close_breaker(conn: Any, region: str, partition: str, reason: str) -> dateti
 
 def open_breakers(conn: Any, region: str) -> dict[str, datetime]:
     """The region's open termination breakers: partition -> when it tripped."""
-    return {str(p): t for p, t in conn.execute(
-        "SELECT partition, tripped_at FROM breakers WHERE region = %s AND name = 'termination' AND state = 'open'",
-        (region,))}
+    return reads.send_open_breakers(conn, region)()
