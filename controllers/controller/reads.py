@@ -78,11 +78,18 @@ def send_others_launched_since(conn: Any, region: str, partition: str, at: datet
 def send_rows(conn: Any, region: str, partition: str, listed: Sequence[str] | None
               ) -> Reader[dict[str, dict[str, Any]]]:
     """The partition's instance rows (``Store.rows``)."""
-    where = "" if listed is None else " AND (state NOT IN ('terminated', 'lost') OR instance_id = ANY(%b))"
-    params = (region, partition) if listed is None else (region, partition, list(listed))
-    cur = conn.execute("SELECT instance_id, workload, pool, partition, plan_generation, state, idle_observations, "
-                       "purpose FROM instances WHERE region = %s AND partition = %s" + where, params)
+    if listed is None:
+        cur = conn.execute(_ROWS + "WHERE region = %s AND partition = %s", (region, partition))
+    else:   # the rows not ended, and the ended ones of the listed instances found by key (not by a scan of them all)
+        cur = conn.execute(_ROWS + "WHERE region = %s AND partition = %s AND state NOT IN ('terminated', 'lost') "
+                           "UNION ALL " + _ROWS + "JOIN unnest(%b::text[]) AS u(id) ON instance_id = u.id WHERE "
+                           "region = %s AND partition = %s AND state IN ('terminated', 'lost')",
+                           (region, partition, list(listed), region, partition))
     return lambda: {r[0]: dict(zip(ROW_COLUMNS, r[1:], strict=True)) for r in cur}
+
+
+_ROWS = ("SELECT instance_id, workload, pool, partition, plan_generation, state, idle_observations, purpose "
+         "FROM instances ")
 
 
 def send_revocations_due(conn: Any, region: str, partition: str, now: datetime, limit: int = 100

@@ -130,7 +130,8 @@ class Store:
                 (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%b)) FOR UPDATE) "
+                "state IN ('launching', 'running', 'draining') AND NOT EXISTS (SELECT 1 FROM unnest(%b::text[]) "
+                "AS u(id) WHERE u.id = instance_id) FOR UPDATE) "
                 "UPDATE instances AS i SET state = 'lost', updated_at = now() FROM g "
                 "WHERE i.instance_id = g.instance_id "
                 "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
