@@ -35,8 +35,8 @@ def plan_json(p: WorkloadPlan) -> dict[str, Any]:
 
 
 class Store:
-    """The partition's reads and writes. Lists of ids go as binary arrays (``%b``): a pass sends the listing's
-    ids several times, and the text form quotes every element."""
+    """The partition's reads and writes. A list of ids goes as one text the server splits (``reads.texts``): a pass
+    sends the listing's ids several times, and psycopg dumps a list element by element."""
 
     def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller",
                  operator: str | None = None) -> None:
@@ -121,17 +121,18 @@ class Store:
         statement; rows whose instance the provider no longer lists become ``lost`` — read back with the state
         they had (a notice seen, or none) and their launch time, so their credentials can be revoked (ADR-31)
         and a loss without notice charged its wasted work. The two statements are sent; the reader waits."""
-        ids = [o.instance_id for o in observed]
+        ids = reads.texts(o.instance_id for o in observed)
         with atomic(self.conn):
             self.conn.execute(
                 "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
-                "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%b::text[], %b::text[], %b::bool[]) "
+                f"THEN i.idle_observations + 1 ELSE 0 END FROM unnest({reads.TEXTS}, {reads.TEXTS}, {reads.FLAGS}) "
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
-                (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
+                (ids, reads.texts(_state(o.status) for o in observed),
+                 reads.flags(o.name in idle_names for o in observed)))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT EXISTS (SELECT 1 FROM unnest(%b::text[]) "
-                "AS u(id) WHERE u.id = instance_id) FOR UPDATE) "
+                "state IN ('launching', 'running', 'draining') AND NOT EXISTS (SELECT 1 FROM unnest("
+                f"{reads.TEXTS}) AS u(id) WHERE u.id = instance_id) FOR UPDATE) "
                 "UPDATE instances AS i SET state = 'lost', updated_at = now() FROM g "
                 "WHERE i.instance_id = g.instance_id "
                 "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
