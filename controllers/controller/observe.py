@@ -22,7 +22,7 @@ from . import approval_store, ledger, reads
 from .claims import ClaimSource
 from .model import Glance, Market, Observation, Observed, Purpose
 from .pgbatch import commit
-from .store import Store
+from .store import Store, state_of
 
 __all__ = ["Observer", "observe"]
 
@@ -76,14 +76,14 @@ class Observer:
     def look(self, glance: Glance, now: datetime) -> Observation:
         """Record the listing and read the rest: the provider first, then every statement sent before any result is
         read (one round trip in pipeline mode). The server runs them in order: the rows read are those the
-        listing's record just refreshed."""
+        listing's record just refreshed — computed from the glance's rows and the ids adopted (``recorded``), not read
+        again."""
         st, c = self.store, self.conn
         items = tuple(self.source.work())
         idle = self.source.idle_nodes()
         card, reserved, headroom, card_at = self._offer()
-        st.adopt([o for o in glance.instances if o.instance_id not in glance.rows], now)   # the rest have a row
+        adopted = st.adopt([o for o in glance.instances if o.instance_id not in glance.rows], now)   # others have one
         gone = st.send_observe_states(glance.instances, idle)
-        rows = reads.send_rows(c, st.region, st.partition, [o.instance_id for o in glance.instances])
         inputs = reads.send_inputs(c, st.region, now)
         others = reads.send_others_launched_since(c, st.region, st.partition, card_at)
         approvals = reads.send_approvals(c, st.region)
@@ -93,7 +93,8 @@ class Observer:
         unrevoked = reads.send_revocations_due(c, st.region, st.partition, now)
         commit(c)   # the listing's record committed, every result back: one round trip
         market = Market(self._pools(), card, reserved, headroom, inputs(), card_at, others())
-        return Observation(glance, rows(), tuple(gone()), items, market, approvals(), committed(), fallback(),
+        rows = recorded(glance, idle, adopted())
+        return Observation(glance, rows, tuple(gone()), items, market, approvals(), committed(), fallback(),
                            tuple(answers()), tuple(unrevoked()))
 
     def _pools(self) -> dict[str, Pool]:
@@ -112,3 +113,30 @@ class Observer:
             reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
         headroom = min(self.provider.quota_headroom().instances_free, 10_000)
         return card, reserved, headroom, rate_card.time
+
+
+_ACTIVE = ("launching", "running", "draining")   # a row in one of these whose instance is not listed becomes lost
+_ENDED = ("terminated", "lost")
+
+
+def recorded(glance: Glance, idle: set[str], adopted: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The rows ``Store.rows`` would read once a look recorded the listing (``Store.adopt`` made the rows
+    ``adopted``, ``Store.observe_states`` refreshed the listed ones and ended the vanished), computed from the rows
+    the glance read — the statements' effect on them, not a second read of the same rows: a listed instance's row
+    takes its status's state (unless terminated) and counts one more idle observation or none; an unlisted
+    launching, running or draining row is lost and, like every ended row not listed, not read; a row made now has
+    the instance's tags, its state and one idle observation if its node is idle."""
+    listed = {o.instance_id: o for o in glance.instances}
+    out: dict[str, dict[str, Any]] = {}
+    for iid, r in glance.rows.items():
+        o = listed.get(iid)
+        if o is not None:
+            out[iid] = dict(r) if r["state"] == "terminated" else {
+                **r, "state": state_of(o.status), "idle": int(r["idle"]) + 1 if o.name in idle else 0}
+        elif r["state"] not in _ACTIVE and r["state"] not in _ENDED:
+            out[iid] = dict(r)
+    for iid in adopted:
+        o = listed[iid]
+        out[iid] = dict(zip(reads.ROW_COLUMNS, (o.workload, o.pool, o.partition, o.generation, state_of(o.status),
+                                                1 if o.name in idle else 0, str(o.purpose)), strict=True))
+    return out

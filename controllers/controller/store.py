@@ -87,13 +87,14 @@ class Store:
         day after day. ``None``: every row (the first pass asks whether the partition ever had one)."""
         return reads.send_rows(self.conn, self.region, self.partition, listed)()
 
-    def adopt(self, observed: Sequence[Observed], now: datetime) -> None:
+    def adopt(self, observed: Sequence[Observed], now: datetime) -> reads.Reader[list[str]]:
         """Rows for tagged instances that have none (after a crash between launch and write, or a rebuild), in one
         statement (none for no instance). Existing rows keep the ownership they recorded: that is what termination
-        compares tags against. ``observed``: the listed instances a pass read no row of (the others have one)."""
+        compares tags against. ``observed``: the listed instances a pass read no row of (the others have one). The
+        reader returns the ids of the rows made."""
         if not observed:
-            return
-        self.conn.execute(
+            return reads.value([])
+        cur = self.conn.execute(
             "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
             "purchase_model, provider_tags, launched_at, purpose, hall, name) SELECT u.id, %s, u.partition, u.pool, "
             "u.workload, u.generation, u.state, u.model, u.tags::jsonb, u.launched_at, u.purpose, u.hall, u.name "
@@ -101,15 +102,16 @@ class Store:
             "%b::text[], %b::timestamptz[], %b::text[], %b::text[], %b::text[]) AS u(id, partition, pool, workload, "
             "generation, state, model, tags, launched_at, purpose, hall, name) "
             "WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.instance_id = u.id) "
-            "ON CONFLICT (instance_id) DO NOTHING",
+            "ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id",
             (self.region, [o.instance_id for o in observed], [o.partition for o in observed],
              [o.pool for o in observed], [o.workload for o in observed], [o.generation for o in observed],
-             [_state(o.status) for o in observed],
+             [state_of(o.status) for o in observed],
              ["reclaimable" if o.purpose == "reclaimable" else "guaranteed" for o in observed],
              [json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
                           "generation": o.generation}) for o in observed],
              [o.launched_at or now for o in observed], [str(o.purpose) for o in observed],
              [o.hall for o in observed], [o.name for o in observed]))
+        return lambda: [str(r[0]) for r in cur]
 
     def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[Gone]:
         """Refresh states and the idle-observation counters (``send_observe_states``) and return the rows that
@@ -127,7 +129,7 @@ class Store:
                 "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
                 f"THEN i.idle_observations + 1 ELSE 0 END FROM unnest({reads.TEXTS}, {reads.TEXTS}, {reads.FLAGS}) "
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
-                (ids, reads.texts(_state(o.status) for o in observed),
+                (ids, reads.texts(state_of(o.status) for o in observed),
                  reads.flags(o.name in idle_names for o in observed)))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
@@ -268,7 +270,8 @@ class Store:
             enqueue(self.conn, event)
 
 
-def _state(status: str) -> str:
+def state_of(status: str) -> str:
+    """The row state of a provider status."""
     return {"building": "launching", "active": "running", "notified": "draining", "deleted": "terminated",
             "error": "lost"}.get(str(status), "running")
 
