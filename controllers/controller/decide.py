@@ -23,7 +23,7 @@ from controllers.planning import Purpose as PlanPurpose
 
 from .approval_judge import judge_answers, with_verdicts
 from .breaker import Safety
-from .claims import Normalised, normalise
+from .claims import Normalised, normalised
 from .decision import (
     Action,
     Decision,
@@ -101,7 +101,7 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     actions += [Revoke(g.instance_id, g.workload or None, g.pool, f"retry: the revocation after it ended ({g.was}) "
                        "failed") for g in seen.unrevoked]
     actions += [Publish(n) for n in no_notice_losses(seen.gone, desired, now)]
-    work = normalise(list(seen.items), desired.contracts)
+    work = normalised(seen.items, desired.contracts, mem.work)
     for item, note in work.refusals:
         if item.item_id not in mem.refused:
             mem.refused.add(item.item_id)

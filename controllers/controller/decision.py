@@ -20,6 +20,7 @@ from controllers.planning import PlanSet, WorkloadPlan
 
 from .approval_judge import Answer, Verdict
 from .breaker import Gated, Safety
+from .claims import WorkMemo
 from .fallback import ApprovalRequest, FallbackLaunch
 from .floor_keeper import FloorKeeper
 from .model import Launch, Note, Terminate
@@ -60,6 +61,7 @@ class Memory:
     # what passes derived from inputs a later pass may see again unchanged, by their values: a memo (emptying it
     # changes no decision), shared by the copies of a memory
     pools: PoolMemo = field(default_factory=PoolMemo)
+    work: WorkMemo = field(default_factory=WorkMemo)
 
     @classmethod
     def fresh(cls, settings: ControllerSettings) -> Memory:
@@ -68,7 +70,7 @@ class Memory:
     def copy(self) -> Memory:
         return Memory(copy.deepcopy(self.safety), copy.deepcopy(self.floor), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
-                      self.mass_alarm, dict(self.refused_pools), self.pools)
+                      self.mass_alarm, dict(self.refused_pools), self.pools, self.work)
 
 
 @dataclass(frozen=True)

@@ -27,17 +27,34 @@ from .store import Store, state_of
 __all__ = ["Observer", "observe"]
 
 
-def observe(instances: Sequence[Instance]) -> list[Observed]:
-    """The instances that carry our owner tags, as the controller sees them."""
+def observe(instances: Sequence[Instance], seen: dict[int, tuple[Instance, Observed | None]] | None = None
+            ) -> list[Observed]:
+    """The instances that carry our owner tags, as the controller sees them. ``seen`` (the observer's, replaced
+    in place by this listing's): what each listed ``Instance`` object was seen as the last time — a provider that
+    hands out the same immutable object for an instance whose state did not change (the simulated region) is not
+    converted again; the object itself is kept, so its id is never another's."""
     out = []
+    memo: dict[int, tuple[Instance, Observed | None]] = {}
+    before = seen or {}
     for i in instances:
-        owner = i.owner
-        if owner is None:
-            continue
-        out.append(Observed(i.instance_id, i.name, owner.workload, owner.pool, owner.partition, owner.generation,
-                            Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
-                            i.launched_at, i.metadata.get("sco_tier", "")))
+        last = before.get(id(i))
+        o = last[1] if last is not None and last[0] is i else _observed(i)
+        memo[id(i)] = (i, o)
+        if o is not None:
+            out.append(o)
+    if seen is not None:
+        seen.clear()
+        seen.update(memo)
     return out
+
+
+def _observed(i: Instance) -> Observed | None:
+    owner = i.owner
+    if owner is None:
+        return None
+    return Observed(i.instance_id, i.name, owner.workload, owner.pool, owner.partition, owner.generation,
+                    Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
+                    i.launched_at, i.metadata.get("sco_tier", ""))
 
 
 class Observer:
@@ -46,6 +63,7 @@ class Observer:
     def __init__(self, provider: Provider, store: Store, conn: Any, source: ClaimSource) -> None:
         self.provider, self.store, self.conn, self.source = provider, store, conn, source
         self._catalogue: dict[str, Pool] | None = None
+        self._seen: dict[int, tuple[Instance, Observed | None]] = {}   # the last listing, as observed (a memo)
         self.notices: dict[str, deque[datetime]] = defaultdict(deque)   # workload -> notice times (breach rate)
 
     def record_notice(self, workload: str, at: datetime) -> None:
@@ -57,7 +75,7 @@ class Observer:
         st, c = self.store, self.conn
         base = reads.send_max_generation(c, st.region, st.partition) if want_generation else None
         breaker_open = reads.send_breaker_open(c, st.region, st.partition)
-        listed = observe(self.provider.list_instances({"partition": st.partition}))
+        listed = observe(self.provider.list_instances({"partition": st.partition}), self._seen)
         # the first pass reads every row (``begin``: did the partition ever hold an instance?); later passes
         # only the rows a pass uses (``Store.rows``)
         rows = reads.send_rows(c, st.region, st.partition, None if want_generation else [o.instance_id for o in listed])
