@@ -17,7 +17,7 @@ from controllers.controller.decision import Decision, Desired, Place, WritePlans
 from controllers.controller.exclusion import FULL, RECLAIM, ExclusionWatcher, Signal
 from controllers.controller.model import Glance, InputsInForce, Market, Observation, Observed, Purpose, Terminate
 from controllers.controller.settings import ControllerSettings
-from tests.controllers.controller.helpers import PARTITION, T0, contracts
+from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
 

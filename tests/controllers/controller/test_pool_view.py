@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from controllers.controller.model import InputsInForce, Market, Observed, Purpose
 from controllers.controller.pool_view import PoolMemo, pool_states_for
-from tests.controllers.controller.helpers import PARTITION, T0
+from testkit.builders import PARTITION, T0
 from tests.controllers.controller.test_decide import POOLS, market
 
 RECLAIMABLE = [p.pool_id for p in POOLS if p.purchase_model.value == "reclaimable"]

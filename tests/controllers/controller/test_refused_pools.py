@@ -17,7 +17,7 @@ from controllers.controller.decide import begin, decide, pool_states_for, refuse
 from controllers.controller.decision import Decision, Desired, Memory, Place
 from controllers.controller.model import Glance, Launch, Observation, Observed, Purpose, SlotKey
 from controllers.controller.settings import ControllerSettings
-from tests.controllers.controller.helpers import PARTITION, T0, contracts
+from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, world
 
 REFUSED_AT = T0 + timedelta(seconds=30)

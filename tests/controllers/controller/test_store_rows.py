@@ -15,7 +15,7 @@ import pytest
 from controllers.controller.model import Glance, Observed, Purpose
 from controllers.controller.observe import Observer, recorded
 from controllers.controller.store import Store
-from tests.controllers.controller.helpers import PARTITION, FakeSource
+from testkit.builders import PARTITION, FakeSource
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 
