@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # annotations only: these modules import this one
@@ -59,11 +60,13 @@ class Observed:
     launched_at: datetime | None = None
     tier: str = ""
 
-    @property
+    # cached on the (immutable) instance: a pass asks each of them several times, and an observer keeps the
+    # instances it saw while the provider lists them unchanged (``observe``)
+    @cached_property
     def key(self) -> SlotKey:
         return SlotKey(self.workload, self.pool, self.purpose)
 
-    @property
+    @cached_property
     def live(self) -> bool:
         """Counts toward the plan: building or active. A notified instance is leaving (its replacement is
         launched while it drains, ADR-09); deleted and error ones are gone."""
