@@ -142,9 +142,9 @@ class Reconnecting:
 
     @contextlib.contextmanager
     def pipeline(self) -> Iterator[Any]:
-        """``Connection.pipeline`` on the current connection: a statement's error comes out of a later read or of the
-        block's end, not of ``execute``; a read-only refusal there marks the connection for replacement too.
-        """
+        """``Connection.pipeline`` on the current connection (a read-only refusal marks it for replacement).
+
+        A statement's error comes out of a later read or of the block's end, not of ``execute``."""
         try:
             with self.current.pipeline() as p:
                 yield p
