@@ -144,7 +144,8 @@ class Reconnecting:
     def pipeline(self) -> Iterator[Any]:
         """``Connection.pipeline`` on the current connection (a read-only refusal marks it for replacement).
 
-        A statement's error comes out of a later read or of the block's end, not of ``execute``."""
+        A statement's error comes out of a later read or of the block's end, not of ``execute``.
+        """
         try:
             with self.current.pipeline() as p:
                 yield p
