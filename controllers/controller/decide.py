@@ -197,7 +197,7 @@ def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Seque
     units cut recorded as short — so the planner re-plans those plans (keeping what they hold, placing the rest
     where there is room) and no running instance is moved for them. Pure; the very object when nothing is cut.
 
-    Why (issue 18, traced in the fleet simulation): when kept plans want more than a pool gives, the planner
+    Why (traced in the fleet simulation): when kept plans want more than a pool gives, the planner
     re-plans the lowest-priority of them on the room the others leave. The others' wants included instances never
     launched (refused, or room taken by another partition since the rate card), so a lower-priority workload's
     *running* instances there were dropped for a higher-priority one's unlaunched allocation that could not be

@@ -1,6 +1,6 @@
 """A pass's statements sent together (psycopg's pipeline mode), so that a pass waits for PostgreSQL a few times,
-not once a statement (issue 19's replay: ≈ 145 round trips a pass, most of them ``BEGIN``/``COMMIT`` and reads
-waited for one by one).
+not once a statement (the replay through the controller measured ≈ 145 round trips a pass, most of them
+``BEGIN``/``COMMIT`` and reads waited for one by one).
 
 ``pipelined(conn)`` puts the connection in pipeline mode for a block (or joins the block already open on it):
 statements are queued, a read waits once for everything queued before it, and the block's end sends the rest and

@@ -1,9 +1,9 @@
 """The planner's view of each pool for one pass (``pool_states_for``, pure), and the memo that spares a pass
 rebuilding the states of pools whose inputs did not change (``PoolMemo``, carried on the controller's memory).
 
-Issue 40's profile: a pass built all 231 pools' states afresh — a composite score and a ``dataclasses.replace``
-each, 14k copies of immutable records in 62 passes — though between two rate cards (5 min) nearly every pool's
-room, ranking and group are the same as the pass before.
+Profiled in the replay through the controller: a pass built all 231 pools' states afresh — a composite score and
+a ``dataclasses.replace`` each, 14k copies of immutable records in 62 passes — though between two rate cards
+(5 min) nearly every pool's room, ranking and group are the same as the pass before.
 """
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     them. The card's free figure less the launches since it is never taken below zero: more launched since than
     the card showed free means room was freed since (a reclaim, terminations), and the instances of ours there are
     there — a negative figure made the room less than what we hold, and the planner moved running instances out
-    of the pool (the fleet simulation after its hall reclaim, issue 18).
+    of the pool (the fleet simulation after its hall reclaim).
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
     with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
     we hold there counts only as far as the previous plans (``planned``: instances per workload and pool) want
-    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000, issue 18: with
+    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000: with
     the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
     launches were refused every pass until the partition's whole token budget went on them). A pool being
     reclaimed (``inputs.excluded``) is ineligible: its units move away.
@@ -70,7 +70,7 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     A reclaimable pool that refused a launch of ours for capacity (``refused``: pool -> when, the ones no rate card
     taken since has answered, ``refused_until_card``) has its room treated the same way from the first refusal,
     not only once the exclusion watcher has seen three: the card it was planned on is older than the refusal and
-    still counts room other tenants took (issue 18: at 20,000, 1,654 launches refused for capacity, each a token
+    still counts room other tenants took (at 20,000, 1,654 launches refused for capacity, each a token
     of the partition's share, relaunched or re-planned into the pool pass after pass). Its score is left alone:
     the refusal is a fact about room, not about the pool's risk.
 

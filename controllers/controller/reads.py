@@ -45,7 +45,7 @@ ROW_COLUMNS = ("workload", "pool", "partition", "generation", "state", "idle", "
 
 
 # A list of ids or states as one text parameter split by the server: the listing's ids go out several times a pass,
-# and psycopg dumps a Python list element by element (a third of a pass's dumping time in issue 40's profile). The
+# and psycopg dumps a Python list element by element (a third of a pass's dumping time, profiled). The
 # separator is ASCII's unit separator, which no id, state or name carries.
 TEXTS = "string_to_array(%s, chr(31))"
 FLAGS = "string_to_array(%s, NULL)::bool[]"   # one character a flag, 't' or 'f'

@@ -1,4 +1,4 @@
-"""Claims normalised from the scheduler's items, and the memo a controller keeps of the last pass's (issue 40)."""
+"""Claims normalised from the scheduler's items, and the memo a controller keeps of the last pass's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pool states a pass builds, with the memo that keeps the last pass's (issue 40): the same states as built
+"""The pool states a pass builds, with the memo that keeps the last pass's: the same states as built
 afresh, pass after pass, whatever changed — room, exclusions, probation, the ranking, groups, a full pool's card."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The progress a long replay prints on stderr (issue 40): the seconds so far and an estimate of those left."""
+"""The progress a long replay prints on stderr: the seconds so far and an estimate of those left."""
 
 from __future__ import annotations
 
