@@ -39,6 +39,8 @@ from ..controller.breaker import SafetyConfig
 from ..controller.claims import WorkItem
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.loop import Controller, ControllerSettings
+from ..controller.pgbatch import pipelined
+from ..controller.reads import send_open_breakers
 from ..controller.revocation import RecordingRevoker
 from ..controller.store import close_breaker, open_breakers
 from ..planning import Caps, PlannerConfig, Strategy, units_per_instance
@@ -298,12 +300,15 @@ def partition_controller(provider: Provider, conn: Any, partition: str, contract
     return Controller(settings, provider, conn, source, mine, clock, revoker=RecordingRevoker()), source
 
 
-def operator_resets(conn: Any, region: str, now: datetime, after: timedelta | None) -> int:
+def operator_resets(conn: Any, region: str, now: datetime, after: timedelta | None,
+                    breakers: Mapping[str, datetime | None] | None = None) -> int:
     """The replay's operator: each termination breaker open for ``after`` or longer is reset as ``sco controller
-    reset-breaker`` would (None: nobody answers). Returns how many were reset."""
+    reset-breaker`` would (None: nobody answers). ``breakers``: the open ones (partition -> when it tripped) when
+    already read. Returns how many were reset."""
     if after is None:
         return 0
-    late = [p for p, tripped in open_breakers(conn, region).items() if tripped is None or now - tripped >= after]
+    opened = open_breakers(conn, region) if breakers is None else breakers
+    late = [p for p, tripped in opened.items() if tripped is None or now - tripped >= after]
     for partition in late:
         close_breaker(conn, region, partition, f"reset by the replay's operator {after} after the trip")
     return len(late)
@@ -366,41 +371,21 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     outbox = _Outbox(conn, stream)
     step_s = int(pass_interval.total_seconds())
     end, now, ranked_at = start + timedelta(days=days), start, None
-    while now < end:
-        if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
-            ranker(now, run.feed_list(timedelta(minutes=30)))
-            ranked_at = now
-        listed = region.list_instances()
-        names = {i.name for i in listed}
-        plans: dict[str, Any] = {}
-        with conn.pipeline() if fast else nullcontext():
-            for ctl, source in ctls:
-                source.names = names
-                report = ctl.step()
-                outbox.held += 1 if report.held else 0
-                plans.update(ctl.previous.plans if ctl.previous else {})
-            outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
-        run.accrue(region.list_instances(), plans, step_s)
-        outbox.resets += operator_resets(conn, region.region, now, operator_after)
-        now += pass_interval
-        clock.advance_to(now)
-        region.sync()
-        for ev in run.events:
-            if not ev.workload:
-                continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
-            event = region.to_event(ev)
-            stream.feed(event, now)
-            if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
-                for ctl, _ in ctls:
-                    if ev.workload in {c.workload for c in ctl.contracts.values()}:
-                        ctl.record_notice(ev.workload, event.time)
-        run.events.clear()
-        if progress is not None and now.minute == 0 and now.hour % 6 == 0:
-            progress((now - start).total_seconds() / (end - start).total_seconds())
-    for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
-        source.names = {i.name for i in region.list_instances()}
-        ctl.step()
-    outbox.feed(now)
+    # fast: one pipeline for the whole replay — a pass's statements wait only where a result is read (each
+    # controller commits what it records in its own round trips, ``pgbatch``), not at the end of every pass
+    with pipelined(conn) if fast else nullcontext():
+        while now < end:
+            ranked_at = _pass(run, ctls, outbox, ranker, ranked_at, now, step_s, operator_after)
+            now += pass_interval
+            clock.advance_to(now)
+            region.sync()
+            _feed_events(run, ctls, stream, now)
+            if progress is not None and now.minute == 0 and now.hour % 6 == 0:
+                progress((now - start).total_seconds() / (end - start).total_seconds())
+        for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
+            source.names = {i.name for i in region.list_instances()}
+            ctl.step()
+        outbox.feed(now)
     run.finish(conn)
     if progress is not None:
         progress(1.0)
@@ -409,6 +394,46 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
         diagnostics["passes-holding-actions"] = outbox.held
         diagnostics["breaker-reset-by-operator"] = outbox.resets
     return run.outcome
+
+
+def _pass(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], outbox: _Outbox, ranker: Ranker | None,
+          ranked_at: datetime | None, now: datetime, step_s: int, operator_after: timedelta | None
+          ) -> datetime | None:
+    """One replay pass at ``now``: the ranking when due, each partition's controller, the relay, the tallies and
+    the operator. Returns when the ranking was last published."""
+    region, conn = run.region, outbox.conn
+    if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
+        ranker(now, run.feed_list(timedelta(minutes=30)))
+        ranked_at = now
+    names = {i.name for i in region.list_instances()}
+    plans: dict[str, Any] = {}
+    for ctl, source in ctls:
+        source.names = names
+        report = ctl.step()
+        outbox.held += 1 if report.held else 0
+        plans.update(ctl.previous.plans if ctl.previous else {})
+    # the breakers read with the relay's read (one round trip in a pipeline): the controllers opened theirs before
+    breakers = send_open_breakers(conn, region.region) if operator_after is not None else None
+    outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+    run.accrue(region.list_instances(), plans, step_s)
+    outbox.resets += operator_resets(conn, region.region, now, operator_after, breakers() if breakers else None)
+    return ranked_at
+
+
+def _feed_events(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], stream: ExclusionStream,
+                 now: datetime) -> None:
+    """The region's events since the last pass to the exclusion watcher and the controllers' breach signal."""
+    region = run.region
+    for ev in run.events:
+        if not ev.workload:
+            continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
+        event = region.to_event(ev)
+        stream.feed(event, now)
+        if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
+            for ctl, _ in ctls:
+                if ev.workload in {c.workload for c in ctl.contracts.values()}:
+                    ctl.record_notice(ev.workload, event.time)
+    run.events.clear()
 
 
 class _Outbox:
