@@ -29,11 +29,20 @@ from controllers.controller.decision import (
 )
 from controllers.controller.fallback import Approval, GuaranteedOption, Need
 from controllers.controller.fallback_pass import decide_fallback
-from controllers.controller.model import Gone, Launch, Observed, Purpose, SlotKey, Terminate
-from controllers.controller.observe import Glance, Market, Observation
+from controllers.controller.model import (
+    Glance,
+    Gone,
+    InputsInForce,
+    Launch,
+    Market,
+    Observation,
+    Observed,
+    Purpose,
+    SlotKey,
+    Terminate,
+)
 from controllers.controller.revocation import RecordingRevoker
 from controllers.controller.settings import ControllerSettings
-from controllers.controller.store import InputsInForce
 from controllers.providers.budget import TokenBucket
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
@@ -446,8 +455,8 @@ def test_a_lost_instance_whose_pool_others_filled_is_placed_elsewhere_not_relaun
 
 
 def test_the_planner_gets_the_forecast_where_the_ranking_has_one_and_the_baseline_elsewhere() -> None:
-    from controllers.controller.decide import reclaim_estimates
-    from controllers.controller.store import InputsInForce
+    from controllers.controller.model import InputsInForce
+    from controllers.controller.pool_view import reclaim_estimates
     from controllers.planning.risk import baseline_reclaim_p
 
     pools = {p.pool_id: p for p in POOLS}
