@@ -54,7 +54,7 @@ async def _run(args: argparse.Namespace) -> int:
     from stores import nats as nats_store
 
     region = args.partition.split("/", 1)[0]
-    provider = SimulatedProvider(args.provider, region=region)
+    provider = SimulatedProvider(args.provider, region=region, identity="drill")
     try:
         instances = provider.list_instances({"partition": args.partition})
         if args.game_day:

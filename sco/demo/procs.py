@@ -108,8 +108,12 @@ def wait_http(url: str, timeout: float) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def post(url: str, body: Any = None) -> Any:
+def post(url: str, body: Any = None, *, token: str | None = None) -> Any:
+    """POST ``body`` as JSON (with ``token`` as the bearer credential) and return the JSON answer."""
     data = json.dumps(body if body is not None else {}).encode()
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=data, method="POST", headers=headers)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read() or b"null")

@@ -20,6 +20,13 @@ from .slurm import DEMO_JOB, slurm_job_state
 __all__ = ["STEPS", "claims", "start_controllers", "tick"]
 
 
+def _reclaim(url: str, body: Any = None) -> Any:
+    """A real reclaim, asked of the simulated region with the drill identity (the region's operator)."""
+    from controllers.providers.simulated import region_token
+
+    return post(url, body, token=region_token("drill"))
+
+
 def claims(bundle: Path, units: int) -> list[dict[str, Any]]:
     """Pending work for every workload of a partition: ``units`` items of its declared unit size."""
     payload = json.loads(bundle.read_text())
@@ -133,7 +140,7 @@ async def reclaim_slurm_node(ctx: RunContext) -> None:
     await asyncio.sleep(5)  # a job runs a while before its node is reclaimed (its handler is installed)
     ctx.summary.slurm_reclaimed = (node, job, real[node].instance)
     ctx.summary.mark("slurm-reclaim")
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
 
 
 async def reclaim_userdata_node(ctx: RunContext) -> None:
@@ -144,7 +151,7 @@ async def reclaim_userdata_node(ctx: RunContext) -> None:
     chosen = sorted(a.instance for a in ctx.the_fleet().agents.values() if a.kind == USERDATA_KIND)[:1]
     if chosen:
         ctx.summary.userdata_reclaimed = chosen[0]
-        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": chosen, "drill": False})
+        await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim", {"instances": chosen, "drill": False})
 
 
 async def bad_pool(ctx: RunContext) -> None:
@@ -162,19 +169,20 @@ async def bad_pool(ctx: RunContext) -> None:
         if wave:
             await asyncio.sleep(8)
         await tick(ctx)
-        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": ids[wave:wave + 1], "drill": False})
+        await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim",
+                                {"instances": ids[wave:wave + 1], "drill": False})
     ctx.summary.mark("third-wave")
 
 
 async def hall(ctx: RunContext) -> None:
     ctx.summary.mark("hall-reclaim")
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h2/reclaim")
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h2/reclaim")
 
 
 async def outage_start(ctx: RunContext) -> None:
     ctx.summary.mark("outage-start")
     stop_controllers(ctx)
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
 
 
 async def outage_end(ctx: RunContext) -> None:

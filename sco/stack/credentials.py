@@ -42,12 +42,13 @@ from contracts.subjects import (
 from .natsperms import EVENTS_STREAM, INGEST_CONSUMER, consumer_subjects, foreign_consumer_denies
 
 __all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "NATS_PUBLISH_DENY", "NATS_ROUTE_USER", "PG_DATABASE",
-           "PG_OWNER", "PG_ROLES",
+           "PG_OWNER", "PG_ROLES", "REGION_IDENTITIES",
            "Credentials", "NatsCluster", "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document",
            "component_urls", "load_or_create", "nats_config_text", "nats_url", "nats_urls", "nats_users",
            "password_hash", "redact_url", "write_private"]
 
 CREDENTIALS_FILE = "credentials.json"
+REGION_IDENTITIES = ("controller", "drill", "instance_key")  # controllers.simregion.auth.RegionAuth's fields
 PG_DATABASE = "sco"
 PG_OWNER = "sco_owner"
 # component -> PostgreSQL login role (grants in sco.stack.pgroles)
@@ -124,11 +125,15 @@ class Credentials:
     nats: dict[str, str]
     clickhouse: dict[str, str]
     agents: dict[str, str] = field(default_factory=dict)
+    # the simulated region's API (controllers.simregion.auth): the controller's and the drill identity's bearer
+    # tokens and the key instance identities are derived with
+    region: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The document written to ``credentials.json``."""
         return json.dumps({"version": 1, "postgres": self.postgres, "nats": self.nats,
-                           "clickhouse": self.clickhouse, "agents": self.agents}, indent=2, sort_keys=True) + "\n"
+                           "clickhouse": self.clickhouse, "agents": self.agents, "region": self.region},
+                          indent=2, sort_keys=True) + "\n"
 
 
 def _secret() -> str:
@@ -139,7 +144,8 @@ def generate() -> Credentials:
     """Fresh random secrets for every user of every store."""
     return Credentials(postgres={name: _secret() for name in ("postgres", PG_OWNER, *PG_ROLES.values())},
                        nats={name: _secret() for name in (*NATS_PERMISSIONS, NATS_ROUTE_USER)},
-                       clickhouse={name: _secret() for name in CH_USERS})
+                       clickhouse={name: _secret() for name in CH_USERS},
+                       region={name: _secret() for name in REGION_IDENTITIES})
 
 
 def write_private(path: Path, text: str, owner: tuple[int, int] | None = None) -> None:
@@ -166,7 +172,8 @@ def load_or_create(home: Path) -> Credentials:
     found = Credentials(postgres={**fresh.postgres, **doc.get("postgres", {})},
                         nats={**fresh.nats, **doc.get("nats", {})},
                         clickhouse={**fresh.clickhouse, **doc.get("clickhouse", {})},
-                        agents=dict(doc.get("agents", {})))
+                        agents=dict(doc.get("agents", {})),
+                        region={**fresh.region, **doc.get("region", {})})
     if found.to_json() != path.read_text():
         write_private(path, found.to_json())
     return found
