@@ -274,7 +274,10 @@ def clickhouse_users_document(creds: Credentials) -> dict[str, Any]:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for display)."""
+    """``url`` with its password replaced by ``***`` (for display); a comma-separated list (every server of a NATS
+    cluster) has each of its URLs redacted."""
+    if "," in url:
+        return ",".join(redact_url(part) for part in url.split(","))
     parts = urlsplit(url)
     if parts.password is None:
         return url
