@@ -1,7 +1,8 @@
 """``sco up`` / ``sco down`` / ``sco status``: the embedded stack under ``$SCO_HOME`` (default ``.sco``).
 
 ``up`` starts (or reuses) PostgreSQL, NATS with JetStream and the ClickHouse front end on free loopback
-ports and records them in ``$SCO_HOME/stack.json``; a store given by URL (``SCO_POSTGRES_URL``,
+ports and records them in ``$SCO_HOME/stack.json``; a server started again (after a crash) gets its recorded
+port back when it is free, so running clients reconnect where they were; a store given by URL (``SCO_POSTGRES_URL``,
 ``SCO_NATS_URL``, ``SCO_CLICKHOUSE_URL``) is recorded as external and never started or stopped. ``down``
 stops only what ``up`` started. Data stays under ``$SCO_HOME`` between runs.
 
@@ -235,7 +236,8 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate). Each is recorded as
         # soon as it listens, so `sco down` stops it even when this process is killed before the others are up.
         failures: dict[Store, BaseException] = {}
-        ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
+        ports = services.choose_ports(to_start, state["services"], services.free_ports(len(to_start)),
+                                      services.port_free)
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
             futures = {pool.submit(_start, store, home, fast, port, creds, nats_cluster,
                                    state["services"].get(store) or {}): store

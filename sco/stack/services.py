@@ -24,15 +24,41 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .credentials import pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_jetstream", "await_nats_user", "free_port",
-           "free_ports", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open",
-           "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster",
-           "start_postgres", "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+__all__ = [
+    "SERVICE_USER",
+    "SUPERUSER_SECRET",
+    "Running",
+    "await_jetstream",
+    "await_nats_user",
+    "choose_ports",
+    "free_port",
+    "free_ports",
+    "nats_accepts",
+    "nats_binary",
+    "nats_launch",
+    "nats_member_dir",
+    "pid_alive",
+    "port_free",
+    "port_open",
+    "reap",
+    "reload_nats",
+    "service_account",
+    "start_clickhouse",
+    "start_nats",
+    "start_nats_cluster",
+    "start_postgres",
+    "stop_pid",
+    "stop_postgres",
+    "wait_port",
+    "write_nats_config",
+]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -65,6 +91,35 @@ def free_ports(count: int) -> list[int]:
     finally:
         for s in sockets:
             s.close()
+
+
+def choose_ports(stores: Sequence[str], records: Mapping[str, Any], fresh: list[int],
+                 free: Callable[[int], bool]) -> list[int]:
+    """The port each store in ``stores`` starts on: the one ``stack.json`` recorded for it when it is free again
+    (after a crash: clients, agents' user-data and running processes hold that port), else a ``fresh`` one."""
+    out: list[int] = []
+    for store, spare in zip(stores, fresh, strict=True):
+        record = records.get(store) or {}
+        recorded = int(record.get("port") or 0) if record.get("managed") else 0
+        out.append(recorded if recorded and recorded not in out and free(recorded) else spare)
+    return out
+
+
+def port_free(port: int, wait_s: float = 10.0) -> bool:
+    """Nothing holds 127.0.0.1:``port`` (it can be bound), waiting up to ``wait_s`` for a server killed just
+    now to let go of it (a process in uninterruptible sleep keeps its sockets until it is gone)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
