@@ -19,8 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.support.eventsoak import TARGETS, plan_soak
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import TARGETS, plan_soak
+from testkit.soakrun import run_soak
 
 STALL_LIMIT_S = 10.0
 

@@ -16,7 +16,7 @@ from sco.stack import credentials
 from stores import nats as sco_nats
 from stores.ingest import CONSUMER, EVENT_SUBJECT
 from stores.nats import EVENTS_STREAM
-from tests.support.nats import NatsProcess
+from testkit.nats import NatsProcess
 
 pytestmark = pytest.mark.services
 INTRUDERS = ("controller", "watcher", "region", "relay")

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 pytestmark = pytest.mark.services
 

@@ -27,9 +27,9 @@ from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.esphome import EspHomeDouble
 from tests.controllers.plugpool.conftest import kube, plugs  # noqa: F401  (the fixtures)
 from tests.controllers.plugpool.helpers import config_dict
-from tests.doubles.esphome import EspHomeDouble
 
 NOW = dt.datetime.now(dt.UTC)
 

@@ -16,7 +16,7 @@ import pytest
 from sco.stack import services
 from sco.stack.credentials import redact_url
 from stores.config import load_urls, resolve_url
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 SCO = [sys.executable, "-m", "sco.cli"]
 
