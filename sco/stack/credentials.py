@@ -128,11 +128,14 @@ class Credentials:
     # the simulated region's API (controllers.simregion.auth): the controller's and the drill identity's bearer
     # tokens and the key instance identities are derived with
     region: dict[str, str] = field(default_factory=dict)
+    # ``region/instance`` -> the instance's partition: the distributor serves an agent its own partition's bundle
+    agent_partitions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The document written to ``credentials.json``."""
         return json.dumps({"version": 1, "postgres": self.postgres, "nats": self.nats,
-                           "clickhouse": self.clickhouse, "agents": self.agents, "region": self.region},
+                           "clickhouse": self.clickhouse, "agents": self.agents, "region": self.region,
+                           "agent_partitions": self.agent_partitions},
                           indent=2, sort_keys=True) + "\n"
 
 
@@ -173,7 +176,8 @@ def load_or_create(home: Path) -> Credentials:
                         nats={**fresh.nats, **doc.get("nats", {})},
                         clickhouse={**fresh.clickhouse, **doc.get("clickhouse", {})},
                         agents=dict(doc.get("agents", {})),
-                        region={**fresh.region, **doc.get("region", {})})
+                        region={**fresh.region, **doc.get("region", {})},
+                        agent_partitions=dict(doc.get("agent_partitions", {})))
     if found.to_json() != path.read_text():
         write_private(path, found.to_json())
     return found
