@@ -166,7 +166,7 @@ def _start_one(store: Store, home: Path, fast: bool, port: int, creds: Credentia
     data.mkdir(parents=True, exist_ok=True)
     users_file = data / "users.json"
     creds_mod.write_private(users_file, json.dumps(creds_mod.clickhouse_users_document(creds), indent=2) + "\n",
-                            services.service_account())
+                            services.service_account("clickhouse"))
     running = services.start_clickhouse(data, port, users_file=users_file)
     return replace(running, url=creds_mod.clickhouse_url("sco", creds.clickhouse["sco"], running.port))
 
