@@ -8,9 +8,11 @@ Identities, each a bearer token (``Authorization: Bearer <token>``) from the sta
 * an instance — ``i.<instance id>.<HMAC-SHA256(instance_key, instance id)>``, minted by whoever holds the
   instance key (the region, the controller that launched it): its own user-data and nothing else.
 
-``/healthz`` and the metadata mirror (``/metadata/{id}``: notices and advisories, no secret; what a real cloud
-serves on the link-local address to the instance) stay open. Every refusal is logged with its stable code:
-``SIM001`` no or an unknown credential (401), ``SIM002`` a known identity asking for what it may not (403).
+``/healthz``, the metadata mirror (``/metadata/{id}``: notices and advisories, no secret; what a real cloud
+serves on the link-local address to the instance) and the published feed documents (catalogue, rate card,
+reservations, forward capacity, quota: what the analytics read) stay open, for GET only. Every refusal is
+logged with its stable code: ``SIM001`` no or an unknown credential (401), ``SIM002`` a known identity
+asking for what it may not (403).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from dataclasses import dataclass
 __all__ = ["OPEN_PATHS", "Refusal", "RegionAuth", "instance_token"]
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = re.compile(r"^/(healthz|metadata/[^/]+(/notice)?)$")
+# no instance, no user-data, no action: the health check, the metadata mirror, and the provider's published feed
+# documents the analytics read without a region credential (ProviderFeedResource)
+OPEN_PATHS = re.compile(r"^/(healthz|metadata/[^/]+(/notice)?|v1/(catalogue|rate-card|reservations|forward-capacity"
+                        r"|quota))$")
 _USER_DATA = re.compile(r"^/v1/instances/([^/]+)/user-data$")
 _RECLAIM = re.compile(r"^/v1/(reclaim|halls/[^/]+/reclaim)$")
 
@@ -67,7 +72,7 @@ class RegionAuth:
 
     def check(self, method: str, path: str, authorization: str | None) -> Refusal | None:
         """None when the call may go on, else the refusal (logged)."""
-        if OPEN_PATHS.match(path):
+        if method in ("GET", "HEAD") and OPEN_PATHS.match(path):
             return None
         who = self.identity(authorization)
         refusal = _refusal(who, method, path)
