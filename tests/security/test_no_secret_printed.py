@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -31,8 +33,9 @@ def _secrets(home: Path) -> list[str]:
     return [form for s in found for form in {s, quote(s, safe="")}]
 
 
-def test_no_stack_command_prints_a_password_in_text_or_json(tmp_path: Path) -> None:
-    home = tmp_path / ".sco"
+def test_no_stack_command_prints_a_password_in_text_or_json() -> None:
+    # not pytest's tmp_path: another pytest session resets /tmp/pytest-of-<user> to 0700 under the servers
+    home = Path(tempfile.mkdtemp(prefix="sco-secrets-")) / ".sco"
     runs: dict[str, subprocess.CompletedProcess[str]] = {}
     try:
         for args in (("up", "--fast", "--nats-cluster", "3", "--no-migrate"),
@@ -41,6 +44,7 @@ def test_no_stack_command_prints_a_password_in_text_or_json(tmp_path: Path) -> N
     finally:
         runs["down --json"] = _sco(home, "down", "--json")
     secrets = _secrets(home)
+    shutil.rmtree(home.parent, ignore_errors=True)
     assert len(secrets) >= 15
     for command, done in runs.items():
         assert done.returncode == 0, (command, done.stderr[-2000:])

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +31,10 @@ BEFORE, AFTER = 300, 300
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / ".sco"
+def stack() -> Iterator[Path]:
+    # not pytest's tmp_path: every pytest session on the host resets /tmp/pytest-of-<user> to 0700, which would
+    # cut the servers' own accounts off their data directories mid-test
+    home = Path(tempfile.mkdtemp(prefix="sco-ports-")) / ".sco"
     try:
         with mock.patch.dict(os.environ):
             for var in ENV_VARS.values():
@@ -40,6 +44,7 @@ def stack(tmp_path: Path) -> Iterator[Path]:
         yield home
     finally:
         manager.down(home)
+        shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def _services(home: Path) -> dict[str, Any]:
