@@ -1,7 +1,9 @@
-"""Who may fetch a bundle: HTTP Basic (``user:password``) or a bearer token, checked against SHA-256 digests in
-the same constant-time way as the ClickHouse front end (``sco.stack.clickhouse_http.auth``). Agents (their own
-per-instance user, ``agent.<region>.<instance>``) read agent bundles; controllers read both kinds and the
-metrics. No credential, no bundle: there is no anonymous path."""
+"""Who may fetch a bundle: HTTP Basic (``user:password``) or a bearer token, checked against digests.
+
+The SHA-256 digests are checked in the same constant-time way as the ClickHouse front end
+(``sco.stack.clickhouse_http.auth``). Agents (their own per-instance user, ``agent.<region>.<instance>``) read agent
+bundles; controllers read both kinds and the metrics. No credential, no bundle: there is no anonymous path.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,11 @@ _DUMMY = hashlib.sha256(b"no such user").hexdigest()
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller; ``scope``: for an agent, the partition (``region/cluster``) or region whose agent
-    bundle alone it may read (None: unscoped)."""
+    """An authenticated caller.
+
+    ``scope``: for an agent, the partition (``region/cluster``) or region whose agent bundle alone it may read
+    (None: unscoped).
+    """
 
     name: str
     role: Role
@@ -42,9 +47,11 @@ def digest(secret: str) -> str:
 
 
 class PasswordTable:
-    """``Authenticator`` over ``{user: (sha256 hex of its password, role)}``; a bearer token is looked up among
-    ``tokens`` (``{sha256 hex of the token: (name, role)}``). ``load`` re-reads the table (e.g. when new
-    instances were minted) before each check when given."""
+    """``Authenticator`` over ``{user: (sha256 hex of its password, role)}`` and bearer tokens.
+
+    A bearer token is looked up among ``tokens`` (``{sha256 hex of the token: (name, role)}``). ``load`` re-reads the
+    table (e.g. when new instances were minted) before each check when given.
+    """
 
     def __init__(self, users: Mapping[str, tuple[str, Role]] | None = None,
                  tokens: Mapping[str, tuple[str, Role]] | None = None,
@@ -80,8 +87,11 @@ class PasswordTable:
 
 
 def allowed(principal: Principal, kind: str, partition: str | None = None) -> bool:
-    """Agents read agent bundles — a scoped agent only its own partition's (or region's); controllers read every
-    bundle and the metrics (``kind == "metrics"``)."""
+    """Whether ``principal`` may read a ``kind`` bundle of ``partition``.
+
+    Agents read agent bundles — a scoped agent only its own partition's (or region's); controllers read every
+    bundle and the metrics (``kind == "metrics"``).
+    """
     if principal.role == "controller":
         return True
     if kind != "agent":

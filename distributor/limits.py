@@ -35,12 +35,14 @@ class Gate:
     """The open connections of one server, against its ``Limits``."""
 
     def __init__(self, limits: Limits) -> None:
+        """No connection open yet."""
         self.limits = limits
         self.open = 0
         self.refused = 0
         self.expired = 0
 
     def admit(self) -> bool:
+        """Count one more open connection; False (and counted as refused) when the cap is reached."""
         if self.open >= self.limits.max_connections:
             self.refused += 1
             return False
@@ -48,6 +50,7 @@ class Gate:
         return True
 
     def release(self) -> None:
+        """One admitted connection closed."""
         self.open -= 1
 
 
@@ -55,12 +58,14 @@ class Guard(asyncio.Protocol):
     """One connection: admitted by the ``Gate`` and closed at its deadline, else handed to ``inner``."""
 
     def __init__(self, inner: Any, gate: Gate) -> None:
+        """Front ``inner`` (aiohttp's protocol for this connection) with ``gate``."""
         self.inner, self.gate = inner, gate
         self.admitted = False
         self.transport: asyncio.Transport | None = None
         self.timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Admit the connection and start its deadline, or answer 503 and close it."""
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
@@ -82,21 +87,26 @@ class Guard(asyncio.Protocol):
             self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
+        """Hand the bytes to aiohttp (an admitted connection only)."""
         if self.admitted:
             self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
+        """Hand the end of input to aiohttp."""
         return self.inner.eof_received() if self.admitted else None
 
     def pause_writing(self) -> None:
+        """Pass flow control on to aiohttp."""
         if self.admitted:
             self.inner.pause_writing()
 
     def resume_writing(self) -> None:
+        """Pass flow control on to aiohttp."""
         if self.admitted:
             self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Cancel the deadline, free the slot, tell aiohttp."""
         if self.timer is not None:
             self.timer.cancel()
         if self.admitted:

@@ -38,8 +38,11 @@ class Distributor:
 
     def __init__(self, catalog: Catalog, auth: Authenticator, clock: Callable[[], datetime] = _utcnow,
                  limits: Limits | None = None) -> None:
-        """Serve ``catalog`` to whoever ``auth`` accepts; ``clock`` dates the bundles' age; ``limits`` bound each
-        connection's life and how many are open (``distributor.limits``)."""
+        """Serve ``catalog`` to whoever ``auth`` accepts.
+
+        ``clock`` dates the bundles' age; ``limits`` bound each connection's life and how many are open
+        (``distributor.limits``).
+        """
         self.catalog, self.auth, self.clock = catalog, auth, clock
         self.gate = Gate(limits or Limits())
         self.responses: Counter[int] = Counter()

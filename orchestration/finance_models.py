@@ -33,6 +33,7 @@ _ENV_LOCK = threading.RLock()
 
 
 def dbt_executable() -> str:
+    """The ``dbt`` beside this Python, else ``dbt`` on the PATH."""
     here = Path(sys.executable).with_name("dbt")
     return str(here) if here.exists() else "dbt"
 

@@ -114,6 +114,7 @@ class _LazyGates:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco distributor`` (serve, stage, rollout) to the parser."""
     group = subparsers.add_parser("distributor", help="the bundle distributor (serve signed bundles over HTTP)")
     sub = group.add_subparsers(dest="distributor_command", required=True)
     p = sub.add_parser("serve", help="serve <bundles>/<region>/<cluster>/*-bundle.json with ETags, authenticated")

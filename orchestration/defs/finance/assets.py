@@ -38,6 +38,7 @@ class _Translator(DagsterDbtTranslator):
 
 
 def dbt_resource() -> DbtCliResource:
+    """The dbt CLI resource on the repository's dbt project and profile."""
     return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
 
 
