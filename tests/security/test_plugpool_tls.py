@@ -28,8 +28,8 @@ from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
 from sco.demo.kubeapi import KubeApiDouble
 from testkit.esphome import EspHomeDouble
-from tests.controllers.plugpool.conftest import kube, plugs  # noqa: F401  (the fixtures)
-from tests.controllers.plugpool.helpers import config_dict
+from tests.controllers.plugpool.conftest import plugs  # noqa: F401  (the fixture; kube is tests/conftest.py's)
+from tests.controllers.plugpool.helpers import NS, config_dict
 
 NOW = dt.datetime.now(dt.UTC)
 
@@ -73,6 +73,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path, kube: KubeApiDouble, plugs: EspHomeDouble) -> Iterator[Served]:  # noqa: F811
+    kube.put_object("Namespace", {"metadata": {"name": NS}})
     ca, other_ca = _issue("sco test CA", ca=True), _issue("someone else's CA", ca=True)
     server, client, rogue = _issue("plugpool", ca, server=True), _issue("cluster-autoscaler", ca), _issue(
         "cluster-autoscaler", other_ca)
