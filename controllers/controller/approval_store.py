@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,8 +25,8 @@ from stores.outbox import enqueue
 
 from .approval_judge import Answer, OpenRequest, Verdict
 
-__all__ = ["Answer", "Judged", "json_depth", "judged", "open_requests", "parse_record", "record_verdict", "submit",
-           "unjudged"]
+__all__ = ["Answer", "Judged", "json_depth", "judged", "open_requests", "parse_record", "record_verdict",
+           "send_unjudged", "submit", "unjudged"]
 
 MAX_PER_PASS = 100           # answers judged a pass (the rest wait for the next one)
 MAX_RECORD_CHARS = 16_384    # a signed decision is well under 1 KiB; anything larger is refused unparsed
@@ -88,24 +89,31 @@ def judged(conn: Any, request_id: str) -> list[Judged]:
 
 
 def unjudged(conn: Any, region: str) -> list[Answer]:
-    """The region's answers the arbiter has not judged, in the order they were recorded. The record is read as
-    text (never decoded by the driver) and parsed only within ``MAX_RECORD_CHARS`` and ``MAX_RECORD_DEPTH``: a
-    poison answer comes back unparsed with its reason (the arbiter quarantines it, ``APR009``), never as an
-    exception that would fail every pass."""
+    """The region's answers the arbiter has not judged, in the order they were recorded.
+
+    The record is read as text (never decoded by the driver) and parsed only within ``MAX_RECORD_CHARS`` and
+    ``MAX_RECORD_DEPTH``: a poison answer comes back unparsed with its reason (the arbiter quarantines it,
+    ``APR009``), never as an exception that would fail every pass.
+    """
+    return send_unjudged(conn, region)()
+
+
+def send_unjudged(conn: Any, region: str) -> Callable[[], list[Answer]]:
+    """``unjudged``'s statement sent; the reader of its rows returned (a pass sends its reads together)."""
     cols = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
-    with conn.transaction():
-        rows = conn.execute(
-            f"SELECT d.decision_id, d.signed::text, {cols} FROM approval_decisions d JOIN approval_requests r "
-            "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
-            "d.decision_id LIMIT %s", (region, MAX_PER_PASS)).fetchall()
-    out = []
-    for row in rows:
-        decision_id, request = str(row[0]), _request(row[2:])
-        signed, error = parse_record(str(row[1]))
-        if error is not None:
-            log.warning("approval decision %s quarantined: %s", decision_id, error)
-        out.append(Answer(decision_id, request, signed, error or ""))
-    return out
+    cur = conn.execute(
+        f"SELECT d.decision_id, d.signed::text, {cols} FROM approval_decisions d JOIN approval_requests r "
+        "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
+        "d.decision_id LIMIT %s", (region, MAX_PER_PASS))
+    return lambda: [_answer(row) for row in cur.fetchall()]
+
+
+def _answer(row: Sequence[Any]) -> Answer:
+    decision_id, request = str(row[0]), _request(row[2:])
+    signed, error = parse_record(str(row[1]))
+    if error is not None:
+        log.warning("approval decision %s quarantined: %s", decision_id, error)
+    return Answer(decision_id, request, signed, error or "")
 
 
 def parse_record(raw: str) -> tuple[SignedDecision | None, str | None]:
