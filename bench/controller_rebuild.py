@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from bench._cli import no_arguments
 from contracts.pools import PurchaseModel
 from contracts.provider import LaunchRequest, OwnerTags
 from controllers.controller.rebuild import ownership, rebuild
@@ -27,6 +28,7 @@ N = 5000
 
 
 def main() -> None:
+    no_arguments("bench.controller_rebuild", __doc__)
     clock = VirtualClock(datetime(2026, 11, 29, tzinfo=UTC))
     region = SimulatedRegion(RegionConfig(reclaim_rate_pct_h=0, hall_reclaims_per_30d=0, background=False,
                                           quota_instances=N + 10, quota_vcpu=10**7), clock)
