@@ -37,6 +37,7 @@ from typing import Any
 
 from agent.config import userdata_document
 from agent.model import NodeIdentity
+from bench._cli import stop_on_signals
 from bench.agent_notice_latency import ensure_stream
 from bench.nats_auth import BenchNats, free_port
 from contracts.canonical import canonical_bytes
@@ -315,6 +316,7 @@ def report(packages: list[str], bare: float, libs: float, m: dict[str, Any]) -> 
 
 
 def main() -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     parser = argparse.ArgumentParser(prog="python -m bench.agent_footprint", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")

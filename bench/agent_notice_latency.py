@@ -48,6 +48,7 @@ from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import Contract, NodeIdentity, Unit
 from agent.runtime import Agent
+from bench._cli import stop_on_signals
 from bench.nats_auth import BenchNats
 from contracts.canonical import canonical_bytes
 from contracts.signing import generate_keypair, load_private_key, sign_blob
@@ -302,6 +303,7 @@ def report(label: str, res: dict[str, Any], n: int) -> None:
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     logging.getLogger("nats").setLevel(logging.CRITICAL)  # a connect retried under load is not news here
     logging.getLogger("sco.agent.drain").setLevel(logging.ERROR)  # "local drain" when the box is busy
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)

@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
 from contracts.pools import Pool, PurchaseModel
 from orchestration import backfill, groups, ledger, rankings
 from orchestration.catalogue import write_catalogue
@@ -145,6 +146,7 @@ def run(url: str) -> None:
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--clickhouse", default=None, help="a ClickHouse URL that already holds the 90-day history")
     ap.add_argument("--pools", type=int, default=140)

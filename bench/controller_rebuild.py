@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from bench._cli import no_arguments
+from bench._cli import no_arguments, stop_on_signals
 from contracts.pools import PurchaseModel
 from contracts.provider import LaunchRequest, OwnerTags
 from controllers.controller.rebuild import ownership, rebuild
@@ -28,6 +28,7 @@ N = 5000
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     no_arguments("bench.controller_rebuild", __doc__)
     clock = VirtualClock(datetime(2026, 11, 29, tzinfo=UTC))
     region = SimulatedRegion(RegionConfig(reclaim_rate_pct_h=0, hall_reclaims_per_30d=0, background=False,

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
 from bench.agent_notice_latency import pct
 from bench.nats_auth import BenchNats
 from contracts.subjects import notice_subject
@@ -101,6 +102,7 @@ def run(url: str, relay_url: str, total: int, procs: int, conns: int, wildcard: 
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", nargs="+")
     parser.add_argument("--instances", type=int, default=5000)

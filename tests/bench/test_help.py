@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import bench._cli
 from bench.__main__ import commands
 
 
@@ -24,6 +25,8 @@ def test_the_bench_answers_help_without_running(name: str, monkeypatch: pytest.M
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(sys, "argv", [f"bench/{name}.py", "--help"])
     monkeypatch.delitem(sys.modules, f"bench.{name}", raising=False)  # imported by another test: run it afresh
+    # a bench's own signal handlers and exit-time reaper belong to its process, not to this test session's
+    monkeypatch.setattr(bench._cli, "stop_on_signals", lambda: None)
     with pytest.raises(SystemExit) as exited:
         runpy.run_module(f"bench.{name}", run_name="__main__")
     out = capsys.readouterr().out
