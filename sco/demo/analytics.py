@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -45,14 +46,27 @@ def materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any,
     logging.getLogger("dagster").setLevel(logging.WARNING)
     screen = os.fdopen(os.dup(saved[0]), "w")
     started = time.monotonic()
+    last = {"at": started, "text": "analytics"}
+    quiet = threading.Event()
 
     def show(text: str) -> None:
         phase(text)  # the display keeps the phase; the line goes to the real screen
+        last.update(at=time.monotonic(), text=text)
         print(f"  {text} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
 
+    def keepalive() -> None:  # a step (the assets, dbt) can run a minute with nothing to show: say it still works
+        while not quiet.wait(1.0):
+            if time.monotonic() - float(last["at"]) >= 10:
+                last["at"] = time.monotonic()
+                print(f"  still: {last['text']} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
+
+    beat = threading.Thread(target=keepalive, name="analytics-keepalive", daemon=True)
+    beat.start()
     try:
         _materialise_and_report(urls, provider_url, cfg, summary, run_dir, show)
     finally:
+        quiet.set()
+        beat.join()
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)

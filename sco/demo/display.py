@@ -50,6 +50,14 @@ class Display:
             self._last_line = time.monotonic()
             print(f"[{self.elapsed():6.1f} s] {phase}", flush=True)
 
+    def keepalive(self, quiet_s: float = 10.0) -> None:
+        """Without a terminal: after ``quiet_s`` with no line, say the phase is still working (the panel, in a
+        terminal, shows the elapsed time already)."""
+        if self.tty or time.monotonic() - self._last_line < quiet_s:
+            return
+        self._last_line = time.monotonic()
+        print(f"[{self.elapsed():6.1f} s]   still: {self.phase}", flush=True)
+
     def on_event(self, data: bytes) -> None:
         try:
             event = json.loads(data)
