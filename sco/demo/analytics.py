@@ -46,7 +46,7 @@ def materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any,
     logging.getLogger("dagster").setLevel(logging.WARNING)
     screen = os.fdopen(os.dup(saved[0]), "w")
     started = time.monotonic()
-    last = {"at": started, "text": "analytics"}
+    last: dict[str, Any] = {"at": started, "text": "analytics"}
     quiet = threading.Event()
 
     def show(text: str) -> None:
@@ -56,7 +56,7 @@ def materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any,
 
     def keepalive() -> None:  # a step (the assets, dbt) can run a minute with nothing to show: say it still works
         while not quiet.wait(1.0):
-            if time.monotonic() - float(last["at"]) >= 10:
+            if time.monotonic() - last["at"] >= 10:
                 last["at"] = time.monotonic()
                 print(f"  still: {last['text']} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
 
