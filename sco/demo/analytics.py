@@ -194,6 +194,19 @@ def _read_ledger(ch: Any, summary: Any) -> None:
                           "reclaimable_eur": reclaimable_eur, "fallback_eur": fallback_eur,
                           "fallback_hours": fallback_h}
 
+    # every term of the ledger's identity over the run's hours: the net saving recomputed at the production rate
+    # (sco/demo/production.py:net_at_rate) takes them from here
+    terms = ("counterfactual_eur", "wasted_eur", "useful_hours", "wasted_hours", "floor_eur", "headroom_eur",
+             "storage_eur", "orchestrator_eur")
+    sums = ch.rows(f"SELECT {', '.join(f'sum({t})' for t in terms)} FROM savings_ledger FINAL "
+                   "WHERE hour >= {start:DateTime('UTC')}",
+                   {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
+    if sums and sums[0][0] is not None:
+        summary.money["ledger"] = {**{t: float(v or 0) for t, v in zip(terms, sums[0], strict=True)},
+                                   **{k: summary.money[k] for k in ("reclaimable_hours", "reclaimable_eur",
+                                                                    "fallback_eur", "fallback_hours")
+                                      if k in summary.money}}
+
     latest = ch.rows("SELECT direction, count() FROM (SELECT workload, argMax(direction, computed_at) AS direction "
                      "FROM recommendations FINAL GROUP BY workload) GROUP BY direction")
     summary.recommendations = {str(direction): int(n) for direction, n in latest or []}

@@ -84,6 +84,8 @@ async def sign_contracts(ctx: RunContext) -> None:
     ctx.partitions = [b.partition for b in published]
     ctx.summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
     ctx.summary.contracts = agent_records(sorted(ctx.bundles.glob("*/*/agent-bundle.json")))
+    ctx.summary.tolerances = {w.contract.workload: float(w.contract.max_interruption_rate_pct_h)
+                              for w in result.workloads}
 
 
 def region_settings(cfg: DemoConfig) -> dict[str, str]:
