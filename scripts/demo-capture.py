@@ -44,6 +44,7 @@ def capture(lines: list[str], started: datetime, wall_s: float, gap_s: float, lo
     first = next(line for line in lines if re.match(r"\[\s*\d+\.\d s\] ", line))
     summary = lines[next(n for n, line in enumerate(lines) if line.startswith("SCO demo: ")):]
     summary = summary[:next(n for n, line in enumerate(summary) if line.startswith("Run directory")) + 1]
+    summary = [line.replace(f"{REPO}/", "") for line in summary]  # the clone's own paths, as a reader's would be
     facts = (f"captured by scripts/demo-capture.py on {started:%Y-%m-%d %H:%M} UTC: `sco demo` {wall_s:.0f} s, "
              f"load average {load:.1f} at the start, the longest silence between two printed lines {gap_s:.0f} s")
     return "\n".join([BEGIN, f"<!-- {facts} -->", "```text", first, "... one line per phase (docs/demo.md lists "
