@@ -1,5 +1,6 @@
-"""The command line every bench shares: ``python -m bench.X --help`` prints the module's docstring and exits
-before anything is measured or started."""
+"""What every bench shares as a command: ``python -m bench.X --help`` prints the module's docstring and exits
+before anything is measured or started (``parser``, ``no_arguments``), and a bench stopped by a signal or a
+timeout leaves no server behind (``stop_on_signals``)."""
 
 from __future__ import annotations
 
@@ -26,15 +27,7 @@ def no_arguments(module: str, doc: str | None, argv: Sequence[str] | None = None
     parser(module, doc).parse_args(argv)
 
 
-def _stop(signum: int, _frame: object) -> None:
-    for each in _SIGNALS:  # a second signal must not cut the cleanup short; SIGKILL still can
-        signal.signal(each, signal.SIG_IGN)
-    raise SystemExit(128 + signum)
-
-
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
 RUN_VAR = "SCO_BENCH_RUN"  # in the environment of every process a bench starts, servers included
 _PROC = Path("/proc")
 _GRACE_S = 5.0
@@ -85,6 +78,12 @@ def _zombie(pid: int) -> bool:
                    if line.startswith("State:"))
     except OSError:
         return True
+
+
+def _stop(signum: int, _frame: object) -> None:
+    for each in _SIGNALS:  # a second signal must not cut the cleanup short; SIGKILL still can
+        signal.signal(each, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
 
 
 def stop_on_signals() -> None:
