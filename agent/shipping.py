@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .drain import yield_to_first_actions
+from .drain.engine import yield_to_first_actions
 from .events import subject_of
 from .metrics import Metrics
 from .spool import Spool, SpoolEntry

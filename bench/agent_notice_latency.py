@@ -45,8 +45,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.config import AgentConfig, parse_userdata, userdata_document
+from agent.drain.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.model import Contract, NodeIdentity, Unit
 from agent.runtime import Agent
 from bench._cli import stop_on_signals

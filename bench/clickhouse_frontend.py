@@ -22,7 +22,7 @@ from typing import Any
 from bench._cli import no_arguments, stop_on_signals
 from sco.stack import services
 from stores import clickhouse
-from tests.support.clickhouse import authorized
+from testkit.clickhouse import authorized
 
 SETUP = [
     "CREATE TABLE ev (event_id String, kind LowCardinality(String), time DateTime64(3, 'UTC'), "

@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 
 from bench._cli import stop_on_signals
-from tests.support.eventsoak import TARGETS, plan_soak
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import TARGETS, plan_soak
+from testkit.soakrun import run_soak
 
 STALL_LIMIT_S = 10.0
 

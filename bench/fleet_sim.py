@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.instances.split(",") if x.strip()]
     from sco.commands.simulate_controller import EmbeddedPostgres
-    from tests.support.nats import NatsCluster
+    from testkit.nats import NatsCluster
 
     print("fleet-scale simulation (issue 18): production controllers, one process per partition; token budget "
           "split statically between them (ADR-12); the fleet's build, steady arrivals, one hall-wide reclaim; "

@@ -15,7 +15,8 @@ from typing import Any
 
 from dagster import ConfigurableResource
 
-__all__ = ["AnalyticsSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource", "RgwResource"]
+__all__ = ["AnalyticsSettings", "BakeoffSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource",
+           "RgwResource"]
 
 
 class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
@@ -111,6 +112,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_retention_days: int = 7 * 365      # ADR-25: cost attribution is kept seven years
     archive_create_bucket: bool = False         # production: the bucket is created by the operator, with the lock
     archive_correction: str = ""
+    dbt_docs_dir: str = ".sco/dbt-docs"        # where the finance_docs asset writes dbt's static docs site
     interruption_window_days: int = 30
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
@@ -206,3 +208,24 @@ class RgwResource(ConfigurableResource):  # type: ignore[misc]
         if not isinstance(doc, dict):
             raise ValueError(f"RgwResource.owners must be a JSON object of uid -> workload, got {self.owners!r}")
         return {str(k): (None if v is None else str(v)) for k, v in doc.items()}
+
+
+class BakeoffSettings(ConfigurableResource):  # type: ignore[misc]
+    """How each bake-off partition replays (``SCO_BAKEOFF_*``): ADR-03's month after a week of warm-up at ~4 %/h
+    by default; ``revision`` names the code or contract revision the rows belong to."""
+
+    days: float = 30.0
+    warmup_days: float = 7.0
+    units: int = 40
+    rate_pct_h: float = 4.0
+    revision: str = ""
+    contracts_dir: str = ""
+    cache_dir: str = ".sco/bakeoff-traces"
+
+    def run_settings(self) -> Any:
+        """These settings as ``orchestration.bakeoff.RunSettings``."""
+        from .bakeoff import RunSettings
+
+        return RunSettings(days=self.days, warmup_days=self.warmup_days, units=self.units,
+                           rate_pct_h=self.rate_pct_h, revision=self.revision, contracts_dir=self.contracts_dir,
+                           cache_dir=self.cache_dir)

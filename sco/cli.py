@@ -32,6 +32,7 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.drill",  # drill --partition --fraction | --game-day --hall (issue 10)
     "sco.commands.fallback",  # fallback approvals | approve | deny (ADR-23, ADR-30)
     "sco.commands.distributor",  # distributor serve (issue 16)
+    "sco.commands.bakeoff",  # bakeoff run | table: the placement bake-off, one strategy-month at a time
 )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 pytest_plugins = [
     "tests.support.leftovers", "tests.support.groups",

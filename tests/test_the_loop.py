@@ -8,7 +8,7 @@ import re
 import subprocess
 import tomllib
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 MAKEFILE = (REPO / "Makefile").read_text()
 EXTRAS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -1,6 +1,6 @@
 """The controller refreshes its own bundle between passes (issue 16; ADR-10, ADR-15, ADR-30).
 
-``BundleRefresh.between_passes`` asks a feed (``controllers.distributor.ControllerBundleFeed``) for the
+``BundleRefresh.between_passes`` asks a feed (``distributor.ControllerBundleFeed``) for the
 partition's ``controller-bundle.json``. The feed verifies a served bundle exactly as the controller verifies
 its ``--bundle`` at start (signature, succession from the held bundle, governance signature when governed
 fields changed: ``contracts.bundle_verify``) and then asks this module's ``admit`` — the partition's
@@ -32,7 +32,7 @@ __all__ = ["BundleRefresh", "ControllerFeed", "Refreshed", "contracts_of"]
 log = logging.getLogger(__name__)
 
 class PolledLike(Protocol):
-    """What one poll of a feed says (``controllers.distributor.Polled``)."""
+    """What one poll of a feed says (``distributor.Polled``)."""
 
     @property
     def taken(self) -> VerifiedBundle | None: ...
@@ -48,7 +48,7 @@ class PolledLike(Protocol):
 
 
 class ControllerFeed(Protocol):
-    """Where newer controller bundles come from (``controllers.distributor.ControllerBundleFeed``)."""
+    """Where newer controller bundles come from (``distributor.ControllerBundleFeed``)."""
 
     url: str
     held: VerifiedBundle

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
 from sco.cli import CliError
 
 from .controller_refresh import add_refresh_options
@@ -127,8 +128,8 @@ def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -
 
 def _agent_bundle(bundle: Path) -> tuple[bytes, bytes] | None:
     """The partition's signed agent bundle beside its controller bundle (what every launch carries), or None."""
-    agent_path = bundle.with_name("agent-bundle.json")
-    sig = agent_path.with_name(agent_path.name + ".sig")
+    agent_path = bundle.with_name(AGENT_BUNDLE)
+    sig = agent_path.with_name(AGENT_SIGNATURE)
     return (agent_path.read_bytes(), sig.read_bytes()) if agent_path.exists() and sig.exists() else None
 
 

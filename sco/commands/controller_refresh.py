@@ -63,7 +63,7 @@ def controller_feed(args: argparse.Namespace, held: Any) -> Any:
     ``--distributor-url``."""
     if not args.distributor_url:
         return None
-    from controllers.distributor import ControllerBundleFeed
+    from distributor import ControllerBundleFeed
 
     governance = args.governance_key.read_bytes() if args.governance_key is not None else None
     return ControllerBundleFeed(args.distributor_url, args.partition, args.pubkey.read_bytes(), governance,

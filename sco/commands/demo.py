@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.bundle import publish
 from contracts.bundle_verify import verify_bundle
+from contracts.bundle_wire import AGENT_BUNDLE, CONTROLLER_BUNDLE
 from contracts.compiler import RepoError, check_repo
 
 from ..errors import CliError
@@ -89,8 +90,8 @@ def _demo(args: argparse.Namespace) -> int:
                             load_private_key(keys / "governance.key.pem"))
         print("\nSigned bundles (throw-away demo keys):")
         for b in published:
-            agent = verify_bundle(b.directory / "agent-bundle.json", keys / "signing.pub.pem")
-            ctrl = verify_bundle(b.directory / "controller-bundle.json", keys / "signing.pub.pem",
+            agent = verify_bundle(b.directory / AGENT_BUNDLE, keys / "signing.pub.pem")
+            ctrl = verify_bundle(b.directory / CONTROLLER_BUNDLE, keys / "signing.pub.pem",
                                  keys / "governance.pub.pem")
             print(f"  {b.partition}: {b.workloads} workload(s), generation {b.generation}; agent bundle "
                   f"{len(agent.raw)} B verified, controller bundle {len(ctrl.raw)} B verified "

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
+from agent.drain.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.model import STARTED_AT, Contract, Unit, format_time
 
 __all__ = ["SimLocalActuator", "SimScheduler"]

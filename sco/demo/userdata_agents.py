@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from contracts.agent_userdata import AGENT_ENV_PATH, NATS_PASSWORD_PATH, USERDATA_PATH
+from contracts.bundle_wire import AGENT_BUNDLE
 from contracts.provider import UserDataReadback
 from contracts.subjects import agent_nats_name
 from controllers.controller.userdata import KUBE_TOKEN_PATH
@@ -116,7 +117,7 @@ class UserDataAgents:
     _lock: threading.Lock = field(default_factory=threading.Lock)  # boots run in threads side by side
 
     def _bundle(self, partition: str) -> dict[str, Any]:
-        payload: dict[str, Any] = json.loads((self.bundle_root / partition / "agent-bundle.json").read_bytes())
+        payload: dict[str, Any] = json.loads((self.bundle_root / partition / AGENT_BUNDLE).read_bytes())
         return payload
 
     def entry(self, partition: str, workload: str) -> tuple[str, dict[str, Any]] | None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.paths import REPO
 from tests.support.leftovers import MARKER_VAR, Leftover, carrying, scan
-from tests.support.paths import REPO
 
 pytestmark = pytest.mark.services  # the benches start their own nats-server(s) and PostgreSQL
 

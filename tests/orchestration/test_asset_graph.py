@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 from .asset_graph import SNAPSHOT, asset_graph, render
 

@@ -18,8 +18,7 @@ import pytest
 from orchestration.ledger import LEDGER_COLUMNS
 from orchestration.ledger_frames import FrameLedger, attribute_frames
 from orchestration.range_frames import HOUR_MS, LOSSES, SPANS, build_frames, hour_inputs
-
-from . import ledger_oracle as oracle
+from testkit import ledger_oracle as oracle
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 S_MS = (START - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)

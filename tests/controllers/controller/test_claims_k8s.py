@@ -13,7 +13,7 @@ from kubernetes import client
 from controllers.controller.claims import normalise
 from controllers.controller.claims_k8s import RECLAIMABLE_TAINT, KubernetesSource
 from sco.demo.kubeapi import KubeApiDouble
-from tests.controllers.controller.helpers import contract, contracts
+from testkit.builders import contract, contracts
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from nats.errors import Error as NatsError
 
 from controllers.controller.revocation import CompositeRevoker, NatsUserRevoker, RecordingRevoker, Revocation
 from sco.stack import manager
-from tests.controllers.controller.helpers import contract, contracts
+from testkit.builders import contract, contracts
 from tests.controllers.controller.test_controller import World, world  # noqa: F401 (a fixture)
 from tests.support.stack import nats_only_stack
 

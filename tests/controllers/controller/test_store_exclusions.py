@@ -16,7 +16,7 @@ from contracts.events import Event
 from contracts.subjects import EventKind
 from controllers.controller.exclusion import FULL, RECLAIM, Exclusion
 from controllers.controller.store import Store
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
 CARD = NOW - timedelta(minutes=3)

@@ -14,7 +14,7 @@ import pytest
 
 from controllers.controller.observe import Observer
 from controllers.controller.store import Store
-from tests.controllers.controller.helpers import PARTITION, FakeSource
+from testkit.builders import PARTITION, FakeSource
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
 

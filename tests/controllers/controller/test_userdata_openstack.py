@@ -23,9 +23,9 @@ from contracts.tiers import resolve
 from controllers.controller.breaker import SafetyConfig
 from controllers.controller.loop import Controller, ControllerSettings
 from controllers.controller.userdata import MemoryAgentCredentials
+from testkit.builders import FakeSource, base
 from tests.agent.helpers import make_bundle, new_keys, workload_entry
-from tests.contracts.helpers import base
-from tests.controllers.controller.helpers import FakeSource, StepClock
+from tests.controllers.controller.helpers import StepClock
 from tests.support import cloudinit
 from tests.support.testbeds import OPENSTACK_CLOUDS
 from tests.support.wait import wait_for

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.esphome import EspHomeDouble
 from tests.controllers.plugpool.helpers import NS, Rig, config_dict, make_rig
-from tests.doubles.esphome import EspHomeDouble
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from controllers.replay.through_controller import operator_resets, replay_throug
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.topology import build_pools
 from sco.commands.simulate_controller import production_ranker
-from tests.controllers.controller.helpers import contract
+from testkit.builders import contract
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)   # the afternoon: the region's demand peak, its reclaims
 ETL = contract("etl", "T3")                      # no checkpoint, 60-min units: a loss redoes work

@@ -24,8 +24,8 @@ from controllers.replay.trace_region import replay_trace_through_controller
 from controllers.simregion.config import RegionConfig
 from sco.commands.simulate_controller import production_ranker
 from stores import migrate
-from tests.controllers.controller.helpers import contract
-from tests.support.postgres import PostgresProcess
+from testkit.builders import contract
+from testkit.postgres import PostgresProcess
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ETL = contract("etl", "T3")

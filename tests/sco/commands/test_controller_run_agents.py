@@ -20,12 +20,12 @@ from contracts.signing import KeyPair, generate_keypair, load_private_key
 from controllers.providers.simulated import SimulatedProvider
 from sco.stack import services
 from sco.stack.distributor_auth import stack_authenticator
+from testkit.builders import PARTITION, base
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, workload_entry, write_bundle_dir
-from tests.contracts.helpers import base, compile_doc
-from tests.controllers.controller.helpers import PARTITION
+from tests.contracts.helpers import compile_doc
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_server import Running
-from tests.support.paths import REPO
+from tests.distributor.test_server import Running
 from tests.support.stack import nats_only_stack
 
 

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 
 from sco.demo.summary import Summary
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 BEGIN, END = "<!-- demo-capture:begin -->", "<!-- demo-capture:end -->"
 VERDICTS = ("PASS", "FAIL", "n/a")

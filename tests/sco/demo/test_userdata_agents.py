@@ -34,6 +34,7 @@ from controllers.simregion.region import SimulatedRegion
 from sco.demo.userdata_agents import Launch, UserDataAgents, launch_password
 from sco.stack import credentials as creds_mod
 from sco.stack import manager
+from testkit.builders import FakeSource, base
 from tests.agent.helpers import (
     ensure_stream,
     make_bundle,
@@ -43,8 +44,7 @@ from tests.agent.helpers import (
     workload_entry,
     write_bundle_dir,
 )
-from tests.contracts.helpers import base
-from tests.controllers.controller.helpers import CallLog, FakeSource, StepClock
+from tests.controllers.controller.helpers import CallLog, StepClock
 from tests.support.stack import nats_only_stack
 
 pytestmark = [pytest.mark.services]

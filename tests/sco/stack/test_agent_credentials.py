@@ -22,9 +22,9 @@ from contracts.subjects import notice_subject
 from controllers.controller.userdata import LaunchUserData, render
 from sco.demo.kubeapi import KubeApiDouble
 from sco.stack import manager, services
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, notice_doc, workload_entry
 from tests.support import cloudinit
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 from tests.support.stack import nats_only_stack
 

@@ -21,7 +21,7 @@ from sco.stack import bootstrap, manager, services
 from sco.stack.credentials import NATS_ROUTE_USER
 from stores import nats as sco_nats
 from stores.config import load_urls
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.stack import NATS_ONLY, nats_only_stack
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sco.stack import services
 from sco.stack.credentials import NatsUser
-from tests.support.nats import NatsProcess
+from testkit.nats import NatsProcess
 
 
 def test_a_user_added_by_reload_is_accepted_when_add_users_returns_and_a_wrong_password_never_is(

@@ -15,7 +15,7 @@ import pytest
 
 from sco.stack import services
 from stores.config import load_urls, resolve_url
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 SCO = [sys.executable, "-m", "sco.cli"]
 
