@@ -21,7 +21,9 @@ if [ ! -x .venv/bin/python ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "bootstrap: installing python3-venv with apt-get"
       ver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${ver}-venv" python3-venv >/dev/null
+      # apt is quiet here for a minute or more: the heartbeat says it still works
+      scripts/heartbeat.sh "bootstrap: apt-get" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq "$0" python3-venv >/dev/null' "python${ver}-venv"
       "$py" -m venv .venv
     else
       echo "bootstrap: '$py -m venv' failed; install python3-venv (sudo apt-get install python3-venv)"; exit 2
