@@ -112,8 +112,9 @@ def build_venv() -> Path:
     py = VENV / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins()], check=True,
-                       env=minimal_env())
+    # every time: a venv built before a new run-time dependency gets it (a no-op when all are there)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins()], check=True,
+                   env=minimal_env())
     src = VENV / "sco-agent-src"
     shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(REPO / "agent", src / "agent", ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,4 +1,4 @@
-"""One hour of savings attribution at fleet scale (issue 18): the polars ledger against today's ``Decimal`` code,
+"""One hour of savings attribution at fleet scale: the polars ledger against today's ``Decimal`` code,
 in the same run, on the same ClickHouse data, each reading the hour, attributing it and writing its rows.
 
 Baseline: today's code kept as the reference in ``testkit/ledger_oracle.py`` (``read_range`` over
@@ -33,7 +33,7 @@ from bench._cli import stop_on_signals
 from contracts.pools import Pool, PurchaseModel
 from orchestration import backfill
 from orchestration.catalogue import write_catalogue
-from orchestration.ledger import COST_COLUMNS, LEDGER_COLUMNS
+from orchestration.ledger_inputs import COST_COLUMNS, LEDGER_COLUMNS
 from orchestration.resources import ClickHouseResource
 from testkit import ledger_oracle as oracle
 

@@ -1,4 +1,4 @@
-"""The event fault soak (issue 15): nothing lost, nothing duplicated under random SIGKILLs.
+"""The event fault soak: nothing lost, nothing duplicated under random SIGKILLs.
 
     .venv/bin/python -m bench.event_soak [--events 1000000] [--kills 9] [--seed 1] [--targets ingest,nats,frontend]
 

@@ -1,4 +1,4 @@
-"""NATS as a JetStream cluster of three with one member SIGKILLed (issue 18), against one server in the same run.
+"""NATS as a JetStream cluster of three with one member SIGKILLed, against one server in the same run.
 
     .venv/bin/python -m bench.nats_cluster [--events 100000] [--nodes 1000] [--seed 18] [--down 10]
 

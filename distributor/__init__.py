@@ -1,5 +1,7 @@
-"""The bundle distributor (``sco distributor serve``): each partition's signed bundles over HTTP, with ETags,
-behind authentication; the agents' refresh and the controllers read from it (ADR-15, ADR-32)."""
+"""The bundle distributor: each partition's signed bundles over HTTP, with ETags, behind authentication.
+
+``sco distributor serve``; the agents' refresh and the controllers read from it (ADR-15, ADR-32).
+"""
 
 from __future__ import annotations
 

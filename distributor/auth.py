@@ -1,7 +1,9 @@
-"""Who may fetch a bundle: HTTP Basic (``user:password``) or a bearer token, checked against SHA-256 digests in
-the same constant-time way as the ClickHouse front end (``sco.stack.clickhouse_http.auth``). Agents (their own
-per-instance user, ``agent.<region>.<instance>``) read agent bundles; controllers read both kinds and the
-metrics. No credential, no bundle: there is no anonymous path."""
+"""Who may fetch a bundle: HTTP Basic (``user:password``) or a bearer token, checked against digests.
+
+The SHA-256 digests are checked in the same constant-time way as the ClickHouse front end
+(``sco.stack.clickhouse_http.auth``). Agents (their own per-instance user, ``agent.<region>.<instance>``) read agent
+bundles; controllers read both kinds and the metrics. No credential, no bundle: there is no anonymous path.
+"""
 
 from __future__ import annotations
 
@@ -40,9 +42,11 @@ def digest(secret: str) -> str:
 
 
 class PasswordTable:
-    """``Authenticator`` over ``{user: (sha256 hex of its password, role)}``; a bearer token is looked up among
-    ``tokens`` (``{sha256 hex of the token: (name, role)}``). ``load`` re-reads the table (e.g. when new
-    instances were minted) before each check when given."""
+    """``Authenticator`` over ``{user: (sha256 hex of its password, role)}`` and bearer tokens.
+
+    A bearer token is looked up among ``tokens`` (``{sha256 hex of the token: (name, role)}``). ``load`` re-reads the
+    table (e.g. when new instances were minted) before each check when given.
+    """
 
     def __init__(self, users: Mapping[str, tuple[str, Role]] | None = None,
                  tokens: Mapping[str, tuple[str, Role]] | None = None,

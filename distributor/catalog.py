@@ -1,6 +1,8 @@
-"""What the distributor serves: the signed bundle files ``sco contracts compile --out`` wrote, one directory per
-partition (``<root>/<region>/<cluster>/``), each with a strong ETag (the SHA-256 of its bytes) and, for the
-two bundles, the generation and age the metrics report. Pure reads of the directory; no HTTP here."""
+"""What the distributor serves: the signed bundle files ``sco contracts compile --out`` wrote.
+
+One directory per partition (``<root>/<region>/<cluster>/``), each with a strong ETag (the SHA-256 of its bytes) and,
+for the two bundles, the generation and age the metrics report. Pure reads of the directory; no HTTP here.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ class Served:
 class Catalog:
     """The compiled bundles under ``root``; each read goes to the disk, so a new compile is served at once.
 
-    While a staged release is on its canary (``releases``), the canary partition reads the staged files."""
+    While a staged release is on its canary (``releases``), the canary partition reads the staged files.
+    """
 
     def __init__(self, root: Path) -> None:
         """Serve ``root/<region>/<cluster>/<file>``."""

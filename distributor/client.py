@@ -1,6 +1,9 @@
-"""The controller's side of the distributor: fetch the partition's agent bundle (the copy every launch's
-cloud-config carries) with ``If-None-Match``, and take it only when its signature verifies and it may follow
-the one held (same kind and partition, generation not older: ``contracts.bundle_verify.check_succession``)."""
+"""The controller's side of the distributor: the partition's agent bundle every launch carries.
+
+The agent bundle (the copy every launch's cloud-config carries) is fetched with ``If-None-Match``, and taken only when
+its signature verifies and it may follow the one held (same kind and partition, generation not older:
+``contracts.bundle_verify.check_succession``).
+"""
 
 from __future__ import annotations
 

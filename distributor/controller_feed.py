@@ -1,5 +1,6 @@
-"""The controller's own bundle from the distributor (issue 16): ``controller-bundle.json`` with its signing and
-(when governed fields changed) governance signatures, polled with ``If-None-Match`` as the controller.
+"""The controller's own bundle from the distributor, polled with ``If-None-Match`` as the controller.
+
+``controller-bundle.json`` with its signing and (when governed fields changed) governance signatures.
 
 The rule a served bundle must pass to replace the held one is ``accept``, and it is the controller's start-up
 path (``contracts.bundle_verify.verify_bundle_bytes``) with the held bundle as the previous one:
@@ -64,8 +65,10 @@ class SignedBundle:
 
 @dataclass(frozen=True)
 class Polled:
-    """One poll: a bundle ``taken``, a new ``refused`` one (with the generation it claimed), or neither
-    (unchanged, a refusal already reported, or the distributor unreachable: ``error``)."""
+    """One poll: a bundle ``taken``, a new ``refused`` one (with the generation it claimed), or neither.
+
+    Neither: (unchanged, a refusal already reported, or the distributor unreachable: ``error``).
+    """
 
     taken: VerifiedBundle | None = None
     refused: BundleError | None = None

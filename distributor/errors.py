@@ -1,8 +1,8 @@
 """The errors the ``distributor`` package defines. Standard library only.
 
-    Exception
-    └── DistributorError            the base of every error ``distributor`` raises on purpose
-        └── RolloutError            a bundle release cannot be staged or moved: code, what, the fix (ADR-32)
+Exception
+└── DistributorError            the base of every error ``distributor`` raises on purpose
+└── RolloutError            a bundle release cannot be staged or moved: code, what, the fix (ADR-32)
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ GATE_KINDS: dict[str, tuple[str, ...]] = {
 class GateSource(Protocol):
     """Reads the gate figures of one partition over ``[since, until)``; raises ``OSError`` when it cannot."""
 
-    def figures(self, partition: str, since: datetime, until: datetime) -> GateFigures: ...
+    def figures(self, partition: str, since: datetime, until: datetime) -> GateFigures:
+        """The gate figures of ``partition`` between ``since`` and ``until``."""
 
 
 def figures_from_counts(counts: Mapping[str, int], wasted_s: float = 0.0) -> GateFigures:

@@ -124,9 +124,11 @@ class Releases:
         return release
 
     def _check_generations(self, source: Path, partitions: list[str]) -> None:
-        """A partition's bundle must be able to follow anything the partition was ever offered, a quarantined
-        release included: nodes refuse an older generation, or the same one with other content (a re-issue of the
-        same content at the same generation, as an unchanged partition's, is taken)."""
+        """A partition's bundle must be able to follow anything the partition was ever offered.
+
+        A quarantined release included: nodes refuse an older generation, or the same one with other content (a re-issue
+        of the same content at the same generation, as an unchanged partition's, is taken).
+        """
         trees = [self.root, *sorted((self.home / "quarantine").glob("*")), *sorted((self.home / "staged").glob("*"))]
         for partition in partitions:
             offered, digest = _header(source / partition)

@@ -1,5 +1,7 @@
-"""The bundle rollout planner (ADR-32): a staged release goes to the canary partition first, is promoted to
-every partition once its gates held for the soak, and is rolled back as soon as one gate fails.
+"""The bundle rollout planner (ADR-32): canary first, then every partition, rolled back on a failed gate.
+
+A staged release goes to the canary partition first, is promoted to every partition once its gates held for
+the soak, and is rolled back as soon as one gate fails.
 
 Pure: ``plan_rollout(observed, settings, now) -> list[Action]``; the distributor's ``releases`` module reads the
 directory into ``RolloutObserved`` and applies the actions, ``gates`` reads the figures from the events.

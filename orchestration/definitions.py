@@ -7,8 +7,8 @@ The domains in ``orchestration.defs`` merged into one ``Definitions``, built whe
 manifest is parsed then, and only when stale.
 
 Schedules: rankings every 5 minutes, attribution hourly, groups/precision/breaches/recommendations and the
-finance models daily, the archive monthly. The sensor runs one pass of the ingest (issue 3's
-``stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
+finance models daily, the archive monthly. The sensor runs one pass of the ingest
+(``stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
 """
 
 from __future__ import annotations
@@ -73,4 +73,5 @@ def build_definitions() -> Definitions:
 
 @definitions
 def defs() -> Definitions:
+    """The Dagster definitions of every domain (``dagster dev`` loads them here)."""
     return build_definitions()

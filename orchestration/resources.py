@@ -25,12 +25,14 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
     url: str = ""
 
     def client(self) -> Any:
+        """A new ClickHouse client for the configured URL (the caller closes it)."""
         from stores.clickhouse import client
         from stores.config import resolve_url
 
         return client(resolve_url("clickhouse", self.url or None, component="analytics"))
 
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """One query's result rows."""
         c = self.client()
         try:
             return [tuple(r) for r in c.query(sql, parameters=parameters or {}).result_rows]
@@ -46,6 +48,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
             c.close()
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        """Run one statement."""
         c = self.client()
         try:
             c.command(sql, parameters=parameters or {})
@@ -53,6 +56,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
             c.close()
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:
+        """Insert ``rows`` into ``table``; the number inserted."""
         if not rows:
             return 0
         c = self.client()
@@ -63,6 +67,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
         return len(rows)
 
     def migrate(self) -> None:
+        """Apply the ClickHouse migrations."""
         from stores.migrate import migrate_clickhouse
 
         c = self.client()
@@ -79,6 +84,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
+        """A PostgreSQL connection for the duration of the block."""
         from stores.postgres import connect
 
         conn = connect(self.url or None, component="analytics")
@@ -88,6 +94,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
             conn.close()
 
     def migrate(self) -> None:
+        """Apply the PostgreSQL migrations."""
         from stores.migrate import migrate_postgres
         from stores.postgres import connect
 
@@ -114,6 +121,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_correction: str = ""
     dbt_docs_dir: str = ".sco/dbt-docs"        # where the finance_docs asset writes dbt's static docs site
     interruption_window_days: int = 30
+    forecast_model_dir: str = ".sco/forecast"   # the reclaim forecast's fitted model, one file per region
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
     orchestrator_eur_per_gib_h: str = "0.005"
@@ -134,6 +142,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
         return self.now(latest_event_time(ch, self.region))
 
     def now(self, latest_event: datetime | None) -> datetime:
+        """The analytics' now: ``as_of`` when set, else the latest event's time; raises without either."""
         if self.as_of:
             parsed = datetime.fromisoformat(self.as_of)
             return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -151,6 +160,7 @@ class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
     timeout_s: float = 10.0
 
     def document(self, path: str) -> Any:
+        """One JSON document of the provider's feed."""
         import json
         import urllib.request
 

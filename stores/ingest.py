@@ -97,7 +97,7 @@ def _written(summary: Any) -> int | None:
 
 _CODE = re.compile(r"Code: (\d+)")
 # ClickHouse error codes that describe the server's state, never the rows: the batch is retried, not
-# dead-lettered (issue 15: rows dead-lettered for such an error were acknowledged and missing).
+# dead-lettered (rows dead-lettered for such an error were acknowledged and missing).
 SERVER_STATE_CODES = frozenset({
     60,   # UNKNOWN_TABLE
     81,   # UNKNOWN_DATABASE
@@ -325,7 +325,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     Returns the ingest, whose counters say what it did.
     """
     # The ClickHouse client (an import and a round trip) is made while NATS connects and binds: a restarted
-    # ingest's start-up is a chain of such steps, each stretched by the machine's load (issue 15).
+    # ingest's start-up is a chain of such steps, each stretched by the machine's load.
     pending_client = asyncio.ensure_future(clickhouse_client(clickhouse_url))
     client: Any = None
     inserted = dead = attempts = 0
@@ -374,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
     skip_websocket_transport(args.nats)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not logging.getLogger().handlers:  # run as `python -m stores.ingest`; under `sco` the CLI set it up
+        from contracts.logsetup import configure
+
+        configure("ingest")
     log.info("ingest: started, %s after the process did (Python start-up and imports)", process_age())
     try:
         ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,

@@ -1,4 +1,4 @@
-"""The event fault soak (issue 15): publishers → NATS JetStream → ``sco ingest`` → the ClickHouse front end,
+"""The event fault soak: publishers → NATS JetStream → ``sco ingest`` → the ClickHouse front end,
 with the ingest, nats-server and the front end each SIGKILLed at seeded random points and restarted, and
 poison events mixed in; then a reconciliation of every published id against ClickHouse and the dead letters.
 

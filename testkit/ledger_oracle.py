@@ -1,4 +1,4 @@
-"""Today's hourly ledger in ``Decimal`` (main before issue 18), kept verbatim as the reference the polars path
+"""Today's hourly ledger in ``Decimal`` (before the polars ledger), kept verbatim as the reference the polars path
 (``orchestration.range_frames``, ``orchestration.ledger_frames``) is checked against, like
 ``tests/controllers/planning/oracle.py`` for the planner: ``oracle_read_range`` is ``backfill.read_range``
 (``oracle_range`` its loop over the queries' rows); ``attribute``, ``orchestrator_shares``, ``attribute_hour``
@@ -25,7 +25,7 @@ from contracts.cost_attributes import (
 )
 from orchestration.attribution import LINES, LedgerLine, Loss, Usage, q6
 from orchestration.catalogue import load_catalogue
-from orchestration.ledger import LEDGER_COLUMNS
+from orchestration.ledger_inputs import LEDGER_COLUMNS
 
 __all__ = ["OracleHour", "attribute", "attribute_hour", "hour_rows", "oracle_range", "oracle_read_range",
            "orchestrator_shares"]

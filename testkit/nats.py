@@ -4,12 +4,12 @@
 outside pytest too (benches) and for tests that need a relay that is down, comes back, or asks for a token:
 ``.restart()`` / ``.kill()`` keep the port, the stored streams and the credentials.
 
-Authentication is always on, as in ``sco up`` (``sco.stack.services.nats_launch``): ``url`` carries the
+Authentication is always on, as in ``sco up`` (``sco.stack.natsserver.nats_launch``): ``url`` carries the
 ``admin`` user's password; ``users`` adds the stack's component users (``sco.stack.credentials``) and
 ``url_for(name)`` gives each one's URL; ``token`` starts a server that asks for that token instead.
 
 ``NatsCluster`` (fixture ``nats_cluster``) is three of them as one JetStream cluster, as ``sco up --nats-cluster 3``
-runs it (``sco.stack.services.start_nats_cluster``): the same users on every member, routes authenticated,
+runs it (``sco.stack.natsserver.start_nats_cluster``): the same users on every member, routes authenticated,
 loopback only; its URLs list every member; ``leader(stream)`` finds the member leading a stream, and
 ``kill(i)`` / ``restart_member(i)`` take one down (SIGKILL) and bring it back with its store.
 """
@@ -25,12 +25,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sco.stack import credentials, services
+from sco.stack import credentials, natsserver, services
 from sco.stack.credentials import NatsUser
 
 __all__ = ["NatsCluster", "NatsProcess", "await_jetstream"]
 
-await_jetstream = services.await_jetstream
+await_jetstream = natsserver.await_jetstream
 
 
 class NatsProcess:
@@ -64,11 +64,11 @@ class NatsProcess:
     def add_users(self, users: list[NatsUser]) -> None:
         """Add users to the running server (configuration rewritten, then reloaded)."""
         self.users += users
-        services.write_nats_config(self.data_dir, self.port, self.users, self.token, self.cluster)
+        natsserver.write_nats_config(self.data_dir, self.port, self.users, self.token, self.cluster)
         if self.proc is not None:
-            services.reload_nats(self.proc.pid)
+            natsserver.reload_nats(self.proc.pid)
             for user in users:  # a reload is asynchronous: return once the server takes them
-                services.await_nats_user(self.port, user.name, user.password)
+                natsserver.await_nats_user(self.port, user.name, user.password)
 
     @property
     def pid(self) -> int | None:
@@ -76,11 +76,11 @@ class NatsProcess:
 
     @property
     def server_name(self) -> str:
-        """The name the server gives itself (``services.write_nats_config``)."""
+        """The name the server gives itself (``natsserver.write_nats_config``)."""
         return f"{self.cluster.name}-{self.cluster.port}" if self.cluster else f"sco-{self.port}"
 
     def start(self, timeout: float = 30.0) -> NatsProcess:
-        argv, as_user, _ = services.nats_launch(self.data_dir, self.port, self.users, self.token, self.cluster)
+        argv, as_user, _ = natsserver.nats_launch(self.data_dir, self.port, self.users, self.token, self.cluster)
         with open(self.data_dir / "nats.log", "ab") as log:
             self.proc = subprocess.Popen(  # type: ignore[call-overload]
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -125,7 +125,7 @@ class NatsCluster:
         ports = services.free_ports(2 * size)
         routes = tuple(ports[size:])
         secret, admin = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
-        self.members = [NatsProcess(services.nats_member_dir(self.data_dir, i), ports[i], users=users,
+        self.members = [NatsProcess(natsserver.nats_member_dir(self.data_dir, i), ports[i], users=users,
                                     cluster=credentials.NatsCluster(name, routes[i], routes, secret),
                                     admin_password=admin) for i in range(size)]
         self.users = self.members[0].users

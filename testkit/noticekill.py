@@ -1,4 +1,4 @@
-"""Notices to real agents across a NATS cluster while one member is SIGKILLed (issue 18).
+"""Notices to real agents across a NATS cluster while one member is SIGKILLed.
 
 ``run_notices`` starts one full ``agent.runtime.Agent`` per simulated node in this process (the harness of
 ``bench/agent_notice_latency.py``: in-memory scheduler, spool, event shipping to JetStream), each logged in as

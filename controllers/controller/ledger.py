@@ -7,13 +7,14 @@ Two controllers (or two passes) can never both spend the last euro of a cap.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ..errors import CapExceeded
 
-__all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve"]
+__all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve", "send_committed"]
 
 _WINDOW = timedelta(hours=24)
 
@@ -28,9 +29,15 @@ def committed_24h(conn: Any, workload: str, now: datetime) -> Decimal:
 
 def committed_by_workload(conn: Any, now: datetime) -> dict[str, Decimal]:
     """``committed_24h`` of every workload in one query."""
-    return {r[0]: Decimal(r[1]) for r in conn.execute(
-        "SELECT workload, sum(amount_eur) FROM spend_reservations WHERE state IN ('held', 'consumed') AND "
-        "window_start > %s GROUP BY workload", (now - _WINDOW,))}
+    return send_committed(conn, now)()
+
+
+def send_committed(conn: Any, now: datetime) -> Callable[[], dict[str, Decimal]]:
+    """``committed_by_workload``'s statement sent; the reader of its rows returned (a pass sends its reads
+    together: ``reads``)."""
+    cur = conn.execute("SELECT workload, sum(amount_eur) FROM spend_reservations WHERE state IN ('held', "
+                       "'consumed') AND window_start > %s GROUP BY workload", (now - _WINDOW,))
+    return lambda: {r[0]: Decimal(r[1]) for r in cur}
 
 
 def reserve(conn: Any, workload: str, region: str, amount: Decimal, cap: Decimal, now: datetime,
@@ -54,6 +61,7 @@ def reserve(conn: Any, workload: str, region: str, amount: Decimal, cap: Decimal
 
 def consume(conn: Any, reservation_id: uuid.UUID, workload: str, region: str, instance_ids: list[str], pool: str,
             amount: Decimal, now: datetime) -> None:
+    """Mark a spend reservation consumed by the instances it launched, in one transaction."""
     with conn.transaction():
         conn.execute("UPDATE spend_reservations SET state = 'consumed' WHERE reservation_id = %s", (reservation_id,))
         per = (amount / max(len(instance_ids), 1)).quantize(Decimal("0.000001"))
@@ -64,6 +72,7 @@ def consume(conn: Any, reservation_id: uuid.UUID, workload: str, region: str, in
 
 
 def release(conn: Any, reservation_id: uuid.UUID) -> None:
+    """Release a spend reservation nothing consumed."""
     with conn.transaction():
         conn.execute("UPDATE spend_reservations SET state = 'released' WHERE reservation_id = %s AND state = 'held'",
                      (reservation_id,))

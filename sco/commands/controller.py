@@ -4,6 +4,7 @@ provider tags into an empty database (ADR-11)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 import time
 from pathlib import Path
@@ -55,14 +56,14 @@ def _node_credentials(args: argparse.Namespace) -> Any:
         raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
     import yaml
 
+    from controllers.providers.appcred import connect_sdk
     from controllers.providers.node_credentials import KeystoneNodeCredentials
-    from controllers.providers.openstack import _connect
 
     clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
     if args.keystone_issuer not in clouds:
         raise CliError(f"--keystone-issuer {args.keystone_issuer!r} is not an entry of {args.clouds_yaml} "
                        f"(entries: {', '.join(sorted(clouds))})")
-    return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
+    return KeystoneNodeCredentials(connect_sdk(**clouds[args.keystone_issuer]))
 
 
 def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> Any:
@@ -137,12 +138,12 @@ def _claim_source(args: argparse.Namespace) -> Any:
     """Where claims come from: a file (tests, the demo), a Kubernetes cluster's pending pods, or Slurm."""
     if args.claims_file:
         return _FileSource(args.claims_file)
-    if args.kubeconfig:
-        from kubernetes import config as kube_config
-
+    if args.kubeconfig or args.claims_from == "kubernetes":
         from controllers.controller.claims_k8s import KubernetesSource
 
-        return KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
+        from .kube_client import kube_api_client
+
+        return KubernetesSource(kube_api_client(args.kubeconfig))  # in a pod: its in-cluster configuration
     from controllers.controller.claims_slurm import SlurmSource
 
     return SlurmSource(tuple(args.slurm_partitions.split(",")))
@@ -152,7 +153,7 @@ def partition_bucket(region_rate: float, partitions: list[str], partition: str, 
                      monotonic: Callable[[], float] = time.monotonic) -> TokenBucket:
     """This partition's share of the region's budget (ADR-12's static split), its burst one pass interval's worth:
     a pass ends at its first ``Throttled`` and the next comes an interval later, so a one-second burst would let
-    a controller use about a fifth of its share (found by the fleet-scale simulation, issue 18)."""
+    a controller use about a fifth of its share (found by the fleet-scale simulation)."""
     from controllers.controller.budget import split_budget
 
     return split_budget(region_rate, partitions, monotonic=monotonic, burst_s=interval_s)[partition]
@@ -285,8 +286,9 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}", component="controller")
         try:
-            print(f"exclusion watcher for region {args.region}: three waves (gap {args.wave_gap_s:g} s) in 30 min "
-                  "exclude a pool", flush=True)
+            logging.getLogger("sco.exclusion_watcher").info(
+                "exclusion watcher for region %s: three waves (gap %g s) in 30 min exclude a pool", args.region,
+                args.wave_gap_s)
             await stream.run(nc.jetstream(), stop, WallClock())
         finally:
             await nc.close()
@@ -311,6 +313,7 @@ def _reset_breaker(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco controller`` (run a partition, rebuild from tags, watch exclusions) to the parser."""
     group = subparsers.add_parser("controller", help="the capacity controller (run a partition, rebuild from tags)")
     sub = group.add_subparsers(dest="controller_command", required=True)
     watch = sub.add_parser("watch-exclusions", help="the streaming exclusion watcher of a region (ADR-07)")
@@ -353,6 +356,9 @@ def register(subparsers: Any) -> None:
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
                            help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
+            p.add_argument("--claims-from", choices=("slurm", "kubernetes"), default="slurm",
+                           help="where claims come from (default slurm); kubernetes without --kubeconfig uses the "
+                                "pod's in-cluster configuration")
             p.add_argument("--nats", default=None,
                            help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
                                 "losses (default: poll only)")

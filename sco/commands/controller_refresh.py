@@ -1,5 +1,5 @@
 """``sco controller run --distributor-url``: the controller refreshes its own bundle from the distributor
-(issue 16; docs/controller.md "Refreshing its own bundle"), and the revoker a terminated instance meets (ADR-31).
+(docs/controller.md "Refreshing its own bundle"), and the revoker a terminated instance meets (ADR-31).
 
 The controller reads the distributor as the ``controller`` role: a bearer token from ``--distributor-token-file``
 or, with ``--agent-credentials stack``, the stack's controller credential (``$SCO_HOME/credentials.json``).

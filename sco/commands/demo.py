@@ -29,6 +29,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "contracts"
 
 
 def register(sub: Any) -> None:
+    """Add ``sco demo`` to the parser."""
     demo = sub.add_parser("demo", help="run the whole system on embedded defaults (a few minutes)")
     demo.add_argument("--contracts", type=Path, default=EXAMPLES, help="contract repository")
     demo.add_argument("--contracts-only", action="store_true", help="only compile, report and sign the contracts")

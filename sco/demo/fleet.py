@@ -190,12 +190,14 @@ class Fleet:
             self.on_change("stopped", node)
 
     def set_scheduler_outage(self, on: bool) -> None:
+        """Make every node's scheduler slow (1 s an answer) or answer at once again."""
         self.slow_scheduler = on
         for a in self.agents.values():
             if a.scheduler is not None:
                 a.scheduler.slow_s = 1.0 if on else 0.0
 
     async def close(self) -> None:
+        """Stop every agent of the fleet and the user-data agents."""
         for iid in list(self.agents):
             await self._stop(self.agents.pop(iid))
         if self.userdata is not None:

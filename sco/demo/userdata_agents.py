@@ -1,4 +1,4 @@
-"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent (issue 16).
+"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent.
 
 The demo's controllers run with ``--agent-credentials stack --agent-nats-url stack --metadata-url
 <region>/metadata/{instance}``: every launch request carries the controller's cloud-config (the partition's signed
@@ -48,7 +48,7 @@ from contracts.bundle_wire import AGENT_BUNDLE
 from contracts.provider import UserDataReadback
 from contracts.subjects import agent_nats_name
 from controllers.controller.userdata import KUBE_TOKEN_PATH
-from sco.stack.services import nats_accepts
+from sco.stack.natsserver import nats_accepts
 
 from .cloudconfig import instance_v1, lay_out
 from .cloudconfig import render as render_template
@@ -276,6 +276,7 @@ class UserDataAgents:
             self.kube.delete_object("Node", booted.hostname)
 
     def close(self) -> None:
+        """Stop every booted agent and the simulated kubelet."""
         for iid in list(self.booted):
             self.stop(iid)
         self._stopping.set()

@@ -45,11 +45,12 @@ def _until(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
     raise AssertionError(f"not within {timeout:.0f} s: {what}")
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as api:
-        api.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
-        yield api
+@pytest.fixture(autouse=True)
+def _node(request: pytest.FixtureRequest) -> None:
+    """Node ``kn1`` in the Kubernetes API double, for every test that uses it."""
+    if "kube" in request.fixturenames:
+        kube: KubeApiDouble = request.getfixturevalue("kube")
+        kube.put_object("Node", {"metadata": {"name": "kn1"}, "spec": {}})
 
 
 @contextmanager

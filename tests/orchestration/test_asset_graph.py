@@ -47,6 +47,7 @@ def test_the_snapshot_names_the_cadences_all_running_by_default() -> None:
         "attribution_hourly_schedule": ("5 * * * *", "RUNNING"),
         "costs_hourly_schedule": ("1 * * * *", "RUNNING"),
         "analytics_daily_schedule": ("20 0 * * *", "RUNNING"),
+        "reclaim_forecast_daily_schedule": ("17 0 * * *", "RUNNING"),
         "archive_monthly_schedule": ("0 2 1 * *", "RUNNING")}
     assert snapshot["sensors"]["new_events_sensor"]["jobs"] == ["rankings_every_5_min"]
     assert {s["default_status"] for s in snapshot["sensors"].values()} == {"RUNNING"}

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from orchestration.attribution import LINES, ledger_costs, net_saving
+
 from . import worked_example as ex
 from .helpers import HISTORY_DAYS, Stack, attribute_hour_assets
 
@@ -116,6 +118,14 @@ def test_the_worked_example_is_reproduced_to_the_cent_through_events_attribution
     month = ch.rows("SELECT net_saving_eur, label FROM fct_showback_monthly WHERE workload = 'etl'")
     assert [(Decimal(n).quantize(Decimal("0.01")), label) for n, label in month] == \
         [(Decimal("56.44"), "rate-card saving")]
+
+
+def test_every_dbt_ledger_row_balances_by_the_python_identity(materialised: Stack) -> None:
+    cols = [*LINES, "costs_eur", "counterfactual_eur", "net_saving_eur"]
+    rows = [dict(zip(cols, (Decimal(str(v)) for v in r), strict=True))
+            for r in materialised.ch().rows(f"SELECT {', '.join(cols)} FROM fct_savings_ledger")]
+    assert rows and all(r["costs_eur"] == ledger_costs(r, Decimal(0)) for r in rows)
+    assert all(r["net_saving_eur"] == net_saving(r["counterfactual_eur"], r["costs_eur"]) for r in rows)
 
 
 def test_the_monthly_archive_is_parquet_with_a_manifest_and_read_only(materialised: Stack) -> None:

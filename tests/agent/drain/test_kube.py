@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,14 @@ from tests.agent.kube_extras import AuthRecordingKubeApi
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as double:
-        double.put_object("Node", {"metadata": {"name": "kn1", "labels": {}},
-                                   "spec": {"taints": [{"key": "reclaimable", "effect": "NoSchedule"}]}})
-        double.put_object("Node", {"metadata": {"name": "kn2"}, "spec": {}})
-        yield double
+@pytest.fixture(autouse=True)
+def _nodes(request: pytest.FixtureRequest) -> None:
+    """Nodes ``kn1`` (reclaimable) and ``kn2`` in the Kubernetes API double, for every test that uses it."""
+    if "kube" in request.fixturenames:
+        kube: KubeApiDouble = request.getfixturevalue("kube")
+        kube.put_object("Node", {"metadata": {"name": "kn1", "labels": {}},
+                                 "spec": {"taints": [{"key": "reclaimable", "effect": "NoSchedule"}]}})
+        kube.put_object("Node", {"metadata": {"name": "kn2"}, "spec": {}})
 
 
 def pod(name: str, node: str, workload: str | None = "web", app: str = "web", ready: bool = True) -> dict[str, Any]:

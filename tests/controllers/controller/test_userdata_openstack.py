@@ -42,10 +42,11 @@ pytestmark = [
 def bed() -> Iterator[dict[str, Any]]:
     if not OPENSTACK_CLOUDS.exists():
         pytest.fail(f"{OPENSTACK_CLOUDS} missing: run deploy/testbed/openstack/up")
-    from controllers.providers.openstack import OpenStackProvider, _connect
+    from controllers.providers.appcred import connect_sdk
+    from controllers.providers.openstack import OpenStackProvider
 
     doc = yaml.safe_load(OPENSTACK_CLOUDS.read_text())
-    admin = _connect(**doc["clouds"]["sco-testbed-admin"])  # reads user_data back; the topology for capacity
+    admin = connect_sdk(**doc["clouds"]["sco-testbed-admin"])  # reads user_data back; the topology for capacity
     provider = OpenStackProvider.from_clouds_yaml(OPENSTACK_CLOUDS, "sco-testbed", image=doc["sco"]["image"],
                                                   project=doc["sco"]["project"], topology=admin,
                                                   region="r1")

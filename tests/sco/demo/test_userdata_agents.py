@@ -45,18 +45,11 @@ from tests.agent.helpers import (
     write_bundle_dir,
 )
 from tests.controllers.controller.helpers import CallLog, StepClock
-from tests.support.stack import nats_only_stack
 
 pytestmark = [pytest.mark.services]
 
 PARTITION = "r1/k8s-prod"
 QUIET = dict(reclaim_rate_pct_h=0.0, hall_reclaims_per_30d=0.0, bursts_per_aggregate_day=0.0, seed=5)
-
-
-@pytest.fixture(scope="module")
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-udagents-") as home:
-        yield home
 
 
 def _admin_url(home: Path) -> str:
