@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("dagster-definitions")  # the worker that built the definitions reads them
+
 
 @pytest.fixture(scope="module")
-def repo() -> Any:
-    from orchestration.definitions import build_definitions
-
-    return build_definitions().get_repository_def()
+def repo(definitions: Any) -> Any:
+    return definitions.get_repository_def()
 
 
 def _checks(repo: Any) -> dict[str, set[str]]:
