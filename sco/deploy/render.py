@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from ..errors import RenderError
+
 __all__ = ["BASES", "SECRETS", "RenderError", "RenderInput", "job_name", "plan", "write"]
 
 BASES = ("base", "controller", "monitoring")
@@ -46,10 +48,6 @@ SECRETS: dict[str, dict[str, tuple[str, str]]] = {
 _BUNDLE_FILES = ("controller-bundle.json", "controller-bundle.json.sig", "controller-bundle.json.governance.sig",
                  "agent-bundle.json", "agent-bundle.json.sig")
 _NAME = re.compile(r"[^a-z0-9-]+")
-
-
-class RenderError(ValueError):
-    """An input the install cannot be rendered from; the message leads with its code (DEP0nn)."""
 
 
 @dataclass(frozen=True)
