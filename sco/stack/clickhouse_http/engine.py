@@ -178,6 +178,20 @@ class ChdbEngine:
             conn.close()
         return live
 
+    def session_scope(self, session_id: str) -> tuple[str | None, frozenset[str]]:
+        """A live session's current database and temporary tables (what its unqualified names resolve to)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None or not session.lock.acquire(blocking=False):
+            return (session.database if session else None), frozenset()  # a locked session refuses the request
+        try:
+            rows = bytes(session.conn.run("SELECT name FROM system.tables WHERE is_temporary", "TSVRaw").bytes())
+            return session.database, frozenset(rows.decode(errors="replace").splitlines())
+        except Exception:
+            return session.database, frozenset()
+        finally:
+            session.lock.release()
+
     # -- execution ------------------------------------------------------------------------------------------------
     def execute(self, request: Request) -> Result:
         """Run ``request`` to the end and return its whole output (the server streams with :meth:`open`)."""
