@@ -28,8 +28,8 @@ from .sources import (
 )
 from .sqltokens import Token
 
-__all__ = ["ACCESS_OBJECTS", "OVERLAY_DATABASE", "Access", "Need", "name_at", "names_a_path", "overlay_source", "setting_pairs",
-           "settings_clauses", "skip", "tree", "word_list"]
+__all__ = ["ACCESS_OBJECTS", "OVERLAY_DATABASE", "Access", "Need", "name_at", "names_a_path", "overlay_source",
+           "setting_pairs", "settings_clauses", "skip", "tree", "word_list"]
 
 OVERLAY_DATABASE = "default"  # chDB's default database: an overlay of Atomic and the file system
 _LINE = re.compile(r"^( *)(\S.*?)\s*$")

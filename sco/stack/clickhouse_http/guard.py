@@ -1,9 +1,9 @@
 """The decision: may this user run this statement with these settings — ClickHouse's access model, from
 ``users.xml`` (:mod:`.policy`), applied to what the engine's parse says the statement does (:mod:`.statements`).
 
-The order is a server's: settings first (the profile's ``readonly`` and constraints: 164 ``READONLY``, 452
-``SETTING_CONSTRAINT_VIOLATION``), then source privileges and access management (497, whatever the profile), then a readonly profile's
-writes (164), then every privilege the statement
+The order: source privileges and access management first (497, whatever the profile: no user has them), then
+settings (the profile's ``readonly`` and constraints: 164 ``READONLY``, 452 ``SETTING_CONSTRAINT_VIOLATION``),
+then a readonly profile's writes (164), then every privilege the statement
 needs on every object (497 ``ACCESS_DENIED``, naming the grant that is missing, as ClickHouse does). What the
 parse could not place is refused (497, fail closed). Each refusal carries a stable log code (``CHS00x``,
 :data:`.errors.REFUSAL_CODES`) and the statement class and object, for the log line.
@@ -94,13 +94,13 @@ def decide(user: str, policy: UserPolicy, access: Access) -> Refusal | None:
     if access.problem is not None:
         return Refusal(497, "ACCESS_DENIED", "CHS008", f"{user}: Not enough privileges: {access.problem}; the "
                        "statement cannot be checked, so it is refused", access.kind, access.problem[:80])
+    for need in access.needs:  # refused for every user whatever the profile: say so before READONLY
+        everyone = need.privilege == "ACCESS MANAGEMENT" or need.privilege in SOURCE_PRIVILEGES
+        if everyone and not policy.granted(need.privilege, need.database, need.table):
+            return _denied(user, need, access.kind)
     refusal = check_settings(access.settings, user, policy, access.kind)
     if refusal is not None:
         return refusal
-    for need in access.needs:  # refused for every user whatever the profile: say so before READONLY
-        if need.privilege == "ACCESS MANAGEMENT" or need.privilege in SOURCE_PRIVILEGES:
-            if not policy.granted(need.privilege, need.database, need.table):
-                return _denied(user, need, access.kind)
     if policy.profile.readonly and access.writes:
         return Refusal(164, "READONLY", "CHS003", f"{user}: Cannot execute query in readonly mode", access.kind,
                        next((n.what for n in access.needs), ""))

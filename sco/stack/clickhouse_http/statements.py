@@ -67,8 +67,23 @@ def _create(access: Access, tokens: list[Token], current: str) -> None:
     if first == "ATTACH" and any(t.kind == "word" and t.text.upper() == "FROM" for t in tokens[j: j + 4]):
         access.need("FILE", None, None, "ATTACH … FROM a path")
     upper = [t.text.upper() for t in tokens]
+    if kind_word == "DICTIONARY":
+        _dictionary_source(access, tokens, current)
     if kind_word == "VIEW" and "TO" in upper:  # a materialized view writes into its TO table
         _target(access, tokens, upper.index("TO") + 1, current, "INSERT")
+
+
+def _dictionary_source(access: Access, tokens: list[Token], current: str) -> None:
+    """A ``CLICKHOUSE`` source: another server (``host``, ``port``, ``user`` …) is ``REMOTE``; a local one reads
+    its ``table`` (in ``db``), which needs SELECT."""
+    keys: dict[str, str] = {}
+    for key, value in itertools.pairwise(tokens):
+        if key.kind == "word" and value.kind in ("string", "number"):
+            keys[key.text.lower()] = value.text
+    if {"host", "port", "user", "password", "secure"} & set(keys):
+        access.need("REMOTE", None, None, "a CLICKHOUSE dictionary source on another server")
+    elif "table" in keys:
+        access.need("SELECT", keys.get("db") or current, keys["table"])
 
 
 def _rename(access: Access, tokens: list[Token], current: str) -> None:
@@ -164,6 +179,8 @@ def _alter(access: Access, tokens: list[Token], current: str) -> None:
         return
     access.kind = "ALTER"
     _target(access, tokens, skip(tokens, 1, "TABLE", "TEMPORARY"), current, "ALTER")
+    if _has(words, "FETCH", "PARTITION") or _has(words, "FETCH", "PART"):  # from another replica's keeper
+        access.need("REMOTE", None, None, "ALTER … FETCH from another replica")
 
 
 def _simple(kind: str, privilege: str, noise: tuple[str, ...]) -> Callable[[Access, list[Token], str], None]:

@@ -31,6 +31,6 @@ def insert_head(sql: str) -> str | None:
     if not tokens or tokens[-1] != Token("word", "values", values.start()) or any(t.text == ";" for t in tokens):
         return None  # the VALUES found sits inside a string, identifier or comment: not shortened
     rows = _STRING.sub("''", sql[values.end():])
-    if _LITERAL_CHARS.fullmatch(rows) is None:
+    if _LITERAL_CHARS.fullmatch(rows) is None or "--" in rows:  # a comment could hide a quote
         return None
     return head
