@@ -3,10 +3,12 @@
 :meth:`Gate.admit` authenticates (:mod:`.auth`), parses the request (:func:`.protocol.parse_request`), binds a
 ``session_id`` to the user who opened it, and decides with ClickHouse's access model (:mod:`.guard`, the
 policy of ``users.xml``) on what chDB's own parser says the statement does (:mod:`.statements`: ``EXPLAIN AST``
-and ``formatQuerySingleLine`` on a separate ``readonly=2`` connection — nothing executed). A refused request raises
+and ``formatQuerySingleLine`` on a separate connection — nothing executed). A refused request raises
 the ClickHouse error with nothing executed, and one log line on the ``sco.clickhouse.security`` logger names
 the stable code (``CHS001``…, :data:`.errors.REFUSAL_CODES`), the user, the statement class, the object and the
-reason. A ``readonly`` user's requests also run with chDB's own ``readonly=1``.
+reason. A ``readonly`` user's requests also run with chDB's own ``readonly=1`` (no write or setting, whatever the
+gate missed); the settings the profile lets a reader change (``changeable_in_readonly``, checked by the gate)
+are set on the connection first, so chDB sees them unchanged by the statement.
 """
 
 from __future__ import annotations
@@ -49,15 +51,15 @@ def _literal(text: str) -> str:
 
 
 class AstReader:
-    """chDB's parser on a connection of its own (``readonly=2``): ``EXPLAIN AST``, ``formatQuerySingleLine``
-    and the table lookup the overlay database needs — none of them runs the statement."""
+    """chDB's parser on a connection of its own: ``EXPLAIN AST``, ``formatQuerySingleLine`` and the table
+    lookup the overlay database needs — none of them runs the statement. (Not ``readonly``: ``EXPLAIN AST``
+    applies a ``SETTINGS`` clause, and a readonly connection would answer a setting before the policy could.)"""
 
     def __init__(self, path: str) -> None:
         from chdb.state import sqlitelike
 
         self._handle = sqlitelike.connect(path)
         self._raw: Any = self._handle._conn
-        self._raw.query("SET readonly = 2", "TabSeparated")  # a SETTINGS clause is parsed, never a write
         self._lock = threading.Lock()
 
     def _text(self, sql: str, params: Mapping[str, str] | None = None) -> str:
@@ -128,13 +130,19 @@ class Gate:
         """The engine's :class:`Request`, or the ClickHouse error that refuses it (nothing run)."""
         user = self.authenticate(params, headers)
         request = parse_request(params, headers, body, max_body)
-        refusal = self._session(request, user) or self._statement(request, user)
+        refusal = self._session(request, user)
+        access: Access | None = None
+        if refusal is None:
+            refusal, access = self._statement(request, user)
         if refusal is not None:
             log.warning("%s user=%s class=%s object=%s refused: %s", refusal.log_code, user.name,
                         refusal.kind or "-", (refusal.object or "-")[:120], refusal.message[:300])
             raise refusal.error()
-        if user.readonly:
-            request.settings = {**request.settings, "readonly": "1"}
+        if user.readonly:  # chDB's own readonly=1 too; what the profile lets a reader change is set before it
+            constraints = self.policy.for_profile(user.profile).profile.constraints
+            lifted = {name: value.strip("'") for name, value in (access.settings if access else [])
+                      if name in constraints and constraints[name].changeable_in_readonly}
+            request.settings = {**request.settings, **lifted, "readonly": "1"}
         return request
 
     def _session(self, request: Request, user: User) -> Refusal | None:
@@ -165,11 +173,11 @@ class Gate:
                             f"{OVERLAY_DATABASE}: chDB reads it as a path)")
         return access
 
-    def _statement(self, request: Request, user: User) -> Refusal | None:
+    def _statement(self, request: Request, user: User) -> tuple[Refusal | None, Access | None]:
         policy = self.policy.for_profile(user.profile)
         refusal = check_settings(request.settings.items(), user.name, policy)
         if refusal is not None:
-            return refusal
+            return refusal, None
         if request.insert is not None:
             sql = f"{request.insert[0]} FORMAT {request.insert[1]}"
         else:
@@ -180,7 +188,8 @@ class Gate:
                 raise ClickHouseError.make(62, "SYNTAX_ERROR", f"Max query size exceeded ({len(sql)} bytes over "
                                            f"{_MAX_QUERY_SIZE}): send the rows as data (INSERT … FORMAT)")
             sql = head
-        return decide(user.name, policy, self.access(request, sql))
+        access = self.access(request, sql)
+        return decide(user.name, policy, access), access
 
 
 def make_gate(engine: Any, users_file: str | Path | None, no_auth: bool) -> Gate:
