@@ -4,8 +4,9 @@
 The expected answer is worked out here from the XML itself (ElementTree, not the front end's policy reader):
 the privilege ClickHouse's documentation names for each statement class against the user's ``<grants>``, the
 profile's ``readonly``, and each setting against the profile's ``<constraints>`` (``const``, ``min``, ``max``,
-``changeable_in_readonly``). Source privileges and access management are refused for everyone (497) before a
-readonly profile's 164. Every refusal is one log line with its stable code, the user and the statement class.
+``changeable_in_readonly``). What no user holds (source privileges, access management, BACKUP, the other SYSTEM
+commands) is refused with 497 before a readonly profile's 164. Every refusal is one log line with its stable
+code, the user and the statement class.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ XML = ET.parse(REPO / "deploy" / "clickhouse" / "users.xml").getroot()
 XML_USER = {WRITER: "ingest", READER: "reports"}  # the users.xml user whose profile and grants each one has
 DB = f"acl_{uuid.uuid4().hex[:8]}"
 _UMBRELLAS = {"SHOW": {"SHOW TABLES", "SHOW COLUMNS", "SHOW DATABASES", "SHOW DICTIONARIES"}}
-_EVERYONE = {"FILE", "URL", "S3", "REMOTE", "ACCESS MANAGEMENT"}  # refused before a readonly profile's 164
+# granted to no user in users.xml: refused (497) before a readonly profile's 164
+_EVERYONE = {"FILE", "URL", "S3", "REMOTE", "ACCESS MANAGEMENT", "BACKUP", "SYSTEM SHUTDOWN", "SYSTEM DROP DNS CACHE"}
 
 # (class, statement, the privilege ClickHouse requires, whether it writes)
 CLASSES = [

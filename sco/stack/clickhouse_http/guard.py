@@ -1,7 +1,8 @@
 """The decision: may this user run this statement with these settings — ClickHouse's access model, from
 ``users.xml`` (:mod:`.policy`), applied to what the engine's parse says the statement does (:mod:`.statements`).
 
-The order: source privileges and access management first (497, whatever the profile: no user has them), then
+The order: source privileges, access management, BACKUP and the SYSTEM commands no profile holds first (497,
+whatever the profile: no user has them), then
 settings (the profile's ``readonly`` and constraints: 164 ``READONLY``, 452 ``SETTING_CONSTRAINT_VIOLATION``),
 then a readonly profile's writes (164), then every privilege the statement
 needs on every object (497 ``ACCESS_DENIED``, naming the grant that is missing, as ClickHouse does). What the
@@ -19,6 +20,9 @@ from .policy import SOURCE_PRIVILEGES, UserPolicy
 from .protocol import ClickHouseError
 
 __all__ = ["Refusal", "check_settings", "decide"]
+
+# held by no profile of users.xml: refused with 497 before a readonly profile's 164, as for the sources
+_NO_ONE = frozenset({"ACCESS MANAGEMENT", "BACKUP", "SYSTEM OTHER"})
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def decide(user: str, policy: UserPolicy, access: Access) -> Refusal | None:
         return Refusal(497, "ACCESS_DENIED", "CHS008", f"{user}: Not enough privileges: {access.problem}; the "
                        "statement cannot be checked, so it is refused", access.kind, access.problem[:80])
     for need in access.needs:  # refused for every user whatever the profile: say so before READONLY
-        everyone = need.privilege == "ACCESS MANAGEMENT" or need.privilege in SOURCE_PRIVILEGES
+        everyone = need.privilege in _NO_ONE or need.privilege in SOURCE_PRIVILEGES
         if everyone and not policy.granted(need.privilege, need.database, need.table):
             return _denied(user, need, access.kind)
     refusal = check_settings(access.settings, user, policy, access.kind)
