@@ -26,4 +26,6 @@ REFUSAL_CODES = {
     "CHS006": "access management (users, roles, grants, profiles)",
     "CHS007": "a privilege the user's grants in users.xml do not hold on that object",
     "CHS008": "a statement the engine's parse could not place (unknown class, engine, source): refused",
+    "CHS009": "a connection cut: its request line and headers, or its body, missed their total deadline",
+    "CHS010": "a connection cut: more connections than the cap were waiting to authenticate (the oldest goes)",
 }
