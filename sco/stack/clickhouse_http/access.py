@@ -34,6 +34,7 @@ __all__ = ["ACCESS_OBJECTS", "OVERLAY_DATABASE", "Access", "Need", "name_at", "n
 OVERLAY_DATABASE = "default"  # chDB's default database: an overlay of Atomic and the file system
 _LINE = re.compile(r"^( *)(\S.*?)\s*$")
 _FUNCTION = re.compile(r"^(Function|FunctionWithKeyValueArguments)\s+(\S+)")
+_IN_FUNCTION = re.compile(r"^Function (global)?(not)?(null)?in(ignoreset)?\b", re.I)
 _READS = {"SELECT", "SHOW", "DESCRIBE", "EXISTS", "EXPLAIN", "USE", "SET", "CHECK"}
 ACCESS_OBJECTS = {"USER", "USERS", "ROLE", "ROLES", "QUOTA", "QUOTAS", "POLICY", "ROW", "PROFILE", "SETTINGS",
                    "MASKING", "NAMED", "GRANTS", "ACCESS", "PRIVILEGES", "PROFILES", "POLICIES", "CURRENT",
@@ -139,6 +140,7 @@ class _Node:
     depth: int
     text: str
     parent: str
+    grandparent: str
 
 
 def _nodes(ast: str) -> list[_Node]:
@@ -150,7 +152,8 @@ def _nodes(ast: str) -> list[_Node]:
             continue
         depth, text = len(match.group(1)), match.group(2)
         stack[depth] = text
-        nodes.append(_Node(depth, text, stack.get(depth - 1, "") if depth else ""))
+        nodes.append(_Node(depth, text, stack.get(depth - 1, "") if depth else "",
+                           stack.get(depth - 2, "") if depth > 1 else ""))
     return nodes
 
 
@@ -161,14 +164,15 @@ def _cte_names(tokens: list[Token]) -> set[str]:
 
 
 def _resolve(name: str, tokens: list[Token], current: str) -> list[tuple[str, str]]:
-    """The (database, table) a ``TableIdentifier`` may name: the tree prints ``db.t`` and `` `db.t` `` alike,
-    the canonical text tells them apart; every reading the text allows is kept."""
+    """The (database, table) a ``TableIdentifier`` may name: the tree prints ``db.t`` and `` `db.t` `` alike
+    (and an identifier with a line break over two lines), the canonical text tells them apart; every reading
+    the text allows is kept, and none is a name the parse and the text disagree on."""
     found = [(a.text, c.text) for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)
              if b.text == "." and b.kind == "punct" and a.kind in ("word", "ident") and c.kind in ("word", "ident")
              and f"{a.text}.{c.text}" == name]
-    if "." not in name or any(t.kind == "ident" and t.text == name for t in tokens):
+    if any(t.kind in ("word", "ident") and t.text == name for t in tokens):
         found.append((current, name))
-    return found
+    return found  # empty: the tree names a table the text does not show, refused
 
 
 def tree(access: Access, ast: str, tokens: list[Token], current: str, table_privilege: str) -> None:
@@ -177,8 +181,10 @@ def tree(access: Access, ast: str, tokens: list[Token], current: str, table_priv
     access.engines = {tokens[i + 2].text.lower() for i in range(len(tokens) - 2) if tokens[i].kind == "word"
                       and tokens[i].text.upper() == "ENGINE" and tokens[i + 1].text == "="}
     for node in _nodes(ast):
-        if node.text.startswith("TableIdentifier "):
-            name = node.text[len("TableIdentifier "):].split(" (alias ")[0]
+        in_operand = node.text.startswith("Identifier ") and node.parent.startswith("ExpressionList") \
+            and _IN_FUNCTION.match(node.grandparent) is not None  # ``x IN t``: t is a table (or a file)
+        if node.text.startswith("TableIdentifier ") or in_operand:
+            name = node.text.split(" ", 1)[1].split(" (alias ")[0]
             if name in ctes:
                 continue
             readings = _resolve(name, tokens, current)

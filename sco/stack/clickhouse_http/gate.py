@@ -167,7 +167,8 @@ class Gate:
         parsed = self._explain.parse(sql, {k: v.decode(errors="replace") for k, v in request.params.items()})
         access = analyse(parsed.ast, parsed.canonical, current)
         local = temporary | {t.name for t in request.external}
-        for name in dict.fromkeys(access.overlay):
+        targets = [n.table for n in access.needs if n.database == OVERLAY_DATABASE and n.table is not None]
+        for name in dict.fromkeys([*access.overlay, *targets]):  # read or written: a path unless a table
             if name not in local and names_a_path(name) and not self._explain.exists(OVERLAY_DATABASE, name):
                 access.need(overlay_source(name), None, None, f"{name!r} (no table of the database "
                             f"{OVERLAY_DATABASE}: chDB reads it as a path)")

@@ -26,12 +26,12 @@ _PREFIXES = (("s3", "S3"), ("hdfs", "HDFS"), ("azure", "AZURE"), ("iceberg", "S3
              ("hudi", "S3"), ("paimon", "S3"), ("datalake", "S3"), ("mysql", "MYSQL"), ("materializedmysql", "MYSQL"),
              ("postgres", "POSTGRES"), ("materializedpostgres", "POSTGRES"), ("mongo", "MONGO"),
              ("arrowflight", "URL"))
-# table functions that read nothing outside the database (``merge``/``loop``/``view`` read tables the tree
-# names, which need their own SELECT)
+# table functions that read nothing outside the database (``merge`` matches existing tables only, ``view``
+# reads the tables its subquery names, which need their own SELECT)
 SAFE_TABLE_FUNCTIONS = frozenset({
     "numbers", "numbers_mt", "zeros", "zeros_mt", "generaterandom", "generate_series", "generateseries", "values",
-    "null", "merge", "view", "viewifpermitted", "viewexplain", "format", "dictionary", "loop", "mergetreeindex",
-    "mergetreeprojection", "fuzzjson", "fuzzquery", "primes"})
+    "null", "merge", "view", "viewifpermitted", "viewexplain", "format", "dictionary", "fuzzjson", "fuzzquery",
+    "primes"})  # not loop() or mergeTreeIndex(): they name a table by string, which may be a path
 TABLE_ENGINES = frozenset({"memory", "log", "tinylog", "stripelog", "null", "set", "join", "buffer", "merge",
                            "generaterandom", "dictionary", "view", "materializedview", "alias"})
 DATABASE_ENGINES = frozenset({"atomic", "ordinary", "memory", "lazy", "replicated"})
@@ -41,9 +41,9 @@ DICTIONARY_SOURCES = {
     "http": "URL", "https": "URL", "mysql": "MYSQL", "postgresql": "POSTGRES", "mongodb": "MONGO", "redis": "REDIS",
     "odbc": "ODBC", "jdbc": "JDBC", "cassandra": "REMOTE", "yamlregexptree": "FILE", "s3": "S3", "ytsaurus": "URL",
 }
-_SCALAR = {"file": "FILE", "dictget": "DICTGET", "dictgetordefault": "DICTGET", "dictgetornull": "DICTGET",
-           "dicthas": "DICTGET", "dictgethierarchy": "DICTGET", "dictisin": "DICTGET", "dictgetchildren": "DICTGET",
-           "dictgetdescendants": "DICTGET", "dictgetall": "DICTGET"}
+_SCALAR = {"file": "FILE", "hascolumnintable": "FILE", **dict.fromkeys((
+    "dictget", "dictgetordefault", "dictgetornull", "dicthas", "dictgethierarchy", "dictisin", "dictgetchildren",
+    "dictgetdescendants", "dictgetall"), "DICTGET")}
 
 
 def source_of(name: str) -> str | None:

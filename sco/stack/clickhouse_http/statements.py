@@ -243,7 +243,7 @@ def _insert(access: Access, tokens: list[Token], ast: str, current: str) -> None
 
 def analyse(ast: str, canonical: str, current: str) -> Access:
     """The :class:`Access` of one statement: its ``EXPLAIN AST`` and ``formatQuerySingleLine`` texts."""
-    tokens = tokenize(canonical)
+    tokens = tokenize(canonical, keep_case=True)
     access = Access()
     start = next((i for i, t in enumerate(tokens) if t.text != "("), len(tokens))
     words = word_list(tokens[start:])
@@ -285,5 +285,5 @@ def analyse_tokens(tokens: list[Token], ast: str, current: str) -> Access:
 
 
 def _storage_on_disk(tokens: list[Token]) -> bool:
-    return any(t.kind in ("word", "ident") and t.text in ("disk", "storage_policy") and n.text == "="
+    return any(t.kind in ("word", "ident") and t.text.lower() in ("disk", "storage_policy") and n.text == "="
                for t, n in itertools.pairwise(tokens))
