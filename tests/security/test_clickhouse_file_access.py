@@ -59,6 +59,10 @@ def _forms(home: Path) -> list[tuple[str, str, bytes | None, dict[str, str]]]:
         ("hasColumnInTable on a path", f"SELECT hasColumnInTable('default', '{conf}', 'c1')", None, {}),
         ("INSERT INTO a path", f"INSERT INTO default.`{out}` SELECT 'x'", None, {}),
         ("TRUNCATE a path", f"TRUNCATE TABLE `{conf}`", None, {}),
+        ("VALUES evaluating file()", f"INSERT INTO t_files VALUES (file('{conf}'))", None, {}),
+        ("FORMAT Values rows in the body", "INSERT INTO t_files FORMAT Values", f"(file('{conf}'))".encode(), {}),
+        ("VALUES rows in the body", "INSERT INTO t_files VALUES", f"('a'), (file('{conf}'))".encode(), {}),
+        ("VALUES with IN a path", "INSERT INTO t_files VALUES", f"(toString('x' IN `{conf}`))".encode(), {}),
         ("path in a JOIN", f"SELECT * FROM numbers(1) AS n JOIN '{csv}' AS f ON 1", None, {}),
         ("DESCRIBE path", f"DESCRIBE TABLE '{conf}'", None, {}),
         ("EXPLAIN path", f"EXPLAIN PIPELINE SELECT * FROM '{conf}'", None, {}),
@@ -87,7 +91,7 @@ def _forms(home: Path) -> list[tuple[str, str, bytes | None, dict[str, str]]]:
     ]
 
 
-@pytest.mark.parametrize("index", range(36))
+@pytest.mark.parametrize("index", range(40))
 @pytest.mark.parametrize("user", [WRITER, READER])
 def test_every_way_of_naming_a_file_or_url_is_refused_logged_and_reads_nothing(
         frontend: TestFrontend, secret_dir: Path, caplog: pytest.LogCaptureFixture, index: int, user: str) -> None:
@@ -108,7 +112,7 @@ def test_every_way_of_naming_a_file_or_url_is_refused_logged_and_reads_nothing(
 
 
 def test_the_forms_table_has_as_many_rows_as_the_parametrisation(secret_dir: Path) -> None:
-    assert len(_forms(secret_dir)) == 36  # the parametrisation above covers each one
+    assert len(_forms(secret_dir)) == 40  # the parametrisation above covers each one
 
 
 def test_a_bare_name_that_is_a_file_in_the_servers_directory_is_refused_and_a_missing_table_is_unknown(
@@ -125,3 +129,16 @@ def test_a_bare_name_that_is_a_file_in_the_servers_directory_is_refused_and_a_mi
     assert SECRET.encode() not in named.body
     assert (missing.status, missing.headers.get("X-ClickHouse-Exception-Code")) == (404, "60")
     assert any(r.getMessage().startswith(f"CHS002 user={WRITER}") for r in caplog.records)
+
+
+def test_values_rows_with_harmless_expressions_or_literals_are_inserted(frontend: TestFrontend) -> None:
+    http(frontend.url + "/", b"CREATE TABLE IF NOT EXISTS t_rows (a String, d Date) ENGINE = Memory")
+    http(frontend.url + "/", b"CREATE TABLE IF NOT EXISTS t_files (a String) ENGINE = Memory")
+    for statement, body in ((b"INSERT INTO t_rows VALUES ('it''s; -- (x)', '2024-01-02')", None),
+                            (b"INSERT INTO t_rows VALUES (concat('a', 'b'), toDate('2024-01-02') + 1)", None),
+                            (b"INSERT INTO t_rows FORMAT Values", b"(lower('C'), today())")):
+        reply = http(frontend.url + "/?" + urlencode({"query": statement.decode()}), body)
+        assert reply.status == 200, (statement, reply.body)
+    assert http(frontend.url + "/", b"SELECT count() FROM t_rows").body == b"3\n"
+    http(frontend.url + "/", b"INSERT INTO t_files SELECT * FROM values('a String', 'x')")  # not VALUES rows
+    assert http(frontend.url + "/", b"SELECT count() FROM t_files WHERE a = 'x'").body == b"1\n"

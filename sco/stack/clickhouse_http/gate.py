@@ -28,7 +28,7 @@ from .guard import Refusal, check_settings, decide
 from .policy import Policy, load_policy
 from .protocol import DEFAULT_MAX_BODY, ClickHouseError, Request, parse_request
 from .statements import analyse
-from .values import insert_head
+from .values import literal_rows, rows_as_select, values_rows
 
 __all__ = ["NO_AUTH_USER", "AstReader", "Gate", "Parsed", "make_gate"]
 
@@ -179,18 +179,42 @@ class Gate:
         refusal = check_settings(request.settings.items(), user.name, policy)
         if refusal is not None:
             return refusal, None
+        rows: str | None = None
         if request.insert is not None:
             sql = f"{request.insert[0]} FORMAT {request.insert[1]}"
+            if request.insert[1].lower() == "values":  # the Values format evaluates expressions: rows checked
+                rows = self._values_data(request)
         else:
             sql = request.query.decode(errors="replace")
+            found = values_rows(sql) if "values" in sql[:4096].lower() else None
+            if found is not None:
+                sql, rows = sql[: found[0]], found[1]
         if len(sql) > _MAX_QUERY_SIZE:
-            head = insert_head(sql)  # rows of literals only: the statement ends at VALUES for the parser
-            if head is None:
-                raise ClickHouseError.make(62, "SYNTAX_ERROR", f"Max query size exceeded ({len(sql)} bytes over "
-                                           f"{_MAX_QUERY_SIZE}): send the rows as data (INSERT … FORMAT)")
-            sql = head
+            raise ClickHouseError.make(62, "SYNTAX_ERROR", f"Max query size exceeded ({len(sql)} bytes over "
+                                       f"{_MAX_QUERY_SIZE}): send the rows as data (INSERT … FORMAT)")
         access = self.access(request, sql)
+        if rows is not None and not literal_rows(rows):
+            self._check_rows(request, rows, access)
         return decide(user.name, policy, access), access
+
+    def _values_data(self, request: Request) -> str:
+        if not isinstance(request.data, bytes):  # spooled past 8 MiB: only row formats are taken that large
+            raise ClickHouseError.make(62, "SYNTAX_ERROR", "An INSERT … FORMAT Values over 8 MiB is refused: "
+                                       "send large inserts in a row format (CSV, TSV, JSONEachRow, Native …)")
+        return request.data.decode(errors="replace")
+
+    def _check_rows(self, request: Request, rows: str, access: Access) -> None:
+        """Rows that are more than literals: parsed by chDB as a SELECT's expressions, their needs added."""
+        if len(rows) > _MAX_QUERY_SIZE:
+            access.problem = f"VALUES rows of {len(rows)} bytes that are not literals only"
+            return
+        try:
+            inner = self.access(request, rows_as_select(rows))
+        except ClickHouseError:
+            access.problem = "VALUES rows that chDB cannot read as expressions"
+            return
+        access.needs += inner.needs
+        access.problem = access.problem or inner.problem
 
 
 def make_gate(engine: Any, users_file: str | Path | None, no_auth: bool) -> Gate:
