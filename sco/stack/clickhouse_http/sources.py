@@ -32,8 +32,9 @@ SAFE_TABLE_FUNCTIONS = frozenset({
     "numbers", "numbers_mt", "zeros", "zeros_mt", "generaterandom", "generate_series", "generateseries", "values",
     "null", "merge", "view", "viewifpermitted", "viewexplain", "format", "dictionary", "fuzzjson", "fuzzquery",
     "primes"})  # not loop() or mergeTreeIndex(): they name a table by string, which may be a path
-TABLE_ENGINES = frozenset({"memory", "log", "tinylog", "stripelog", "null", "set", "join", "buffer", "merge",
-                           "generaterandom", "dictionary", "view", "materializedview", "alias"})
+# not Buffer or Alias: they name another table by string, which in the default database may be a path
+TABLE_ENGINES = frozenset({"memory", "log", "tinylog", "stripelog", "null", "set", "join", "merge",
+                           "generaterandom", "dictionary", "view", "materializedview"})
 DATABASE_ENGINES = frozenset({"atomic", "ordinary", "memory", "lazy", "replicated"})
 # dictionary source -> privilege ("": nothing outside; a local CLICKHOUSE source is checked by its table)
 DICTIONARY_SOURCES = {

@@ -8,7 +8,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from .access import ACCESS_OBJECTS, Access, name_at, setting_pairs, settings_clauses, skip, tree, word_list
+from .access import (
+    ACCESS_OBJECTS,
+    OVERLAY_DATABASE,
+    Access,
+    name_at,
+    setting_pairs,
+    settings_clauses,
+    skip,
+    tree,
+    word_list,
+)
 from .sqltokens import Token, tokenize
 
 __all__ = ["analyse"]
@@ -67,10 +77,21 @@ def _create(access: Access, tokens: list[Token], current: str) -> None:
     if first == "ATTACH" and any(t.kind == "word" and t.text.upper() == "FROM" for t in tokens[j: j + 4]):
         access.need("FILE", None, None, "ATTACH … FROM a path")
     upper = [t.text.upper() for t in tokens]
+    _as_table(access, tokens, j, current)
     if kind_word == "DICTIONARY":
         _dictionary_source(access, tokens, current)
     if kind_word == "VIEW" and "TO" in upper:  # a materialized view writes into its TO table
         _target(access, tokens, upper.index("TO") + 1, current, "INSERT")
+
+
+def _as_table(access: Access, tokens: list[Token], start: int, current: str) -> None:
+    """``CREATE TABLE t AS other``: the structure of ``other`` is read (a path in the default database too)."""
+    for i in range(start, len(tokens) - 1):
+        if tokens[i].kind == "word" and tokens[i].text.upper() == "AS":
+            database, name, end = name_at(tokens, i + 1)
+            if name and name.upper() not in ("SELECT", "WITH") and (end >= len(tokens) or tokens[end].text != "("):
+                access.need("SELECT", database or current, name)
+            return
 
 
 def _dictionary_source(access: Access, tokens: list[Token], current: str) -> None:
@@ -82,8 +103,11 @@ def _dictionary_source(access: Access, tokens: list[Token], current: str) -> Non
             keys[key.text.lower()] = value.text
     if {"host", "port", "user", "password", "secure"} & set(keys):
         access.need("REMOTE", None, None, "a CLICKHOUSE dictionary source on another server")
+    elif {"query", "where", "invalidate_query"} & set(keys):  # SQL the dictionary runs later, unchecked here
+        access.problem = "a CLICKHOUSE dictionary source with query, where or invalidate_query"
     elif "table" in keys:
-        access.need("SELECT", keys.get("db") or current, keys["table"])
+        for database in {keys.get("db") or current, keys.get("db") or OVERLAY_DATABASE}:
+            access.need("SELECT", database, keys["table"])
 
 
 def _rename(access: Access, tokens: list[Token], current: str) -> None:
