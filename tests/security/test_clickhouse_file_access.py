@@ -65,6 +65,9 @@ def _forms(home: Path) -> list[tuple[str, str, bytes | None, dict[str, str]]]:
         ("VALUES with IN a path", "INSERT INTO t_files VALUES", f"(toString('x' IN `{conf}`))".encode(), {}),
         ("path in a JOIN", f"SELECT * FROM numbers(1) AS n JOIN '{csv}' AS f ON 1", None, {}),
         ("DESCRIBE path", f"DESCRIBE TABLE '{conf}'", None, {}),
+        ("SHOW CREATE path", f"SHOW CREATE TABLE `{conf}`", None, {}),
+        ("SHOW COLUMNS FROM path", f"SHOW COLUMNS FROM `{conf}`", None, {}),
+        ("EXISTS path", f"EXISTS TABLE `{conf}`", None, {}),
         ("EXPLAIN path", f"EXPLAIN PIPELINE SELECT * FROM '{conf}'", None, {}),
         ("path with database=default", f"SELECT * FROM `{conf}`", None, {"database": "default"}),
         ("url()", "SELECT * FROM url('http://127.0.0.1:1/x', 'LineAsString')", None, {}),
@@ -91,7 +94,7 @@ def _forms(home: Path) -> list[tuple[str, str, bytes | None, dict[str, str]]]:
     ]
 
 
-@pytest.mark.parametrize("index", range(40))
+@pytest.mark.parametrize("index", range(43))
 @pytest.mark.parametrize("user", [WRITER, READER])
 def test_every_way_of_naming_a_file_or_url_is_refused_logged_and_reads_nothing(
         frontend: TestFrontend, secret_dir: Path, caplog: pytest.LogCaptureFixture, index: int, user: str) -> None:
@@ -112,7 +115,7 @@ def test_every_way_of_naming_a_file_or_url_is_refused_logged_and_reads_nothing(
 
 
 def test_the_forms_table_has_as_many_rows_as_the_parametrisation(secret_dir: Path) -> None:
-    assert len(_forms(secret_dir)) == 40  # the parametrisation above covers each one
+    assert len(_forms(secret_dir)) == 43  # the parametrisation above covers each one
 
 
 def test_a_bare_name_that_is_a_file_in_the_servers_directory_is_refused_and_a_missing_table_is_unknown(

@@ -190,9 +190,28 @@ def _show(access: Access, tokens: list[Token], current: str) -> None:
         access.need("ACCESS MANAGEMENT", None, None, access.kind)
         return
     upper = [t.text.upper() for t in tokens]
+    if words[1:2] == ["CREATE"]:  # SHOW CREATE [TABLE|VIEW|DICTIONARY] name: the object's own definition
+        _named_object(access, tokens, 2, current)
+        return
     where = next((i + 1 for i, w in enumerate(upper) if w in ("FROM", "IN")), None)
+    if words[1:2] and words[1] in ("COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS", "EXTENDED", "FULL") \
+            and where is not None:  # SHOW COLUMNS FROM t [FROM db]: t's structure
+        _named_object(access, tokens, where, current)
+        return
     database = tokens[where].text if where is not None and where < len(tokens) else current
     access.need("SHOW TABLES", database, None, f"SHOW … {database}")
+
+
+def _named_object(access: Access, tokens: list[Token], start: int, current: str) -> None:
+    """The table, view or dictionary a SHOW or EXISTS names (in the default database it may be a path)."""
+    i = skip(tokens, start, "TEMPORARY", "TABLE", "VIEW", "DICTIONARY", "DATABASE")
+    database, name, end = name_at(tokens, i)
+    if end < len(tokens) and tokens[end].kind == "word" and tokens[end].text.upper() in ("FROM", "IN"):
+        database = name_at(tokens, end + 1)[1] or database
+    if "DATABASE" in word_list(tokens[start:i]):
+        access.need("SHOW DATABASES", name, None)
+    elif name:
+        access.need("SHOW COLUMNS", database or current, name)
 
 
 def _alter(access: Access, tokens: list[Token], current: str) -> None:
@@ -222,6 +241,11 @@ def _global(kind: str, privilege: str | None) -> Callable[[Access, list[Token], 
     return handle
 
 
+def _exists(access: Access, tokens: list[Token], current: str) -> None:
+    access.kind = "EXISTS"
+    _named_object(access, tokens, 1, current)
+
+
 def _use(access: Access, tokens: list[Token], current: str) -> None:
     access.kind = "USE"
     access.need("SHOW DATABASES", name_at(tokens, 1)[1], None)
@@ -243,7 +267,7 @@ _HANDLERS: dict[str, Callable[[Access, list[Token], str], None]] = {
     "USE": _use, "SET": _set,
     "OPTIMIZE": _simple("OPTIMIZE", "OPTIMIZE", ("TABLE",)), "UNDROP": _simple("UNDROP", "CREATE TABLE", ("TABLE",)),
     "DELETE": _simple("DELETE", "ALTER", ("FROM",)), "UPDATE": _simple("UPDATE", "ALTER", ()),
-    "CHECK": _simple("CHECK", "SHOW TABLES", ("TABLE",)), "EXISTS": _global("EXISTS", None),
+    "CHECK": _simple("CHECK", "SHOW TABLES", ("TABLE",)), "EXISTS": _exists,
     "DESCRIBE": _global("DESCRIBE", None), "DESC": _global("DESCRIBE", None),
     "GRANT": _global("GRANT", "ACCESS MANAGEMENT"), "REVOKE": _global("REVOKE", "ACCESS MANAGEMENT"),
     "MOVE": _global("MOVE", "ACCESS MANAGEMENT"), "EXECUTE": _global("EXECUTE AS", "ACCESS MANAGEMENT"),
