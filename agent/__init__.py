@@ -14,16 +14,15 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Agent": "runtime", "Clock": "runtime", "SystemClock": "runtime", "EventShipper": "shipping",
     "AgentConfig": "config", "UserData": "config", "load_userdata": "config", "userdata_document": "config",
-    "BundleStore": "bundle", "HeldBundle": "bundle",
-    "DrainEngine": "drain", "DrainReport": "drain", "order_workloads": "drain_plan", "DrainPlan": "drain_plan",
-    "plan_drain": "drain_plan",
-    "SchedulerAdapter": "adapters", "LocalActuator": "adapters", "LocalPlan": "adapters", "Credentials": "adapters",
-    "SlurmAdapter": "slurm", "KubeAdapter": "kube",
-    "SlurmProcessActuator": "local", "KubeletShutdownActuator": "local", "RecordingActuator": "local",
-    "NodeCredentials": "credentials", "Spool": "spool", "Metrics": "metrics", "make_event": "events",
-    "Notice": "notices", "parse_notice": "notices", "NoticeIntake": "intake", "Refusal": "notice_check",
-    "check_notice": "notice_check", "check_raw": "notice_check", "Contract": "model", "NodeIdentity": "model",
-    "Unit": "model", "AgentError": "model",
+    "BundleStore": "bundle", "HeldBundle": "bundle", "DrainEngine": "drain.engine", "DrainReport": "drain.engine",
+    "order_workloads": "drain.plan", "DrainPlan": "drain.plan", "plan_drain": "drain.plan",
+    "SchedulerAdapter": "drain.adapters", "LocalActuator": "drain.adapters", "LocalPlan": "drain.adapters",
+    "Credentials": "drain.adapters", "SlurmAdapter": "drain.slurm", "KubeAdapter": "drain.kube",
+    "SlurmProcessActuator": "drain.local", "KubeletShutdownActuator": "drain.local",
+    "RecordingActuator": "drain.local", "NodeCredentials": "drain.credentials", "Spool": "spool", "Metrics": "metrics",
+    "make_event": "events", "Notice": "notice.messages", "parse_notice": "notice.messages",
+    "NoticeIntake": "notice.intake", "Refusal": "notice.check", "check_notice": "notice.check",
+    "check_raw": "notice.check", "Contract": "model", "NodeIdentity": "model", "Unit": "model", "AgentError": "model",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -18,15 +18,14 @@ from datetime import datetime
 from pathlib import Path
 
 from contracts.bundle_verify import BundleError, verify_bundle_bytes
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
 from contracts.subjects import agent_nats_name
 
 from .httpwire import exchange
 from .model import AgentError, Contract, contract_from_entry, parse_time
 
-__all__ = ["BUNDLE_NAME", "BundleStore", "HeldBundle", "Offer", "fetch_bundle", "instance_basic_auth"]
+__all__ = ["BundleStore", "HeldBundle", "Offer", "fetch_bundle", "instance_basic_auth"]
 
-BUNDLE_NAME = "agent-bundle.json"
-SIG_NAME = BUNDLE_NAME + ".sig"
 USER_DATA = "user-data"  # the origin of the boot copy
 
 
@@ -131,7 +130,7 @@ class BundleStore:
 
     def load_disk(self) -> Offer | None:
         """Offer the bundle persisted on disk; None when there is none."""
-        raw_path, sig_path = self.directory / BUNDLE_NAME, self.directory / SIG_NAME
+        raw_path, sig_path = self.directory / AGENT_BUNDLE, self.directory / AGENT_SIGNATURE
         if not raw_path.exists():
             return None
         try:
@@ -144,7 +143,7 @@ class BundleStore:
     def _persist(self, bundle: HeldBundle) -> None:
         if bundle.origin == "disk":
             return
-        for name, data in ((SIG_NAME, bundle.signature + b"\n"), (BUNDLE_NAME, bundle.raw)):
+        for name, data in ((AGENT_SIGNATURE, bundle.signature + b"\n"), (AGENT_BUNDLE, bundle.raw)):
             tmp = self.directory / (name + ".tmp")
             tmp.write_bytes(data)
             with open(tmp, "rb") as fh:
@@ -172,19 +171,19 @@ def fetch_bundle(base_url: str, timeout: float = 5.0, headers: dict[str, str] | 
     base = base_url if base_url.endswith("/") else base_url + "/"
     out: list[bytes] = []
     tag: str | None = None
-    for name in (BUNDLE_NAME, SIG_NAME):
+    for name in (AGENT_BUNDLE, AGENT_SIGNATURE):
         sent = dict(headers or {})
-        if name == BUNDLE_NAME and etag:
+        if name == AGENT_BUNDLE and etag:
             sent["If-None-Match"] = etag
         try:
             status, fields, body = exchange("GET", base + name, headers=sent, timeout=timeout)
         except OSError as exc:
             raise AgentError(f"distributor {base + name} unreachable: {exc}") from exc
-        if status == 304 and name == BUNDLE_NAME and etag:
+        if status == 304 and name == AGENT_BUNDLE and etag:
             return None
         if status != 200:
             raise AgentError(f"distributor {base + name} answered {status}")
-        if name == BUNDLE_NAME:
+        if name == AGENT_BUNDLE:
             tag = fields.get("etag")
         out.append(body)
     return out[0], out[1], tag

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
+
 from .config import AgentConfig, load_userdata, userdata_document
 from .model import AgentError, NodeIdentity
 
@@ -25,7 +27,7 @@ __all__ = ["build_agent", "main"]
 
 def build_agent(cfg: AgentConfig) -> object:
     """The agent for this node: its user-data, key, scheduler adapter, local actuator and credentials."""
-    from .credentials import NodeCredentials
+    from .drain.credentials import NodeCredentials
     from .runtime import Agent
 
     userdata = load_userdata(cfg.userdata)
@@ -36,14 +38,14 @@ def build_agent(cfg: AgentConfig) -> object:
                          "it is baked into the image (SCO_AGENT_PUBLIC_KEY).") from exc
     node = userdata.node
     if node.scheduler == "slurm":
-        from .local import SlurmProcessActuator
-        from .slurm import SlurmAdapter
+        from .drain.local import SlurmProcessActuator
+        from .drain.slurm import SlurmAdapter
 
         scheduler: object = SlurmAdapter(node.node_name, cfg.slurm_conf, cfg.slurm_bin)
         actuator: object = SlurmProcessActuator(node.node_name)
     else:
-        from .kube import KubeAdapter
-        from .local import KubeletShutdownActuator
+        from .drain.kube import KubeAdapter
+        from .drain.local import KubeletShutdownActuator
 
         scheduler = KubeAdapter.from_files(cfg.kube_api, node.node_name, cfg.kube_token_file, cfg.kube_ca_file)
         actuator = KubeletShutdownActuator(cfg.local_drain_command)
@@ -140,8 +142,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_userdata(args: argparse.Namespace) -> int:
     bundle_dir = Path(args.bundle_dir)
-    raw = (bundle_dir / "agent-bundle.json").read_bytes()
-    sig = (bundle_dir / "agent-bundle.json.sig").read_bytes()
+    raw = (bundle_dir / AGENT_BUNDLE).read_bytes()
+    sig = (bundle_dir / AGENT_SIGNATURE).read_bytes()
     partition = json.loads(raw).get("partition", "")
     node = NodeIdentity(region=partition.split("/")[0], partition=partition, instance=args.instance,
                         node_name=args.node_name, pool=args.pool, scheduler=args.scheduler)

@@ -19,7 +19,7 @@ SERIES: tuple[tuple[str, str, str], ...] = (
     ("sco_agent_notices_total", "counter", "Notices and advisories admitted, by kind and first channel."),
     ("sco_agent_notices_duplicate_total", "counter", "Copies ignored because another channel won."),
     ("sco_agent_notices_refused_total", "counter",
-     "Notices refused, not acted on, by channel and reason (agent.notice_check.REASONS)."),
+     "Notices refused, not acted on, by channel and reason (agent.notice.check.REASONS)."),
     ("sco_agent_notices_coalesced_total", "counter",
      "Notices admitted that changed nothing, past the bound of recorded ones: counted, no event."),
     ("sco_agent_first_action_seconds", "histogram", "Notice receipt to the first drain action."),

@@ -51,7 +51,7 @@ class Unit:
     ``attributes`` are what the adapter read with the unit: ``state`` (Slurm) and ``started_at`` (``STARTED_AT``)
     — when the unit started running, ISO-8601 UTC with a trailing ``Z`` (``2026-01-01T00:00:00Z``; Slurm's
     ``StartTime``, the pod's ``status.startTime``). Absent when the scheduler did not say; such a unit counts
-    no lost work (agent/waste.py).
+    no lost work (agent/drain/waste.py).
     """
 
     unit_id: str

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from contracts.subjects import EventKind
 
-from .adapters import SchedulerAdapter
 from .bundle import BundleStore, fetch_bundle, instance_basic_auth
 from .config import AgentConfig, UserData
+from .drain.adapters import SchedulerAdapter
 from .metrics import Metrics
 from .model import AgentError, NodeIdentity
 

@@ -20,21 +20,21 @@ from typing import Any, Protocol
 from contracts.subjects import EventKind, advisory_subject, agent_inbox_prefix, notice_subject
 
 from . import __version__, instruments
-from .adapters import Credentials, LocalActuator, SchedulerAdapter
-from .advisory import AdvisoryWatch
 from .bundle import BundleStore, HeldBundle
-from .coalesce import NoticeState, Verdict, coalesce
 from .config import AgentConfig, UserData
-from .drain import DrainArgs, DrainEngine, DrainReport
+from .drain.adapters import Credentials, LocalActuator, SchedulerAdapter
+from .drain.engine import DrainArgs, DrainEngine, DrainReport
 from .events import make_event
 from .httpwire import get_body
-from .intake import NoticeIntake
 from .metrics import Metrics
 from .model import AgentError
-from .nats_auth import nats_auth
-from .notice_file import NOTICE_FILE, resumable, save_notice
-from .notice_file import notice_window as _notice_window
-from .notices import Notice, NoticeGate
+from .notice.advisory import AdvisoryWatch
+from .notice.coalesce import NoticeState, Verdict, coalesce
+from .notice.file import NOTICE_FILE, resumable, save_notice
+from .notice.file import notice_window as _notice_window
+from .notice.intake import NoticeIntake
+from .notice.messages import Notice, NoticeGate
+from .notice.nats_auth import nats_auth
 from .refresh import BundleRefresh
 from .shipping import EventShipper, wake_soon
 from .spool import Spool
@@ -253,7 +253,7 @@ class Agent(BundleRefresh):
             self.on_notice(notice)
 
     def on_notice(self, notice: Notice) -> None:
-        """Act on a notice: refuse an implausible one, else what ``agent.coalesce`` decides.
+        """Act on a notice: refuse an implausible one, else what ``agent.notice.coalesce`` decides.
 
         A drain's scheduler call is issued before anything else is done for its notice: the notice's counter,
         its file (a restart resumes the drain) and its event follow the first action (``announce``).

@@ -4,7 +4,7 @@ The spool is the source of truth (ADR-15): an event leaves it only once JetStrea
 its event id as ``Nats-Msg-Id`` so a retry after a lost acknowledgement is deduplicated by the server. A
 batch (64 events) is published at once and each event deleted when its own acknowledgement came; a failure
 keeps the rest for the next pass. File reads and deletes run on a worker thread of their own, never on the
-event loop and never queued behind the spool writer's fsync'd appends (issue 15: 72 of 10,000 events shipped
+event loop and never queued behind the spool writer's fsync'd appends (72 of 10,000 events shipped
 in 40 s under a flood when they shared the writer thread); shipping waits while a drain's first action is
 pending: the notice path first.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .drain import yield_to_first_actions
+from .drain.engine import yield_to_first_actions
 from .events import subject_of
 from .metrics import Metrics
 from .spool import Spool, SpoolEntry

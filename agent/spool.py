@@ -8,7 +8,7 @@ a duplicate the stream discards. Bound: ``max_events`` files and ``max_bytes`` b
 *oldest* events are deleted and counted (``dropped``, persisted in ``dropped.count`` and exported as
 ``sco_agent_spool_dropped_total``): the newest events — the drain in progress — are the ones worth keeping.
 
-Two locks, so appends and shipping never wait for each other's disk work (issue 15: shipping starved behind
+Two locks, so appends and shipping never wait for each other's disk work (shipping starved behind
 fsync'd appends): ``_append_lock`` keeps appends in sequence order and is held across the write and fsync;
 ``_lock`` guards only the in-memory index and is held for microseconds, so ``head`` and ``ack`` from the
 shipper's thread proceed while an append is fsyncing, and an append never waits for a ship.

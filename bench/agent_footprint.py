@@ -234,7 +234,7 @@ def measure(proc: subprocess.Popen[bytes], idle: float, meta: Any, kube: Any, re
 def run_agent(py: Path, idle: float) -> dict[str, Any]:
     """The agent in the minimal venv among its surroundings (the test doubles: metadata, distributor, API)."""
     from sco.demo.kubeapi import KubeApiDouble
-    from tests.agent.helpers import JsonServer
+    from testkit.jsonserver import JsonServer
 
     keys = generate_keypair()
     raw, sig = signed_bundle(keys)

@@ -12,8 +12,8 @@ call to the agent's first drain action (``mark_unschedulable``). Baseline in the
 the same burst delivered to one plain subscriber per instance, each on its own connection with the same
 credential, that only records the arrival time (raw NATS delivery), taken before and after the agents (the
 faster of the two is kept: no ordering favours the agents). Prints per configuration the p99s and
-agent/raw, then the auth on/off p99 ratio (issue 14: the same latency, bar ``SAME_LATENCY``) and PASS/FAIL on
-agent/raw p99 ≤ 2× (issue 18, judged on the authenticated configuration). Goal (DESIGN §6): ≤ 100 ms p99;
+agent/raw, then the auth on/off p99 ratio (the same latency, bar ``SAME_LATENCY``) and PASS/FAIL on
+agent/raw p99 ≤ 2× (judged on the authenticated configuration). Goal (DESIGN §6): ≤ 100 ms p99;
 seed target ≤ 2 s. ``--rounds N`` alternates the configurations N times (the machine's load moves).
 
 Beside the wall figures, each run prints the process CPU from the first publish to the last arrival (raw) and
@@ -44,8 +44,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.config import AgentConfig, parse_userdata, userdata_document
+from agent.drain.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.model import Contract, NodeIdentity, Unit
 from agent.runtime import Agent
 from bench.nats_auth import BenchNats
@@ -55,8 +55,8 @@ from contracts.subjects import agent_inbox_prefix, notice_subject
 
 REGION = "r1"
 PARTITION = "r1/bench"
-RAW_RATIO_TARGET = 2.0  # issue 18: agent burst p99 <= 2x the raw NATS p99 of the same run
-SAME_LATENCY = 1.25  # issue 14 "the same latency as today": this bench's bar, auth on/off p99 medians
+RAW_RATIO_TARGET = 2.0  # agent burst p99 <= 2x the raw NATS p99 of the same run
+SAME_LATENCY = 1.25  # "the same latency as today": this bench's bar, auth on/off p99 medians
 
 
 async def ensure_stream(url: str) -> None:
@@ -333,7 +333,7 @@ def main() -> None:
 
 
 def summary(p99: dict[bool, list[float]], ratio: dict[bool, list[float]]) -> None:
-    """The medians over rounds, the auth on/off ratio (issue 14) and the agent/raw verdict (issue 18)."""
+    """The medians over rounds, the auth on/off ratio and the agent/raw verdict."""
     for auth in (False, True):
         if p99[auth]:
             print(f"auth {'ON ' if auth else 'OFF'}: notice -> first action p99 median "

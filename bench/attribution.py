@@ -1,7 +1,7 @@
-"""One hour of savings attribution at fleet scale (issue 18): the polars ledger against today's ``Decimal`` code,
+"""One hour of savings attribution at fleet scale: the polars ledger against today's ``Decimal`` code,
 in the same run, on the same ClickHouse data, each reading the hour, attributing it and writing its rows.
 
-Baseline: today's code kept as the reference in ``tests/orchestration/ledger_oracle.py`` (``read_range`` over
+Baseline: today's code kept as the reference in ``testkit/ledger_oracle.py`` (``read_range`` over
 Python rows, ``attribute_hour``, ``hour_rows``). New: ``backfill.attribute_range`` over the hour (spans and
 losses read as Arrow, split and attributed on polars frames). The two must give identical ledger lines and rows
 (checked; exit 1 if not). Goal: ≤ 5 s at 500,000 instances an hour. At the largest size the baseline runs once
@@ -32,9 +32,9 @@ from typing import Any
 from contracts.pools import Pool, PurchaseModel
 from orchestration import backfill
 from orchestration.catalogue import write_catalogue
-from orchestration.ledger import COST_COLUMNS, LEDGER_COLUMNS
+from orchestration.ledger_inputs import COST_COLUMNS, LEDGER_COLUMNS
 from orchestration.resources import ClickHouseResource
-from tests.orchestration import ledger_oracle as oracle
+from testkit import ledger_oracle as oracle
 
 HOUR = datetime(2026, 9, 15, 10, tzinfo=UTC)
 GOAL_S = 5.0

@@ -1,4 +1,4 @@
-"""Diagnostic (issue 19): can any placement within ADR-06's caps be interrupted less than single-cheapest?
+"""Diagnostic: can any placement within ADR-06's caps be interrupted less than single-cheapest?
 
     .venv/bin/python -m bench.caps_bound [--seeds 1 2 3 4] [--days 30] [--horizon-h 2]
 
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .depth_signals import aggregate_shares
-from .replay_compare import _trace
+from .replay_trace import recorded_trace
 
 POOL_SHARE, GROUP_SHARE, HALL_SHARE = 0.15, 0.30, 0.40   # controllers.planning.Caps' defaults (ADR-06)
 STRATEGIES = ("single-cheapest", "capped oracle", "capped price-first", "capped aggregate room", "capped pool room")
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     means: dict[str, list[float]] = defaultdict(list)
     for seed in args.seeds:
         print(f"seed {seed}: recording or reading the trace", file=sys.stderr, flush=True)
-        trace = _trace(seed, args.days, 7.0, start, 4.0, 1.0, args.cache)
+        trace = recorded_trace(seed, args.days, 7.0, start, 4.0, 1.0, args.cache)
         scored, shares = measure(trace, contracts, args.days, timedelta(hours=args.horizon_h))
         if not scored or shares["single-cheapest"] <= 0:
             print(f"FAIL: seed {seed}: no card scored, or single-cheapest's pool never reclaimed", file=sys.stderr)

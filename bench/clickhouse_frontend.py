@@ -21,7 +21,7 @@ from typing import Any
 
 from sco.stack import services
 from stores import clickhouse
-from tests.support.clickhouse import authorized
+from testkit.clickhouse import authorized
 
 SETUP = [
     "CREATE TABLE ev (event_id String, kind LowCardinality(String), time DateTime64(3, 'UTC'), "

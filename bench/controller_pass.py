@@ -22,8 +22,8 @@ from controllers.simregion.clock import VirtualClock
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import migrate
-from tests.controllers.controller.helpers import PARTITION, FakeSource, contract, contracts
-from tests.stores.fixtures import PostgresProcess
+from testkit.builders import PARTITION, FakeSource, contract, contracts
+from testkit.postgres import PostgresProcess
 
 WORKLOADS = 220
 

@@ -21,7 +21,7 @@ from controllers.simregion.clock import VirtualClock
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import migrate
-from tests.stores.fixtures import PostgresProcess
+from testkit.postgres import PostgresProcess
 
 N = 5000
 

@@ -1,4 +1,4 @@
-"""The replay through the production controller (issue 19): seconds a pass and a strategy-day, this tree against a
+"""The replay through the production controller: seconds a pass and a strategy-day, this tree against a
 baseline tree (default: ``main``, exported with ``git archive``) in the same run, and whether both decided the same.
 
 Each side runs in its own process, the same command on its own code: the full simulated region (seed 1, 231 pools,
@@ -38,7 +38,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def _measure(hours: float, seed: int) -> dict[str, Any]:
-    """One replay in this process, on whatever code ``sys.path`` gives (the API exists on main since issue 19)."""
+    """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
     from controllers.controller.loop import Controller
     from controllers.planning import Strategy
     from controllers.replay import size_claims

@@ -1,4 +1,4 @@
-"""Diagnostic (issue 19): which depth signal picks the calmest pool in the simulated region?
+"""Diagnostic: which depth signal picks the calmest pool in the simulated region?
 
     .venv/bin/python -m bench.depth_signals [--seed 1] [--days 14] [--horizon-h 2]
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from contracts.scoring import WEIGHTS, WORST_INTERRUPTION_PCT_H
 
-from .replay_compare import _trace
+from .replay_trace import recorded_trace
 
 BASELINE = "cheapest price (single-cheapest)"
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
     args = parser.parse_args(argv)
     start = datetime(2026, 10, 1, tzinfo=UTC)
-    trace = _trace(args.seed, args.days, 7.0, start, 4.0, 1.0, args.cache)
+    trace = recorded_trace(args.seed, args.days, 7.0, start, 4.0, 1.0, args.cache)
     cards, means = measure(trace, args.days, timedelta(hours=args.horizon_h))
     if not cards or means.get(BASELINE, 0.0) <= 0:
         print("FAIL: no rate card could be scored, or the baseline's pick was never reclaimed", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The event fault soak (issue 15): nothing lost, nothing duplicated under random SIGKILLs.
+"""The event fault soak: nothing lost, nothing duplicated under random SIGKILLs.
 
     .venv/bin/python -m bench.event_soak [--events 1000000] [--kills 9] [--seed 1] [--targets ingest,nats,frontend]
 
@@ -19,8 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.support.eventsoak import TARGETS, plan_soak
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import TARGETS, plan_soak
+from testkit.soakrun import run_soak
 
 STALL_LIMIT_S = 10.0
 

@@ -1,4 +1,4 @@
-"""Diagnostic (issue 19): what each strategy pays per unit for the flavours it picks, against the tightest fit.
+"""Diagnostic: what each strategy pays per unit for the flavours it picks, against the tightest fit.
 
     .venv/bin/python -m bench.fit_cost [--markets 3] [--units 24]
 

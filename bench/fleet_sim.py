@@ -1,4 +1,4 @@
-"""The fleet-scale simulation (issue 18): a region of N reclaimable instances of ours in P partitions, ONE
+"""The fleet-scale simulation: a region of N reclaimable instances of ours in P partitions, ONE
 PRODUCTION CONTROLLER PROCESS PER PARTITION (``controllers/replay/fleet.py``: the replay's controller against the
 simulated region over its provider API), the region's token budget split statically between them (ADR-12's 10
 mutating calls a second, a bucket per partition), the fleet built first, then steady arrivals, then one hall-wide
@@ -263,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.instances.split(",") if x.strip()]
     from sco.commands.simulate_controller import EmbeddedPostgres
-    from tests.support.nats import NatsCluster
+    from testkit.nats import NatsCluster
 
-    print("fleet-scale simulation (issue 18): production controllers, one process per partition; token budget "
+    print("fleet-scale simulation: production controllers, one process per partition; token budget "
           "split statically between them (ADR-12); the fleet's build, steady arrivals, one hall-wide reclaim; "
           "notices through a 3-member NATS cluster")
     print(f"rule: {CLOCK_RULE}")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from contracts.events import Event
 from contracts.subjects import event_subject
-from sco.stack import services
+from sco.stack import natsserver, services
 from stores import clickhouse, migrate
 from stores import nats as sco_nats
 from stores.ingest import EVENT_COLUMNS, Ingest
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.events
     root = Path(tempfile.mkdtemp(prefix="sco-bench-ingest-"))
-    nats = services.start_nats(root / "nats")
+    nats = natsserver.start_nats(root / "nats")
     ch = services.start_clickhouse(root / "ch")
     try:
         _setup(ch.url)

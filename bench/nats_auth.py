@@ -1,6 +1,6 @@
 """nats-server for the agent benches, authenticated as ``sco up`` runs it (``sco.stack``).
 
-The server's configuration comes from ``sco.stack.services.nats_launch``: an ``admin`` user (every subject,
+The server's configuration comes from ``sco.stack.natsserver.nats_launch``: an ``admin`` user (every subject,
 used to create the event stream), the region's relay user ``region`` with the stack's permissions
 (``sco.stack.credentials.NATS_PERMISSIONS``: the only user that may publish ``sco.notice.>``), and one user per
 instance minted as ``sco.stack.manager.mint_agent`` mints them (``sco.stack.credentials.agent_user``: subscribe
@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from sco.stack import credentials, services
+from sco.stack import credentials, natsserver, services
 from sco.stack.credentials import NatsUser
 
 __all__ = ["BenchNats", "free_port"]
@@ -51,12 +51,12 @@ class BenchNats:
                      *extra]
             self.users = {u.name: u for u in users}
             self._agents = {i: credentials.agent_user(region, i, _secret()) for i in instances}
-            argv, as_user, _ = services.nats_launch(workdir, self.port, [*users, *self._agents.values()])
+            argv, as_user, _ = natsserver.nats_launch(workdir, self.port, [*users, *self._agents.values()])
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # type: ignore[call-overload]
                                          stderr=subprocess.DEVNULL, start_new_session=True, **as_user)
         else:
             binary = Path(sys.executable).parent / "nats-server"
-            exe = str(binary) if binary.exists() else services.nats_binary()
+            exe = str(binary) if binary.exists() else natsserver.nats_binary()
             self.proc = subprocess.Popen([exe, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(workdir)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         end = time.monotonic() + 15

@@ -1,4 +1,4 @@
-"""NATS as a JetStream cluster of three with one member SIGKILLed (issue 18), against one server in the same run.
+"""NATS as a JetStream cluster of three with one member SIGKILLed, against one server in the same run.
 
     .venv/bin/python -m bench.nats_cluster [--events 100000] [--nodes 1000] [--seed 18] [--down 10]
 
@@ -11,7 +11,7 @@ are mid-way, and started again ``--down`` seconds later. Reconciled: every event
 (``count()`` FINAL = distinct = published), every poison dead-lettered, the restarted member current again.
 
 Notices: ``--nodes`` full agents in this process, each logged in as its own instance's user with every member's
-URL (``tests/support/noticekill.py``); one provider notice per node from the region's relay user, in one burst.
+URL (``testkit/noticekill.py``); one provider notice per node from the region's relay user, in one burst.
 Baseline: one nats-server, no fault. Then the cluster with the member holding the most agents SIGKILLed after
 a quarter of the burst, the relay on another member, then the relay on that member. The relay publishes every
 notice again every 0.5 s until every node has it (core NATS keeps nothing for a reconnecting subscriber).
@@ -34,10 +34,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tests.support.eventsoak import KillPlan, SoakResult, plan_soak
-from tests.support.nats import NatsCluster, NatsProcess
-from tests.support.noticekill import NoticeRun, notice_users, run_notices
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import KillPlan, SoakResult, plan_soak
+from testkit.nats import NatsCluster, NatsProcess
+from testkit.noticekill import NoticeRun, notice_users, run_notices
+from testkit.soakrun import run_soak
 
 
 def events(n: int, seed: int, down_s: float, root: Path) -> list[str]:

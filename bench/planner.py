@@ -23,7 +23,7 @@ the first pass left short (until 2 Dec 2026 every floor of 4 or 7 units over thr
 floor(0.4 x 4) = 1 a hall, and 137 plans were retried every pass; such a floor now takes ceil(units / halls)
 a hall, see controllers/planning/floor.py).
 
-Goals (DESIGN §6, issue 18): full re-plan ≤ 1 s and ≤ 1.5x the naive greedy at 2,000 x 1,400; ≤ 0.5 s at
+Goals (DESIGN §6): full re-plan ≤ 1 s and ≤ 1.5x the naive greedy at 2,000 x 1,400; ≤ 0.5 s at
 220 x 141; one changed claim ≤ 10 ms at 2,000 workloads. Medians of ``--rounds`` rounds; the ratio is the
 median of per-pair ratios over four times as many pairs of the planner and the greedy run back to back
 (``paired``: this machine's speed drifts between blocks of rounds), printed with its quartiles beside the ratio
@@ -65,7 +65,7 @@ def timed(fn: Callable[[], object], rounds: int, label: str = "") -> float:
     """Median wall seconds of ``rounds`` calls; the median CPU seconds go to ``CPU[label]``.
 
     Each call is timed with a collection of the two young generations while its result is still held: the
-    planner pauses the collector while it plans (issue 18), which moves the collections its survivors cost to
+    planner pauses the collector while it plans, which moves the collections its survivors cost to
     the caller's next allocation; this puts them back in its time, as the same collection charges the greedy
     (or an unpaused planner) with what its own young collections had left.
     """
@@ -256,7 +256,7 @@ def _short(p: WorkloadPlan, c: Claim) -> bool:
 
 
 def _check_replanned(first: PlanSet, claims: list[Claim], replanned: tuple[str, ...]) -> None:
-    # the changed claim, plus every plan the first pass left short (they are retried each pass, issue 19)
+    # the changed claim, plus every plan the first pass left short (they are retried each pass)
     short = {c.contract.workload for c in claims if _short(first.plans[c.contract.workload], c)}
     changed = claims[-1].contract.workload
     assert changed in replanned and set(replanned) <= short | {changed}, replanned

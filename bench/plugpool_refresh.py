@@ -21,7 +21,7 @@ from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
 from sco.demo.kubeapi import KubeApiDouble
-from tests.doubles.esphome import EspHomeDouble
+from testkit.esphome import EspHomeDouble
 
 MACHINES, DELAY, DEAD = 24, 0.04, 2
 

@@ -1,4 +1,4 @@
-"""Benchmark (issue 19): the 30-day strategy comparison a platform team would trust.
+"""Benchmark: the 30-day strategy comparison a platform team would trust.
 
     .venv/bin/python -m bench.replay_compare --seeds 4 --days 30 [--jobs 2] [--sensitivity] [--engine replay]
 
@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import pickle
 import signal
 import statistics
 import sys
@@ -45,10 +43,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from .replay_trace import log, recorded_trace
+
 STRATEGIES = ("depth-first", "price-first", "single-cheapest")
 UNCAPPED = "depth-first-uncapped"  # diagnostic: our ranking with the caps lifted (one pool, like single-cheapest)
-# the default before issue 19's four seeds: the hall cap lifted at two halls with room (Caps(hall_min_halls=3)),
-# and price-first under those caps, its baseline; kept to reproduce the months that chose the default
+# the default before the four-seed, 30-day comparison: the hall cap lifted at two halls with room
+# (Caps(hall_min_halls=3)), and price-first under those caps, its baseline; kept to reproduce the months that
+# chose the default
 THREE_HALLS = "depth-first-three-halls"
 PF_THREE_HALLS = "price-first-three-halls"
 VARIANTS = (UNCAPPED, THREE_HALLS, PF_THREE_HALLS)
@@ -74,31 +75,6 @@ class Run:
     ceiling_pct: float  # net saving at the planning rate with nothing lost: floors at no saving, the rest at 65 %
 
 
-def _log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def _trace(seed: int, days: float, warmup: float, start: datetime, rate: float, price_demand: float,
-           cache: Path) -> Any:
-    from controllers.replay.from_region import trace_from_region
-    from controllers.simregion.config import RegionConfig
-
-    name = f"trace-s{seed}-d{days:g}-w{warmup:g}-{start:%Y%m%d}-r{rate:g}-p{price_demand:g}.pkl"
-    path = cache / name
-    if path.exists():
-        return pickle.loads(path.read_bytes())
-    began = time.monotonic()
-    _log(f"seed {seed}: recording {days:g}+{warmup:g} days ({rate:g} %/h, price_demand {price_demand:g})")
-    config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
-    trace = trace_from_region(config, start, days, warmup)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(pickle.dumps(trace))
-    tmp.replace(path)
-    _log(f"seed {seed}: {len(trace.reclaims):,} waves recorded in {time.monotonic() - began:.0f} s")
-    return trace
-
-
 Job = tuple[int, float, float, str, int, float, float, str, tuple[str, ...], str]
 
 
@@ -121,7 +97,7 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
             out = run_controller_engine(pg.database(), config, start, days, contracts, claims, strategy, warmup,
                                         progress, seen, caps=caps)
             # the controllers' own events by kind: breaker trips, launch failures, exclusions, passes holding
-            _log(f"seed {seed} {name} controller events: "
+            log(f"seed {seed} {name} controller events: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(seen.items())))
             return out
 
@@ -137,7 +113,7 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     from controllers.replay import size_claims
 
     start = datetime.fromisoformat(start_s)
-    trace = _trace(seed, days, warmup, start, rate, price_demand, Path(cache_s))
+    trace = recorded_trace(seed, days, warmup, start, rate, price_demand, Path(cache_s))
     repo = Path(__file__).resolve().parents[1]
     contracts = [w.contract for w in check_repo(repo / "deploy" / "contracts").workloads]
     waits = {c.workload for c in contracts if c.fallback_policy is FallbackPolicy.NONE}
@@ -191,17 +167,17 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
     run = Run(seed, name, s.interruption_rate_pct_h, s.interruptions, s.wasted_pct, s.shortfall_pct,
               s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, worst_txt, time.monotonic() - began,
               100.0 * short_wait / short_all if short_all else 0.0, ceiling)
-    _log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
+    log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
          f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
          f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")
-    _log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(run))}")
-    _log(f"seed {seed} {name} spend at planning rates: {_breakdown(out.values())}")
+    log(f"seed {seed} {name} run: {json.dumps(dataclasses.asdict(run))}")
+    log(f"seed {seed} {name} spend at planning rates: {_breakdown(out.values())}")
     if through is not None:   # the worst step traced: held and lost by hall, aggregate and pool
         from controllers.replay import explain_step
 
         pools = {p.pool_id: p for p in trace.pools}
         tail = max(out.values(), key=lambda o: o.worst_step_loss_units / o.units if o.units else 0.0)
-        _log(f"seed {seed} {name} worst step: {explain_step(tail, pools)}")
+        log(f"seed {seed} {name} worst step: {explain_step(tail, pools)}")
     return run
 
 
@@ -235,7 +211,7 @@ def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
             print(f"\r  seed {seed} {name:<16} {done:4.0%}", end="", file=sys.stderr, flush=True)
         elif quarter > last[0]:
             last[0] = quarter
-            _log(f"seed {seed} {name}: {quarter * 25} %")
+            log(f"seed {seed} {name}: {quarter * 25} %")
     return show
 
 
@@ -362,7 +338,7 @@ def _caps_bound(seeds: Sequence[int], args: argparse.Namespace) -> str:
     start = datetime.fromisoformat(args.start)
     oracle = cheapest = 0.0
     for seed in seeds:
-        trace = _trace(seed, args.days, args.warmup_days, start, args.rate, 1.0, args.cache)
+        trace = recorded_trace(seed, args.days, args.warmup_days, start, args.rate, 1.0, args.cache)
         _, shares = measure(trace, contracts, args.days, timedelta(hours=2))
         oracle, cheapest = oracle + shares["capped oracle"], cheapest + shares["single-cheapest"]
     ratio = oracle / cheapest if cheapest else float("inf")
@@ -475,7 +451,7 @@ def _print_verdicts(runs: list[Run], args: argparse.Namespace) -> None:
         if not ok and label == "interruptions/h below single-cheapest":
             print(f"      cause: {_caps_bound(common_seeds(runs, 'depth-first', 'single-cheapest'), args)}")
     if any(r.strategy == THREE_HALLS for r in runs):  # the old default, judged the same way
-        print(f"\nthe default before issue 19's months, {THREE_HALLS} (the hall cap lifted at two halls), "
+        print(f"\nthe default before the four-seed months, {THREE_HALLS} (the hall cap lifted at two halls), "
               "against the same targets:")
         same_caps = PF_THREE_HALLS if any(r.strategy == PF_THREE_HALLS for r in runs) else "price-first"
         for label, ok, figure in _verdicts(runs, THREE_HALLS, (same_caps, "single-cheapest")):

@@ -1,4 +1,4 @@
-"""ADR-03's report engines against the production path on the same days (issue 19, "one code path").
+"""ADR-03's report engines against the production path on the same days ("one code path").
 
 The baseline is the production controller over the simulated region itself (``sco simulate``'s engine: the
 region's own reclaimer, room and forward calendar). Against it, on the trace recorded from the same region, seed

@@ -1,4 +1,4 @@
-"""Trace the controller engine's failed launches (issue 19): a diagnostic, not a benchmark (no target).
+"""Trace the controller engine's failed launches: a diagnostic, not a benchmark (no target).
 
     PYTHONPATH=. nice -n 5 .venv/bin/python -m bench.trace_launch_failures --engine controller --days 1 \
         --strategy single-cheapest --seed 2

@@ -1,4 +1,4 @@
-"""Trace the controller engine's re-plans and breaker trips (issue 19): a diagnostic, not a benchmark (no target).
+"""Trace the controller engine's re-plans and breaker trips: a diagnostic, not a benchmark (no target).
 
     PYTHONPATH=. nice -n 10 .venv/bin/python -m bench.trace_replans --days 0.25 --seed 1 --strategy depth-first \
         --engine controller

@@ -26,14 +26,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from .agent_record import AgentRecord
 from .bundle_verify import (
-    GOVERNANCE_SIG_SUFFIX,
     GOVERNED_FIELDS,
-    SIG_SUFFIX,
     BundleError,
     governed_changes,
     read_bundle_files,
     verify_bundle_bytes,
 )
+from .bundle_wire import AGENT_BUNDLE, CONTROLLER_BUNDLE, GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
 from .canonical import canonical_bytes, digest
 from .compiler import CompiledWorkload
 from .errors import GovernanceError
@@ -55,8 +54,6 @@ __all__ = [
     "publish",
 ]
 
-AGENT_BUNDLE = "agent-bundle.json"
-CONTROLLER_BUNDLE = "controller-bundle.json"
 
 
 @dataclass(frozen=True)

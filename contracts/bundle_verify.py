@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bundle_wire import GOVERNANCE_SIG_SUFFIX, SIG_SUFFIX
 from .canonical import CanonicalError, canonical_bytes
 from .errors import BundleError
 from .signing import KeyError_, SignatureError, load_public_key, verify_blob
@@ -39,8 +40,6 @@ __all__ = [
     "verify_bundle_bytes",
 ]
 
-SIG_SUFFIX = ".sig"
-GOVERNANCE_SIG_SUFFIX = ".governance.sig"
 GOVERNED_FIELDS = ("floor_pct", "spend_cap_24h_eur", "approver", "fallback_policy")
 
 

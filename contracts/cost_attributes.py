@@ -6,7 +6,7 @@ Producers (controller, agent, simulated region) put these keys in ``Event.attrib
 - on ``launched``: ``purpose`` — one of ``PURPOSES`` (default ``work``); ``depth_premium_eur_h`` — what
   preferring depth over price costs per hour for this instance (ADR-08, default 0);
 - ``wasted_s`` — seconds of the *instance's* work lost since the last good checkpoint (default 0), on any
-  non-drill event of a workload; carried today by the agent's ``drained`` and ``overrun`` events (agent/waste.py,
+  non-drill event of a workload; carried today by the agent's ``drained`` and ``overrun`` events (agent/drain/waste.py,
   ADR-20: computed per unit from its start time, the contract's checkpoint mode and cadence and the drain's
   outcome, then summed and divided by the number of units on the node — the units share the instance, so
   the figure is instance-seconds, valued at the pool's guaranteed rate), and meant for ``lost``,

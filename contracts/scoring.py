@@ -54,7 +54,7 @@ def composite_score(forward_share: float, interruption_pct_h: float, price_ratio
 
 def full_pool_share(forward_share: float, *, full_since: datetime | None, card_at: datetime | None,
                     free_now: int) -> float:
-    """The depth input of a pool whose launches were refused: zero until its room is seen again (issue 19).
+    """The depth input of a pool whose launches were refused: zero until its room is seen again.
 
     ``full_since``: when the pool was excluded with cause ``full`` (None: it is not, the share stands). Its room
     is seen again on a rate card taken after the refusals (``card_at``) that shows free instances (``free_now``).

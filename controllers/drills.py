@@ -71,9 +71,11 @@ class DrillReport:
 
     @property
     def passed(self) -> bool:
+        """True when there were verdicts and every one was met."""
         return bool(self.verdicts) and all(v.verdict == "met" for v in self.verdicts)
 
     def count(self, verdict: str) -> int:
+        """How many verdicts are ``verdict``."""
         return sum(1 for v in self.verdicts if v.verdict == verdict)
 
 

@@ -5,7 +5,6 @@
         ├── CapExceeded             a reservation past a workload's 24 h spend cap (controller ledger)
         ├── DrillError              a drill that cannot run (also a ValueError)
         ├── UserDataError           a launch's user-data cannot be built: code, field, value, fix (also a ValueError)
-        ├── RolloutError            a bundle release cannot be staged or moved: code, what, the fix (ADR-32)
         ├── CredentialLapsed        the controller's own provider credential expired and renewing it failed
         │                           (also the provider contract's ``contracts.errors.ProviderError``)
         └── plugpool (the cluster-autoscaler gRPC provider for smart-plug nodes):
@@ -28,7 +27,7 @@ from decimal import Decimal
 from contracts import errors as _contract
 
 __all__ = ["CapExceeded", "ConfigError", "ControllersError", "CredentialLapsed", "DrillError", "KubeError", "PlugError",
-           "ProviderError", "RolloutError", "UserDataError"]
+           "ProviderError", "UserDataError"]
 
 
 class ControllersError(Exception):
@@ -78,14 +77,6 @@ class UserDataError(ControllersError, ValueError):
     def __init__(self, code: str, field: str, value: object, fix: str) -> None:
         self.code, self.field, self.value, self.fix = code, field, value, fix
         super().__init__(f"{code}: user-data field {field} is {value!r}; {fix}")
-
-
-class RolloutError(ControllersError, ValueError):
-    """A bundle release cannot be staged, promoted or rolled back; the message has a stable code and the fix."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        super().__init__(f"{code}: {message}")
 
 
 class CredentialLapsed(ControllersError, _contract.ProviderError):

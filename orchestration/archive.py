@@ -47,10 +47,12 @@ class ArchiveFile:
 
     @property
     def filename(self) -> str:
+        """The file's name in the archive: ``<table>.parquet``."""
         return f"{self.table}.parquet"
 
     @property
     def sha256(self) -> str:
+        """The SHA-256 of the file's bytes, hex."""
         return hashlib.sha256(self.data).hexdigest()
 
 

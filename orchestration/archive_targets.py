@@ -48,6 +48,7 @@ class ArchiveTarget(Protocol):
         ...
 
     def put(self, key: str, data: bytes, sha256: str) -> str | None:
+        """Write ``key`` (its SHA-256 recorded beside it), locked against change; its version id, if any."""
         ...
 
     def months(self, region: str) -> list[str]:
@@ -62,13 +63,16 @@ class LocalDirectoryTarget:
         self.root = root
 
     def where(self, prefix: str) -> str:
+        """Where ``prefix`` lives: the directory's path."""
         return str(self.root / prefix)
 
     def read(self, key: str, version: str | None = None) -> bytes | None:
+        """The file's bytes, or None when there is none (a directory keeps no versions)."""
         path = self.root / key
         return path.read_bytes() if path.is_file() else None
 
     def put(self, key: str, data: bytes, sha256: str) -> str | None:
+        """Write the file and make it read-only; None (a directory keeps no versions)."""
         path = self.root / key
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():  # files of a run that stopped before its manifest
@@ -78,6 +82,7 @@ class LocalDirectoryTarget:
         return None
 
     def months(self, region: str) -> list[str]:
+        """The region's archived months (``YYYY-MM`` with a manifest), oldest first."""
         return sorted(p.name for p in (self.root / region).glob("????-??") if (p / "manifest.json").is_file())
 
 
@@ -150,6 +155,7 @@ class S3ObjectLockTarget:
                 "--object-lock-enabled-for-bucket and point archive_url at it")
 
     def where(self, prefix: str) -> str:
+        """Where ``prefix`` lives: its ``s3://bucket/prefix`` URL."""
         return f"s3://{self.bucket}/{prefix}"
 
     def read(self, key: str, version: str | None = None) -> bytes | None:
@@ -174,6 +180,7 @@ class S3ObjectLockTarget:
         return str(newest["VersionId"]) if newest else None
 
     def put(self, key: str, data: bytes, sha256: str) -> str | None:
+        """Put the object under Object Lock retention, its MD5 checked by RGW; its version id."""
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
         got = self._call("put_object", key, Body=data, ContentMD5=md5, Metadata={"sha256": sha256},
                          ObjectLockMode=self.mode, ObjectLockRetainUntilDate=self.clock() + self.retention)
@@ -181,6 +188,7 @@ class S3ObjectLockTarget:
         return str(version) if version else None
 
     def months(self, region: str) -> list[str]:
+        """The region's archived months (``YYYY-MM`` with a manifest version), oldest first."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         found: list[str] = []

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TypeVar
 
-__all__ = ["LABEL", "LINES", "LedgerLine", "Loss", "Usage", "attribute", "cents", "orchestrator_shares"]
+__all__ = ["LABEL", "LINES", "LedgerLine", "Loss", "Usage", "attribute", "cents", "ledger_costs", "net_saving",
+           "orchestrator_shares"]
 
 LABEL = "rate-card saving"
 Q6 = Decimal("0.000001")
@@ -29,11 +31,31 @@ PURPOSES = ("work", "floor", "fallback", "headroom")
 LINES = ("reclaimable_eur", "floor_eur", "fallback_eur", "headroom_eur", "storage_eur", "orchestrator_eur")
 
 
+# Money as the ledger counts it: Decimal EUR here, exact integer micro-euros in the polars frames.
+Money = TypeVar("Money", int, Decimal)
+
+
+def ledger_costs(lines: Mapping[str, Money], zero: Money) -> Money:
+    """The ledger identity's costs: the sum of the six cost lines (``LINES``) of one ledger line or row."""
+    return sum((lines[k] for k in LINES), zero)
+
+
+def net_saving(counterfactual: Money, costs: Money) -> Money:
+    """The ledger identity (ADR-26), its one definition: net saving = counterfactual − costs.
+
+    ``attribute`` (Decimal), ``ledger_frames`` (integer micro-euros) and the ``Decimal`` cost rows call it; the
+    test oracle and the dbt marts (``ledger_balances``) are tested against it.
+    """
+    return counterfactual - costs
+
+
 def q6(x: Decimal) -> Decimal:
+    """``x`` rounded half-even to 6 decimal places (the ledger's precision)."""
     return x.quantize(Q6, rounding=ROUND_HALF_EVEN)
 
 
 def cents(x: Decimal) -> Decimal:
+    """``x`` rounded half-even to the cent (what reports show)."""
     return x.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
 
 
@@ -62,6 +84,7 @@ class Usage:
 
     @property
     def line(self) -> str:
+        """The cost line this usage is charged to: headroom, fallback, floor or reclaimable."""
         if self.purpose == "headroom":
             return "headroom_eur"
         if self.purpose == "fallback" or self.purchase_model == "guaranteed":
@@ -111,9 +134,11 @@ class LedgerLine:
 
     @property
     def net_pct(self) -> Decimal:
+        """Net saving as a percentage of the counterfactual (0 without one)."""
         return (self.net_saving_eur / self.counterfactual_eur * 100) if self.counterfactual_eur else ZERO
 
     def as_dict(self) -> dict[str, object]:
+        """The line's fields by name."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
@@ -155,13 +180,13 @@ def attribute(workload: str, period: str, usage: Iterable[Usage], losses: Iterab
     spend["orchestrator_eur"] = orchestrator_eur
     spend = {k: q6(v) for k, v in spend.items()}
     counterfactual = q6(work_value - wasted_eur)
-    costs = sum(spend.values(), ZERO)
+    costs = ledger_costs(spend, ZERO)
     return LedgerLine(
         workload=workload, period=period, instance_hours=q6(inst), useful_hours=q6(useful - wasted_h),
         counterfactual_eur=counterfactual, gross_saving_eur=q6(gross), reclaimable_eur=spend["reclaimable_eur"],
         floor_eur=spend["floor_eur"], fallback_eur=spend["fallback_eur"], headroom_eur=spend["headroom_eur"],
         storage_eur=spend["storage_eur"], orchestrator_eur=spend["orchestrator_eur"], costs_eur=costs,
-        net_saving_eur=counterfactual - costs, wasted_hours=q6(wasted_h), wasted_eur=q6(wasted_eur),
+        net_saving_eur=net_saving(counterfactual, costs), wasted_hours=q6(wasted_h), wasted_eur=q6(wasted_eur),
         defect_wasted_hours=q6(defect_h), defect_wasted_eur=q6(defect_eur), depth_premium_eur=q6(premium),
         reclaimable_hours=q6(reclaim_h), fallback_hours=q6(fallback_h), false_positive_hours=q6(fp_h),
         false_positive_eur=q6(fp_eur))

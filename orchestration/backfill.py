@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from .attribution import LedgerLine
-from .ledger import COST_COLUMNS, LEDGER_COLUMNS, HourInputs
 from .ledger_frames import attribute_frames
-from .range_frames import ArrowClickHouse, hour_inputs, read_frames
+from .ledger_inputs import COST_COLUMNS, LEDGER_COLUMNS, HourInputs, hour_inputs
+from .range_frames import ArrowClickHouse, read_frames
 
 __all__ = ["attribute_range", "read_range"]
 

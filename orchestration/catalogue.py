@@ -37,6 +37,7 @@ class CataloguePool:
 
 
 def write_catalogue(ch: ClickHouse, pools: Iterable[Pool], updated_at: datetime, slots: int = 0) -> int:
+    """Insert the pools into ``provider_pools`` as of ``updated_at``; the number of rows."""
     rows = [(p.region, p.pool_id, p.hall, p.aggregate, p.sku_family, p.size, p.vcpu, p.memory_gib, p.gpu,
              str(p.purchase_model), p.business_unit or "", p.rate_eur_h, p.guaranteed_rate_eur_h, slots, updated_at)
             for p in pools]
@@ -44,6 +45,7 @@ def write_catalogue(ch: ClickHouse, pools: Iterable[Pool], updated_at: datetime,
 
 
 def load_catalogue(ch: ClickHouse, region: str, purchase_model: str | None = None) -> list[CataloguePool]:
+    """The region's pools in force (optionally one purchase model) from ``provider_pools``."""
     sql = ("SELECT pool, region, hall, aggregate, purchase_model, vcpu, rate_eur_h, guaranteed_rate_eur_h, "
            "business_unit FROM provider_pools FINAL WHERE region = {r:String}")
     params: dict[str, object] = {"r": region}

@@ -7,8 +7,8 @@ The domains in ``orchestration.defs`` merged into one ``Definitions``, built whe
 manifest is parsed then, and only when stale.
 
 Schedules: rankings every 5 minutes, attribution hourly, groups/precision/breaches/recommendations and the
-finance models daily, the archive monthly. The sensor runs one pass of the ingest (issue 3's
-``stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
+finance models daily, the archive monthly. The sensor runs one pass of the ingest
+(``stores.ingest.drain``: JetStream → ClickHouse) and asks for a fresh ranking when the history moved.
 """
 
 from __future__ import annotations
@@ -28,7 +28,14 @@ __all__ = ["build_definitions", "defs", "resources"]
 def resources() -> dict[str, Any]:
     """The resources, configured from the environment as every SCO process is (empty: the stack file)."""
     from .defs.finance.assets import dbt_resource
-    from .resources import AnalyticsSettings, ClickHouseResource, PostgresResource, ProviderFeedResource, RgwResource
+    from .resources import (
+        AnalyticsSettings,
+        BakeoffSettings,
+        ClickHouseResource,
+        PostgresResource,
+        ProviderFeedResource,
+        RgwResource,
+    )
 
     return {
         "clickhouse": ClickHouseResource(url=os.environ.get("SCO_CLICKHOUSE_URL", "")),
@@ -41,8 +48,14 @@ def resources() -> dict[str, Any]:
                                       archive_retention_days=int(os.environ.get("SCO_ARCHIVE_RETENTION_DAYS",
                                                                                 str(7 * 365))),
                                       archive_create_bucket=os.environ.get("SCO_ARCHIVE_CREATE_BUCKET") == "1",
-                                      archive_correction=os.environ.get("SCO_ARCHIVE_CORRECTION", "")),
+                                      archive_correction=os.environ.get("SCO_ARCHIVE_CORRECTION", ""),
+                                      dbt_docs_dir=os.environ.get("SCO_DBT_DOCS_DIR", ".sco/dbt-docs")),
         "dbt": dbt_resource(),
+        "bakeoff": BakeoffSettings(days=float(os.environ.get("SCO_BAKEOFF_DAYS", "30")),
+                                   warmup_days=float(os.environ.get("SCO_BAKEOFF_WARMUP_DAYS", "7")),
+                                   revision=os.environ.get("SCO_BAKEOFF_REVISION", ""),
+                                   contracts_dir=os.environ.get("SCO_BAKEOFF_CONTRACTS", ""),
+                                   cache_dir=os.environ.get("SCO_BAKEOFF_CACHE", ".sco/bakeoff-traces")),
         "rgw": RgwResource(endpoint=os.environ.get("SCO_RGW_ENDPOINT", ""),
                            access_key=os.environ.get("SCO_RGW_ACCESS_KEY", ""),
                            secret_key=os.environ.get("SCO_RGW_SECRET_KEY", ""),
@@ -60,4 +73,5 @@ def build_definitions() -> Definitions:
 
 @definitions
 def defs() -> Definitions:
+    """The Dagster definitions of every domain (``dagster dev`` loads them here)."""
     return build_definitions()

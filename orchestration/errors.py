@@ -4,6 +4,8 @@
     └── OrchestrationError     base of every error ``orchestration`` raises on purpose
         ├── StorageError       RGW did not answer, refused the identity, or answered something that is not
         │                      bucket stats (``storage``, ORC101)
+        ├── DocsError          ``dbt docs generate`` failed for the finance docs site (``finance_docs``, ORC102)
+        ├── BakeoffError       a bake-off partition's run failed or printed no record (``bakeoff``, BAK010/BAK011)
         └── ArchiveError       the monthly finance archive (``archive``, ``archive_targets``)
             ├── ArchiveRefused        a re-run would change a month already archived (ARC001)
             ├── ArchiveBucketUnlocked the S3 bucket is missing or has no Object Lock (ARC002)
@@ -22,7 +24,7 @@ and the fix is what an operator sees. A new error type of this package derives f
 from __future__ import annotations
 
 __all__ = ["ArchiveBucketUnlocked", "ArchiveConfigError", "ArchiveError", "ArchiveRefused", "ArchiveStoreError",
-           "OrchestrationError", "StorageError"]
+           "BakeoffError", "DocsError", "OrchestrationError", "StorageError"]
 
 
 class OrchestrationError(Exception):
@@ -33,6 +35,23 @@ class StorageError(OrchestrationError):
     """RGW's bucket stats could not be read (``orchestration.storage``); the message names the URL and the fix."""
 
     code = "ORC101"
+
+
+class DocsError(OrchestrationError):
+    """dbt could not generate the finance docs site; the message carries dbt's last lines and the fix."""
+
+    code = "ORC102"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code} {message}")
+
+
+class BakeoffError(OrchestrationError):
+    """A bake-off partition could not be measured; ``code`` is the first word of the message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code} {message}")
 
 
 class ArchiveError(OrchestrationError):

@@ -39,6 +39,7 @@ def _unexpected(result: Any) -> list[Any]:
 
 
 def rankings_cover_pools(ranked_pools: Sequence[str], active_pools: Sequence[str]) -> tuple[bool, str]:
+    """Whether the ranked pools include every active pool, and the message that says so."""
     import pandas as pd
     from great_expectations import expectations as gxe
 
@@ -53,6 +54,7 @@ def rankings_cover_pools(ranked_pools: Sequence[str], active_pools: Sequence[str
 
 
 def scores_in_range(scores: Sequence[float]) -> tuple[bool, str]:
+    """Whether every score lies in [0, 1], and the message that says so."""
     import pandas as pd
     from great_expectations import expectations as gxe
 
@@ -64,6 +66,7 @@ def scores_in_range(scores: Sequence[float]) -> tuple[bool, str]:
 
 
 def no_negative_hours(frame: Any, columns: Sequence[str], what: str) -> tuple[bool, str]:
+    """Whether ``columns`` of ``frame`` hold no negative value, and the message naming the rows."""
     from great_expectations import expectations as gxe
 
     bad: list[str] = []

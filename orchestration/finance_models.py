@@ -23,7 +23,8 @@ __all__ = ["DBT_DIR", "SOURCE_ASSETS", "dbt_credentials", "dbt_credentials_env",
 DBT_DIR = Path(__file__).resolve().parents[1] / "dbt"
 # the ``sco`` sources and the assets that write them (a source not named here becomes ``sco_<name>``)
 SOURCE_ASSETS = {"cost_attribution": "savings_attribution", "provider_pools": "pool_catalogue",
-                 "contract_breaches": "contract_breaches", "recommendations": "recommendations"}
+                 "contract_breaches": "contract_breaches", "recommendations": "recommendations",
+                 "strategy_months": "strategy_month"}
 
 
 _VARS = {"SCO_DBT_CLICKHOUSE_HOST": "sco_clickhouse_host", "SCO_DBT_CLICKHOUSE_PORT": "sco_clickhouse_port",
@@ -32,6 +33,7 @@ _ENV_LOCK = threading.RLock()
 
 
 def dbt_executable() -> str:
+    """The ``dbt`` beside this Python, else ``dbt`` on the PATH."""
     here = Path(sys.executable).with_name("dbt")
     return str(here) if here.exists() else "dbt"
 

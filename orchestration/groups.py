@@ -36,6 +36,7 @@ def compute_groups(ch: ClickHouse, region: str, now: datetime, days: int = 90,
 
 
 def write_groups(ch: ClickHouse, region: str, now: datetime, groups: Groups, topology: dict[str, str]) -> None:
+    """Insert the groups and their changes (splits, merges) computed at ``now``."""
     ch.insert("correlation_group_history",
               [(now, region, p, g, topology.get(p, p), groups.max_phi.get(p, 0.0)) for p, g in groups.group_of.items()],
               ("computed_at", "region", "pool", "group_id", "topology_group", "max_phi"))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["FRESHNESS", "archive_counts", "archive_matches_month", "breaches_have_events", "groups_cover_pools",
            "groups_in_force_rows", "latest_archive", "latest_breach_time", "latest_group_history", "outbox_has_events"]
 
-# asset key -> the most its last update may lag behind now before its freshness check fails (issue 17)
+# asset key -> the most its last update may lag behind now before its freshness check fails
 FRESHNESS: dict[str, timedelta] = {
     "pool_rankings": timedelta(minutes=10),
     "savings_attribution": timedelta(hours=2),

@@ -31,6 +31,7 @@ class Breach:
 
     @property
     def breach(self) -> bool:
+        """True when the workload ran and its measured rate exceeds the declared one."""
         return self.instance_hours > 0 and self.measured_rate_pct_h > self.declared_rate_pct_h
 
 
@@ -46,6 +47,7 @@ class Recommendation:
 
 def recommend(workload: str, counterfactual: Decimal, net: Decimal, fallback_hours: Decimal,
               instance_hours: Decimal, measured_pct_h: float, declared_pct_h: float | None) -> Recommendation:
+    """Where one workload should run, from its net saving, fallback hours and interruption rates."""
     net_pct = float(net / counterfactual * 100) if counterfactual else 0.0
     if counterfactual > 0 and net <= 0:
         return Recommendation(workload, "off-reclaimable", f"net saving {net:.2f} EUR is not positive: every cost "
@@ -108,6 +110,7 @@ def declared(pg: Postgres) -> dict[str, tuple[str, float | None]]:
 
 
 def breaches(ch: ClickHouse, pg: Postgres, region: str, now: datetime, days: int = 30) -> list[Breach]:
+    """Each workload's measured interruption rate over ``days`` against its contract's declared rate."""
     p = {"r": region, "t0": now - timedelta(days=days), "t1": now}
     hours = {str(r[0]): float(r[1]) for r in ch.rows(
         "SELECT workload, sum(instance_hours) FROM savings_ledger FINAL WHERE hour >= {t0:DateTime64(3)} "
@@ -137,6 +140,7 @@ def latest_breaches(ch: ClickHouse) -> list[Breach]:
 
 
 def recommendations(ch: ClickHouse, now: datetime, found: list[Breach], days: int = 30) -> list[Recommendation]:
+    """A recommendation per workload of the ledger over ``days``, given the breaches found."""
     p = {"t0": now - timedelta(days=days), "t1": now}
     by = {b.workload: b for b in found}
     out = []

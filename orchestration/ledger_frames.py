@@ -1,4 +1,4 @@
-"""The hourly ledger on polars frames (issue 18): ``attribution.attribute``, ``orchestrator_shares`` and
+"""The hourly ledger on polars frames: ``attribution.attribute``, ``orchestrator_shares`` and
 ``ledger.hour_rows`` computed for every hour and workload of a ``RangeFrames`` at once, exactly.
 
 Each money input (a ``Decimal`` of any length: today's rate-card rates are ``Decimal`` of a float, ~55
@@ -22,8 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from .attribution import LABEL, LINES, LedgerLine, attribute
-from .range_frames import EXACT, HOUR_MS, RangeFrames, hour_inputs
+from .attribution import LABEL, LINES, LedgerLine, attribute, ledger_costs, net_saving
+from .ledger_inputs import LEDGER_COLUMNS, decimal_cost_rows, decimal_lines, hour_inputs
+from .range_frames import EXACT, HOUR_MS, RangeFrames
 
 __all__ = ["EPS", "FrameLedger", "attribute_frames"]
 
@@ -262,8 +263,8 @@ def _lines(f: pl.DataFrame, start: datetime) -> list[tuple[int, LedgerLine]]:
     out = []
     for r in f.iter_rows(named=True):
         v = {k: _d6(r[k], r[f"{k}__neg"]) for k in FIELDS}
-        costs = sum((r[k] for k in LINES[:5]), r["orchestrator_eur"])
-        net = r["counterfactual_eur"] - costs
+        costs = ledger_costs(r, 0)
+        net = net_saving(r["counterfactual_eur"], costs)
         period = (start + timedelta(hours=r["h"])).strftime("%Y-%m-%dT%H:00Z")
         out.append((r["h"], LedgerLine(
             workload=r["workload"], period=period, **v, orchestrator_eur=_d6(r["orchestrator_eur"]),
@@ -296,8 +297,6 @@ def attribute_frames(frames: RangeFrames, region: str) -> FrameLedger:
     """Ledger lines and the ``savings_ledger`` / ``cost_attribution`` rows of every hour of ``frames``. A line or
     row with a near-tie is computed by the ``Decimal`` code from its own inputs; an hour whose orchestrator
     shares have one (or numbers too large for Int128: every hour) goes to the ``Decimal`` code whole."""
-    from .ledger import LEDGER_COLUMNS, decimal_cost_rows, decimal_lines
-
     usage, losses = _with_line(frames.usage), _with_value(frames.losses)
     storage, orch = _exact(frames.storage, "eur", EUR), _exact(frames.orch, "eur", RATE)
     lines: list[dict[str, LedgerLine]] = [{} for _ in range(frames.n)]
@@ -362,6 +361,6 @@ def _cost_rows(f: pl.DataFrame, start: datetime, region: str) -> list[tuple[int,
         hour = (start + timedelta(hours=r["h"])).replace(tzinfo=None)
         hours = r["inst_ms"] / HOUR_MS  # int / int: correctly rounded, as float() of today's Decimal sum
         out.append((r["h"], (hour, region, r["workload"], r["pool"], r["model"], hours, hours,
-                             _d6(cost, r["a_cost_eur__neg"]), _d6(cf, r["cf__neg"]), _d6(cf - cost),
+                             _d6(cost, r["a_cost_eur__neg"]), _d6(cf, r["cf__neg"]), _d6(net_saving(cf, cost)),
                              _d6(r["a_wasted_eur"], r["a_wasted_eur__neg"]), json.dumps(dict(sorted(attrs.items()))))))
     return out

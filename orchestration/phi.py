@@ -62,6 +62,7 @@ class Groups:
     changes: tuple[Change, ...] = field(default_factory=tuple)
 
     def members(self) -> dict[str, list[str]]:
+        """Each group's pools, sorted."""
         out: dict[str, list[str]] = {}
         for pool, group in sorted(self.group_of.items()):
             out.setdefault(group, []).append(pool)

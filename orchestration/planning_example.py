@@ -58,6 +58,7 @@ INPUTS: dict[str, Decimal] = {
 
 
 def planning_month(inputs: dict[str, Decimal] | None = None) -> LedgerLine:
+    """The worked planning example's month as one ledger line (``inputs`` override the defaults)."""
     i = {**INPUTS, **(inputs or {})}
     g, r, work = i["guaranteed_rate"], i["reclaimable_rate"], i["work_vcpu_h"]
     reclaimable_h = work * i["reclaimable_share"]

@@ -1,11 +1,12 @@
-"""A range of hours' attribution inputs as polars frames (issue 18): the instance spans come from ClickHouse
+"""A range of hours' attribution inputs as polars frames: the instance spans come from ClickHouse
 as Arrow, are split into hours and summed per (hour, workload, pool, purpose, depth premium) in polars, and
 every money input is kept exact as the text of its ``Decimal`` (``text``), never a float: today's rate-card
 rates are ``Decimal`` of a ClickHouse ``avg`` (a Float64), some fifty decimal places, and stay so.
 
 ``build_frames`` is pure (the rows of the five queries in, frames out); ``read_frames`` runs the queries.
-``hour_inputs`` turns one hour back into today's ``HourInputs`` (the ``Usage``/``Loss`` objects ``read_range``
-always returned, built exactly as before), which the ledger's ``Decimal`` path uses where it is still needed.
+``ledger_inputs.hour_inputs`` turns one hour back into today's ``HourInputs`` (the ``Usage``/``Loss`` objects
+``read_range`` always returned, built exactly as before), which the ledger's ``Decimal`` path uses where it is
+still needed.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from contracts.cost_attributes import (
     FALSE_POSITIVE_CAUSE,
 )
 
-from .attribution import Loss, Usage
 from .catalogue import load_catalogue
 from .store import ClickHouse
 
-__all__ = ["EXACT", "HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "hour_inputs", "read_frames",
+__all__ = ["EXACT", "HOUR_MS", "ArrowClickHouse", "RangeFrames", "build_frames", "dec", "read_frames",
            "text"]
 
 ZERO = Decimal(0)
@@ -47,10 +47,12 @@ LOSSES = {"workload": pl.String, "pool": pl.String, "cause": pl.String, "attrs":
 class ArrowClickHouse(ClickHouse, Protocol):
     """The store boundary plus one query answered as an Arrow table (columns in the SELECT's order)."""
 
-    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> pa.Table: ...
+    def arrow(self, sql: str, parameters: dict[str, Any] | None = None) -> pa.Table:
+        """One query's result as an Arrow table."""
 
 
 def ms(t: datetime) -> int:
+    """``t`` in milliseconds since the epoch."""
     return ((t.replace(tzinfo=UTC) if t.tzinfo is None else t) - _EPOCH) // timedelta(milliseconds=1)
 
 
@@ -84,6 +86,7 @@ class RangeFrames:
     orch: pl.DataFrame
 
     def hour(self, h: int) -> RangeFrames:
+        """The frames of hour ``h`` alone, renumbered as hour 0."""
         def one(f: pl.DataFrame) -> pl.DataFrame:
             return f.filter(pl.col("h") == h).with_columns(pl.lit(0, pl.Int64).alias("h"))
 
@@ -218,24 +221,3 @@ def read_frames(ch: ArrowClickHouse, region: str, start: datetime, end: datetime
         "SELECT hour, sum(cost_eur) FROM orchestrator_usage FINAL WHERE region = {r:String} "
         "AND hour >= {h0:DateTime} AND hour < {he:DateTime} GROUP BY hour", p)]
     return build_frames(start, n, stop, spans, losses, pools, rates, storage, orch)
-
-
-def hour_inputs(frames: RangeFrames) -> list[Any]:
-    """One ``HourInputs`` per hour, with today's ``Usage`` and ``Loss`` objects in today's order."""
-    from .ledger import HourInputs
-
-    usage: dict[int, list[Usage]] = {}
-    for h, workload, pool, model, purpose, premium, span_ms, rate, guar in frames.usage.iter_rows():
-        usage.setdefault(h, []).append(Usage(workload, pool, model, purpose, Decimal(span_ms) / Decimal(HOUR_MS),
-                                             Decimal(rate), Decimal(guar), Decimal(premium)))
-    for rows in usage.values():
-        rows.sort(key=lambda u: (u.workload, u.pool, u.purpose, u.depth_premium_eur_h))
-    losses: dict[int, list[Loss]] = {}
-    for h, _, workload, pool, cause, wasted, guar in frames.losses.sort("seq").iter_rows():
-        losses.setdefault(h, []).append(Loss(workload, pool, Decimal(wasted) / Decimal(3600), Decimal(guar), cause))
-    storage: dict[int, dict[str, Decimal]] = {}
-    for h, workload, eur in frames.storage.iter_rows():
-        storage.setdefault(h, {})[workload] = Decimal(eur)
-    orch = {h: Decimal(eur) for h, eur in frames.orch.iter_rows()}
-    return [HourInputs(frames.start + timedelta(hours=h), usage.get(h, []), losses.get(h, []), storage.get(h, {}),
-                       orch.get(h, ZERO), frames.hour(h) if frames.n > 1 else frames) for h in range(frames.n)]

@@ -90,6 +90,7 @@ def gather_inputs(ch: ClickHouse, region: str, now: datetime, window_days: int =
 def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
          quota_headroom: float = 1.0, forward_free: Mapping[str, int] | None = None,
          full: Mapping[str, datetime] | None = None) -> list[RankedPool]:
+    """The region's pools scored and ranked from the last ``window_days`` of history."""
     return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom, forward_free, full))
 
 
@@ -108,6 +109,7 @@ def ranking_rows(now: datetime, region: str, ranked: list[RankedPool], excluded:
 
 def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],
                    excluded: Mapping[str, ExcludedPool], groups: dict[str, str]) -> int:
+    """Insert the ranking with its inputs into ``rankings``; the number of rows."""
     return ch.insert("rankings", ranking_rows(now, region, ranked, excluded, groups), RANKING_COLUMNS)
 
 

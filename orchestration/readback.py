@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ledger import LEDGER_COLUMNS
+from .ledger_inputs import LEDGER_COLUMNS
 from .store import ClickHouse
 
 __all__ = ["HOUR_COLUMNS", "latest_ranking", "ledger_frame"]

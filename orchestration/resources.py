@@ -15,7 +15,8 @@ from typing import Any
 
 from dagster import ConfigurableResource
 
-__all__ = ["AnalyticsSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource", "RgwResource"]
+__all__ = ["AnalyticsSettings", "BakeoffSettings", "ClickHouseResource", "PostgresResource", "ProviderFeedResource",
+           "RgwResource"]
 
 
 class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
@@ -24,12 +25,14 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
     url: str = ""
 
     def client(self) -> Any:
+        """A new ClickHouse client for the configured URL (the caller closes it)."""
         from stores.clickhouse import client
         from stores.config import resolve_url
 
         return client(resolve_url("clickhouse", self.url or None, component="analytics"))
 
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """One query's result rows."""
         c = self.client()
         try:
             return [tuple(r) for r in c.query(sql, parameters=parameters or {}).result_rows]
@@ -45,6 +48,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
             c.close()
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        """Run one statement."""
         c = self.client()
         try:
             c.command(sql, parameters=parameters or {})
@@ -52,6 +56,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
             c.close()
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:
+        """Insert ``rows`` into ``table``; the number inserted."""
         if not rows:
             return 0
         c = self.client()
@@ -62,6 +67,7 @@ class ClickHouseResource(ConfigurableResource):  # type: ignore[misc]
         return len(rows)
 
     def migrate(self) -> None:
+        """Apply the ClickHouse migrations."""
         from stores.migrate import migrate_clickhouse
 
         c = self.client()
@@ -78,6 +84,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
+        """A PostgreSQL connection for the duration of the block."""
         from stores.postgres import connect
 
         conn = connect(self.url or None, component="analytics")
@@ -87,6 +94,7 @@ class PostgresResource(ConfigurableResource):  # type: ignore[misc]
             conn.close()
 
     def migrate(self) -> None:
+        """Apply the PostgreSQL migrations."""
         from stores.migrate import migrate_postgres
         from stores.postgres import connect
 
@@ -111,6 +119,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_retention_days: int = 7 * 365      # ADR-25: cost attribution is kept seven years
     archive_create_bucket: bool = False         # production: the bucket is created by the operator, with the lock
     archive_correction: str = ""
+    dbt_docs_dir: str = ".sco/dbt-docs"        # where the finance_docs asset writes dbt's static docs site
     interruption_window_days: int = 30
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
@@ -132,6 +141,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
         return self.now(latest_event_time(ch, self.region))
 
     def now(self, latest_event: datetime | None) -> datetime:
+        """The analytics' now: ``as_of`` when set, else the latest event's time; raises without either."""
         if self.as_of:
             parsed = datetime.fromisoformat(self.as_of)
             return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -149,6 +159,7 @@ class ProviderFeedResource(ConfigurableResource):  # type: ignore[misc]
     timeout_s: float = 10.0
 
     def document(self, path: str) -> Any:
+        """One JSON document of the provider's feed."""
         import json
         import urllib.request
 
@@ -206,3 +217,24 @@ class RgwResource(ConfigurableResource):  # type: ignore[misc]
         if not isinstance(doc, dict):
             raise ValueError(f"RgwResource.owners must be a JSON object of uid -> workload, got {self.owners!r}")
         return {str(k): (None if v is None else str(v)) for k, v in doc.items()}
+
+
+class BakeoffSettings(ConfigurableResource):  # type: ignore[misc]
+    """How each bake-off partition replays (``SCO_BAKEOFF_*``): ADR-03's month after a week of warm-up at ~4 %/h
+    by default; ``revision`` names the code or contract revision the rows belong to."""
+
+    days: float = 30.0
+    warmup_days: float = 7.0
+    units: int = 40
+    rate_pct_h: float = 4.0
+    revision: str = ""
+    contracts_dir: str = ""
+    cache_dir: str = ".sco/bakeoff-traces"
+
+    def run_settings(self) -> Any:
+        """These settings as ``orchestration.bakeoff.RunSettings``."""
+        from .bakeoff import RunSettings
+
+        return RunSettings(days=self.days, warmup_days=self.warmup_days, units=self.units,
+                           rate_pct_h=self.rate_pct_h, revision=self.revision, contracts_dir=self.contracts_dir,
+                           cache_dir=self.cache_dir)

@@ -34,6 +34,7 @@ class PoolInputs:
     instance_hours: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
+        """The inputs by name, as stored beside the score."""
         return asdict(self)
 
 

@@ -12,22 +12,28 @@ __all__ = ["ClickHouse", "Postgres", "latest_event_time", "replace_in_force", "u
 
 
 class ClickHouse(Protocol):
-    def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
+    def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """One query's result rows."""
 
-    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None: ...
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
+        """Run one statement."""
 
-    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int: ...
+    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> int:
+        """Insert ``rows`` into ``table``; the number inserted."""
 
 
 class Postgres(Protocol):
-    def connection(self) -> AbstractContextManager[Any]: ...
+    def connection(self) -> AbstractContextManager[Any]:
+        """A connection for the duration of a ``with`` block."""
 
 
 def utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC time (a naive time is taken as UTC)."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def latest_event_time(ch: ClickHouse, region: str) -> datetime | None:
+    """The time of the region's latest event, or None without events."""
     rows = ch.rows("SELECT max(time), count() FROM events WHERE region = {r:String}", {"r": region})
     if not rows or not rows[0][1]:
         return None

@@ -27,15 +27,17 @@ COMMAND_GROUPS: tuple[str, ...] = (
     "sco.commands.stack",  # up, down, status, db, clickhouse, ingest, outbox
     "sco.commands.sim",  # sim region serve|catalogue|stats, sim history
     "sco.commands.controller",  # controller run|rebuild
-    "sco.commands.report_pages",  # report showback|fleet (issue 7)
-    "sco.commands.simulate",  # simulate --days --strategy (issue 10)
-    "sco.commands.drill",  # drill --partition --fraction | --game-day --hall (issue 10)
+    "sco.commands.report_pages",  # report showback|fleet
+    "sco.commands.simulate",  # simulate --days --strategy
+    "sco.commands.drill",  # drill --partition --fraction | --game-day --hall
     "sco.commands.fallback",  # fallback approvals | approve | deny (ADR-23, ADR-30)
-    "sco.commands.distributor",  # distributor serve (issue 16)
+    "sco.commands.distributor",  # distributor serve
+    "sco.commands.bakeoff",  # bakeoff run | table: the placement bake-off, one strategy-month at a time
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``sco`` argument parser with every command group registered."""
     parser = argparse.ArgumentParser(prog="sco", description="Spot Capacity Orchestrator")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``sco`` command; its exit status (a ``CliError`` printed with its code, never a traceback)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -46,6 +46,7 @@ class ClickHouseError(Exception):
 
     @classmethod
     def from_engine(cls, exc: BaseException) -> ClickHouseError:
+        """The engine's exception as ClickHouse reports it (code and name parsed from its text)."""
         text = str(exc).strip()
         match = _CLICKHOUSE_ERROR.match(text)
         if match:
@@ -54,6 +55,7 @@ class ClickHouseError(Exception):
 
     @classmethod
     def make(cls, code: int, name: str, message: str) -> ClickHouseError:
+        """An error in ClickHouse's own message format for ``code`` and ``name``."""
         return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", name)
 
 

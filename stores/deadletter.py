@@ -4,7 +4,7 @@ A dead letter normally carries the original payload with the reason in a header.
 the server's ``max_payload`` once the headers are added (an invalid event just under the limit) is sent as
 a *reference* instead — a small JSON object naming the stream, the sequence, the subject, the reason, the
 size and a bounded prefix — because nats-server answers an oversize publish by closing the connection, and
-nats-py never reopens a connection the server closed (issue 15: the ingest wedged on that message forever).
+nats-py never reopens a connection the server closed (the ingest wedged on that message forever).
 The original stays readable in the event stream by its sequence, and in full in ``events_dead_letter``.
 """
 

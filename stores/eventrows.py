@@ -45,7 +45,7 @@ FUTURE_SLACK = dt.timedelta(hours=1)
 
 _ATTRIBUTES = json.JSONEncoder(sort_keys=True).encode  # = json.dumps(..., sort_keys=True), one encoder for all
 # ``Event``'s fields, spelled out so that the fast path needs no pydantic: the ingest process imports pydantic
-# only for the first payload that is not canonical (issue 15: the import was a second of a restart under
+# only for the first payload that is not canonical (the import was a second of a restart under
 # load). tests/stores/test_eventrows.py checks it against ``Event.model_fields``.
 EVENT_FIELDS = ("event_id", "kind", "time", "region", "partition", "pool", "instance", "workload",
                 "contract_version", "cause", "drill", "source", "attributes")

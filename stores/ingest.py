@@ -97,7 +97,7 @@ def _written(summary: Any) -> int | None:
 
 _CODE = re.compile(r"Code: (\d+)")
 # ClickHouse error codes that describe the server's state, never the rows: the batch is retried, not
-# dead-lettered (issue 15: rows dead-lettered for such an error were acknowledged and missing).
+# dead-lettered (rows dead-lettered for such an error were acknowledged and missing).
 SERVER_STATE_CODES = frozenset({
     60,   # UNKNOWN_TABLE
     81,   # UNKNOWN_DATABASE
@@ -325,7 +325,7 @@ async def run(nats_url: str | None = None, clickhouse_url: str | None = None, *,
     Returns the ingest, whose counters say what it did.
     """
     # The ClickHouse client (an import and a round trip) is made while NATS connects and binds: a restarted
-    # ingest's start-up is a chain of such steps, each stretched by the machine's load (issue 15).
+    # ingest's start-up is a chain of such steps, each stretched by the machine's load.
     pending_client = asyncio.ensure_future(clickhouse_client(clickhouse_url))
     client: Any = None
     inserted = dead = attempts = 0

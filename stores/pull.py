@@ -3,7 +3,7 @@
 nats-py's ``PullSubscription.fetch`` awaits every message with ``asyncio.wait_for`` (a task and a timer
 per message), and its connection turns every delivered message into a ``Msg``: the subject and reply
 decoded, the headers parsed into a dict, a queue put and get — together the largest cost of the ingest
-after validation (issue 15's profiles: ``_process_msg`` and its header parsing ~28 % of the ingest's
+after validation (the profiles: ``_process_msg`` and its header parsing ~28 % of the ingest's
 Python time). ``Puller`` sends the same pull requests (``$JS.API.CONSUMER.MSG.NEXT``) to its own inbox,
 and the connection hands the inbox's messages to it raw (``route``: the subject, reply, payload and header
 bytes as the protocol parser cut them); each becomes a :class:`Pulled`, which decodes its subject and

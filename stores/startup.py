@@ -1,4 +1,4 @@
-"""What the ``sco-ingest`` process does about its own start-up: a restart is down for that long (issue 15).
+"""What the ``sco-ingest`` process does about its own start-up: a restart is down for that long.
 
 Measured under load 22-25 on 2 cores: ``import stores.ingest, nats, clickhouse_connect`` plus pandas (which
 clickhouse-connect imported on the first Native insert) took 11-15 s of wall time and ~2 s of CPU; without

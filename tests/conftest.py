@@ -19,18 +19,21 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 pytest_plugins = [
     "tests.support.leftovers", "tests.support.groups",
     "tests.support.nats", "tests.support.postgres", "tests.support.clickhouse",
 ]
 
-# Fixtures that start a server; ``stack`` is tests/orchestration's PostgreSQL + ClickHouse pair.
-SERVICE_FIXTURES = frozenset({"nats_server", "nats_cluster", "postgres_server", "clickhouse_server", "stack"})
+# Fixtures that start a server; ``stack`` is tests/orchestration's PostgreSQL + ClickHouse pair, ``stack_home``
+# an ``sco up`` home with NATS alone.
+SERVICE_FIXTURES = frozenset({"nats_server", "nats_cluster", "postgres_server", "clickhouse_server", "stack",
+                              "stack_home"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -59,10 +62,10 @@ def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pyte
 
     from sco.stack import natsserver
 
-    for name in ("nats_binary", "start_nats", "start_nats_cluster", "start_postgres", "start_clickhouse"):
+    for name in ("start_postgres", "start_clickhouse"):
         monkeypatch.setattr(services, name, refuse)
-        if hasattr(natsserver, name):  # nats-server's own module calls them by its own names
-            monkeypatch.setattr(natsserver, name, refuse)
+    for name in ("nats_binary", "start_nats", "start_nats_cluster"):
+        monkeypatch.setattr(natsserver, name, refuse)
 
 
 @pytest.fixture
@@ -74,3 +77,21 @@ def repo_root() -> Path:
 def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.chdir(tmp_path)
     yield tmp_path
+
+
+@pytest.fixture
+def stack_home(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """``sco up --fast`` into a fresh SCO_HOME with only NATS started; taken down after the test."""
+    from tests.support.stack import nats_only_stack
+
+    with nats_only_stack(f"sco-{request.module.__name__.rsplit('.', 1)[-1]}-") as home:
+        yield home
+
+
+@pytest.fixture
+def kube() -> Iterator[Any]:
+    """An empty Kubernetes API double (``sco.demo.kubeapi.KubeApiDouble``); a test area seeds what it needs."""
+    from sco.demo.kubeapi import KubeApiDouble
+
+    with KubeApiDouble() as double:
+        yield double

@@ -7,14 +7,14 @@ import importlib
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
-PACKAGES = ("contracts", "stores", "agent", "controllers", "orchestration", "reports", "workload", "sco")
+PACKAGES = ("contracts", "stores", "agent", "controllers", "distributor", "orchestration", "reports", "workload", "sco")
 
 # Defined outside errors.py on purpose, each with the reason.
 ELSEWHERE = {
     # control flow inside one drain, not errors (agent/errors.py says why)
-    "agent/drain_report.py:SchedulerSlow", "agent/drain_report.py:Deferred",
+    "agent/drain/report.py:SchedulerSlow", "agent/drain/report.py:Deferred",
     # the checkpoint client stands alone (import-linter); workload/errors.py re-exports them
     "workload/checkpoint/errors.py:CheckpointError", "workload/checkpoint/errors.py:StoreError",
     "workload/checkpoint/errors.py:AccessDenied", "workload/checkpoint/errors.py:NotFound",

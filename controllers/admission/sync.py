@@ -45,6 +45,7 @@ class AdmissionEntry:
 
     @property
     def ref(self) -> str:
+        """The contract reference ``workload@version``."""
         return f"{self.workload}@{self.version}"
 
 
@@ -89,6 +90,7 @@ def render_configmap(payload: Mapping[str, Any], name: str = CONFIGMAP_NAME,
 
 
 def render_lua_data(payload: Mapping[str, Any], reclaimable_partitions: Sequence[str]) -> str:
+    """The Lua data file ``job_submit.lua`` reads: the bundle's workloads and the reclaimable partitions."""
     if not reclaimable_partitions:
         raise ValueError("name at least one reclaimable Slurm partition (--reclaimable-partition)")
     for p in reclaimable_partitions:
@@ -105,6 +107,7 @@ def render_lua_data(payload: Mapping[str, Any], reclaimable_partitions: Sequence
 
 
 def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (a reader never sees half)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")

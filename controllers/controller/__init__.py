@@ -1,4 +1,4 @@
-"""The thin controller (issue 6): claims → plan (``controllers.planning``) → bounded reconcile against the
+"""The thin controller: claims → plan (``controllers.planning``) → bounded reconcile against the
 provider's tagged instances, with the floor keeper, the fallback arbiter, the exclusion reflex, leases,
 budgets and breakers. A pass is observe (``observe``) → decide (``decide``, ``fallback_pass``, pure; the
 actions and memory in ``decision``) → apply (``apply``), driven by ``loop.Controller.step``. Pure decision

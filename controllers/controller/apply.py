@@ -10,7 +10,7 @@ event of what was done goes out through the outbox; each pass writes its ``contr
 
 A launch refused for capacity (``CapacityUnavailable``) shows its pool full: the pass makes no other launch into
 that pool (no token spent on it), and the refusal is remembered (``Memory.refused_pools``: pool -> when) for
-``decide``, which gives the pool no room beyond what we hold until a rate card taken after it (issue 18: at
+``decide``, which gives the pool no room beyond what we hold until a rate card taken after it (at
 20,000 in the fleet simulation, 1,654 refused launches, the partitions' budgets spent on them).
 """
 

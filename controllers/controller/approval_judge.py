@@ -32,7 +32,8 @@ class NamesApprover(Protocol):
     """What the judgement needs of a contract: the approver it names (``contracts.schema.Contract`` is one)."""
 
     @property
-    def approver(self) -> str | None: ...
+    def approver(self) -> str | None:
+        """The contract's named approver, or None."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,12 @@ class Verdict:
 
 
 def deadline(request: OpenRequest, timeout: timedelta = APPROVAL_TIMEOUT) -> datetime:
+    """When an open request times out."""
     return request.requested_at + timeout
 
 
 def largest_option_eur(options: Sequence[Mapping[str, str]]) -> Decimal:
+    """The largest priced option of a request, in EUR (0 without one)."""
     out = Decimal(0)
     for o in options:
         try:

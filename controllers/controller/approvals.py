@@ -17,6 +17,7 @@ __all__ = ["alertmanager_payload", "http_webhook"]
 
 
 def http_webhook(url: str, timeout_s: float = 5.0) -> Callable[[dict[str, Any]], None]:
+    """A notifier that POSTs each approval request as JSON to ``url``."""
     def post(body: dict[str, Any]) -> None:
         request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})

@@ -31,6 +31,7 @@ __all__ = ["Gated", "Safety", "SafetyConfig", "tier_rank"]
 
 
 def tier_rank(tier: str) -> int:
+    """The tier's number (``T1`` → 1); 9 for a tier that is not ``T<digit>``."""
     return int(tier[1:]) if len(tier) == 2 and tier[0] == "T" and tier[1].isdigit() else 9
 
 
@@ -70,6 +71,7 @@ class Safety:
 
     @property
     def read_only(self) -> bool:
+        """True during the first cycles after a start, when the controller only observes."""
         return self.cycles < self.config.read_only_cycles
 
     def _recent(self, now: datetime) -> tuple[int, int]:

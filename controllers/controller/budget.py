@@ -5,7 +5,7 @@ call), terminate, reclaim — takes a token from its partition's bucket first; a
 
 ``RegionBudget`` is the same budget shared instead of split: one PostgreSQL row per region
 (``region_token_budget``) that every partition controller, each in its own process, draws from with one atomic
-``UPDATE`` — a quiet partition's share is there for a busy one (the fleet-scale simulation, issue 18).
+``UPDATE`` — a quiet partition's share is there for a busy one (the fleet-scale simulation).
 """
 
 from __future__ import annotations
@@ -103,24 +103,30 @@ class BudgetedProvider:
 
     @property
     def region(self) -> str:
+        """The region this provider serves."""
         return self.inner.region
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """Launch through the inner provider, after taking a token from the launch bucket."""
         self.bucket("launch")
         return self.inner.launch(request)
 
     def terminate(self, instance_id: str) -> None:
+        """Terminate through the inner provider, after taking a token from the terminate bucket."""
         self.bucket("terminate")
         self.inner.terminate(instance_id)
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """Reclaim through the inner provider, after taking a token from the reclaim bucket."""
         self.bucket("reclaim")
         return self.inner.reclaim(instance_ids, drill=drill)
 
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """The inner provider's instances (reads take no token)."""
         return self.inner.list_instances(tags)
 
     def forward_capacity(self, horizon: timedelta) -> Any:
+        """The inner provider's forward capacity (reads take no token)."""
         return self.inner.forward_capacity(horizon)
 
     def __getattr__(self, name: str) -> Any:  # catalogue, rate_card, reservations, quota_headroom

@@ -1,4 +1,4 @@
-"""The controller's bundle chain (issue 14, "Bundles"): after the signature, the generation and the partition.
+"""The controller's bundle chain: after the signature, the generation and the partition.
 
 ``sco controller run`` verifies the controller bundle's signature (``contracts.bundle_verify``), then asks the
 partition's ``BundleGuard`` whether it may follow the last bundle this controller verified. The guard keeps that

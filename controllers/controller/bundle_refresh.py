@@ -1,6 +1,6 @@
-"""The controller refreshes its own bundle between passes (issue 16; ADR-10, ADR-15, ADR-30).
+"""The controller refreshes its own bundle between passes (ADR-10, ADR-15, ADR-30).
 
-``BundleRefresh.between_passes`` asks a feed (``controllers.distributor.ControllerBundleFeed``) for the
+``BundleRefresh.between_passes`` asks a feed (``distributor.ControllerBundleFeed``) for the
 partition's ``controller-bundle.json``. The feed verifies a served bundle exactly as the controller verifies
 its ``--bundle`` at start (signature, succession from the held bundle, governance signature when governed
 fields changed: ``contracts.bundle_verify``) and then asks this module's ``admit`` — the partition's
@@ -32,28 +32,33 @@ __all__ = ["BundleRefresh", "ControllerFeed", "Refreshed", "contracts_of"]
 log = logging.getLogger(__name__)
 
 class PolledLike(Protocol):
-    """What one poll of a feed says (``controllers.distributor.Polled``)."""
+    """What one poll of a feed says (``distributor.Polled``)."""
 
     @property
-    def taken(self) -> VerifiedBundle | None: ...
+    def taken(self) -> VerifiedBundle | None:
+        """The newer verified bundle the poll took, or None."""
 
     @property
-    def refused(self) -> BundleError | None: ...
+    def refused(self) -> BundleError | None:
+        """Why the offered bundle was refused, or None."""
 
     @property
-    def offered_generation(self) -> int | None: ...
+    def offered_generation(self) -> int | None:
+        """The generation the feed offered, or None."""
 
     @property
-    def error(self) -> str: ...
+    def error(self) -> str:
+        """Why the poll failed (empty when it did not)."""
 
 
 class ControllerFeed(Protocol):
-    """Where newer controller bundles come from (``controllers.distributor.ControllerBundleFeed``)."""
+    """Where newer controller bundles come from (``distributor.ControllerBundleFeed``)."""
 
     url: str
     held: VerifiedBundle
 
-    def poll(self, admit: Callable[[dict[str, Any], str], BundleError | None] | None = None) -> PolledLike: ...
+    def poll(self, admit: Callable[[dict[str, Any], str], BundleError | None] | None = None) -> PolledLike:
+        """Ask for a newer bundle; ``admit`` may refuse one the controller cannot run."""
 
 
 def contracts_of(payload: dict[str, Any]) -> dict[str, Contract]:

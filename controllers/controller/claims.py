@@ -1,4 +1,4 @@
-"""Claims (issue 6): pending and running contracted work, normalised to capacity claims per workload.
+"""Claims: pending and running contracted work, normalised to capacity claims per workload.
 
 A scheduler source (``claims_slurm``, ``claims_k8s``) lists **work items**: a Slurm job or a Kubernetes pod
 in a reclaimable partition / tolerating the reclaimable taint, with the contract reference it declared.

@@ -26,12 +26,14 @@ _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "k": 10*
 
 
 def quantity_cpu(q: str | None) -> float:
+    """A Kubernetes CPU quantity (``500m``, ``2``) in cores."""
     if not q:
         return 0.0
     return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
 
 
 def quantity_gib(q: str | None) -> float:
+    """A Kubernetes memory quantity (``8Gi``, ``512M``) in GiB."""
     m = _QTY.match(q or "")
     return float(m.group(1)) * _BIN.get(m.group(2), 1) / 2**30 if m else 0.0
 
@@ -80,9 +82,11 @@ class KubernetesSource:
         return items
 
     def work(self) -> list[WorkItem]:
+        """Pending and running contracted (or uncontracted) work in reclaimable partitions."""
         return [item for pod in self._pods() if (item := pod_item(pod)) is not None]
 
     def idle_nodes(self) -> set[str]:
+        """Names of nodes the scheduler reports idle (no work), for the orphan rule."""
         import json
 
         nodes = json.loads(self.core.list_node(_preload_content=False).data).get("items", [])

@@ -29,6 +29,7 @@ def _mem_gib(value: str | None) -> float:
 
 
 def parse_squeue(doc: dict[str, Any], partitions: Sequence[str]) -> list[WorkItem]:
+    """The work items of ``squeue --json`` in the given partitions."""
     items = []
     for job in doc.get("jobs", []):
         state = str(job.get("job_state", "")).upper()
@@ -47,6 +48,7 @@ def parse_squeue(doc: dict[str, Any], partitions: Sequence[str]) -> list[WorkIte
 
 
 def parse_sinfo_idle(doc: dict[str, Any]) -> set[str]:
+    """The names of the idle nodes in ``sinfo --json``."""
     idle = set()
     for node in doc.get("nodes", []):
         state = node.get("state")
@@ -74,7 +76,9 @@ class SlurmSource:
         return loaded
 
     def work(self) -> list[WorkItem]:
+        """Pending and running contracted (or uncontracted) work in reclaimable partitions."""
         return parse_squeue(self._json("squeue", "--json"), self.partitions)
 
     def idle_nodes(self) -> set[str]:
+        """Names of nodes the scheduler reports idle (no work), for the orphan rule."""
         return parse_sinfo_idle(self._json("sinfo", "--json"))

@@ -181,12 +181,12 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     them. The card's free figure less the launches since it is never taken below zero: more launched since than
     the card showed free means room was freed since (a reclaim, terminations), and the instances of ours there are
     there — a negative figure made the room less than what we hold, and the planner moved running instances out
-    of the pool (the fleet simulation after its hall reclaim, issue 18).
+    of the pool (the fleet simulation after its hall reclaim).
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
     with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
     we hold there counts only as far as the previous plans (``planned``: instances per workload and pool) want
-    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000, issue 18: with
+    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000: with
     the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
     launches were refused every pass until the partition's whole token budget went on them). A pool being
     reclaimed (``inputs.excluded``) is ineligible: its units move away.
@@ -194,7 +194,7 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     A reclaimable pool that refused a launch of ours for capacity (``refused``: pool -> when, the ones no rate card
     taken since has answered, ``refused_until_card``) has its room treated the same way from the first refusal,
     not only once the exclusion watcher has seen three: the card it was planned on is older than the refusal and
-    still counts room other tenants took (issue 18: at 20,000, 1,654 launches refused for capacity, each a token
+    still counts room other tenants took (at 20,000, 1,654 launches refused for capacity, each a token
     of the partition's share, relaunched or re-planned into the pool pass after pass). Its score is left alone:
     the refusal is a fact about room, not about the pool's risk."""
     ours: dict[str, int] = defaultdict(int)
@@ -303,7 +303,7 @@ def unlaunched_yield(prev: PlanSet, states: Sequence[PoolState], observed: Seque
     units cut recorded as short — so the planner re-plans those plans (keeping what they hold, placing the rest
     where there is room) and no running instance is moved for them. Pure; the very object when nothing is cut.
 
-    Why (issue 18, traced in the fleet simulation): when kept plans want more than a pool gives, the planner
+    Why (traced in the fleet simulation): when kept plans want more than a pool gives, the planner
     re-plans the lowest-priority of them on the room the others leave. The others' wants included instances never
     launched (refused, or room taken by another partition since the rate card), so a lower-priority workload's
     *running* instances there were dropped for a higher-priority one's unlaunched allocation that could not be

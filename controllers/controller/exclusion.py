@@ -4,7 +4,7 @@ minutes); a two-hour cool-off that doubles on each repeat, then an hour of proba
 planner caps the pool at 5 % of any workload. The streaming consumer (``exclusion_stream``) feeds events in
 and writes each decision to PostgreSQL with its evidence; this module decides.
 
-Each exclusion carries its **cause** (issue 19). ``reclaim``: reclamation waves, or launches reclaimed young —
+Each exclusion carries its **cause**. ``reclaim``: reclamation waves, or launches reclaimed young —
 the pool is being reclaimed, so the planner moves units away (the pool is ineligible). ``full``: launches
 refused and nothing else — the pool has no room, but the instances running there are as safe as before, so
 the planner keeps the units it holds there and places no new ones (``decide.pool_states_for``). Moving them
@@ -94,6 +94,7 @@ class ExclusionWatcher:
     @classmethod
     def from_store(cls, config: ExclusionConfig, offences: Mapping[str, int],
                    active: Mapping[str, Exclusion]) -> ExclusionWatcher:
+        """A watcher resumed from the stored offences and exclusions in force."""
         return cls(config, dict(offences), dict(active))
 
     def open_waves(self) -> dict[str, int]:

@@ -30,6 +30,7 @@ def signal_of(ev: Event) -> Signal:
 
 
 def excluded_event(ex: Exclusion, region: str) -> Event:
+    """The ``excluded`` lifecycle event of an exclusion."""
     return Event(kind=EventKind.EXCLUDED, time=ex.excluded_at, region=region, pool=ex.pool, cause=ex.reason,
                  source="exclusion-watcher", attributes={
                      "until": ex.until.isoformat(), "probation_until": ex.probation_until.isoformat(),
@@ -45,6 +46,7 @@ class ExclusionStream:
         self.seen = 0
 
     def feed(self, ev: Event, now: datetime) -> Exclusion | None:
+        """Observe one event; the exclusion it triggers (stored with its event), or None."""
         self.seen += 1
         ex = self.watcher.observe(signal_of(ev))
         if ex is not None:
@@ -54,6 +56,7 @@ class ExclusionStream:
         return ex
 
     async def run(self, js: Any, stop: asyncio.Event, clock: Any, *, batch: int = 256) -> None:
+        """Consume the region's events from JetStream until ``stop`` is set."""
         region = self.store.region
         sub = await js.pull_subscribe(f"{EVENT_SUBJECT_PREFIX}.{region}.>", durable=f"sco-exclusion-{region}",
                                       stream=EVENTS_STREAM)

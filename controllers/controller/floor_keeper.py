@@ -28,6 +28,7 @@ class FloorConfig:
 
 
 def lost_halls(observed: Sequence[Observed], config: FloorConfig) -> set[str]:
+    """The halls where enough of our instances are leaving (notified, deleted, in error) to count as lost."""
     total: dict[str, int] = defaultdict(int)
     leaving: dict[str, int] = defaultdict(int)
     for o in observed:
@@ -47,6 +48,7 @@ class FloorKeeper:
     held: set[str] = field(default_factory=set)                      # workloads that have had their floor
 
     def update(self, observed: Sequence[Observed], now: datetime) -> list[Note]:
+        """Note the halls lost and recovered since the last pass."""
         notes = []
         for hall in lost_halls(observed, self.config):
             if hall not in self.lost:
@@ -62,6 +64,7 @@ class FloorKeeper:
         return notes
 
     def lost_pools(self, pool_halls: Mapping[str, str]) -> set[str]:
+        """The pools in a hall that is lost."""
         return {pid for pid, hall in pool_halls.items() if hall in self.lost}
 
     def check(self, plans: Mapping[str, WorkloadPlan], observed: Sequence[Observed], now: datetime) -> list[Note]:

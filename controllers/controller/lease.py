@@ -36,6 +36,7 @@ def acquire(conn: Any, region: str, partition: str, holder: str, now: datetime,
 
 
 def release(conn: Any, region: str, partition: str, holder: str) -> None:
+    """Give up the partition's lease held by ``holder`` (it lapses at once)."""
     with conn.transaction():
         conn.execute("UPDATE partition_leases SET lease_until = now() - interval '1 second' "
                      "WHERE region = %s AND partition = %s AND holder = %s", (region, partition, holder))

@@ -54,6 +54,7 @@ def reserve(conn: Any, workload: str, region: str, amount: Decimal, cap: Decimal
 
 def consume(conn: Any, reservation_id: uuid.UUID, workload: str, region: str, instance_ids: list[str], pool: str,
             amount: Decimal, now: datetime) -> None:
+    """Mark a spend reservation consumed by the instances it launched, in one transaction."""
     with conn.transaction():
         conn.execute("UPDATE spend_reservations SET state = 'consumed' WHERE reservation_id = %s", (reservation_id,))
         per = (amount / max(len(instance_ids), 1)).quantize(Decimal("0.000001"))
@@ -64,6 +65,7 @@ def consume(conn: Any, reservation_id: uuid.UUID, workload: str, region: str, in
 
 
 def release(conn: Any, reservation_id: uuid.UUID) -> None:
+    """Release a spend reservation nothing consumed."""
     with conn.transaction():
         conn.execute("UPDATE spend_reservations SET state = 'released' WHERE reservation_id = %s AND state = 'held'",
                      (reservation_id,))

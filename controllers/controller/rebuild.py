@@ -28,6 +28,7 @@ class RebuildReport:
 
 
 def rebuild(provider: Provider, conn: Any, now: datetime, *, batch: int = 1000) -> RebuildReport:
+    """Rebuild the instances table from the provider's owner tags; what was found."""
     import time
 
     t0 = time.perf_counter()

@@ -81,7 +81,7 @@ def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None
                unclaimed: Collection[str] = ()) -> list[Launch]:
     """The launches in the order a pass makes them: deficit first, then in rounds, fewest held first.
 
-    **Deficit first** (issue 18): a launch that covers a workload's *uncovered* instances (``uncovered``, per
+    **Deficit first**: a launch that covers a workload's *uncovered* instances (``uncovered``, per
     workload and floor or not: the instances its slots want less its live ones — a new claim, the replacement of a
     noticed instance, a floor short) goes before every launch that only *moves* instances between pools (the
     workload already holds as many live instances as it wants there; the surplus elsewhere is terminated later).
@@ -92,7 +92,7 @@ def interleave(launches: Sequence[Launch], held: Mapping[str, int] | None = None
     split: it is one multi-create, one token either way, and two would need two calls and two launch keys for one
     slot; the moved part of it only goes out earlier. Without ``uncovered`` every launch is a deficit launch.
 
-    **Claims first** among the deficit launches (issue 18): those of a workload whose claimed units its live
+    **Claims first** among the deficit launches: those of a workload whose claimed units its live
     instances do not cover (``unclaimed``: a new claim, a noticed instance's units) go before deficit launches of
     workloads whose claims are covered and whose plans still want instances (the spread a plan completes). At
     20,000 in the fleet simulation a new claim of a workload holding many instances waited 13 throttled passes

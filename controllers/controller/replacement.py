@@ -34,10 +34,12 @@ class Waker:
         self._sub: Any = None
 
     async def start(self, nc: Any) -> None:
+        """Subscribe to the region's events to wake the controller early."""
         region = self.controller.s.region
         self._sub = await nc.subscribe(f"{EVENT_SUBJECT_PREFIX}.{region}.>", cb=self._on)
 
     async def stop(self) -> None:
+        """Unsubscribe."""
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()

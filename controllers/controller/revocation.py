@@ -32,6 +32,7 @@ REASONS = ("revoked", "already-gone", "not-configured", "failed")
 
 
 def spiffe_id(trust_domain: str, region: str, instance_id: str) -> str:
+    """The node's SPIFFE id in the trust domain."""
     return f"spiffe://{trust_domain}/sco/{region}/node/{instance_id}"
 
 
@@ -51,19 +52,22 @@ class Revocation:
 
 
 class Revoker(Protocol):
-    def revoke(self, instance_id: str, spiffe: str) -> Revocation: ...
+    def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Revoke what the terminated instance held; the outcome."""
 
 
 class LoggingRevoker:
     """No credential authority wired: logs the intent and says so (``ok: false, reason: not-configured``)."""
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Revoke nothing, and say so (no revoker configured)."""
         log.warning("revocation not configured: %s (%s) keeps its credentials until they expire", instance_id, spiffe)
         return Revocation(False, "not-configured", "no revoker configured; credentials of the node live until expiry")
 
 
 class CredentialAuthority(Protocol):
-    def revoke_instance(self, instance_id: str) -> str: ...
+    def revoke_instance(self, instance_id: str) -> str:
+        """Revoke the instance's credentials at the authority; the outcome's name."""
 
 
 class KeystoneRevoker:
@@ -75,6 +79,7 @@ class KeystoneRevoker:
         self.authority = authority
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Revoke the instance's Keystone application credential."""
         try:
             outcome = self.authority.revoke_instance(instance_id)
         except Exception as exc:
@@ -86,7 +91,8 @@ class KeystoneRevoker:
 class AgentUsers(Protocol):
     """The side of ``userdata.AgentCredentials`` that removes an instance's NATS user."""
 
-    def forget(self, region: str, instance_id: str) -> bool: ...
+    def forget(self, region: str, instance_id: str) -> bool:
+        """Remove ``agent.<region>.<instance_id>``; True when it existed."""
 
 
 class NatsUserRevoker:
@@ -99,6 +105,7 @@ class NatsUserRevoker:
         self.users, self.region = users, region
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Remove the instance's NATS user."""
         user = f"agent.{self.region}.{instance_id}"
         try:
             existed = self.users.forget(self.region, instance_id)
@@ -119,6 +126,7 @@ class CompositeRevoker:
         self.parts = tuple(parts)
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Run every revoker; the worst outcome (failed, not configured, revoked, already gone), details joined."""
         done = []
         for part in self.parts:
             try:
@@ -140,6 +148,7 @@ class RecordingRevoker:
     revoked: list[str] = field(default_factory=list)
 
     def revoke(self, instance_id: str, spiffe: str) -> Revocation:
+        """Record the revocation (a test double)."""
         self.banned.append(spiffe)
         self.revoked.append(f"auth/sco/node/{instance_id}/")
         return Revocation(True, "revoked")

@@ -89,7 +89,7 @@ class Store:
 
     def others_launched_since(self, at: datetime | None) -> dict[str, int]:
         """The other partitions' live instances launched at or after ``at`` (the rate card's time), per pool: the
-        room the card still counts as free, though they hold it (issue 19: two partitions planned the same room
+        room the card still counts as free, though they hold it (two partitions planned the same room
         and the second's launches failed). The partition's own come from the provider's listing."""
         if at is None:
             return {}

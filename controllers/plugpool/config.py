@@ -62,6 +62,7 @@ class PlugConfig(_Model):
 
     @property
     def key(self) -> tuple[str, str]:
+        """The plug's identity (URL and switch, case-insensitive): two nodes may not share it."""
         return (self.url.lower(), self.switch.lower())
 
 
@@ -147,10 +148,12 @@ class PlugPoolConfig(_Model):
         return self
 
     def provider_id(self, node_name: str) -> str:
+        """The providerID of the named node."""
         return f"{self.provider_id_prefix}{node_name}"
 
     @property
     def all_nodes(self) -> list[tuple[NodeGroupConfig, NodeConfig]]:
+        """Every (node group, node) pair of the configuration."""
         return [(g, n) for g in self.node_groups for n in g.nodes]
 
 
@@ -179,6 +182,7 @@ def _format(exc: ValidationError) -> str:
 
 
 def parse_config(data: Any, source: str = "config") -> PlugPoolConfig:
+    """The configuration from parsed YAML; raises ``ConfigError`` naming the field and the fix."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a YAML mapping, got {type(data).__name__}")
     try:
@@ -188,6 +192,7 @@ def parse_config(data: Any, source: str = "config") -> PlugPoolConfig:
 
 
 def load_config(path: Path) -> PlugPoolConfig:
+    """The configuration from a YAML file; raises ``ConfigError`` when unreadable or invalid."""
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:

@@ -61,16 +61,19 @@ def _set_message(msg: Message, value: Any, where: str) -> None:
 
 
 def node_message(node: dict[str, Any]) -> k8s_core_v1_pb2.Node:
+    """A Node object as the Kubernetes protobuf message."""
     msg = k8s_core_v1_pb2.Node()
     _fill(msg, {k: v for k, v in node.items() if k not in ("apiVersion", "kind")}, "Node")
     return msg
 
 
 def node_bytes(node: dict[str, Any]) -> bytes:
+    """A Node object as deterministic protobuf bytes."""
     return bytes(node_message(node).SerializeToString(deterministic=True))
 
 
 def resource_slice_bytes(resource_slice: dict[str, Any]) -> bytes:
+    """A ResourceSlice object as deterministic protobuf bytes."""
     msg = k8s_resource_v1_pb2.ResourceSlice()
     body = {k: v for k, v in resource_slice.items() if k not in ("apiVersion", "kind")}
     _fill(msg, body, "ResourceSlice")

@@ -15,23 +15,32 @@ Obj = dict[str, Any]
 
 
 class Cluster(Protocol):
-    def list_nodes(self) -> list[Obj]: ...
+    def list_nodes(self) -> list[Obj]:
+        """Every node of the cluster."""
 
-    def get_node(self, name: str) -> Obj | None: ...
+    def get_node(self, name: str) -> Obj | None:
+        """The named node, or None."""
 
-    def delete_node(self, name: str) -> None: ...
+    def delete_node(self, name: str) -> None:
+        """Delete the node (one already gone is no error)."""
 
-    def create_pod(self, namespace: str, pod: Obj) -> None: ...
+    def create_pod(self, namespace: str, pod: Obj) -> None:
+        """Create the pod in ``namespace`` (one that exists is no error)."""
 
-    def get_pod(self, namespace: str, name: str) -> Obj | None: ...
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        """The named pod, or None."""
 
-    def delete_pod(self, namespace: str, name: str) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete the pod (one already gone is no error)."""
 
-    def list_resource_slices(self) -> list[Obj]: ...
+    def list_resource_slices(self) -> list[Obj]:
+        """Every DRA ResourceSlice of the cluster."""
 
-    def get_config_map(self, namespace: str, name: str) -> Obj | None: ...
+    def get_config_map(self, namespace: str, name: str) -> Obj | None:
+        """The named ConfigMap, or None."""
 
-    def put_config_map(self, namespace: str, name: str, data: dict[str, str]) -> None: ...
+    def put_config_map(self, namespace: str, name: str, data: dict[str, str]) -> None:
+        """Create or replace the ConfigMap's data."""
 
 
 class KubernetesCluster:
@@ -53,6 +62,7 @@ class KubernetesCluster:
         self._timeout = timeout
 
     def close(self) -> None:
+        """Close the API client."""
         self._api.close()
 
     def _call(self, fn: Any, *args: Any, missing_ok: bool = False, exists_ok: bool = False, **kw: Any) -> Any:
@@ -71,19 +81,24 @@ class KubernetesCluster:
         return json.loads(resp.data) if resp.data else {}
 
     def list_nodes(self) -> list[Obj]:
+        """Every node of the cluster."""
         return list(self._call(self._core.list_node).get("items") or [])
 
     def get_node(self, name: str) -> Obj | None:
+        """The named node, or None."""
         found: Obj | None = self._call(self._core.read_node, name, missing_ok=True)
         return found
 
     def delete_node(self, name: str) -> None:
+        """Delete the node (one already gone is no error)."""
         self._call(self._core.delete_node, name, missing_ok=True)
 
     def create_pod(self, namespace: str, pod: Obj) -> None:
+        """Create the pod in ``namespace`` (one that exists is no error)."""
         self._call(self._core.create_namespaced_pod, namespace, pod, exists_ok=True)
 
     def get_pod(self, namespace: str, name: str) -> Obj | None:
+        """The named pod, or None."""
         found: Obj | None = self._call(self._core.read_namespaced_pod, name, namespace, missing_ok=True)
         return found
 
@@ -92,13 +107,16 @@ class KubernetesCluster:
         self._call(self._core.delete_namespaced_pod, name, namespace, grace_period_seconds=0, missing_ok=True)
 
     def list_resource_slices(self) -> list[Obj]:
+        """Every DRA ResourceSlice of the cluster."""
         return list(self._call(self._resource.list_resource_slice).get("items") or [])
 
     def get_config_map(self, namespace: str, name: str) -> Obj | None:
+        """The named ConfigMap, or None."""
         found: Obj | None = self._call(self._core.read_namespaced_config_map, name, namespace, missing_ok=True)
         return found
 
     def put_config_map(self, namespace: str, name: str, data: dict[str, str]) -> None:
+        """Create or replace the ConfigMap's data."""
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",

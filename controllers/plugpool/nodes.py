@@ -26,10 +26,12 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
 def has_delete_taint(node: Obj) -> bool:
+    """True when cluster-autoscaler has tainted the node for deletion."""
     return any(t.get("key") == TO_BE_DELETED_TAINT for t in (node.get("spec") or {}).get("taints") or [])
 
 
 def is_ready(node: Obj) -> bool:
+    """True when the node's Ready condition is True."""
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
@@ -63,6 +65,7 @@ def match_nodes(config: PlugPoolConfig, nodes: list[Obj]) -> dict[str, Obj]:
 
 
 def poweroff_pod_name(node: str) -> str:
+    """The name of the pod that powers the node off."""
     return f"plugpool-poweroff-{node}"[:253]
 
 

@@ -28,9 +28,11 @@ log = logging.getLogger("plugpool.plugs")
 
 
 class PlugClient(Protocol):
-    def read(self, plug: PlugConfig) -> bool: ...
+    def read(self, plug: PlugConfig) -> bool:
+        """Whether the plug's relay is on; raises ``PlugError`` when it does not answer sensibly."""
 
-    def switch(self, plug: PlugConfig, on: bool) -> None: ...
+    def switch(self, plug: PlugConfig, on: bool) -> None:
+        """Turn the plug's relay on or off."""
 
 
 class EspHomePlugs:
@@ -61,6 +63,7 @@ class EspHomePlugs:
         return bytes(resp.data)
 
     def read(self, plug: PlugConfig) -> bool:
+        """Whether the ESPHome switch is on (REST ``GET``); raises ``PlugError`` on nonsense."""
         raw = self._call("GET", self._url(plug))
         try:
             body = json.loads(raw)
@@ -75,6 +78,7 @@ class EspHomePlugs:
         raise PlugError(f"GET {self._url(plug)}: no switch state in {raw[:80]!r}")
 
     def switch(self, plug: PlugConfig, on: bool) -> None:
+        """Turn the ESPHome switch on or off (REST ``POST``)."""
         self._call("POST", self._url(plug, "/turn_on" if on else "/turn_off"))
 
 
@@ -98,9 +102,11 @@ class PlugBoard:
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(self._plugs))), thread_name_prefix="plug")
 
     def close(self) -> None:
+        """Stop the reader threads."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def get(self, node: str) -> PlugReading:
+        """The node's last plug reading."""
         with self._lock:
             return self._state[node]
 
@@ -117,6 +123,7 @@ class PlugBoard:
             self._state[node] = PlugReading(on, True)
 
     def refresh(self) -> dict[str, PlugReading]:
+        """Read every plug concurrently (an unreadable one keeps its last state); the readings."""
         futures = [self._pool.submit(self._read_one, n) for n in self._plugs]
         for f in futures:
             f.result()

@@ -69,10 +69,12 @@ class PlugPool:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        """Start the scale-down thread."""
         self._thread = threading.Thread(target=self._run, name="plugpool-scale-down", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the scale-down thread."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -128,6 +130,7 @@ class PlugPool:
         return group
 
     def instances(self, group_id: str) -> list[Instance]:
+        """The group's machines with their states."""
         group = self._group(group_id)
         out = []
         with self._lock:
@@ -145,9 +148,11 @@ class PlugPool:
         return out
 
     def target_size(self, group_id: str) -> int:
+        """The group's machines not being deleted."""
         return sum(1 for i in self.instances(group_id) if i.state is not InstanceState.DELETING)
 
     def group_for_node(self, provider_id: str, name: str) -> str:
+        """The id of the group a node belongs to, or ``""``."""
         machine = self._machine_for(provider_id, name)
         return self._machines[machine][0].id if machine else ""
 
@@ -168,6 +173,7 @@ class PlugPool:
 
     # ------------------------------------------------------------------ scale-up
     def increase_size(self, group_id: str, delta: int) -> None:
+        """Power on ``delta`` more machines of the group; raises ``ProviderError`` past its maximum."""
         group = self._group(group_id)
         if delta <= 0:
             raise ProviderError(f"size increase must be positive, got {delta}", "INVALID_ARGUMENT")
@@ -211,6 +217,7 @@ class PlugPool:
 
     # ------------------------------------------------------------------ scale-down
     def delete_nodes(self, group_id: str, nodes: list[tuple[str, str]]) -> None:
+        """Start the scale-down of the named nodes; raises ``ProviderError`` for those refused."""
         group = self._group(group_id)
         refused = []
         for provider_id, name in nodes:
@@ -240,6 +247,7 @@ class PlugPool:
             raise ProviderError("; ".join(refused))
 
     def decrease_target_size(self, group_id: str, delta: int) -> None:
+        """Forget ``-delta`` requested machines not yet up; raises ``ProviderError`` otherwise."""
         group = self._group(group_id)
         if delta >= 0:
             raise ProviderError(f"size decrease must be negative, got {delta}", "INVALID_ARGUMENT")
@@ -327,11 +335,13 @@ class PlugPool:
             flow = after
 
     def flow(self, machine: str) -> Flow | None:
+        """The machine's scale-down flow in progress, or None."""
         with self._lock:
             return self._flows.get(machine)
 
     # ------------------------------------------------------------------ template
     def template(self, group_id: str) -> tuple[Obj, bytes, list[bytes]]:
+        """The group's template node, as an object and as protobuf bytes, with its ResourceSlices."""
         group = self._group(group_id)
         node = template_node(self.config, group)
         slices = self.slices.template(group, node["metadata"]["name"])

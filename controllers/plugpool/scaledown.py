@@ -57,6 +57,7 @@ class Observed:
 
 
 def start(machine: str, node: dict[str, Any] | None, now: float) -> Flow:
+    """A new scale-down flow: a shutdown first when the node is registered, else the plug off."""
     return Flow(machine, Phase.SHUTDOWN if node is not None else Phase.PLUG_OFF, now, now)
 
 

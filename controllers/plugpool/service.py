@@ -44,30 +44,38 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         return pb.NodeGroup(id=g.id, minSize=g.min_size, maxSize=g.max_size, debug=debug)
 
     def NodeGroups(self, request: Any, context: Any) -> pb.NodeGroupsResponse:
+        """Every node group of the configuration."""
         return pb.NodeGroupsResponse(nodeGroups=[self._group_msg(g.id) for g in self.pool.config.node_groups])
 
     def NodeGroupForNode(self, request: Any, context: Any) -> pb.NodeGroupForNodeResponse:
+        """The node group a node belongs to (empty id for a node not ours)."""
         group_id = self.pool.group_for_node(request.node.providerID, request.node.name)
         if not group_id:
             return pb.NodeGroupForNodeResponse(nodeGroup=pb.NodeGroup(id=""))
         return pb.NodeGroupForNodeResponse(nodeGroup=self._group_msg(group_id))
 
     def PricingNodePrice(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED: plugpool has no pricing."""
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "plugpool has no pricing")
 
     def PricingPodPrice(self, request: Any, context: Any) -> Any:
+        """UNIMPLEMENTED: plugpool has no pricing."""
         context.abort(grpc.StatusCode.UNIMPLEMENTED, "plugpool has no pricing")
 
     def GPULabel(self, request: Any, context: Any) -> pb.GPULabelResponse:
+        """The node label that marks GPU nodes."""
         return pb.GPULabelResponse(label=GPU_LABEL)
 
     def GetAvailableGPUTypes(self, request: Any, context: Any) -> pb.GetAvailableGPUTypesResponse:
+        """No GPU types (none are offered)."""
         return pb.GetAvailableGPUTypesResponse()
 
     def Cleanup(self, request: Any, context: Any) -> pb.CleanupResponse:
+        """Nothing to clean up."""
         return pb.CleanupResponse()
 
     def Refresh(self, request: Any, context: Any) -> pb.RefreshResponse:
+        """Re-read the plugs and nodes (a failure is logged; the last state stands)."""
         try:  # a failed Refresh stops cluster-autoscaler entirely: log and answer with the last known state
             self.pool.refresh()
         except Exception:
@@ -75,23 +83,28 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         return pb.RefreshResponse()
 
     def NodeGroupTargetSize(self, request: Any, context: Any) -> pb.NodeGroupTargetSizeResponse:
+        """The group's target size."""
         size = _guard(context, lambda: self.pool.target_size(request.id))
         return pb.NodeGroupTargetSizeResponse(targetSize=size)
 
     def NodeGroupIncreaseSize(self, request: Any, context: Any) -> pb.NodeGroupIncreaseSizeResponse:
+        """Power on ``delta`` more machines of the group."""
         _guard(context, lambda: self.pool.increase_size(request.id, request.delta))
         return pb.NodeGroupIncreaseSizeResponse()
 
     def NodeGroupDeleteNodes(self, request: Any, context: Any) -> pb.NodeGroupDeleteNodesResponse:
+        """Start powering off the named nodes of the group (shutdown, then the plug off)."""
         nodes = [(n.providerID, n.name) for n in request.nodes]
         _guard(context, lambda: self.pool.delete_nodes(request.id, nodes))
         return pb.NodeGroupDeleteNodesResponse()
 
     def NodeGroupDecreaseTargetSize(self, request: Any, context: Any) -> pb.NodeGroupDecreaseTargetSizeResponse:
+        """Drop requested machines that have not come up yet."""
         _guard(context, lambda: self.pool.decrease_target_size(request.id, request.delta))
         return pb.NodeGroupDecreaseTargetSizeResponse()
 
     def NodeGroupNodes(self, request: Any, context: Any) -> pb.NodeGroupNodesResponse:
+        """The group's machines with their states."""
         instances = _guard(context, lambda: self.pool.instances(request.id))
         return pb.NodeGroupNodesResponse(
             instances=[
@@ -100,12 +113,14 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         )
 
     def NodeGroupTemplateNodeInfo(self, request: Any, context: Any) -> pb.NodeGroupTemplateNodeInfoResponse:
+        """The group's template node (and its ResourceSlices) for scale-up simulation."""
         _, raw, slices = _guard(context, lambda: self.pool.template(request.id))
         response = pb.NodeGroupTemplateNodeInfoResponse(nodeBytes=raw, resourceSliceBytes=slices)
         response.nodeInfo.ParseFromString(raw)
         return response
 
     def NodeGroupGetOptions(self, request: Any, context: Any) -> pb.NodeGroupAutoscalingOptionsResponse:
+        """The autoscaling options: the defaults cluster-autoscaler sent."""
         _guard(context, lambda: self.pool.instances(request.id))  # NOT_FOUND for an unknown group
         return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=request.defaults)
 

@@ -41,6 +41,7 @@ def device_signature(slices: list[Obj]) -> list[str]:
 
 
 def rename_slices(slices: list[Obj], source_node: str, template_name: str) -> list[Obj]:
+    """The node's ResourceSlices renamed for the template node."""
     out = []
     for i, s in enumerate(slices):
         spec = json.loads(json.dumps(s.get("spec") or {}))
@@ -80,6 +81,7 @@ class SliceStore:
             self._loaded = True
 
     def snapshot(self, machine: str) -> list[Obj]:
+        """The ResourceSlices kept for the machine."""
         with self._lock:
             return list(self._snapshots.get(machine, []))
 

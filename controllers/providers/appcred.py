@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import CredentialLapsed
 
 __all__ = ["AppCredential", "CredentialIssuer", "CredentialLapsed", "KeystoneIssuer", "RenewingConnection",
-           "keystone_connector", "renewal_due"]
+           "connect_sdk", "keystone_connector", "renewal_due"]
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,11 @@ class AppCredential:
 class CredentialIssuer(Protocol):
     """Issues and deletes the orchestrator's application credentials."""
 
-    def issue(self, name: str, expires_at: datetime) -> AppCredential: ...
+    def issue(self, name: str, expires_at: datetime) -> AppCredential:
+        """A new application credential named ``name`` expiring at ``expires_at``."""
 
-    def delete(self, credential_id: str) -> None: ...
+    def delete(self, credential_id: str) -> None:
+        """Delete the credential (one already gone is no error)."""
 
 
 def renewal_due(current: AppCredential | None, now: datetime, lead: timedelta = LEAD) -> bool:
@@ -69,12 +72,14 @@ class KeystoneIssuer:
         self.user_id: str = identity.current_user_id
 
     def issue(self, name: str, expires_at: datetime) -> AppCredential:
+        """Create an application credential of the user in Keystone, with its roles and expiry."""
         made = self._conn.identity.create_application_credential(
             self.user_id, name=name, expires_at=expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
             roles=[{"name": r} for r in self._roles], description="SCO controller credential (ADR-29)")
         return AppCredential(str(made.id), str(made.secret), expires_at.astimezone(UTC).replace(microsecond=0))
 
     def delete(self, credential_id: str) -> None:
+        """Delete the application credential in Keystone (one already gone is no error)."""
         from openstack import exceptions as osexc
 
         with contextlib.suppress(osexc.NotFoundException):  # already gone: the goal
@@ -134,13 +139,21 @@ class RenewingConnection:
                             old.id, type(exc).__name__, exc, old.expires_at.isoformat())
 
 
+def connect_sdk(**conf: Any) -> Any:
+    """An openstacksdk connection for ``conf``, without the SDK's warnings about its own unused options."""
+    import openstack
+
+    with warnings.catch_warnings():  # openstacksdk warns about its own unused InfluxDB/statsd options
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return openstack.connect(**conf)
+
+
 def keystone_connector(auth_url: str, **options: Any) -> Connect:
     """``connect`` for ``RenewingConnection``: an openstacksdk connection on an application credential."""
 
     def connect(credential: AppCredential) -> Any:
-        from .openstack import _connect
-
-        return _connect(auth_type="v3applicationcredential",
+        return connect_sdk(auth_type="v3applicationcredential",
                         auth={"auth_url": auth_url, "application_credential_id": credential.id,
                               "application_credential_secret": credential.secret}, **options)
 

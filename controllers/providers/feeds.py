@@ -29,6 +29,7 @@ _ERRORS: dict[str, type[errors.ProviderError]] = {
 
 
 def raise_typed(body: dict[str, Any]) -> None:
+    """Raise the provider contract's error an error body names (a ``ProviderError`` when unknown)."""
     kind, args = body.get("error"), body.get("args") or {}
     cls = _ERRORS.get(str(kind))
     if cls is None:
@@ -45,6 +46,7 @@ class FeedClient:
         self.timeout_s = timeout_s
 
     def call(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
+        """One JSON request to the feed; the decoded answer (an error body raised as its typed error)."""
         url = self.base_url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method,
@@ -65,17 +67,21 @@ class FeedClient:
         return json.loads(raw) if raw else None
 
     def rate_card(self) -> RateCard:
+        """The current rate card (one entry per pool, refreshed every five minutes)."""
         return RateCard.model_validate(self.call("GET", "/v1/rate-card"))
 
     def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        """Committed capacity, of one business unit or of all when ``business_unit`` is None."""
         query = {"business_unit": business_unit} if business_unit else None
         return TypeAdapter(tuple[Reservation, ...]).validate_python(self.call("GET", "/v1/reservations", query=query))
 
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        """Expected free reclaimable capacity per pool over the next ``horizon``."""
         raw = self.call("GET", "/v1/forward-capacity", query={"horizon_s": str(int(horizon.total_seconds()))})
         return TypeAdapter(tuple[ForwardCapacity, ...]).validate_python(raw)
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
         raw = self.call("POST", "/v1/reclaim", {"instances": list(instance_ids), "drill": drill})
         return ReclaimReceipt.model_validate(raw)
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 import base64
 import logging
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import openstack
 import yaml
 from openstack import exceptions as osexc
 
@@ -47,6 +45,7 @@ from contracts.provider_errors import (
     QuotaExceeded,
 )
 
+from .appcred import KeystoneIssuer, RenewingConnection, connect_sdk, keystone_connector
 from .feeds import FeedClient
 from .node_credentials import KeystoneNodeCredentials
 
@@ -57,13 +56,6 @@ log = logging.getLogger(__name__)
 _STATUS = {"BUILD": InstanceStatus.BUILDING, "ACTIVE": InstanceStatus.ACTIVE, "DELETED": InstanceStatus.DELETED,
            "SOFT_DELETED": InstanceStatus.DELETED, "ERROR": InstanceStatus.ERROR}
 _QUOTA = re.compile(r"Quota exceeded for (\w+): Requested (\d+), but already used (\d+) of (\d+)")
-
-
-def _connect(**conf: Any) -> Any:
-    with warnings.catch_warnings():  # openstacksdk warns about its own unused InfluxDB/statsd options
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", PendingDeprecationWarning)
-        return openstack.connect(**conf)
 
 
 def _utcnow() -> datetime:
@@ -112,15 +104,13 @@ class OpenStackProvider:
             raise NotFound("cloud", cloud, tuple(doc.get("clouds", {}))) from None
         conf.setdefault("compute_api_version", "2.90")
         kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
-        return cls(_connect(**conf), **kwargs)
+        return cls(connect_sdk(**conf), **kwargs)
 
     @classmethod
     def from_credential_issuer(cls, path: Path, issuer: str, *, clock: Callable[[], datetime] = _utcnow,
                                **kwargs: Any) -> OpenStackProvider:
         """Connect on an application credential that the clouds.yaml entry ``issuer`` (the orchestrator user's
         authority: OpenBao's plugin or a rotation job) issues for one hour and renews before it lapses (ADR-29)."""
-        from .appcred import KeystoneIssuer, RenewingConnection, keystone_connector
-
         doc = yaml.safe_load(path.read_text())
         try:
             conf = dict(doc["clouds"][issuer])
@@ -129,19 +119,20 @@ class OpenStackProvider:
         options = {k: conf[k] for k in ("region_name", "identity_api_version") if k in conf}
         connect = keystone_connector(conf["auth"]["auth_url"], compute_api_version="2.90", **options)
         kwargs.setdefault("region", conf.get("region_name", "RegionOne"))
-        renewing = RenewingConnection(KeystoneIssuer(_connect(**conf)), connect, name="sco-controller", clock=clock)
+        renewing = RenewingConnection(KeystoneIssuer(connect_sdk(**conf)), connect, name="sco-controller", clock=clock)
         return cls(renewing, clock=clock, **kwargs)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> OpenStackProvider:
         """Connect from ``OS_*`` variables (``OS_AUTH_TYPE=v3applicationcredential``,
         ``OS_APPLICATION_CREDENTIAL_ID``, ``OS_APPLICATION_CREDENTIAL_SECRET``, ``OS_AUTH_URL``)."""
-        conn = _connect(load_envvars=True, compute_api_version="2.90")
+        conn = connect_sdk(load_envvars=True, compute_api_version="2.90")
         kwargs.setdefault("region", conn.config.get_region_name() or "RegionOne")
         return cls(conn, **kwargs)
 
     @property
     def region(self) -> str:
+        """The region this provider serves."""
         return self._region
 
     # --- catalogue -------------------------------------------------------------------------------------
@@ -158,6 +149,7 @@ class OpenStackProvider:
         return {z: sorted(a) or [z] for z, a in out.items()}
 
     def catalogue(self) -> PoolCatalogue:
+        """Pools (SKU family × size × hall × purchase model) with aggregate and hall for correlation."""
         pools: dict[str, tuple[Pool, str, str]] = {}
         halls = self._zones_and_aggregates()
         for flavor in self._conn.compute.flavors(details=True):
@@ -190,6 +182,7 @@ class OpenStackProvider:
 
     # --- feeds -----------------------------------------------------------------------------------------
     def rate_card(self) -> RateCard:
+        """The current rate card (one entry per pool, refreshed every five minutes)."""
         if self._feeds is not None:
             return self._feeds.rate_card()
         pools = self.catalogue().pools
@@ -233,12 +226,15 @@ class OpenStackProvider:
         return out
 
     def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        """Committed capacity, of one business unit or of all when ``business_unit`` is None."""
         return self._feeds.reservations(business_unit) if self._feeds is not None else ()
 
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        """Expected free reclaimable capacity per pool over the next ``horizon``."""
         return self._feeds.forward_capacity(horizon) if self._feeds is not None else ()
 
     def quota_headroom(self) -> QuotaHeadroom:
+        """The project's quota headroom."""
         a = self._conn.compute.get_limits().absolute
         return QuotaHeadroom(project=self.project, instances_limit=a.instances, instances_used=a.instances_used,
                              vcpu_limit=a.total_cores, vcpu_used=a.total_cores_used,
@@ -256,6 +252,7 @@ class OpenStackProvider:
         return self._image_ids[wanted]
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """Launch ``request.count`` instances, all or nothing; raises the provider contract's errors."""
         pool, flavor_id, zone = self._pool(request.pool_id)
         quota = self.quota_headroom()
         if quota.instances_limit >= 0 and quota.instances_used + request.count > quota.instances_limit:
@@ -327,6 +324,7 @@ class OpenStackProvider:
         return None if encoded is None else base64.b64decode(encoded).decode()
 
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """Instances in the orchestrator's projects; ``tags`` filters on owner tags."""
         query: dict[str, Any] = {}
         if tags:
             query["tags"] = ",".join(f"{TAG_PREFIX}{k}={v}" for k, v in sorted(tags.items()))
@@ -337,6 +335,7 @@ class OpenStackProvider:
         return tuple(i for i in self.list_instances() if i.owner is not None)
 
     def terminate(self, instance_id: str) -> None:
+        """Delete an instance of ours; raises NotFound, or NotOwned without the owner tags."""
         try:
             server = self._conn.compute.get_server(instance_id)
         except osexc.NotFoundException:
@@ -352,6 +351,7 @@ class OpenStackProvider:
             raise NotFound("instance", instance_id) from None
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
         if self._feeds is None:
             raise ProviderError("Nova has no reclaim API: configure the provider-contract feed URL (reclaimer)")
         self._hook("reclaim")

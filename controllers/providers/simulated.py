@@ -30,21 +30,26 @@ class SimulatedProvider(FeedClient):
 
     @property
     def region(self) -> str:
+        """The region this provider serves."""
         return self._region
 
     def catalogue(self) -> PoolCatalogue:
+        """Pools (SKU family × size × hall × purchase model) with aggregate and hall for correlation."""
         pools = TypeAdapter(tuple[Pool, ...]).validate_python(self.call("GET", "/v1/catalogue"))
         return PoolCatalogue(pools=pools, source=self.base_url)
 
     def quota_headroom(self) -> QuotaHeadroom:
+        """The project's quota headroom."""
         return QuotaHeadroom.model_validate(self.call("GET", "/v1/quota"))
 
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """Launch ``request.count`` instances, all or nothing; raises the provider contract's errors."""
         self._hook("launch")
         raw = self.call("POST", "/v1/launch", request.model_dump(mode="json"))
         return TypeAdapter(tuple[Instance, ...]).validate_python(raw)
 
     def list_instances(self, tags: Mapping[str, str] | None = None) -> tuple[Instance, ...]:
+        """Instances in the orchestrator's projects; ``tags`` filters on owner tags."""
         raw = self.call("GET", "/v1/instances", query=dict(tags) if tags else None)
         return TypeAdapter(tuple[Instance, ...]).validate_python(raw)
 
@@ -65,9 +70,11 @@ class SimulatedProvider(FeedClient):
                                 f"text ({exc}); is the URL a simulated region (`sco sim region serve`)?") from None
 
     def terminate(self, instance_id: str) -> None:
+        """Delete an instance of ours; raises NotFound, or NotOwned without the owner tags."""
         self._hook("terminate")
         self.call("DELETE", f"/v1/instances/{urllib.parse.quote(instance_id)}")
 
     def reclaim(self, instance_ids: tuple[str, ...], *, drill: bool = True) -> ReclaimReceipt:
+        """The provider's reclaim path, for drills (ADR-33): notices now, deletion after the notice window."""
         self._hook("reclaim")
         return super().reclaim(instance_ids, drill=drill)

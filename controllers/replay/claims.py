@@ -1,4 +1,4 @@
-"""Claims sized to what the region lends (issue 19): a replay claim no larger than its shape's free capacity.
+"""Claims sized to what the region lends: a replay claim no larger than its shape's free capacity.
 
 The replay gives every workload the same claim (``--units``, 40 by default), which says nothing about what the
 region can lend a given unit shape. Some shapes it lends almost none of: the simulated region's reclaimable GPU

@@ -37,26 +37,32 @@ class StrategySummary:
 
     @property
     def interruption_rate_pct_h(self) -> float:
+        """Interruptions per 100 instance-hours."""
         return 100.0 * self.interruptions / self.instance_hours if self.instance_hours else 0.0
 
     @property
     def wasted_pct(self) -> float:
+        """Wasted unit-hours as a share of the reclaimable unit-hours, in %."""
         return 100.0 * self.wasted_unit_hours / self.reclaimable_unit_hours if self.reclaimable_unit_hours else 0.0
 
     @property
     def net_pct(self) -> float:
+        """Net saving as a share of the counterfactual, in %."""
         return float(100 * self.net_saving / self.counterfactual) if self.counterfactual else 0.0
 
     @property
     def net_planning_pct(self) -> float:
+        """Net saving at planning rates as a share of the counterfactual, in %."""
         return float(100 * self.net_saving_planning / self.counterfactual) if self.counterfactual else 0.0
 
     @property
     def shortfall_pct(self) -> float:
+        """Unit-hours short as a share of the unit-hours wanted, in %."""
         return 100.0 * self.shortfall_unit_hours / self.unit_hours_wanted if self.unit_hours_wanted else 0.0
 
 
 def summarise(strategy: Strategy, outcomes: Mapping[str, WorkloadOutcome]) -> StrategySummary:
+    """One strategy's outcomes summed over its workloads."""
     o = list(outcomes.values())
     return StrategySummary(
         strategy=strategy,

@@ -58,6 +58,7 @@ class StepLoss:
 
     @property
     def units_lost(self) -> int:
+        """Units lost in the step, over every pool."""
         return sum(self.lost.values())
 
 
@@ -98,14 +99,17 @@ class WorkloadOutcome:
 
     @property
     def interruption_rate_pct_h(self) -> float:
+        """Interruptions per 100 instance-hours."""
         return 100.0 * self.interruptions * 3600 / self.instance_s if self.instance_s else 0.0
 
     @property
     def wasted_pct(self) -> float:
+        """Wasted seconds as a share of the seconds on reclaimable capacity, in %."""
         return 100.0 * self.wasted_s / self.reclaimable_s if self.reclaimable_s else 0.0
 
     @property
     def useful_unit_seconds(self) -> int:
+        """Unit-seconds delivered less those wasted."""
         return max(0, self.delivered_s - self.wasted_s)
 
     @property
@@ -115,10 +119,12 @@ class WorkloadOutcome:
 
     @property
     def cost(self) -> Decimal:
+        """Reclaimable, floor and fallback cost, to the cent."""
         return (self.reclaimable_cost + self.floor_cost + self.fallback_cost).quantize(Decimal("0.01"))
 
     @property
     def net_saving(self) -> Decimal:
+        """Counterfactual less cost."""
         return self.counterfactual - self.cost
 
     @property
@@ -201,6 +207,7 @@ class PoolHistory:
             recent.clear()
 
     def states(self, now: datetime) -> list[PoolState]:
+        """Every pool's state at ``now``, less what the replay holds."""
         self.held = [h for h in self.held if h[0] > now]
         taken: dict[str, int] = defaultdict(int)
         for _, pid, n in self.held:

@@ -1,4 +1,4 @@
-"""The fleet-scale simulation (issue 18): a region of thousands of reclaimable instances of ours in partitions,
+"""The fleet-scale simulation: a region of thousands of reclaimable instances of ours in partitions,
 ONE PRODUCTION CONTROLLER PROCESS PER PARTITION (``fleet_worker``), the region's token budget split statically
 between them (ADR-12, ``split_budget``: a bucket each), one hall-wide reclaim.
 
@@ -122,6 +122,7 @@ class FleetSim:
         self.history: list[tuple[datetime, dict[str, PassResult]]] = []   # each round's passes, for the traces
 
     def figures(self) -> FleetFigures:
+        """Run the simulation (one process per partition) and measure it; its figures."""
         wall, cpu = time.perf_counter(), time.process_time()
         service = _Service(self.region, self.nats_url)
         workers: list[tuple[Any, Any]] = []

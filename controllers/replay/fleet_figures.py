@@ -1,4 +1,4 @@
-"""What the fleet-scale simulation measures (issue 18): ``FleetFigures``, and ``_Latency`` — each claimed unit
+"""What the fleet-scale simulation measures: ``FleetFigures``, and ``_Latency`` — each claimed unit
 from the moment its claim is visible (or a hall notice takes it) until our live instances of the workload cover
 it, oldest first, in virtual time."""
 

@@ -1,4 +1,4 @@
-"""The fleet-scale simulation's scenario (issue 18): the region, the workloads, and when their claims arrive.
+"""The fleet-scale simulation's scenario: the region, the workloads, and when their claims arrive.
 
 Three phases, in virtual time: **the build** (every workload's whole claim arrives once in [30 s, ``fill_s``];
 it lasts until every build claim is placed — as long as the token budget needs — or none was for ``stall_s``, at
@@ -47,6 +47,7 @@ class FleetPlan:
 
     @property
     def workloads(self) -> int:
+        """How many workloads the fleet has (at least one per partition)."""
         return max(self.partitions, round(self.instances / self.per_workload))
 
     @property
@@ -56,6 +57,7 @@ class FleetPlan:
 
 
 def fleet_region(plan: FleetPlan) -> RegionConfig:
+    """The simulated region sized for the plan's fleet."""
     return RegionConfig(seed=plan.seed, slot_scale=max(1.0, plan.instances * plan.region_per_instance),
                         occupancy=0.35, room_first=True, hall_reclaims_per_30d=0.0, quota_instances=10**7,
                         quota_vcpu=10**9)

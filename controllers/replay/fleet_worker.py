@@ -1,4 +1,4 @@
-"""One partition controller of the fleet-scale simulation, in a process of its own (issue 18).
+"""One partition controller of the fleet-scale simulation, in a process of its own.
 
 The production ``Controller`` as the replay builds it (``through_controller.partition_controller``), talking to
 the simulated region over its HTTP API (``SimulatedProvider``, what ``sco sim region serve`` serves) through its

@@ -1,4 +1,4 @@
-"""The replay through the production controller (issue 19, "one code path").
+"""The replay through the production controller ("one code path").
 
 The simulated region (``SimulatedRegion``, the provider protocol) runs on a ``VirtualClock``: its reclaim waves,
 notices, no-notice losses, hall reclaims and rate cards are the region's own, as in ``from_region`` (guaranteed
@@ -100,9 +100,11 @@ class ReplayScheduler:
                        for n in range(units)]
 
     def work(self) -> list[WorkItem]:
+        """The replay's work items (the claims the controller sees)."""
         return list(self.items)
 
     def idle_nodes(self) -> set[str]:
+        """The names of the replay's idle nodes."""
         return set(self.names)
 
 

@@ -56,4 +56,5 @@ class Trace:
 
     @property
     def days(self) -> float:
+        """The trace's length in days."""
         return (self.end - self.start).total_seconds() / 86400

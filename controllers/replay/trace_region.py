@@ -1,5 +1,5 @@
 """A recorded history as a provider: the trace's pools, rate cards and reclaim waves on virtual time, behind the
-same ``SimulatedRegion`` (the provider protocol) the production controller drives (ADR-03's report, issue 19).
+same ``SimulatedRegion`` (the provider protocol) the production controller drives (ADR-03's report).
 
 ``TraceEngine`` replays a ``Trace`` — what ``sco contracts report`` reads from ClickHouse, or what
 ``trace_from_region`` records — instead of simulating other tenants:
@@ -109,25 +109,31 @@ class TraceEngine:
 
     # --- plumbing (the ``Engine`` protocol) ------------------------------------------------------------
     def at(self, t: float) -> datetime:
+        """Simulation second ``t`` as a time."""
         return self.start + timedelta(seconds=t)
 
     def seconds(self, when: datetime) -> float:
+        """A time as simulation seconds."""
         return (when - self.start).total_seconds()
 
     def new_id(self) -> str:
+        """A new instance id (seeded, so runs repeat)."""
         return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
 
     def emit(self, ev: SimEvent) -> None:
+        """Hand one simulated event to every listener."""
         for fn in self.on_event:
             fn(ev)
 
     def add(self, inst: Inst) -> None:
+        """Track a new instance."""
         self.live[inst.pool][inst.id] = inst
         self.by_id[inst.id] = inst
         if inst.owned:
             self.owned[inst.id] = inst
 
     def delete(self, instance_id: str) -> None:
+        """Forget an instance (one unknown is no error)."""
         inst = self.by_id.pop(instance_id, None)
         if inst is None:
             return
@@ -140,12 +146,15 @@ class TraceEngine:
         return max(self._free[i] - self._held_now[i], 0)
 
     def free(self, i: int) -> int:
+        """Free slots of pool ``i`` now."""
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
 
     def intensity(self, agg: str, t: float) -> float:
+        """Guaranteed demand's intensity: flat in a recorded trace."""
         return 1.0
 
     def pool_rate_pct_h(self, i: int) -> float:
+        """Pool ``i``'s reclaims per 100 instance-hours so far."""
         hours = self._seconds[i] / 3600.0
         return 100.0 * self._reclaims[i] / hours if hours else 0.0
 
@@ -283,6 +292,7 @@ class TraceRegion(SimulatedRegion):
                                    valid_for=timedelta(seconds=self.config.rate_card_s), entries=entries)
 
     def catalogue(self) -> PoolCatalogue:
+        """The catalogue, its source naming the trace."""
         found = super().catalogue()
         return found.model_copy(update={"source": f"trace:{self.region}"})
 

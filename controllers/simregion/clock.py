@@ -9,6 +9,7 @@ __all__ = ["VirtualClock", "WallClock"]
 
 class WallClock:
     def now(self) -> datetime:
+        """The current time (UTC)."""
         return datetime.now(UTC)
 
 
@@ -21,10 +22,13 @@ class VirtualClock:
         self._now = start.astimezone(UTC)
 
     def now(self) -> datetime:
+        """The virtual time."""
         return self._now
 
     def advance_to(self, when: datetime) -> None:
+        """Move the virtual time to ``when`` (never back)."""
         self._now = max(self._now, when)
 
     def advance(self, delta: timedelta) -> None:
+        """Move the virtual time on by ``delta``."""
         self._now += delta

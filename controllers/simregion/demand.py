@@ -47,18 +47,22 @@ class GuaranteedDemand:
         return value
 
     def bursting(self, agg: str, t: float) -> bool:
+        """True while aggregate ``agg`` is in a demand burst at ``t``."""
         return self.burst_start[agg] <= t < self.burst_until[agg]
 
     def intensity(self, agg: str, t: float) -> float:
+        """Guaranteed demand's intensity on ``agg`` at ``t`` (weight × daily cycle × burst)."""
         burst = self.config.burst_factor if self.bursting(agg, t) else 1.0
         return self.aggregate_weight[agg] * self.daily(t) * burst / self._burst_norm
 
     def utilisation(self, agg: str, t: float) -> float:
+        """The share of ``agg``'s guaranteed capacity in use at ``t``."""
         a = self.config.daily_amplitude
         u = 0.55 + (0.3 * (self.daily(t) - 1.0) / a if a > 0 else 0.0)
         return min(0.98, u + (0.2 if self.bursting(agg, t) else 0.0))
 
     def book(self, agg: str, lands: float, leaves: float, vcpu: int) -> None:
+        """Book ``vcpu`` of guaranteed demand on ``agg`` from ``lands`` to ``leaves``."""
         self.booked[agg].append((lands, leaves, vcpu))
         self._held_at = (("", math.nan), 0)
 

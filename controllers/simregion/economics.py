@@ -1,4 +1,4 @@
-"""The simulated region's economic assumptions in one place (issue 19), with the planning rates beside them.
+"""The simulated region's economic assumptions in one place, with the planning rates beside them.
 
 The region prices a reclaimable pool from its aggregate's utilisation, ``u = 0.7 × guaranteed demand's
 utilisation + 0.3 × the share of the aggregate's room in use``: ``rate = guaranteed rate × (0.2 + 0.6 u²)``,

@@ -99,12 +99,15 @@ class RegionEngine:
         heapq.heappush(self._queue, (when, self._seq, op, arg))
 
     def new_id(self) -> str:
+        """A new instance id (seeded, so runs repeat)."""
         return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
 
     def at(self, t: float) -> datetime:
+        """Simulation second ``t`` as a time."""
         return self.start + timedelta(seconds=t)
 
     def seconds(self, when: datetime) -> float:
+        """A time as simulation seconds."""
         return (when - self.start).total_seconds()
 
     def _emit(self, ev: SimEvent) -> None:
@@ -137,6 +140,7 @@ class RegionEngine:
         return 100.0 * self.pool_reclaims[i] / hours if hours else 0.0
 
     def add(self, inst: Inst) -> None:
+        """Place an instance in its pool."""
         self._area()
         self._pool_area(inst.pool)
         self.live[inst.pool][inst.id] = inst
@@ -149,6 +153,7 @@ class RegionEngine:
                 self.live_vcpu[self.agg_of[inst.pool]] += inst.vcpu
 
     def remove(self, inst: Inst) -> None:
+        """Take an instance out of its pool."""
         self._area()
         self._pool_area(inst.pool)
         del self.live[inst.pool][inst.id]
@@ -160,9 +165,11 @@ class RegionEngine:
                 self.live_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
 
     def intensity(self, agg: str, t: float) -> float:
+        """Guaranteed demand's intensity on ``agg`` at ``t``."""
         return self.demand.intensity(agg, t)
 
     def held_vcpu(self, agg: str, t: float) -> int:
+        """vCPU of ``agg`` guaranteed demand holds at ``t``."""
         return self.demand.held(agg, t, self.now)
 
     def _factor(self, agg: str, t: float) -> float:
@@ -190,6 +197,7 @@ class RegionEngine:
         return max(0, self.live_vcpu[agg] - room)
 
     def free(self, i: int) -> int:
+        """Free slots of pool ``i`` now."""
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
 
     def _populate(self) -> None:
@@ -203,6 +211,7 @@ class RegionEngine:
 
     # --- the event loop --------------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
+        """Run every scheduled event up to second ``t``."""
         q = self._queue
         while q and q[0][0] <= t:
             when, _, op, arg = heapq.heappop(q)

@@ -42,6 +42,7 @@ class HistoryReport:
 
 def write_history(client: Any, config: RegionConfig, *, days: int, start: datetime,
                   progress: Callable[[int, int], None] | None = None) -> HistoryReport:
+    """Simulate ``days`` of pool history from ``start`` and write it to ClickHouse; what was written."""
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
     if start.tzinfo is None:

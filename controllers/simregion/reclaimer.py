@@ -14,13 +14,16 @@ __all__ = ["STRATEGIES", "Candidate", "select_victims"]
 
 class Candidate(Protocol):
     @property
-    def vcpu(self) -> int: ...
+    def vcpu(self) -> int:
+        """The instance's vCPU."""
 
     @property
-    def launched(self) -> float: ...
+    def launched(self) -> float:
+        """When it was launched (simulation seconds)."""
 
     @property
-    def id(self) -> str: ...
+    def id(self) -> str:
+        """The instance id."""
 
 
 def _take(ordered: Sequence[Candidate], need: int) -> list[Candidate]:
@@ -87,6 +90,7 @@ STRATEGIES: dict[str, Callable[[Sequence[Candidate], int, random.Random], list[C
 
 
 def select_victims(strategy: str, cands: Sequence[Candidate], need_vcpu: int, rng: random.Random) -> list[Candidate]:
+    """The instances ``strategy`` reclaims to free ``need_vcpu``."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown reclaimer strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     return STRATEGIES[strategy](cands, max(need_vcpu, 1), rng)

@@ -55,6 +55,7 @@ class Stats:
 
     @property
     def reclaim_rate_pct_h(self) -> float:
+        """Reclaims per 100 instance-hours."""
         return 100.0 * self.reclaimed / (self.instance_seconds / 3600.0) if self.instance_seconds else 0.0
 
 

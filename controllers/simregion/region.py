@@ -67,19 +67,32 @@ class Engine(Protocol):
     on_advisory: list[Callable[[Inst, float, float], None]]
     on_rate_card: list[Callable[[float, list[tuple[int, float, int, int]]], None]]
 
-    def at(self, t: float) -> datetime: ...
-    def seconds(self, when: datetime) -> float: ...
-    def run_until(self, t: float) -> None: ...
-    def new_id(self) -> str: ...
-    def add(self, inst: Inst) -> None: ...
-    def emit(self, ev: SimEvent) -> None: ...
-    def delete(self, instance_id: str) -> None: ...
-    def free(self, i: int) -> int: ...
-    def capacity(self, i: int, t: float) -> int: ...
-    def intensity(self, agg: str, t: float) -> float: ...
-    def pool_rate_pct_h(self, i: int) -> float: ...
-    def doom(self, inst: Inst, cause: str, *, drill: bool, notice: bool | None = None) -> None: ...
-    def hall_reclaim(self, hall: str, *, drill: bool = False) -> list[Inst]: ...
+    def at(self, t: float) -> datetime:
+        """Simulation second ``t`` as a time."""
+    def seconds(self, when: datetime) -> float:
+        """A time as simulation seconds."""
+    def run_until(self, t: float) -> None:
+        """Run every scheduled event up to second ``t``."""
+    def new_id(self) -> str:
+        """A new instance id."""
+    def add(self, inst: Inst) -> None:
+        """Track a new instance."""
+    def emit(self, ev: SimEvent) -> None:
+        """Hand one simulated event to every listener."""
+    def delete(self, instance_id: str) -> None:
+        """Remove an instance."""
+    def free(self, i: int) -> int:
+        """Free slots of pool ``i`` now."""
+    def capacity(self, i: int, t: float) -> int:
+        """Pool ``i``'s reclaimable slots at second ``t``."""
+    def intensity(self, agg: str, t: float) -> float:
+        """Guaranteed demand's intensity on ``agg`` at ``t``."""
+    def pool_rate_pct_h(self, i: int) -> float:
+        """Pool ``i``'s reclaims per 100 instance-hours so far."""
+    def doom(self, inst: Inst, cause: str, *, drill: bool, notice: bool | None = None) -> None:
+        """Schedule an instance's reclaim (its notice, then its deletion)."""
+    def hall_reclaim(self, hall: str, *, drill: bool = False) -> list[Inst]:
+        """Reclaim every instance of ours in ``hall`` at once; them."""
 
 
 class SimulatedRegion:
@@ -92,18 +105,21 @@ class SimulatedRegion:
         self._rate_card: RateCard | None = None
         self._event_ids = random.Random(f"{config.seed}:event-ids")
         self.engine.on_rate_card.append(self._keep_rate_card)
-        self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before issue 19's
-        self._listing: dict[tuple[str, bool], Instance] = {}   # speed-up; the equivalence test runs both)
+        self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before this cache
+        self._listing: dict[tuple[str, bool], Instance] = {}   # was added; the equivalence test runs both)
 
     @property
     def region(self) -> str:
+        """The region this provider serves."""
         return self.config.region
 
     def sync(self) -> None:
+        """Run the simulation up to the clock's now."""
         with self.lock:
             self.engine.run_until(self.engine.seconds(self.clock.now()))
 
     def to_event(self, ev: SimEvent) -> Event:
+        """A simulated event as a lifecycle ``Event`` of the region."""
         event_id = uuid.UUID(int=self._event_ids.getrandbits(128), version=4)
         return Event(event_id=event_id, kind=ev.kind, time=self.engine.at(ev.time),
                      region=self.region, partition=ev.partition or None, pool=ev.pool or None,
@@ -111,6 +127,7 @@ class SimulatedRegion:
                      source="simregion", attributes=ev.attributes)
 
     def notice_of(self, inst: Inst) -> Notice:
+        """The reclaim notice of a doomed instance."""
         e = self.engine
         pool = e.specs[inst.pool].pool
         assert inst.notice_at is not None and inst.terminate_at is not None
@@ -119,6 +136,7 @@ class SimulatedRegion:
                       drill=inst.drill)
 
     def advisory_of(self, inst: Inst, at: float, expected: float) -> Advisory:
+        """The advisory for an instance whose reclaim is expected at ``expected``."""
         e = self.engine
         return Advisory(region=self.region, instance_id=inst.id, pool_id=e.specs[inst.pool].pool.pool_id,
                         issued_at=e.at(at), expected_at=e.at(expected), probability=0.9)
@@ -153,11 +171,13 @@ class SimulatedRegion:
                                    valid_for=timedelta(seconds=self.config.rate_card_s), entries=tuple(entries))
 
     def rate_card(self) -> RateCard:
+        """The current rate card (one entry per pool, refreshed every five minutes)."""
         self.sync()
         assert self._rate_card is not None
         return self._rate_card
 
     def reservations(self, business_unit: str | None = None) -> tuple[Reservation, ...]:
+        """Committed capacity, of one business unit or of all when ``business_unit`` is None."""
         self.sync()
         e = self.engine
         return tuple(
@@ -169,6 +189,7 @@ class SimulatedRegion:
             and (business_unit is None or s.pool.business_unit == business_unit))
 
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
+        """Expected free reclaimable capacity per pool over the next ``horizon``."""
         self.sync()
         e, h = self.engine, horizon.total_seconds()
         out = []
@@ -186,6 +207,7 @@ class SimulatedRegion:
         return list(self.engine.owned.values())
 
     def quota_headroom(self) -> QuotaHeadroom:
+        """The project's quota headroom."""
         self.sync()
         mine = self._owned()
         specs = self.engine.specs
@@ -229,6 +251,7 @@ class SimulatedRegion:
         return hit
 
     def instance(self, instance_id: str) -> Instance:
+        """One instance of ours; raises NotFound otherwise."""
         with self.lock:
             inst = self.engine.by_id.get(instance_id)
             if inst is None or not inst.owned:
@@ -258,6 +281,7 @@ class SimulatedRegion:
 
     # --- write side ------------------------------------------------------------------------------------
     def launch(self, request: LaunchRequest) -> tuple[Instance, ...]:
+        """Launch ``request.count`` instances, all or nothing; raises the provider contract's errors."""
         self.sync()
         with self.lock:
             e = self.engine
@@ -293,6 +317,7 @@ class SimulatedRegion:
             return tuple(made)
 
     def terminate(self, instance_id: str) -> None:
+        """Delete an instance of ours; raises NotFound, or NotOwned without the owner tags."""
         self.sync()
         with self.lock:
             inst = self.engine.by_id.get(instance_id)
@@ -322,6 +347,7 @@ class SimulatedRegion:
                                   drill=drill)
 
     def hall_reclaim(self, hall: str, *, drill: bool = False) -> tuple[str, ...]:
+        """Reclaim every instance of ours in ``hall`` (a game day); their ids."""
         self.sync()
         with self.lock:
             if hall not in HALLS:

@@ -53,6 +53,7 @@ _STATUS: dict[type[ProviderError], int] = {InvalidRequest: 400, QuotaExceeded: 4
 
 
 def error_body(exc: ProviderError) -> dict[str, Any]:
+    """A provider error as the feed's JSON error body (type, message, arguments)."""
     params = [p for p in inspect.signature(type(exc).__init__).parameters if p != "self"]
     args = {p: getattr(exc, p) for p in params if hasattr(exc, p)}
     return {"error": type(exc).__name__, "message": str(exc), "args": json.loads(json.dumps(args, default=str))}
@@ -93,9 +94,11 @@ class RegionService:
 
     @property
     def url(self) -> str:
+        """The service's base URL."""
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
+        """Start serving HTTP (and connect to NATS when a URL is set)."""
         if self.nats_url:
             from stores.nats import connect, ensure_events_stream
 
@@ -113,6 +116,7 @@ class RegionService:
             self.port = server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        """Stop serving and close the NATS connection."""
         if self._runner is not None:
             await self._runner.cleanup()
         if self._nc is not None:
@@ -153,6 +157,7 @@ class RegionService:
         self.published["events"] += sent
 
     async def serve(self, stop: asyncio.Event | None = None) -> None:
+        """Step the region until ``stop`` is set."""
         stop = stop or asyncio.Event()
         while not stop.is_set():
             await self.step()

@@ -8,4 +8,4 @@ Only this package, ``orchestration.definitions`` and ``orchestration.resources``
 __all__ = ["DOMAINS"]
 
 DOMAINS = ("catalogue", "rankings", "groups", "insights", "costs", "attribution", "archive", "finance", "ingest",
-           "health")
+           "health", "bakeoff")

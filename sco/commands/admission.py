@@ -13,6 +13,7 @@ __all__ = ["register_sync_admission"]
 
 
 def register_sync_admission(cmds: Any) -> None:
+    """Add ``sco contracts sync-admission`` to the contracts commands."""
     p = cmds.add_parser("sync-admission",
                         help="write the admission ConfigMap and/or the Slurm job_submit.lua data from a signed bundle")
     p.add_argument("--bundle", type=Path, required=True, help="controller-bundle.json (with its .sig beside it)")

@@ -27,6 +27,7 @@ DEFAULT_ALERT_WEBHOOK = "http://incident-platform.invalid/alertmanager"
 
 
 def register(sub: Any) -> None:
+    """Add ``sco contracts`` (check, compile, sign, verify, ...) to the parser."""
     group = sub.add_parser("contracts", help="check, compile, sign and verify interruption contracts")
     cmds = group.add_subparsers(dest="contracts_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -81,7 +82,7 @@ def register(sub: Any) -> None:
                           "bundle, and recompute the governed changes against it")
     ver.set_defaults(handler=_verify)
 
-    from .admission import register_sync_admission  # issue 8: sco contracts sync-admission
+    from .admission import register_sync_admission  # sco contracts sync-admission
 
     register_sync_admission(cmds)
 

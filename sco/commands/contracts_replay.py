@@ -179,6 +179,7 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
 
 def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: Sequence[str],
                   engine: str = "controller") -> str:
+    """The replay's report as text: a row per workload outcome, then the notes."""
     days = trace.days or 1.0
     rows = []
     for o in sorted(outcomes.values(), key=lambda o: (o.tier, o.workload)):

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
 from sco.cli import CliError
 
 from .controller_refresh import add_refresh_options
@@ -54,14 +55,14 @@ def _node_credentials(args: argparse.Namespace) -> Any:
         raise CliError("--keystone-issuer needs --clouds-yaml (the entry is read from it)")
     import yaml
 
+    from controllers.providers.appcred import connect_sdk
     from controllers.providers.node_credentials import KeystoneNodeCredentials
-    from controllers.providers.openstack import _connect
 
     clouds = yaml.safe_load(args.clouds_yaml.read_text()).get("clouds", {})
     if args.keystone_issuer not in clouds:
         raise CliError(f"--keystone-issuer {args.keystone_issuer!r} is not an entry of {args.clouds_yaml} "
                        f"(entries: {', '.join(sorted(clouds))})")
-    return KeystoneNodeCredentials(_connect(**clouds[args.keystone_issuer]))
+    return KeystoneNodeCredentials(connect_sdk(**clouds[args.keystone_issuer]))
 
 
 def _verified(bundle: Path, pubkey: Path, governance_key: Path | None) -> Any:
@@ -127,8 +128,8 @@ def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -
 
 def _agent_bundle(bundle: Path) -> tuple[bytes, bytes] | None:
     """The partition's signed agent bundle beside its controller bundle (what every launch carries), or None."""
-    agent_path = bundle.with_name("agent-bundle.json")
-    sig = agent_path.with_name(agent_path.name + ".sig")
+    agent_path = bundle.with_name(AGENT_BUNDLE)
+    sig = agent_path.with_name(AGENT_SIGNATURE)
     return (agent_path.read_bytes(), sig.read_bytes()) if agent_path.exists() and sig.exists() else None
 
 
@@ -151,7 +152,7 @@ def partition_bucket(region_rate: float, partitions: list[str], partition: str, 
                      monotonic: Callable[[], float] = time.monotonic) -> TokenBucket:
     """This partition's share of the region's budget (ADR-12's static split), its burst one pass interval's worth:
     a pass ends at its first ``Throttled`` and the next comes an interval later, so a one-second burst would let
-    a controller use about a fifth of its share (found by the fleet-scale simulation, issue 18)."""
+    a controller use about a fifth of its share (found by the fleet-scale simulation)."""
     from controllers.controller.budget import split_budget
 
     return split_budget(region_rate, partitions, monotonic=monotonic, burst_s=interval_s)[partition]
@@ -310,6 +311,7 @@ def _reset_breaker(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco controller`` (run a partition, rebuild from tags, watch exclusions) to the parser."""
     group = subparsers.add_parser("controller", help="the capacity controller (run a partition, rebuild from tags)")
     sub = group.add_subparsers(dest="controller_command", required=True)
     watch = sub.add_parser("watch-exclusions", help="the streaming exclusion watcher of a region (ADR-07)")

@@ -1,5 +1,5 @@
 """``sco controller run --distributor-url``: the controller refreshes its own bundle from the distributor
-(issue 16; docs/controller.md "Refreshing its own bundle"), and the revoker a terminated instance meets (ADR-31).
+(docs/controller.md "Refreshing its own bundle"), and the revoker a terminated instance meets (ADR-31).
 
 The controller reads the distributor as the ``controller`` role: a bearer token from ``--distributor-token-file``
 or, with ``--agent-credentials stack``, the stack's controller credential (``$SCO_HOME/credentials.json``).
@@ -63,7 +63,7 @@ def controller_feed(args: argparse.Namespace, held: Any) -> Any:
     ``--distributor-url``."""
     if not args.distributor_url:
         return None
-    from controllers.distributor import ControllerBundleFeed
+    from distributor import ControllerBundleFeed
 
     governance = args.governance_key.read_bytes() if args.governance_key is not None else None
     return ControllerBundleFeed(args.distributor_url, args.partition, args.pubkey.read_bytes(), governance,

@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE, CONTROLLER_BUNDLE
 from sco.cli import CliError
 
 __all__ = ["add_agent_options", "add_agent_version_options", "agent_bundle_feed", "agent_credentials", "agent_rollout",
@@ -103,7 +104,7 @@ def agent_bundle_feed(args: argparse.Namespace, pubkey: Path, held: tuple[bytes,
     or the stack's controller credential); else None."""
     if not args.distributor_url:
         return None
-    from controllers.distributor import AgentBundleFeed
+    from distributor import AgentBundleFeed
 
     from .controller_refresh import authorization
 
@@ -114,10 +115,10 @@ def _bundles(args: argparse.Namespace) -> tuple[dict[str, Any], bytes, bytes]:
     from contracts.bundle_verify import BundleError, verify_bundle
 
     directory = args.bundles / args.partition
-    controller, agent = directory / "controller-bundle.json", directory / "agent-bundle.json"
+    controller, agent = directory / CONTROLLER_BUNDLE, directory / AGENT_BUNDLE
     try:
         payload: dict[str, Any] = verify_bundle(controller, args.pubkey, args.governance_key).payload
-        raw, sig = agent.read_bytes(), agent.with_name(agent.name + ".sig").read_bytes()
+        raw, sig = agent.read_bytes(), agent.with_name(AGENT_SIGNATURE).read_bytes()
     except (BundleError, OSError) as exc:
         raise CliError(f"partition {args.partition!r} in {args.bundles}: {exc}; compile it with "
                        "`sco contracts compile --out` and pass that directory as --bundles") from exc

@@ -16,6 +16,7 @@ from typing import Any
 
 from contracts.bundle import publish
 from contracts.bundle_verify import verify_bundle
+from contracts.bundle_wire import AGENT_BUNDLE, CONTROLLER_BUNDLE
 from contracts.compiler import RepoError, check_repo
 
 from ..errors import CliError
@@ -28,6 +29,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "contracts"
 
 
 def register(sub: Any) -> None:
+    """Add ``sco demo`` to the parser."""
     demo = sub.add_parser("demo", help="run the whole system on embedded defaults (a few minutes)")
     demo.add_argument("--contracts", type=Path, default=EXAMPLES, help="contract repository")
     demo.add_argument("--contracts-only", action="store_true", help="only compile, report and sign the contracts")
@@ -86,8 +88,8 @@ def _demo(args: argparse.Namespace) -> int:
                             load_private_key(keys / "governance.key.pem"))
         print("\nSigned bundles (throw-away demo keys):")
         for b in published:
-            agent = verify_bundle(b.directory / "agent-bundle.json", keys / "signing.pub.pem")
-            ctrl = verify_bundle(b.directory / "controller-bundle.json", keys / "signing.pub.pem",
+            agent = verify_bundle(b.directory / AGENT_BUNDLE, keys / "signing.pub.pem")
+            ctrl = verify_bundle(b.directory / CONTROLLER_BUNDLE, keys / "signing.pub.pem",
                                  keys / "governance.pub.pem")
             print(f"  {b.partition}: {b.workloads} workload(s), generation {b.generation}; agent bundle "
                   f"{len(agent.raw)} B verified, controller bundle {len(ctrl.raw)} B verified "

@@ -1,5 +1,5 @@
 """``sco distributor serve``: each partition's signed agent and controller bundles over HTTP, with ETags,
-behind the stack's credentials (controllers/distributor, docs/agent.md "Sources"); ``sco distributor stage`` and
+behind the stack's credentials (distributor, docs/agent.md "Sources"); ``sco distributor stage`` and
 ``sco distributor rollout``: a new compile goes to the canary partition first and to the rest after its soak, or
 is rolled back (ADR-32, docs/operations.md "How a bundle rolls out")."""
 
@@ -18,7 +18,7 @@ def _serve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from controllers.distributor import Catalog, Distributor
+    from distributor import Catalog, Distributor
     from sco.stack.distributor_auth import stack_authenticator
 
     if not args.bundles.is_dir():
@@ -47,8 +47,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _stage(args: argparse.Namespace) -> int:
-    from controllers.distributor import Releases
-    from controllers.errors import RolloutError
+    from distributor import Releases
+    from distributor.errors import RolloutError
 
     try:
         release = Releases(args.bundles).stage(args.source)
@@ -62,8 +62,8 @@ def _rollout(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from contracts.compiler import RepoError, load_settings
-    from controllers.distributor import ClickHouseGates, Releases, plan_rollout
-    from controllers.errors import RolloutError
+    from distributor import ClickHouseGates, Releases, plan_rollout
+    from distributor.errors import RolloutError
     from stores import clickhouse
 
     try:
@@ -114,6 +114,7 @@ class _LazyGates:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco distributor`` (serve, stage, rollout) to the parser."""
     group = subparsers.add_parser("distributor", help="the bundle distributor (serve signed bundles over HTTP)")
     sub = group.add_subparsers(dest="distributor_command", required=True)
     p = sub.add_parser("serve", help="serve <bundles>/<region>/<cluster>/*-bundle.json with ETags, authenticated")

@@ -23,6 +23,7 @@ __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
+    """Add ``sco drill`` to the parser."""
     p = sub.add_parser("drill", help="reclaim a share of a partition (or a hall) with the drill flag; judge drains")
     p.add_argument("--partition", required=True, help="<region>/<cluster>, e.g. r1/slurm-hpc")
     p.add_argument("--fraction", type=float, default=0.01, help="share of the partition's instances (≤ 0.05)")

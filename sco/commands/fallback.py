@@ -32,6 +32,7 @@ class _Named:
 
 
 def register(sub: Any) -> None:
+    """Add ``sco fallback`` (the approvals of fallback spend beyond a cap) to the parser."""
     group = sub.add_parser("fallback", help="answer requests for fallback spend beyond a contract's cap (ADR-23)")
     cmds = group.add_subparsers(dest="fallback_command", metavar="SUBCOMMAND")
     cmds.required = True

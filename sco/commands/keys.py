@@ -22,6 +22,7 @@ _EMAIL = re.compile(r"[^@\s/]+@[^@\s/]+\.[^@\s/]+")
 
 
 def register(sub: Any) -> None:
+    """Add ``sco keys`` to the parser."""
     group = sub.add_parser("keys", help="signing keys for local development")
     cmds = group.add_subparsers(dest="keys_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -34,6 +35,7 @@ def register(sub: Any) -> None:
 
 
 def init_keys(directory: Path, force: bool = False) -> list[Path]:
+    """Create the signing and governance key pairs in ``directory`` (no overwrite unless ``force``); the files."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name in KEY_NAMES:

@@ -15,6 +15,7 @@ __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
+    """Add ``sco plugpool`` to the parser."""
     group = sub.add_parser("plugpool", help="cluster-autoscaler provider for machines on ESPHome smart plugs")
     cmds = group.add_subparsers(dest="plugpool_command", metavar="COMMAND")
     cmds.required = True

@@ -12,6 +12,7 @@ __all__ = ["render_report", "render_table"]
 
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:
+    """``rows`` under ``headers`` as aligned plain-text columns (numbers right-aligned)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) if c[:1].isdigit() else c.ljust(w)
@@ -20,6 +21,7 @@ def render_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def render_report(result: CompileResult, repo: Path) -> str:
+    """The compile report: one row per workload with its tier, partition, drain budget and checkpoint interval."""
     rows = []
     for w in sorted(result.workloads, key=lambda w: (w.contract.partition, w.contract.tier, w.contract.workload)):
         c = w.contract

@@ -20,6 +20,7 @@ _NO_MARTS = ("the finance marts are not built yet: materialise them "
 
 
 def register(sub: Any) -> None:
+    """Add ``sco report`` (showback and fleet pages) to the parser."""
     report = sub.add_parser("report", help="showback and fleet reports (HTML with charts) from the finance marts")
     rsub = report.add_subparsers(dest="report_command", metavar="REPORT")
     rsub.required = True

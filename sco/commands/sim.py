@@ -27,6 +27,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
+    """Add ``sco sim`` (the simulated region and pool history) to the parser."""
     sim = sub.add_parser("sim", help="the simulated private-cloud region and pool history")
     simsub = sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
     simsub.required = True

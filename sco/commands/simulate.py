@@ -20,6 +20,7 @@ CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min
 
 
 def register(sub: Any) -> None:
+    """Add ``sco simulate`` to the parser."""
     p = sub.add_parser("simulate", help="replay N days of pool history with the real planner; compare strategies")
     p.add_argument("--days", type=float, default=30.0, help="days to replay (default 30)")
     p.add_argument("--warmup-days", type=float, default=7.0, help="history the rankings learn from first (7)")

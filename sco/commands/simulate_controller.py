@@ -1,4 +1,4 @@
-"""``sco simulate --engine controller``: the replay through the production controller (issue 19, one code path).
+"""``sco simulate --engine controller``: the replay through the production controller (one code path).
 
 Wires what the controllers layer cannot import: the production scorer (``orchestration.scoring.rank_pools`` on
 ``PoolInputs`` built the way ``orchestration.rankings.gather_inputs`` builds them, published with
@@ -77,6 +77,7 @@ class EmbeddedPostgres:
         self.url = services.start_postgres(self.dir, fast=True).url
 
     def database(self) -> str:
+        """A fresh, migrated database on the embedded server; its URL."""
         import psycopg
 
         from stores import migrate
@@ -90,6 +91,7 @@ class EmbeddedPostgres:
         return url
 
     def close(self) -> None:
+        """Stop the embedded server and remove its directory."""
         from sco.stack import services
 
         services.stop_postgres(self.dir)
@@ -118,7 +120,8 @@ Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]
 class Databases(Protocol):
     """Where each replay gets its fresh migrated database (``EmbeddedPostgres``)."""
 
-    def database(self) -> str: ...
+    def database(self) -> str:
+        """A fresh, migrated database; its URL."""
 
 
 def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime, days: float,

@@ -211,6 +211,7 @@ def _relay(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    """Add the stack commands (``sco up``, ``status``, ``down``, ...) to the parser."""
     home = argparse.ArgumentParser(add_help=False)
     home.add_argument("--home", help="stack directory (default: $SCO_HOME or .sco)")
     home.add_argument("--json", action="store_true", help="machine-readable output")

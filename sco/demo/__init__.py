@@ -1,3 +1,3 @@
-"""The demo of the whole system (issue 10): ``sco demo`` / ``make demo``."""
+"""The demo of the whole system: ``sco demo`` / ``make demo``."""
 
 __all__: list[str] = []

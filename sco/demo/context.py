@@ -79,6 +79,7 @@ class RunContext:
         return time.monotonic() - self.live_started
 
     def the_fleet(self) -> Fleet:
+        """The running fleet; raises before it has started."""
         if self.fleet is None:
             raise RuntimeError("the fleet is not running yet")
         return self.fleet

@@ -27,6 +27,7 @@ from typing import Any
 from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.model import NodeIdentity
 from agent.runtime import Agent, SystemClock
+from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
 from contracts.provider import InstanceStatus, ProviderError
 
 from .simnode import SimLocalActuator, SimScheduler
@@ -73,8 +74,8 @@ class Fleet:
     def _bundle(self, partition: str) -> tuple[bytes, bytes, dict[str, Any]]:
         region, cluster = partition.split("/", 1)
         d = self.bundle_root / region / cluster
-        raw = (d / "agent-bundle.json").read_bytes()
-        return raw, (d / "agent-bundle.json.sig").read_bytes(), json.loads(raw)
+        raw = (d / AGENT_BUNDLE).read_bytes()
+        return raw, (d / AGENT_SIGNATURE).read_bytes(), json.loads(raw)
 
     def _userdata(self, inst: Any, partition: str, node_name: str | None) -> tuple[bytes, str, str]:
         raw, sig, payload = self._bundle(partition)
@@ -189,12 +190,14 @@ class Fleet:
             self.on_change("stopped", node)
 
     def set_scheduler_outage(self, on: bool) -> None:
+        """Make every node's scheduler slow (1 s an answer) or answer at once again."""
         self.slow_scheduler = on
         for a in self.agents.values():
             if a.scheduler is not None:
                 a.scheduler.slow_s = 1.0 if on else 0.0
 
     async def close(self) -> None:
+        """Stop every agent of the fleet and the user-data agents."""
         for iid in list(self.agents):
             await self._stop(self.agents.pop(iid))
         if self.userdata is not None:

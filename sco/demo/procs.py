@@ -55,6 +55,7 @@ class Procs:
     cpu_s: dict[str, float] = field(default_factory=dict)  # what stopped processes used, by name prefix
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start ``argv`` as the named process, its output in the run's log directory."""
         log = (self.logs / f"{name}.log").open("ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
                                 start_new_session=True, preexec_fn=_die_with_parent())
@@ -62,6 +63,7 @@ class Procs:
         return proc
 
     def stop(self, name: str, timeout: float = 10.0) -> None:
+        """Stop the named process (its process group), if it still runs."""
         proc = self.procs.pop(name, None)
         if proc is None or proc.poll() is not None:
             return
@@ -80,6 +82,7 @@ class Procs:
                 for n, p in self.procs.items() if p.poll() is not None and not (n == "history" and p.returncode == 0)]
 
     def wait(self, name: str, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the named process; its exit status, or None."""
         proc = self.procs.get(name)
         if proc is None:
             return None
@@ -89,15 +92,18 @@ class Procs:
             return None
 
     def stop_all(self) -> None:
+        """Stop every process still running."""
         for name in list(self.procs):
             self.stop(name)
 
 
 def sco_argv(*args: str) -> list[str]:
+    """The argv that runs ``sco`` with ``args`` in this Python."""
     return [sys.executable, "-m", "sco", *args]
 
 
 def wait_http(url: str, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for ``url`` to answer; raises when it does not."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -109,6 +115,7 @@ def wait_http(url: str, timeout: float) -> None:
 
 
 def post(url: str, body: Any = None) -> Any:
+    """POST ``body`` as JSON to ``url``; the decoded JSON answer."""
     data = json.dumps(body if body is not None else {}).encode()
     req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as resp:

@@ -8,7 +8,7 @@ so the demo's measured share is not the production share. Two estimates of the s
   reclaimed, so they lose little per reclaim; at 4 %/h units run their full length, and the linear figure is
   a *lower* bound.
 - **contracts**: ADR-20's planning rule per workload from its signed agent-bundle entry (the fields the agent
-  measures ``wasted_s`` with, ``agent/waste.py``): a requeued unit loses half its length per reclaim
+  measures ``wasted_s`` with, ``agent/drain/waste.py``): a requeued unit loses half its length per reclaim
   (``contracts.checkpoint_math.requeue_waste_pct``); a periodic checkpoint without a final write loses half an
   interval; a final write on notice loses half an interval only on the reclaims without notice; a stateless
   unit loses nothing. Each workload weighs equally (the demo claims the same units for each).
@@ -30,7 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from agent.waste import FINAL_MODES, MODE_NONE, REQUEUE_FRAMEWORK
+from agent.drain.waste import FINAL_MODES, MODE_NONE, REQUEUE_FRAMEWORK
 from contracts.agent_record import AgentRecord
 from contracts.checkpoint_math import requeue_waste_pct
 

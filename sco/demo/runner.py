@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from contracts.bundle_wire import AGENT_BUNDLE
+
 from .context import DemoConfig, RunContext, Urls
 from .display import Display
 from .procs import Procs, sco_argv, wait_http
@@ -83,7 +85,7 @@ async def sign_contracts(ctx: RunContext) -> None:
                         datetime.now(UTC), load_private_key(ctx.keys / "governance.key.pem"))
     ctx.partitions = [b.partition for b in published]
     ctx.summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
-    ctx.summary.contracts = agent_records(sorted(ctx.bundles.glob("*/*/agent-bundle.json")))
+    ctx.summary.contracts = agent_records(sorted(ctx.bundles.glob(f"*/*/{AGENT_BUNDLE}")))
 
 
 def region_settings(cfg: DemoConfig) -> dict[str, str]:

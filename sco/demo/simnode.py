@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from agent.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
+from agent.drain.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.model import STARTED_AT, Contract, Unit, format_time
 
 __all__ = ["SimLocalActuator", "SimScheduler"]
@@ -56,14 +56,17 @@ class SimScheduler:
             time.sleep(self.slow_s)
 
     def mark_unschedulable(self, reason: str) -> None:
+        """Mark the node unschedulable (the drain's first action)."""
         self._answer()
         self.unschedulable = True
 
     def mark_schedulable(self, reason: str) -> None:
+        """Mark the node schedulable again."""
         self._answer()
         self.unschedulable = False
 
     def units(self) -> list[Unit]:
+        """The node's units still running."""
         self._answer()
         now = time.monotonic()
         with self._lock:
@@ -71,6 +74,7 @@ class SimScheduler:
             return list(self._units)
 
     def evict(self, unit: Unit, contract: Contract, grace_s: int) -> str:
+        """Ask a unit to stop within ``grace_s``; the eviction's outcome."""
         self._answer()
         with self._lock:
             if all(u.unit_id != unit.unit_id for u in self._units):
@@ -81,10 +85,12 @@ class SimScheduler:
         return EVICT_DONE
 
     def finish(self, unit: Unit, contract: Contract) -> None:
+        """Stop the unit now."""
         with self._lock:
             self._stops[unit.unit_id] = time.monotonic()
 
     def set_ready(self, ready: bool, reason: str) -> None:
+        """Set the node's readiness."""
         self.ready = ready
 
     def local_stop(self) -> None:
@@ -100,14 +106,17 @@ class SimLocalActuator:
     name: str = "simulated-local"
 
     def start(self, plans: list[LocalPlan], reason: str) -> None:
+        """The local path: the node's processes are signalled and stop."""
         self.scheduler.local_stop()
 
     def finish(self, plans: list[LocalPlan]) -> None:
+        """Stop every unit still running now."""
         with self.scheduler._lock:
             for u in self.scheduler._units:
                 self.scheduler._stops[u.unit_id] = time.monotonic()
 
     def remaining(self) -> int | None:
+        """How many units still run."""
         now = time.monotonic()
         with self.scheduler._lock:
             return sum(1 for u in self.scheduler._units if self.scheduler._stops.get(u.unit_id, now + 1) > now)

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from contracts.bundle_wire import AGENT_BUNDLE, CONTROLLER_BUNDLE
+
 from .context import RunContext
 from .procs import post, sco_argv
 from .slurm import DEMO_JOB, slurm_job_state
@@ -39,7 +41,7 @@ def start_controllers(ctx: RunContext) -> None:
     endpoint and a password the controller mints as the instance's own NATS user (``--agent-credentials``)."""
     for partition in ctx.partitions:
         region, cluster = partition.split("/", 1)
-        bundle = ctx.bundles / region / cluster / "controller-bundle.json"
+        bundle = ctx.bundles / region / cluster / CONTROLLER_BUNDLE
         claims_file = ctx.run_dir / f"claims-{cluster}.json"
         claims_file.write_text(json.dumps(claims(bundle, ctx.cfg.units_per_workload)))
         ctx.procs.start(f"controller-{cluster}", sco_argv(
@@ -89,7 +91,7 @@ async def drill(ctx: RunContext) -> None:
 
 async def _submit_slurm_job(ctx: RunContext, conf: str) -> str | None:
     """A job under the first requeue contract with checkpoints of the Slurm partition; its id, or None."""
-    entries = json.loads((ctx.bundles / "r1" / "slurm-hpc" / "agent-bundle.json").read_text())["workloads"]
+    entries = json.loads((ctx.bundles / "r1" / "slurm-hpc" / AGENT_BUNDLE).read_text())["workloads"]
     ref, entry = next(((r, w) for r, w in entries.items()
                        if w["scheduler"] == "slurm" and w["requeue"] and w["checkpoint_mode"] != "none"),
                       (None, None))

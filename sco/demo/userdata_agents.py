@@ -1,4 +1,4 @@
-"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent (issue 16).
+"""Real ``sco-agent`` processes on simulated nodes, booted from the user-data the controller sent.
 
 The demo's controllers run with ``--agent-credentials stack --agent-nats-url stack --metadata-url
 <region>/metadata/{instance}``: every launch request carries the controller's cloud-config (the partition's signed
@@ -44,10 +44,11 @@ from typing import Any
 import yaml
 
 from contracts.agent_userdata import AGENT_ENV_PATH, NATS_PASSWORD_PATH, USERDATA_PATH
+from contracts.bundle_wire import AGENT_BUNDLE
 from contracts.provider import UserDataReadback
 from contracts.subjects import agent_nats_name
 from controllers.controller.userdata import KUBE_TOKEN_PATH
-from sco.stack.services import nats_accepts
+from sco.stack.natsserver import nats_accepts
 
 from .cloudconfig import instance_v1, lay_out
 from .cloudconfig import render as render_template
@@ -116,7 +117,7 @@ class UserDataAgents:
     _lock: threading.Lock = field(default_factory=threading.Lock)  # boots run in threads side by side
 
     def _bundle(self, partition: str) -> dict[str, Any]:
-        payload: dict[str, Any] = json.loads((self.bundle_root / partition / "agent-bundle.json").read_bytes())
+        payload: dict[str, Any] = json.loads((self.bundle_root / partition / AGENT_BUNDLE).read_bytes())
         return payload
 
     def entry(self, partition: str, workload: str) -> tuple[str, dict[str, Any]] | None:
@@ -275,6 +276,7 @@ class UserDataAgents:
             self.kube.delete_object("Node", booted.hostname)
 
     def close(self) -> None:
+        """Stop every booted agent and the simulated kubelet."""
         for iid in list(self.booted):
             self.stop(iid)
         self._stopping.set()

@@ -32,6 +32,7 @@ async def _streams(url: str) -> tuple[str, ...]:
 
 
 def ensure_streams(url: str) -> tuple[str, ...]:
+    """Create the events and dead-letter JetStream streams when missing; their names."""
     return asyncio.run(_streams(url))
 
 

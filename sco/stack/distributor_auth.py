@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from contracts.subjects import agent_nats_name
-from controllers.distributor.auth import PasswordTable, Role, digest
+from distributor.auth import PasswordTable, Role, digest
 from stores.config import sco_home
 
 from .credentials import CREDENTIALS_FILE

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from stores.config import ENV_VARS, Store, sco_home, stack_file
 
 from . import credentials as creds_mod
-from . import services
+from . import natsserver, services
 from .credentials import Credentials
 
 __all__ = ["STORES", "Decision", "ServiceStatus", "StackAgentCredentials", "agent_relay_url", "agent_relay_urls",
@@ -105,11 +105,11 @@ def _start_nats_cluster(home: Path, port: int, size: int, creds: Credentials) ->
     """``size`` nats-servers as one JetStream cluster (``port`` and free ports), ready for streams."""
     extra = services.free_ports(2 * size)
     ports, routes = [port, *extra[:size - 1]], extra[size - 1:2 * size - 1]
-    members = services.start_nats_cluster(home / "nats", ports, routes, creds.nats[creds_mod.NATS_ROUTE_USER],
+    members = natsserver.start_nats_cluster(home / "nats", ports, routes, creds.nats[creds_mod.NATS_ROUTE_USER],
                                           users=creds_mod.nats_users(creds), name=CLUSTER_NAME)
     url = creds_mod.nats_urls("admin", creds.nats["admin"], ports)
     try:
-        services.await_jetstream(url, timeout=60)
+        natsserver.await_jetstream(url, timeout=60)
     except BaseException:
         for member in members:
             services.stop_pid(member.pid)
@@ -131,12 +131,12 @@ def _heal_nats_cluster(record: dict[str, Any], creds: Credentials) -> dict[str, 
                 services.stop_pid(int(member["pid"]))
             cluster = creds_mod.NatsCluster(str(record.get("cluster", CLUSTER_NAME)), int(member["route_port"]),
                                             routes, creds.nats[creds_mod.NATS_ROUTE_USER])
-            running = services.start_nats(Path(member["data_dir"]), int(member["port"]), timeout=30,
+            running = natsserver.start_nats(Path(member["data_dir"]), int(member["port"]), timeout=30,
                                           users=creds_mod.nats_users(creds), cluster=cluster)
             member = {**member, "pid": running.pid}
         members.append(member)
     url = creds_mod.nats_urls("admin", creds.nats["admin"], [int(m["port"]) for m in members])
-    services.await_jetstream(url, timeout=60)
+    natsserver.await_jetstream(url, timeout=60)
     return {**record, "url": url, "pid": members[0]["pid"], "members": members}
 
 
@@ -161,7 +161,7 @@ def _start_one(store: Store, home: Path, fast: bool, port: int, creds: Credentia
         owner = creds_mod.PG_OWNER
         return replace(running, url=creds_mod.pg_url(owner, creds.postgres[owner], running.port))
     if store == "nats":
-        return services.start_nats(data, port, users=creds_mod.nats_users(creds))
+        return natsserver.start_nats(data, port, users=creds_mod.nats_users(creds))
     data.mkdir(parents=True, exist_ok=True)
     users_file = data / "users.json"
     creds_mod.write_private(users_file, json.dumps(creds_mod.clickhouse_users_document(creds), indent=2) + "\n",
@@ -307,7 +307,7 @@ def _publish_agents(home: Path, record: dict[str, Any], creds: Credentials, user
     creds_mod.write_private(home / creds_mod.CREDENTIALS_FILE, creds.to_json())
     _reconfigure_nats(record, creds)
     for member in _members(record):
-        services.await_nats_user(int(member["port"]), user.name, user.password, accepted=accepted)
+        natsserver.await_nats_user(int(member["port"]), user.name, user.password, accepted=accepted)
 
 
 def _reconfigure_nats(record: dict[str, Any], creds: Credentials) -> None:
@@ -318,9 +318,9 @@ def _reconfigure_nats(record: dict[str, Any], creds: Credentials) -> None:
         if routes:
             cluster = creds_mod.NatsCluster(str(record.get("cluster", CLUSTER_NAME)), int(member["route_port"]), routes,
                                             creds.nats[creds_mod.NATS_ROUTE_USER])
-        services.write_nats_config(Path(member["data_dir"]), int(member["port"]), creds_mod.nats_users(creds),
+        natsserver.write_nats_config(Path(member["data_dir"]), int(member["port"]), creds_mod.nats_users(creds),
                                    cluster=cluster)
-        services.reload_nats(int(member["pid"]))
+        natsserver.reload_nats(int(member["pid"]))
 
 
 def agent_relay_url(home: Path | None = None) -> str:

@@ -39,6 +39,7 @@ __all__ = ["await_jetstream", "await_nats_user", "nats_accepts", "nats_binary", 
 
 
 def nats_binary() -> str:
+    """The nats-server binary of this environment (else on the PATH); raises when there is none."""
     candidate = Path(sys.prefix) / "bin" / "nats-server"
     found = str(candidate) if candidate.exists() else shutil.which("nats-server")
     if not found:

@@ -29,10 +29,8 @@ from pathlib import Path
 
 from .credentials import pg_url, write_private
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "await_jetstream", "await_nats_user", "free_port",
-           "free_ports", "nats_accepts", "nats_binary", "nats_launch", "nats_member_dir", "pid_alive", "port_open",
-           "reap", "reload_nats", "service_account", "start_clickhouse", "start_nats", "start_nats_cluster",
-           "start_postgres", "stop_pid", "stop_postgres", "wait_port", "write_nats_config"]
+__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "free_port", "free_ports", "pid_alive", "port_open",
+           "reap", "service_account", "start_clickhouse", "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
 
 SERVICE_USER = "sco"
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
@@ -50,6 +48,7 @@ class Running:
 
 
 def free_port() -> int:
+    """A loopback port free right now (the kernel's pick)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -68,6 +67,7 @@ def free_ports(count: int) -> list[int]:
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
@@ -76,6 +76,7 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,6 +91,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None, what: str = "") -> None:
+    """Wait up to ``timeout`` seconds for ``port`` to listen; raises when ``proc`` exits first or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if port_open(port):
@@ -346,18 +348,3 @@ def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
     except OSError:
         return False
     return Path(os.fsdecode(argv[0])).name == "postgres" and os.fsencode(str(pgdata)) in argv
-
-
-# nats-server (one, or a cluster): its own module, built on the helpers above; re-exported as before.
-from .natsserver import (  # noqa: E402
-    await_jetstream,
-    await_nats_user,
-    nats_accepts,
-    nats_binary,
-    nats_launch,
-    nats_member_dir,
-    reload_nats,
-    start_nats,
-    start_nats_cluster,
-    write_nats_config,
-)

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from testkit.nats import NatsProcess
 from tests.agent.helpers import ensure_stream
-from tests.support.nats import NatsProcess
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from agent.adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
+from agent.drain.adapters import EVICT_BLOCKED, EVICT_DONE, EVICT_GONE
 from agent.model import Contract, Unit
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -104,45 +102,6 @@ async def stream_events(url: str) -> list[dict[str, Any]]:
         return out
     finally:
         await nc.close()
-
-
-class JsonServer:
-    """A tiny HTTP server: ``routes[path] = (status, bytes)``; used as the metadata endpoint and the
-    bundle distributor (``serve_dir``)."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, tuple[int, bytes]] = {}
-        self.hits: list[str] = []
-        routes, hits = self.routes, self.hits
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                hits.append(self.path)
-                status, body = routes.get(self.path, (404, b'{"message":"not found"}'))
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def set_json(self, path: str, doc: Any, status: int = 200) -> None:
-        self.routes[path] = (status, json.dumps(doc).encode())
-
-    def serve_bundle(self, prefix: str, raw: bytes, sig: bytes) -> None:
-        self.routes[f"{prefix}agent-bundle.json"] = (200, raw)
-        self.routes[f"{prefix}agent-bundle.json.sig"] = (200, sig + b"\n")
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 async def wait_for(pred: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:

@@ -17,6 +17,8 @@ import nats
 
 from contracts.subjects import notice_subject
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.nats import NatsProcess
+from testkit.paths import REPO
 from tests.agent.helpers import (
     agent_config,
     make_bundle,
@@ -26,8 +28,6 @@ from tests.agent.helpers import (
     stream_events,
     workload_entry,
 )
-from tests.support.nats import NatsProcess
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")

@@ -10,14 +10,15 @@ from pathlib import Path
 
 from agent import __version__ as agent_version
 from agent.bundle import BundleStore
+from agent.drain.local import RecordingActuator
 from agent.instruments import watch
-from agent.local import RecordingActuator
 from agent.metrics import Metrics
 from agent.runtime import Agent
 from agent.spool import Spool
 from contracts.signing import load_private_key, sign_blob
+from testkit.jsonserver import JsonServer
 from tests.agent.fakes import FakeScheduler
-from tests.agent.helpers import JsonServer, agent_config, make_bundle, new_keys, node_identity, workload_entry
+from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
 
 NODE = node_identity()
 

@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 from agent.config import AgentConfig, parse_userdata
-from agent.local import RecordingActuator
+from agent.drain.local import RecordingActuator
 from agent.model import Unit
-from agent.notices import parse_notice
+from agent.notice.messages import parse_notice
 from agent.runtime import Agent
+from testkit.paths import REPO
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import notice_doc
 from tests.support.cli import sco
-from tests.support.paths import REPO
 
 
 def test_a_bundle_compiled_by_sco_boots_the_agent_and_drives_the_drain(tmp_path: Path) -> None:

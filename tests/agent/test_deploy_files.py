@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from agent.config import AgentConfig, parse_userdata
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, node_identity, workload_entry
-from tests.support.paths import REPO
 
 DEPLOY = REPO / "deploy" / "agent"
 

@@ -7,9 +7,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.credentials import NodeCredentials
+from agent.drain.credentials import NodeCredentials
+from agent.drain.local import RecordingActuator
 from agent.events import EVENT_FIELDS, make_event
-from agent.local import RecordingActuator
 from agent.model import Unit
 from agent.runtime import Agent
 from contracts.events import Event
@@ -40,7 +40,7 @@ def test_every_event_a_drain_writes_to_the_spool_validates_with_the_shared_model
         token.write_text("secret")
         agent = Agent(cfg, ud, pub, sched, RecordingActuator(), NodeCredentials(token_files=(token,)))
         await agent.start(connect=False)
-        from agent.notices import parse_notice
+        from agent.notice.messages import parse_notice
 
         agent.on_notice(parse_notice(notice_doc(node.instance), "nats", agent.clock.monotonic()))
         await asyncio.wait_for(asyncio.gather(*agent.drains), 10)

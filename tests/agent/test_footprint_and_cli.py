@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent.drain.local import RecordingActuator
 from agent.httpwire import request
-from agent.local import RecordingActuator
 from agent.metrics import Metrics, serve_metrics
 from agent.runtime import Agent
+from testkit.paths import REPO
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts.canonical", "contracts.subjects",
@@ -23,6 +23,7 @@ LIGHT = {"contracts", "contracts.bundle_verify", "contracts.signing", "contracts
          "contracts.event_record",  # the event record the agent and the output commit share (standard library only)
          "contracts.errors",  # the package's error hierarchy (standard library only)
          "contracts.agent_record",  # the agent bundle entry (standard library only)
+         "contracts.bundle_wire",  # the bundle file names and the ETag rule on the wire (standard library only)
          "contracts.agent_userdata",  # the user-data record the controller writes (standard library only)
          "contracts.cost_attributes"}  # the ledger's event attribute names, wasted_s (standard library only)
 
@@ -31,7 +32,8 @@ def test_loading_every_agent_module_imports_no_pydantic_and_only_the_light_contr
     code = (  # nats-py's own imports (aiohttp when installed, as here) are taken out: the minimal venv has none
         "import sys, nats.aio.client\n"
         "before = set(sys.modules)\n"
-        "import agent.cli, agent.runtime, agent.slurm, agent.kube, agent.local, agent.credentials, agent.metrics\n"
+        "import agent.cli, agent.runtime, agent.metrics\n"
+        "import agent.drain.slurm, agent.drain.kube, agent.drain.local, agent.drain.credentials\n"
         "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
         "('contracts', 'pydantic', 'yaml', 'kubernetes', 'email', 'http', 'aiohttp')))"
     )

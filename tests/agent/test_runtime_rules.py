@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from agent.credentials import NodeCredentials
-from agent.first_actions import PendingAction
-from agent.local import RecordingActuator
+from agent.drain.credentials import NodeCredentials
+from agent.drain.first_actions import PendingAction
+from agent.drain.local import RecordingActuator
 from agent.model import Unit
-from agent.notice_file import notice_window as _notice_window
-from agent.notices import parse_notice
+from agent.notice.file import notice_window as _notice_window
+from agent.notice.messages import parse_notice
 from agent.runtime import Agent
 from tests.agent.fakes import FakeScheduler
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
@@ -167,8 +167,8 @@ async def _start_only(cfg: Any, ud: Any, pub: bytes, sched: FakeScheduler) -> Ag
 def test_the_kubernetes_local_path_starts_the_orderly_shutdown_once_and_cannot_count_pods(tmp_path: Path) -> None:
     import time
 
-    from agent.adapters import LocalPlan
-    from agent.local import KubeletShutdownActuator
+    from agent.drain.adapters import LocalPlan
+    from agent.drain.local import KubeletShutdownActuator
     from agent.model import Contract
 
     marker = tmp_path / "shutdown-started"

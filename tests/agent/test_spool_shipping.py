@@ -14,8 +14,8 @@ import nats
 from agent.metrics import Metrics
 from agent.shipping import EventShipper
 from agent.spool import Spool
+from testkit.nats import NatsProcess
 from tests.agent.helpers import stream_events, wait_for
-from tests.support.nats import NatsProcess
 
 LIMIT = 30.0  # seconds; generous on purpose (a loaded machine), only a broken build waits this long
 

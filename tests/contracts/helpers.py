@@ -12,27 +12,13 @@ from contracts.compiler import CompiledWorkload, check_text
 from contracts.findings import Finding
 from contracts.pools import PoolCatalogue, load_catalogue
 from contracts.settings import CompilerSettings
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 EXAMPLES = REPO / "deploy" / "contracts"
 
 
 def catalogue() -> PoolCatalogue:
     return load_catalogue(EXAMPLES / "pools.csv")
-
-
-def base(tier: str = "T2", **fields: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "apiVersion": "sco/v1", "workload": "test-workload", "version": 1, "owner": "owner@example.org",
-        "business_unit": "research", "scheduler": "slurm", "partition": "r1/slurm-hpc", "tier": tier,
-        "resources": {"vcpu": 8, "memory_gib": 32},
-    }
-    if tier in ("T1", "T2", "T4") or fields.get("nearest_tier") in ("T1", "T2", "T4"):
-        doc["fallback"] = {"spend_cap_24h_eur": 100, "approver": "budget@example.org"}
-    if tier == "T1":
-        doc["deadline"] = "daily@06:00Z"
-    doc.update(fields)
-    return doc
 
 
 def to_yaml(doc: dict[str, Any]) -> str:

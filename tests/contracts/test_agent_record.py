@@ -12,7 +12,8 @@ from agent.model import AgentError, Contract, contract_from_entry
 from contracts.agent_record import AGENT_RECORD_KEYS, AgentRecord, AgentRecordError
 from contracts.bundle import agent_entry, agent_record
 from contracts.compiler import check_repo
-from tests.contracts.helpers import EXAMPLES, base, compile_doc
+from testkit.builders import base
+from tests.contracts.helpers import EXAMPLES, compile_doc
 
 RECORD = AgentRecord(workload="etl", version="3", tier="T2", scheduler="slurm", drain_budget_s=90,
                      drain_signal="SIGUSR1", advisory_drain=True, checkpoint_mode="periodic-and-final",

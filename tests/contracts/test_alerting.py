@@ -8,7 +8,8 @@ import yaml
 
 from contracts.alerting import PLATFORM, AlertRoutingError, alertmanager_config, render_routes
 from contracts.schema import Contract
-from tests.contracts.helpers import base, compile_doc
+from testkit.builders import base
+from tests.contracts.helpers import compile_doc
 
 HOOK = "https://incidents.example.org/alertmanager"
 

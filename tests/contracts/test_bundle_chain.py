@@ -11,9 +11,9 @@ import pytest
 from contracts.bundle import CONTROLLER_BUNDLE
 from contracts.canonical import canonical_bytes
 from contracts.signing import load_private_key, sign_blob
+from testkit.builders import base
+from tests.contracts.helpers import to_yaml, write_repo
 from tests.support.cli import Result, sco
-
-from .helpers import base, to_yaml, write_repo
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from contracts.bundle_verify import BundleError, verify_bundle
 from contracts.canonical import CanonicalError, canonical_bytes
 from contracts.compiler import check_repo
 from contracts.signing import generate_keypair, load_private_key, load_public_key, sign_blob, verify_blob
+from testkit.builders import base
+from tests.contracts.helpers import EXAMPLES, to_yaml, write_repo
 from tests.support.cli import Result, sco
-
-from .helpers import EXAMPLES, base, to_yaml, write_repo
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from testkit.builders import base
+from tests.contracts.helpers import EXAMPLES, to_yaml, write_repo
 from tests.support.cli import sco, sco_process
-
-from .helpers import EXAMPLES, base, to_yaml, write_repo
 
 
 def test_the_example_repository_is_clean_and_exits_zero() -> None:  # the one smoke test of the real entry point

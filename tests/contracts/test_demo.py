@@ -3,9 +3,8 @@ example repository, and its bundles signed and verified."""
 
 from __future__ import annotations
 
+from tests.contracts.helpers import REPO
 from tests.support.cli import sco
-
-from .helpers import REPO
 
 
 def test_the_demo_prints_the_compiler_report_and_verified_bundles_for_the_examples() -> None:

@@ -13,9 +13,9 @@ from contracts.compiler import check_repo, check_text
 from contracts.findings import Finding
 from contracts.settings import CompilerSettings
 from contracts.yamlsource import MAX_FILE_BYTES, load_yaml
+from testkit.builders import base
+from tests.contracts.helpers import catalogue, codes, to_yaml, write_repo
 from tests.support.cli import sco
-
-from .helpers import base, catalogue, codes, to_yaml, write_repo
 
 ALIAS_BOMB = "\n".join(
     ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

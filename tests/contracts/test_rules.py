@@ -9,8 +9,8 @@ import pytest
 
 from contracts.pools import Pool, PoolCatalogue, PurchaseModel
 from contracts.settings import CompilerSettings
-
-from .helpers import base, catalogue, codes, compile_doc
+from testkit.builders import base
+from tests.contracts.helpers import catalogue, codes, compile_doc
 
 
 def only(findings: list, code: str):  # type: ignore[no-untyped-def]

@@ -8,8 +8,8 @@ import pytest
 
 from contracts.schema import FallbackPolicy, PlacementStrategy, TierName
 from contracts.tiers import TIERS
-
-from .helpers import base, codes, compile_doc
+from testkit.builders import base
+from tests.contracts.helpers import codes, compile_doc
 
 
 def test_there_are_exactly_five_tiers_with_the_floors_of_adr_02() -> None:

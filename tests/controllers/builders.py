@@ -7,7 +7,7 @@ from decimal import Decimal
 from contracts.pools import Pool, PurchaseModel
 from contracts.schema import Contract, ContractSpec
 from contracts.tiers import resolve
-from tests.contracts.helpers import base
+from testkit.builders import base
 
 
 def contract(tier: str = "T3", name: str = "wk", vcpu: int = 4, **fields: object) -> Contract:

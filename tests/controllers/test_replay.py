@@ -11,7 +11,7 @@ import pytest
 
 from controllers.planning import Strategy
 from controllers.replay import PoolHistory, Reclaim, ReplayConfig, Trace, replay
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 from .builders import contract, pool
 

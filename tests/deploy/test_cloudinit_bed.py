@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import CLOUD_INIT
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from sco.cli import build_parser
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 OVERLAY = REPO / "deploy" / "kubernetes" / "overlays" / "example-r1"
 K8S_VERSION = "1.32"

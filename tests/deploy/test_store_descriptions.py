@@ -13,7 +13,7 @@ import kubernetes_validate
 import yaml
 
 from stores.clickhouse_cluster import render_migrations
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 DEPLOY = REPO / "deploy"
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from sco.cli import build_parser
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 UNITS = REPO / "deploy" / "systemd"
 SERVICES = sorted(UNITS.glob("*.service"))

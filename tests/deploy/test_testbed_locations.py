@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import bed_dir
 
 

@@ -1,5 +1,5 @@
 """The rollout's observation protocol over events kept in memory: the test double beside
-``controllers.distributor.ClickHouseGates`` (the same counting, ``figures_from_counts``)."""
+``distributor.ClickHouseGates`` (the same counting, ``figures_from_counts``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime
 
 from contracts.events import Event
-from controllers.distributor import GateFigures, figures_from_counts
+from distributor import GateFigures, figures_from_counts
 
 
 class RecordedGates:

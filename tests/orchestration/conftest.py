@@ -19,7 +19,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     from stores.clickhouse import client
     from stores.migrate import migrate_clickhouse, migrate_postgres
     from stores.postgres import connect
-    from tests.stores.fixtures import ClickHouseProcess, PostgresProcess
+    from testkit.clickhouse import ClickHouseProcess
+    from testkit.postgres import PostgresProcess
 
     root = tmp_path_factory.mktemp("analytics")
     ch = ClickHouseProcess().start()

@@ -55,7 +55,8 @@ class Stack:
         from orchestration.resources import AnalyticsSettings, ProviderFeedResource
 
         return {"clickhouse": self.ch(), "postgres": self.pg(), "provider": ProviderFeedResource(),
-                "settings": AnalyticsSettings(region="r1", archive_dir=str(self.root / "archive")),
+                "settings": AnalyticsSettings(region="r1", archive_dir=str(self.root / "archive"),
+                                              dbt_docs_dir=str(self.root / "dbt-docs")),
                 "dbt": dbt_resource()}
 
 
@@ -118,7 +119,8 @@ def materialise_everything(stack: Stack) -> dict[str, Any]:
     from orchestration.defs.attribution.assets import savings_attribution
     from orchestration.defs.attribution.checks import CHECKS as LEDGER_CHECKS
     from orchestration.defs.catalogue.assets import pool_catalogue
-    from orchestration.defs.finance.assets import finance_models
+    from orchestration.defs.finance.assets import finance_docs, finance_models
+    from orchestration.defs.finance.checks import CHECKS as MART_CHECKS
     from orchestration.defs.groups.assets import correlation_groups
     from orchestration.defs.insights.assets import advisory_precision, contract_breaches, recommendations
     from orchestration.defs.rankings.assets import pool_rankings
@@ -136,9 +138,9 @@ def materialise_everything(stack: Stack) -> dict[str, Any]:
         selection=[savings_attribution],
         tags={"dagster/asset_partition_range_start": f"{day}-00:00",
               "dagster/asset_partition_range_end": f"{day}-23:00"})
-    results["daily"] = materialize([contract_breaches, recommendations, savings_attribution, finance],
-                                   resources=res, raise_on_error=False,
-                                   selection=[contract_breaches, recommendations, finance])
+    results["daily"] = materialize([contract_breaches, recommendations, savings_attribution, finance, finance_docs,
+                                    *MART_CHECKS], resources=res, raise_on_error=False,
+                                   selection=[contract_breaches, recommendations, finance, finance_docs])
     unit = start_dbt_unit_tests(stack)  # alongside the archive, which reads what the models do not write
     try:
         results["archive"] = materialize([cost_archive, savings_attribution], resources=res, raise_on_error=False,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 from .asset_graph import SNAPSHOT, asset_graph, render
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from orchestration.attribution import LINES, ledger_costs, net_saving
+
 from . import worked_example as ex
 from .helpers import HISTORY_DAYS, Stack, attribute_hour_assets
 
@@ -35,7 +37,7 @@ def test_every_asset_materialises_on_90_days_of_simulated_history(materialised: 
     assert {"pool_catalogue", "pool_rankings", "correlation_groups", "advisory_precision", "savings_attribution",
             "contract_breaches", "recommendations", "cost_archive", "finance/fct_savings_ledger",
             "finance/fct_showback_monthly", "finance/fct_finance_export", "finance/dim_workload",
-            "finance/dim_pool"} <= materialised_keys
+            "finance/dim_pool", "finance/dbt_docs"} <= materialised_keys
     unit = results["dbt_unit"]
     assert unit.returncode == 0, unit.stdout[-3000:]
 
@@ -116,6 +118,14 @@ def test_the_worked_example_is_reproduced_to_the_cent_through_events_attribution
     month = ch.rows("SELECT net_saving_eur, label FROM fct_showback_monthly WHERE workload = 'etl'")
     assert [(Decimal(n).quantize(Decimal("0.01")), label) for n, label in month] == \
         [(Decimal("56.44"), "rate-card saving")]
+
+
+def test_every_dbt_ledger_row_balances_by_the_python_identity(materialised: Stack) -> None:
+    cols = [*LINES, "costs_eur", "counterfactual_eur", "net_saving_eur"]
+    rows = [dict(zip(cols, (Decimal(str(v)) for v in r), strict=True))
+            for r in materialised.ch().rows(f"SELECT {', '.join(cols)} FROM fct_savings_ledger")]
+    assert rows and all(r["costs_eur"] == ledger_costs(r, Decimal(0)) for r in rows)
+    assert all(r["net_saving_eur"] == net_saving(r["counterfactual_eur"], r["costs_eur"]) for r in rows)
 
 
 def test_the_monthly_archive_is_parquet_with_a_manifest_and_read_only(materialised: Stack) -> None:
@@ -284,3 +294,51 @@ def test_a_range_read_once_gives_the_same_ledger_as_reading_hour_by_hour(materia
     hourly = [attribute_hour(read_hour(ch, "r1", start + timedelta(hours=h))) for h in range(26)]
     assert ranged == hourly
     assert sum(len(lines) for lines in ranged) == 24
+
+
+def test_the_marts_finance_reads_pass_their_expectation_suites_on_the_history(materialised: Stack) -> None:
+    evaluations = _checks((materialised.results or {})["daily"])
+    suites = {n: e for n, e in evaluations.items() if n.endswith("_expectations")}
+    assert set(suites) == {"fct_savings_ledger_expectations", "fct_showback_monthly_expectations",
+                           "fct_finance_export_expectations"}
+    for name, evaluation in suites.items():
+        assert evaluation.passed, f"{name}: {evaluation.description}"
+    ledger_rows = materialised.ch().rows("SELECT count() FROM fct_savings_ledger")[0][0]
+    assert ledger_rows > 0 and suites["fct_savings_ledger_expectations"].metadata["rows"].value == ledger_rows
+
+
+def test_the_finance_docs_site_is_generated_with_every_mart_column_described(materialised: Stack) -> None:
+    import json
+
+    site = materialised.root / "dbt-docs"
+    index = site / "static_index.html"
+    assert index.stat().st_size > 100_000  # the one-file site embeds the manifest and the catalogue
+    manifest = json.loads((site / "manifest.json").read_text())
+    marts = [n for n in manifest["nodes"].values() if n["resource_type"] == "model" and "marts" in n["fqn"]]
+    assert len(marts) == 5
+    undocumented = [f"{m['name']}.{c}" for m in marts for c, col in m["columns"].items()
+                    if not col.get("description", "").strip()]
+    assert undocumented == []
+    catalog = json.loads((site / "catalog.json").read_text())
+    assert {n.split(".")[-1] for n in catalog["nodes"]} >= {m["name"] for m in marts}  # the tables were read
+
+
+def test_a_mart_that_lost_rows_fails_its_row_count_expectation(materialised: Stack) -> None:
+    from dagster import materialize
+
+    from orchestration.defs.finance.checks import CHECKS
+
+    ch = materialised.ch()
+    scratch = "fct_finance_export_kept"
+    ch.command(f"CREATE TABLE {scratch} AS fct_finance_export")
+    try:
+        ch.command(f"INSERT INTO {scratch} SELECT * FROM fct_finance_export")
+        ch.command("DELETE FROM fct_finance_export WHERE workload = (SELECT any(workload) FROM fct_finance_export)")
+        check = next(c for c in CHECKS if "fct_finance_export" in str(c.check_keys))
+        result = materialize([check], resources=materialised.resources(), raise_on_error=False)
+        evaluation, = result.get_asset_check_evaluations()
+        assert not evaluation.passed and "expected from the upstream mart" in (evaluation.description or "")
+    finally:
+        ch.command("TRUNCATE TABLE fct_finance_export")
+        ch.command(f"INSERT INTO fct_finance_export SELECT * FROM {scratch}")
+        ch.command(f"DROP TABLE {scratch}")

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pandas as pd
 
 from orchestration.expectations import ledger_balances, no_negative_hours, rankings_cover_pools, scores_in_range
-from orchestration.ledger import LEDGER_COLUMNS
+from orchestration.ledger_inputs import LEDGER_COLUMNS
 
 
 def _ledger(**override: object) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.wait import wait_for
 
 from .helpers import Stack
@@ -89,7 +89,7 @@ class Ingest:
 
 @pytest.fixture
 def ingest(stack: Stack, tmp_path: Path) -> Iterator[tuple[Ingest, str]]:
-    from tests.stores.fixtures import NatsProcess
+    from testkit.nats import NatsProcess
 
     nats = NatsProcess().start()
     service = Ingest(nats.url, stack.clickhouse_url, tmp_path / "ingest.log")

@@ -88,7 +88,7 @@ def test_the_event_sensor_triggers_the_rankings_and_the_failure_sensor_watches_e
 def test_the_event_sensor_only_triggers_and_never_runs_the_ingest_itself() -> None:
     import ast
 
-    from tests.support.paths import REPO
+    from testkit.paths import REPO
 
     imported = set()
     for path in (REPO / "orchestration/defs/ingest/sensors.py", REPO / "orchestration/ingest.py"):

@@ -15,11 +15,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from orchestration.ledger import LEDGER_COLUMNS
 from orchestration.ledger_frames import FrameLedger, attribute_frames
-from orchestration.range_frames import HOUR_MS, LOSSES, SPANS, build_frames, hour_inputs
-
-from . import ledger_oracle as oracle
+from orchestration.ledger_inputs import LEDGER_COLUMNS, hour_inputs
+from orchestration.range_frames import HOUR_MS, LOSSES, SPANS, build_frames
+from testkit import ledger_oracle as oracle
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 S_MS = (START - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)

@@ -73,7 +73,7 @@ def events() -> list[dict[str, Any]]:
     for i, h in enumerate((3, 9, 17)):
         rows.append(_ev("lost", DAY + timedelta(hours=h, minutes=10), RC, f"rc-{i}", "reclaimed", wasted_s=1800))
     rows.append(_ev("lost", DAY + timedelta(hours=20), RC, "rc-5", "workload-defect-oom", wasted_s=3600))
-    # the agent's record of an advisory that lapsed without a reclaim (agent/advisory.py): half the node, an hour
+    # the agent's record of an advisory that lapsed without a reclaim (agent/notice/advisory.py): half the node, an hour
     rows.append(_ev("advisory-lapsed", DAY + timedelta(hours=22), RC, "rc-7", "advisory-false-positive",
                     wasted_s=1800, cordoned_s=3600, node_share="0.5", drain_wasted_s=0))
     return rows

@@ -23,7 +23,7 @@ from unittest import mock
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 NOBODY = "nobody"
 REGION, INSTANCE, OTHER = "r1", "i-sec-1", "i-sec-2"

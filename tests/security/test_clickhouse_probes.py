@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sco.stack.credentials import CH_USERS
+from testkit.clickhouse import READER, ClickHouseProcess
 from tests.stores.helpers import http
-from tests.support.clickhouse import READER, ClickHouseProcess
 
 from .conftest import SecuredStack
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from contracts.events import Event, EventKind
-from tests.support.clickhouse import authorized
+from testkit.clickhouse import authorized
 
 
 @dataclass

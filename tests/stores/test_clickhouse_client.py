@@ -8,7 +8,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from orchestration.finance_models import dbt_env, dbt_vars
 from stores import clickhouse
-from tests.support.clickhouse import READER, WRITER, ClickHouseProcess
+from testkit.clickhouse import READER, WRITER, ClickHouseProcess
 
 
 def test_the_url_credentials_become_client_username_and_password() -> None:

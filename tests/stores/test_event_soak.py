@@ -1,8 +1,8 @@
 """The fault soak of issue 15, small: publishers → JetStream → ``sco ingest`` → the ClickHouse front end with
 the ingest, nats-server and the front end each SIGKILLed once at a seeded point and restarted, poison events
 mixed in; every valid event exactly once in ClickHouse, every poison dead-lettered with its reason.
-The full size is ``bench/event_soak.py`` (1,000,000 events); the engine is ``tests/support/eventsoak.py``
-and ``tests/support/soakrun.py``."""
+The full size is ``bench/event_soak.py`` (1,000,000 events); the engine is ``testkit/eventsoak.py``
+and ``testkit/soakrun.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.eventsoak import POISON_KINDS, TARGETS, SoakResult, longest_stall, plan_soak, ranges
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import POISON_KINDS, TARGETS, SoakResult, longest_stall, plan_soak, ranges
+from testkit.soakrun import run_soak
 
 EVENTS = 10_000
 

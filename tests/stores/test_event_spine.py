@@ -19,9 +19,9 @@ from sco.stack import services
 from stores import clickhouse, migrate, outbox, postgres
 from stores import nats as sco_nats
 from stores.ingest import CONSUMER, drain, run
+from testkit.clickhouse import ClickHouseProcess
+from testkit.paths import REPO
 from tests.stores.helpers import make_event
-from tests.support.clickhouse import ClickHouseProcess
-from tests.support.paths import REPO
 
 
 async def _publish(url: str, events: Sequence[Event],

@@ -20,8 +20,8 @@ import pytest
 from contracts.subjects import EVENTS_STREAM, event_subject
 from stores import clickhouse
 from stores import nats as sco_nats
-from tests.support.nats import NatsProcess
-from tests.support.paths import REPO
+from testkit.nats import NatsProcess
+from testkit.paths import REPO
 
 N = 100_000
 

@@ -15,8 +15,8 @@ import pytest
 
 from stores import clickhouse
 from stores import nats as sco_nats
+from testkit.paths import REPO
 from tests.stores.helpers import make_event
-from tests.support.paths import REPO
 
 pytestmark = pytest.mark.services
 

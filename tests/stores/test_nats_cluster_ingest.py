@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.eventsoak import KillPlan, plan_soak
-from tests.support.soakrun import run_soak
+from testkit.eventsoak import KillPlan, plan_soak
+from testkit.soakrun import run_soak
 
 EVENTS = 20_000
 DOWN_S = 5.0  # the killed leader stays down this long: the rest of the run is on the other two and a new leader

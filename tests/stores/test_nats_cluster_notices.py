@@ -1,7 +1,7 @@
 """Issue 18, notices on a NATS cluster of three: real agents spread over the members, the busiest member
 SIGKILLed while the burst is being published; every node takes its notice in and acts, the agents of the killed
 member reconnect to the others; p99 publish → intake printed. Size-reduced; the full size against a same-run
-single-server baseline is ``bench/nats_cluster.py``. The harness is ``tests/support/noticekill.py``."""
+single-server baseline is ``bench/nats_cluster.py``. The harness is ``testkit/noticekill.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.nats import NatsCluster
-from tests.support.noticekill import notice_users, run_notices
+from testkit.nats import NatsCluster
+from testkit.noticekill import notice_users, run_notices
 
 NODES = 90
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sco.demo.cloudconfig import lay_out  # one definition: the demo lays out the same files
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import CLOUD_INIT
 
 __all__ = ["agent_check", "instance_data", "lay_out", "render", "schema"]

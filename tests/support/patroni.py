@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from sco.stack import services
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import patroni_tools
 
 __all__ = ["PRODUCTION", "Member", "PatroniCluster"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.paths import REPO
 from tests.support.leftovers import ALLOW_VAR, MARKER_VAR, ancestors, carrying, scan
-from tests.support.paths import REPO
 
 
 def _kill(pid: int) -> None:

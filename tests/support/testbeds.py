@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 __all__ = [
     "CEPH_DIR",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from workload.checkpoint import Encryption, S3Store
 from workload.outputcommit import OutputCommitter, RecordingNotifier, RecordingPublisher, UnitOwner
 

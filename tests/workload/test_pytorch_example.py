@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 from .helpers import empty_bucket, identity_client, workload_env
 

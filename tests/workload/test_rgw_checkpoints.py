@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from workload.checkpoint import AccessDenied, CheckpointClient, Encryption, S3Store
 
 from .helpers import identity_client, workload_env

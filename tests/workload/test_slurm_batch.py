@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import SLURM_DIR
 
 pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]

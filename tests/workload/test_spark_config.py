@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from contracts.compiler import check_repo
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 SPARK = REPO / "deploy" / "spark"
 

@@ -1,7 +1,8 @@
-"""The platform checkpoint client (ADR-18/19/20): notice callback, multipart generations with the manifest
-written last, restore of the newest complete generation, retention (3 generations / 7 days) with the bucket
-lifecycle rule, per-workload bucket and SSE key, periodic checkpoints at the compiled interval, and a final
-write whose failure releases the lease and is reported.
+"""The platform checkpoint client (ADR-18/19/20).
+
+Notice callback, multipart generations with the manifest written last, restore of the newest complete generation,
+retention (3 generations / 7 days) with the bucket lifecycle rule, per-workload bucket and SSE key, periodic checkpoints
+at the compiled interval, and a final write whose failure releases the lease and is reported.
 
 Standalone: it needs only the standard library and boto3, and imports nothing else of ``sco``, so a
 workload image installs it without the platform. See docs/checkpoint.md.

@@ -17,6 +17,7 @@ from .errors import CheckpointError
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m workload.checkpoint``: write, restore or list generations, or install the lifecycle rule."""
     parser = argparse.ArgumentParser(prog="python -m workload.checkpoint")
     parser.add_argument("--part-mib", type=int, default=64, help="multipart part size in MiB (>= 5)")
     parser.add_argument("--concurrency", type=int, default=4)

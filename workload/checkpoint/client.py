@@ -40,6 +40,8 @@ Clock = Callable[[], datetime]
 
 @dataclass(frozen=True)
 class Generation:
+    """One checkpoint generation as its manifest describes it: number, time, step and objects."""
+
     number: int
     created_at: datetime
     step: int | None
@@ -48,23 +50,29 @@ class Generation:
 
     @property
     def size(self) -> int:
+        """The generation's total size in bytes (the sum of its objects)."""
         return sum(int(o["size"]) for o in self.objects)
 
 
 @dataclass(frozen=True)
 class WriteResult:
+    """What one write did: the generation written, its seconds and the generations pruned."""
+
     generation: Generation
     seconds: float
     pruned: tuple[int, ...]
 
     @property
     def mib_s(self) -> float:
+        """The write's throughput in MiB/s (infinite for a write that took no time)."""
         return self.generation.size / MiB / self.seconds if self.seconds > 0 else float("inf")
 
 
 def lifecycle_rules(prefix: str, max_age_days: int = 7, abort_days: int = 1) -> list[dict[str, Any]]:
-    """The bucket rule of ADR-19: expire anything under ``prefix`` older than ``max_age_days`` and abort
-    multipart uploads left incomplete (a writer killed mid-upload) after ``abort_days``."""
+    """The bucket rule of ADR-19: expire anything under ``prefix`` older than ``max_age_days``.
+
+    And abort multipart uploads left incomplete (a writer killed mid-upload) after ``abort_days``.
+    """
     return [{"ID": f"sco-retention-{prefix.strip('/').replace('/', '-') or 'all'}", "Status": "Enabled",
              "Filter": {"Prefix": prefix}, "Expiration": {"Days": max_age_days},
              "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": abort_days}}]
@@ -75,6 +83,8 @@ def _utcnow() -> datetime:
 
 
 class CheckpointClient:
+    """Writes, lists, restores and prunes one workload's checkpoint generations in its bucket."""
+
     def __init__(self, store: ObjectStore, bucket: str, workload: str, encryption: Encryption, *,
                  prefix: str = "checkpoints", keep: int = 3, max_age: timedelta = timedelta(days=7),
                  part_size: int = 64 * MiB, concurrency: int = 4, clock: Clock = _utcnow) -> None:
@@ -90,9 +100,11 @@ class CheckpointClient:
 
     # --- keys ------------------------------------------------------------------------------------------
     def data_prefix(self, number: int) -> str:
+        """The key prefix of generation ``number``'s data objects."""
         return f"{self.prefix}data/{number:010d}/"
 
     def manifest_key(self, number: int) -> str:
+        """The key of generation ``number``'s manifest."""
         return f"{self.prefix}manifests/{number:010d}.json"
 
     # --- bucket set-up ---------------------------------------------------------------------------------
@@ -136,9 +148,11 @@ class CheckpointClient:
         return sorted(numbers)
 
     def next_number(self) -> int:
-        """One above every generation number seen, complete or not, so a new write never mixes with an
-        orphan of a killed writer. A workload has one writer at a time (the running unit): after its first
-        write a process counts on from its own last number instead of listing the bucket again."""
+        """One above every generation number seen, complete or not.
+
+        So a new write never mixes with an orphan of a killed writer. A workload has one writer at a time (the running
+        unit): after its first write a process counts on from its own last number instead of listing the bucket again.
+        """
         if self._last_number is not None:  # this process is the workload's only writer: no listing needed
             return self._last_number + 1
         seen = self._seen_numbers()
@@ -147,10 +161,12 @@ class CheckpointClient:
     def write(self, sources: Mapping[str, Source], *, step: int | None = None,
               metadata: Mapping[str, Any] | None = None,
               on_part: Callable[[str, int], None] | None = None, prune: bool = True) -> WriteResult:
-        """Write one generation: every object as a multipart upload (one PUT when it fits in one part), then
-        the manifest. Raises :class:`CheckpointError` (and leaves no manifest) when anything fails. With
-        ``prune=False`` retention is left for :meth:`prune` (the final write prunes after the lease is
-        released, to keep the drain path short)."""
+        """Write one generation: every object as a multipart upload, then the manifest.
+
+        One PUT when an object fits in one part. Raises :class:`CheckpointError` (and leaves no manifest) when anything
+        fails. With ``prune=False`` retention is left for :meth:`prune` (the final write prunes after the lease is
+        released, to keep the drain path short).
+        """
         if not sources:
             raise CheckpointError("a checkpoint generation needs at least one object")
         for name in sources:
@@ -227,6 +243,7 @@ class CheckpointClient:
                           tuple(raw.get("objects", [])), raw.get("metadata", {}))
 
     def manifests(self) -> list[int]:
+        """The numbers of every manifest in the bucket, ascending (complete or not)."""
         out = []
         for info in self.store.list_objects(self.bucket, self.prefix + "manifests/"):
             stem = info.key.rsplit("/", 1)[-1].removesuffix(".json")
@@ -245,10 +262,12 @@ class CheckpointClient:
         return out
 
     def latest(self) -> Generation | None:
+        """The newest complete generation, or None when there is none."""
         gens = self.generations()
         return gens[0] if gens else None
 
     def read(self, gen: Generation, name: str) -> bytes:
+        """One object of a generation, checked against its manifest's SHA-256; raises on a mismatch."""
         obj = next((o for o in gen.objects if o["name"] == name), None)
         if obj is None:
             raise NotFound(f"generation {gen.number} has no object {name!r}")
@@ -290,8 +309,10 @@ class CheckpointClient:
 
     # --- retention -------------------------------------------------------------------------------------
     def prune(self, current: int | None = None) -> list[int]:
-        """Keep the newest ``keep`` complete generations younger than ``max_age``; drop the rest and any
-        manifest-less leftovers older than ``current`` (a killed writer's objects and uploads)."""
+        """Keep the newest ``keep`` complete generations younger than ``max_age``; drop the rest.
+
+        Also any manifest-less leftovers older than ``current`` (a killed writer's objects and uploads).
+        """
         now = self.clock()
         complete = self.generations()
         kept = {g.number for g in complete[:self.keep] if now - g.created_at <= self.max_age}

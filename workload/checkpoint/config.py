@@ -36,6 +36,7 @@ def _need(env: Mapping[str, str], name: str) -> str:
 
 
 def encryption_from_env(env: Mapping[str, str]) -> Encryption:
+    """The checkpoint encryption the environment names (SSE-KMS key id or SSE-C key file); never none."""
     if env.get("SCO_CKPT_KMS_KEY_ID"):
         return Encryption(kms_key_id=env["SCO_CKPT_KMS_KEY_ID"])
     path = env.get("SCO_CKPT_SSE_C_KEY_FILE")
@@ -48,6 +49,7 @@ def encryption_from_env(env: Mapping[str, str]) -> Encryption:
 
 
 def client_from_env(env: Mapping[str, str] | None = None) -> CheckpointClient:
+    """A ``CheckpointClient`` on S3 configured from the ``SCO_CKPT_*`` environment the launcher sets."""
     e = dict(os.environ if env is None else env)
     s3 = s3_client(_need(e, "SCO_CKPT_ENDPOINT"), _need(e, "AWS_ACCESS_KEY_ID"), _need(e, "AWS_SECRET_ACCESS_KEY"))
     return CheckpointClient(S3Store(s3), _need(e, "SCO_CKPT_BUCKET"), _need(e, "SCO_CKPT_WORKLOAD"),

@@ -1,5 +1,6 @@
-"""The notice callback (ADR-14, ADR-18): the node agent tells the workload that its node is being reclaimed,
-either by the contract's drain signal (delivered through the scheduler: ``scancel --signal``, pod
+"""The notice callback (ADR-14, ADR-18): the node agent tells the workload its node is being reclaimed.
+
+Either by the contract's drain signal (delivered through the scheduler: ``scancel --signal``, pod
 termination) or by a JSON line on a local unix socket. Either way the workload sees one :class:`Notice`
 with the seconds it has left, and checks :attr:`NoticeListener.notice` between steps.
 
@@ -26,12 +27,15 @@ __all__ = ["Notice", "NoticeListener", "send_notice"]
 
 @dataclass(frozen=True)
 class Notice:
+    """A reclaim notice as the workload received it, with its drain budget."""
+
     source: str  # "signal:SIGUSR1" or "socket"
     received_monotonic: float
     budget_s: float
     reason: str = "reclaim"
 
     def remaining_s(self, now_monotonic: float) -> float:
+        """Seconds of the drain budget left at ``now_monotonic`` (negative once it has passed)."""
         return self.budget_s - (now_monotonic - self.received_monotonic)
 
 
@@ -50,12 +54,15 @@ class NoticeListener:
 
     @property
     def notice(self) -> Notice | None:
+        """The first notice received, or None."""
         return self._notice
 
     def on_notice(self, callback: Callable[[Notice], None]) -> None:
+        """Call ``callback`` with the first notice, on the thread that delivers it."""
         self._callbacks.append(callback)
 
     def deliver(self, source: str, budget_s: float | None = None, reason: str = "reclaim") -> Notice:
+        """Record a notice (only the first counts) and run the callbacks; the notice in force."""
         with self._lock:
             if self._notice is None:
                 self._notice = Notice(source, self.monotonic(), float(budget_s or self.default_budget_s), reason)
@@ -70,6 +77,7 @@ class NoticeListener:
         return self._notice
 
     def wait(self, timeout: float | None = None) -> Notice | None:
+        """Wait up to ``timeout`` seconds for a notice; the notice, or None."""
         self._event.wait(timeout)
         return self._notice
 
@@ -123,6 +131,7 @@ class NoticeListener:
                         conn.sendall(b'{"ok": true}\n')
 
     def close(self) -> None:
+        """Stop listening on the socket and remove its file."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None

@@ -29,8 +29,11 @@ __all__ = ["Checkpointer", "interval_from_agent_bundle", "interval_from_env"]
 
 
 def interval_from_agent_bundle(path: Path, workload: str, version: int | None = None) -> float:
-    """Seconds between periodic checkpoints for ``workload`` from an agent bundle the node agent already
-    verified (``<cache>/agent-bundle.json``). Raises with the fix when the workload is not in it."""
+    """Seconds between periodic checkpoints for ``workload`` from the agent bundle on the node.
+
+    The node agent already verified it (``<cache>/agent-bundle.json``). Raises with the fix when the workload is not in
+    it.
+    """
     payload = json.loads(path.read_text(encoding="utf-8"))
     for ref, entry in payload.get("workloads", {}).items():
         if entry.get("workload") == workload and (version is None or int(entry.get("version", 0)) == version):
@@ -53,6 +56,8 @@ def interval_from_env(default_s: float = 3600.0) -> float:
 
 
 class Checkpointer:
+    """Periodic checkpoints at the compiled interval, and the final one on a notice."""
+
     def __init__(self, client: CheckpointClient, *, interval_s: float, listener: NoticeListener | None,
                  reporter: Reporter, monotonic: Callable[[], float] = time.monotonic) -> None:
         if interval_s <= 0:
@@ -64,16 +69,20 @@ class Checkpointer:
         self.history: list[tuple[str, WriteResult]] = []
 
     def periodic_due(self) -> bool:
+        """True once the interval has passed since the last checkpoint."""
         return self.monotonic() - self.last >= self.interval_s
 
     @property
     def notified(self) -> bool:
+        """True once a reclaim notice has arrived."""
         return self.listener is not None and self.listener.notice is not None
 
     def maybe_checkpoint(self, step: int, produce: Callable[[], Mapping[str, Source]],
                          metadata: Mapping[str, object] | None = None) -> str | None:
-        """``"final"`` after the final write on a notice (the caller must stop), ``"periodic"`` after a
-        periodic one, None otherwise. A failed periodic write is reported and training continues."""
+        """``"final"`` after the final write on a notice, ``"periodic"`` after a periodic one, else None.
+
+        On ``"final"`` the caller must stop. A failed periodic write is reported and training continues.
+        """
         if self.notified and not self.final_done:
             self.final(step, produce, metadata)
             return "final"
@@ -89,8 +98,11 @@ class Checkpointer:
 
     def final(self, step: int, produce: Callable[[], Mapping[str, Source]],
               metadata: Mapping[str, object] | None = None) -> WriteResult:
-        """The final write on a notice. On failure the lease is released and the failure reported, then
-        :class:`FinalWriteFailed` is raised: the unit resumes from the previous generation."""
+        """The final write on a notice.
+
+        On failure the lease is released and the failure reported, then
+        :class:`FinalWriteFailed` is raised: the unit resumes from the previous generation.
+        """
         self.final_done = True
         notice = self.listener.notice if self.listener is not None else None
         try:

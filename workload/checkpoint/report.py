@@ -28,8 +28,12 @@ LEASE_RELEASED = "lease-released"
 
 
 class Reporter(Protocol):
-    def report(self, kind: str, **fields: Any) -> None: ...
-    def release_lease(self, outcome: str, detail: str) -> None: ...
+    """Where checkpoint events and the lease release go."""
+
+    def report(self, kind: str, **fields: Any) -> None:
+        """Report one checkpoint event of ``kind`` with its fields."""
+    def release_lease(self, outcome: str, detail: str) -> None:
+        """Release the unit's work lease with the attempt's outcome."""
 
 
 @dataclass
@@ -40,16 +44,21 @@ class RecordingReporter:
     released: list[tuple[str, str]] = field(default_factory=list)
 
     def report(self, kind: str, **fields: Any) -> None:
+        """Keep the record."""
         self.records.append({"kind": kind, **fields})
 
     def release_lease(self, outcome: str, detail: str) -> None:
+        """Keep the release, and a lease-released record."""
         self.released.append((outcome, detail))
         self.records.append({"kind": LEASE_RELEASED, "outcome": outcome, "detail": detail})
 
 
 class AgentReporter:
-    """Production adapter: JSON lines to the agent's unix socket; a spool file when the agent is not there
-    (the agent, or an operator, reads the spool later); always a line on stderr for the job's log."""
+    """Production adapter: JSON lines to the agent's unix socket, else a spool file.
+
+    The spool is for when the agent is not there (the agent, or an operator, reads the spool later); always a line on
+    stderr for the job's log.
+    """
 
     def __init__(self, workload: str, socket_path: Path | None, spool: Path | None = None,
                  unit: str | None = None) -> None:
@@ -71,8 +80,10 @@ class AgentReporter:
                 fh.write(line)
 
     def report(self, kind: str, **fields: Any) -> None:
+        """Send the record, stamped with the workload, unit and time, to the agent (or the spool)."""
         self._send({"kind": kind, "workload": self.workload, "unit": self.unit,
                     "time": datetime.now(UTC).isoformat(), **fields})
 
     def release_lease(self, outcome: str, detail: str) -> None:
+        """Report the lease released with the attempt's outcome."""
         self.report(LEASE_RELEASED, outcome=outcome, detail=detail)

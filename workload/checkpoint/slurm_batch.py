@@ -32,6 +32,7 @@ def _signum(name: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command under a Slurm batch step, forwarding the drain signal as the notice; its exit status."""
     parser = argparse.ArgumentParser(prog="python -m workload.checkpoint.slurm_batch")
     parser.add_argument("--signal", default=os.environ.get("SCO_DRAIN_SIGNAL", "SIGUSR1"),
                         help="the contract's drain signal (default $SCO_DRAIN_SIGNAL or SIGUSR1)")

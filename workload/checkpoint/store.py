@@ -1,6 +1,8 @@
-"""The object-store boundary of the checkpoint client: a small ``ObjectStore`` protocol, the production
-adapter over boto3 (Ceph RGW, path-style S3) and an in-memory double with the same semantics (incomplete
-multipart uploads are invisible until completed; SSE-C objects need the key to be read).
+"""The object-store boundary of the checkpoint client.
+
+A small ``ObjectStore`` protocol, the production adapter over boto3 (Ceph RGW, path-style S3) and an in-memory double
+with the same semantics (incomplete multipart uploads are invisible until completed; SSE-C objects need the key to be
+read).
 
 Encryption is per workload (ADR-19): :class:`Encryption` is either SSE-C (the workload's own 256-bit key,
 never stored by the platform) or SSE-KMS (the workload's key id in the KMS).
@@ -36,6 +38,7 @@ class Encryption:
 
     @property
     def mode(self) -> str:
+        """``SSE-KMS`` or ``SSE-C``: which server-side encryption this is."""
         return "SSE-KMS" if self.kms_key_id else "SSE-C"
 
     def _ssec(self, prefix: str = "") -> dict[str, str]:
@@ -59,32 +62,52 @@ class Encryption:
         return {} if self.kms_key_id else self._ssec()
 
     def on_copy_source(self) -> dict[str, str]:
+        """Arguments for CopyObject's source (SSE-C repeats the source key)."""
         return {} if self.kms_key_id else self._ssec("CopySource")
 
 
 @dataclass(frozen=True)
 class ObjectInfo:
+    """An object's key and size."""
+
     key: str
     size: int
 
 
 class ObjectStore(Protocol):
-    def ensure_bucket(self, bucket: str) -> None: ...
-    def put_bucket_policy(self, bucket: str, policy: str) -> None: ...
-    def put_lifecycle(self, bucket: str, rules: list[dict[str, Any]]) -> None: ...
-    def get_lifecycle(self, bucket: str) -> list[dict[str, Any]]: ...
-    def put(self, bucket: str, key: str, data: bytes, enc: Encryption) -> None: ...
-    def get(self, bucket: str, key: str, enc: Encryption, byte_range: tuple[int, int] | None = None) -> bytes: ...
-    def head(self, bucket: str, key: str, enc: Encryption) -> ObjectInfo | None: ...
-    def list_objects(self, bucket: str, prefix: str) -> list[ObjectInfo]: ...
-    def delete(self, bucket: str, keys: list[str]) -> None: ...
-    def copy(self, bucket: str, src: str, dst: str, enc: Encryption) -> None: ...
-    def start_multipart(self, bucket: str, key: str, enc: Encryption) -> str: ...
+    """The S3 calls the checkpoint client and the output commit make."""
+
+    def ensure_bucket(self, bucket: str) -> None:
+        """Create ``bucket`` unless it exists."""
+    def put_bucket_policy(self, bucket: str, policy: str) -> None:
+        """Set the bucket's access policy (a JSON document)."""
+    def put_lifecycle(self, bucket: str, rules: list[dict[str, Any]]) -> None:
+        """Replace the bucket's lifecycle rules with ``rules``."""
+    def get_lifecycle(self, bucket: str) -> list[dict[str, Any]]:
+        """The bucket's lifecycle rules; raises ``NotFound`` when it has none."""
+    def put(self, bucket: str, key: str, data: bytes, enc: Encryption) -> None:
+        """Write ``data`` at ``key``, encrypted with ``enc``."""
+    def get(self, bucket: str, key: str, enc: Encryption, byte_range: tuple[int, int] | None = None) -> bytes:
+        """The object's bytes (``byte_range``: inclusive first and last byte); raises ``NotFound``."""
+    def head(self, bucket: str, key: str, enc: Encryption) -> ObjectInfo | None:
+        """The object's key and size, or None when there is none."""
+    def list_objects(self, bucket: str, prefix: str) -> list[ObjectInfo]:
+        """Every object under ``prefix``, by key."""
+    def delete(self, bucket: str, keys: list[str]) -> None:
+        """Delete ``keys`` (a missing key is no error)."""
+    def copy(self, bucket: str, src: str, dst: str, enc: Encryption) -> None:
+        """Copy ``src`` to ``dst`` in the bucket, server-side, with the same encryption."""
+    def start_multipart(self, bucket: str, key: str, enc: Encryption) -> str:
+        """Begin a multipart upload of ``key``; its upload id."""
     def upload_part(self, bucket: str, key: str, upload_id: str, number: int, data: bytes,
-                    enc: Encryption) -> str: ...
-    def complete_multipart(self, bucket: str, key: str, upload_id: str, etags: list[str]) -> None: ...
-    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None: ...
-    def list_multipart(self, bucket: str, prefix: str) -> list[tuple[str, str]]: ...
+                    enc: Encryption) -> str:
+        """Upload part ``number`` of an upload; the part's ETag."""
+    def complete_multipart(self, bucket: str, key: str, upload_id: str, etags: list[str]) -> None:
+        """Assemble the uploaded parts (their ETags in order) into the object."""
+    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+        """Abandon an upload and drop its parts."""
+    def list_multipart(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
+        """The (key, upload id) of every incomplete upload under ``prefix``."""
 
 
 def s3_client(endpoint: str, access_key: str, secret_key: str, region: str = "us-east-1",
@@ -123,6 +146,7 @@ class S3Store:
             raise StoreError(f"{where}: {code or exc}") from exc
 
     def ensure_bucket(self, bucket: str) -> None:
+        """Create ``bucket`` unless it exists."""
         from botocore.exceptions import ClientError
 
         try:
@@ -136,24 +160,30 @@ class S3Store:
             raise StoreError(f"create bucket {bucket}: {code}") from exc
 
     def put_bucket_policy(self, bucket: str, policy: str) -> None:
+        """Set the bucket's access policy (a JSON document)."""
         self._call("put_bucket_policy", Bucket=bucket, Policy=policy)
 
     def put_lifecycle(self, bucket: str, rules: list[dict[str, Any]]) -> None:
+        """Replace the bucket's lifecycle rules with ``rules``."""
         self._call("put_bucket_lifecycle_configuration", Bucket=bucket, LifecycleConfiguration={"Rules": rules})
 
     def get_lifecycle(self, bucket: str) -> list[dict[str, Any]]:
+        """The bucket's lifecycle rules; raises ``NotFound`` when it has none."""
         rules: list[dict[str, Any]] = self._call("get_bucket_lifecycle_configuration", Bucket=bucket)["Rules"]
         return rules
 
     def put(self, bucket: str, key: str, data: bytes, enc: Encryption) -> None:
+        """Write ``data`` at ``key``, encrypted with ``enc``."""
         self._call("put_object", Bucket=bucket, Key=key, Body=data, **enc.on_write())
 
     def get(self, bucket: str, key: str, enc: Encryption, byte_range: tuple[int, int] | None = None) -> bytes:
+        """The object's bytes (``byte_range``: inclusive first and last byte); raises ``NotFound``."""
         extra = {"Range": f"bytes={byte_range[0]}-{byte_range[1]}"} if byte_range else {}
         body: bytes = self._call("get_object", Bucket=bucket, Key=key, **enc.on_read(), **extra)["Body"].read()
         return body
 
     def head(self, bucket: str, key: str, enc: Encryption) -> ObjectInfo | None:
+        """The object's key and size, or None when there is none."""
         try:
             resp = self._call("head_object", Bucket=bucket, Key=key, **enc.on_read())
         except NotFound:
@@ -161,6 +191,7 @@ class S3Store:
         return ObjectInfo(key, int(resp["ContentLength"]))
 
     def list_objects(self, bucket: str, prefix: str) -> list[ObjectInfo]:
+        """Every object under ``prefix``, by key."""
         out: list[ObjectInfo] = []
         token: str | None = None
         while True:
@@ -174,13 +205,17 @@ class S3Store:
             token = resp["NextContinuationToken"]
 
     def delete(self, bucket: str, keys: list[str]) -> None:
+        """Delete ``keys`` (a missing key is no error)."""
         for i in range(0, len(keys), 1000):
             chunk = keys[i:i + 1000]
             self._call("delete_objects", Bucket=bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
 
     def copy(self, bucket: str, src: str, dst: str, enc: Encryption) -> None:
-        """Server-side copy; Ceph RGW 16 answers NotImplemented for encrypted sources, so then the client
-        re-reads and re-writes (ranged reads into a multipart upload above 64 MiB)."""
+        """Server-side copy, or a read and re-write where the server cannot copy.
+
+        Ceph RGW 16 answers NotImplemented for encrypted sources, so then the client re-reads and re-writes (ranged
+        reads into a multipart upload above 64 MiB).
+        """
         try:
             self._call("copy_object", Bucket=bucket, Key=dst, CopySource={"Bucket": bucket, "Key": src},
                        **enc.on_write(), **enc.on_copy_source())
@@ -206,23 +241,28 @@ class S3Store:
             raise
 
     def start_multipart(self, bucket: str, key: str, enc: Encryption) -> str:
+        """Begin a multipart upload of ``key``; its upload id."""
         return str(self._call("create_multipart_upload", Bucket=bucket, Key=key, **enc.on_write())["UploadId"])
 
     def upload_part(self, bucket: str, key: str, upload_id: str, number: int, data: bytes,
                     enc: Encryption) -> str:
+        """Upload part ``number`` of an upload; the part's ETag."""
         resp = self._call("upload_part", Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
                           Body=data, **enc.on_part())
         return str(resp["ETag"])
 
     def complete_multipart(self, bucket: str, key: str, upload_id: str, etags: list[str]) -> None:
+        """Assemble the uploaded parts (their ETags in order) into the object."""
         parts = [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]
         self._call("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id,
                    MultipartUpload={"Parts": parts})
 
     def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+        """Abandon an upload and drop its parts."""
         self._call("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
 
     def list_multipart(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
+        """The (key, upload id) of every incomplete upload under ``prefix``."""
         resp = self._call("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
         return [(u["Key"], u["UploadId"]) for u in resp.get("Uploads", [])]
 
@@ -251,22 +291,27 @@ class MemoryStore:
         return self.buckets[bucket]
 
     def ensure_bucket(self, bucket: str) -> None:
+        """Create ``bucket`` unless it exists."""
         self.buckets.setdefault(bucket, {})
 
     def put_bucket_policy(self, bucket: str, policy: str) -> None:
+        """Set the bucket's access policy (a JSON document)."""
         self._bucket(bucket)
         self.policies[bucket] = policy
 
     def put_lifecycle(self, bucket: str, rules: list[dict[str, Any]]) -> None:
+        """Replace the bucket's lifecycle rules with ``rules``."""
         self._bucket(bucket)
         self.lifecycle[bucket] = rules
 
     def get_lifecycle(self, bucket: str) -> list[dict[str, Any]]:
+        """The bucket's lifecycle rules; raises ``NotFound`` when it has none."""
         if bucket not in self.lifecycle:
             raise NotFound(f"no lifecycle on {bucket}")
         return self.lifecycle[bucket]
 
     def put(self, bucket: str, key: str, data: bytes, enc: Encryption) -> None:
+        """Write ``data`` at ``key``, encrypted with ``enc``."""
         if key in self.fail_puts:
             raise StoreError(f"injected failure writing {key}")
         with self._lock:
@@ -277,6 +322,7 @@ class MemoryStore:
             raise AccessDenied(f"{key}: SSE-C object needs its key")
 
     def get(self, bucket: str, key: str, enc: Encryption, byte_range: tuple[int, int] | None = None) -> bytes:
+        """The object's bytes (``byte_range``: inclusive first and last byte); raises ``NotFound``."""
         obj = self._bucket(bucket).get(key)
         if obj is None:
             raise NotFound(f"{key}: NoSuchKey")
@@ -284,23 +330,28 @@ class MemoryStore:
         return obj.data if byte_range is None else obj.data[byte_range[0]:byte_range[1] + 1]
 
     def head(self, bucket: str, key: str, enc: Encryption) -> ObjectInfo | None:
+        """The object's key and size, or None when there is none."""
         obj = self._bucket(bucket).get(key)
         return None if obj is None else ObjectInfo(key, len(obj.data))
 
     def list_objects(self, bucket: str, prefix: str) -> list[ObjectInfo]:
+        """Every object under ``prefix``, by key."""
         items = sorted(self._bucket(bucket).items())
         return [ObjectInfo(k, len(o.data)) for k, o in items if k.startswith(prefix)]
 
     def delete(self, bucket: str, keys: list[str]) -> None:
+        """Delete ``keys`` (a missing key is no error)."""
         with self._lock:
             for k in keys:
                 self._bucket(bucket).pop(k, None)
 
     def copy(self, bucket: str, src: str, dst: str, enc: Encryption) -> None:
+        """Copy ``src`` to ``dst`` in the bucket, server-side, with the same encryption."""
         data = self.get(bucket, src, enc)
         self.put(bucket, dst, data, enc)
 
     def start_multipart(self, bucket: str, key: str, enc: Encryption) -> str:
+        """Begin a multipart upload of ``key``; its upload id."""
         with self._lock:
             self._n += 1
             upload_id = f"u{self._n}"
@@ -309,22 +360,28 @@ class MemoryStore:
 
     def upload_part(self, bucket: str, key: str, upload_id: str, number: int, data: bytes,
                     enc: Encryption) -> str:
+        """Upload part ``number`` of an upload; the part's ETag."""
         with self._lock:
             self.uploads[upload_id][3][number] = bytes(data)
         return hashlib.md5(data).hexdigest()
 
     def complete_multipart(self, bucket: str, key: str, upload_id: str, etags: list[str]) -> None:
+        """Assemble the uploaded parts (their ETags in order) into the object."""
         _, _, enc, parts = self.uploads.pop(upload_id)
         self.put(bucket, key, b"".join(parts[i] for i in sorted(parts)), enc)
 
     def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+        """Abandon an upload and drop its parts."""
         self.uploads.pop(upload_id, None)
 
     def list_multipart(self, bucket: str, prefix: str) -> list[tuple[str, str]]:
+        """The (key, upload id) of every incomplete upload under ``prefix``."""
         return [(k, u) for u, (b, k, _, _) in self.uploads.items() if b == bucket and k.startswith(prefix)]
 
     def keys(self, bucket: str) -> Iterator[str]:
+        """The bucket's keys, sorted (a test's view)."""
         yield from sorted(self._bucket(bucket))
 
     def snapshot(self, bucket: str) -> Mapping[str, bytes]:
+        """The bucket's objects as key -> bytes (a test's view)."""
         return {k: o.data for k, o in self._bucket(bucket).items()}

@@ -55,6 +55,7 @@ class DcpState:
         return files
 
     def save(self, step: int) -> Generation:
+        """Write the model and optimizer at ``step`` as one checkpoint generation; the generation."""
         try:
             return self.client.write(self.produce(step)(), step=step, metadata={"framework": "pytorch-dcp"}).generation
         finally:
@@ -74,6 +75,7 @@ class DcpState:
             return int(state["step"].item())
 
     def cleanup(self) -> None:
+        """Remove the staged files of the last save."""
         if self._staged is not None:
             shutil.rmtree(self._staged, ignore_errors=True)
             self._staged = None

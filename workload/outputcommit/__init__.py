@@ -1,5 +1,8 @@
-"""Output commit (ADR-21): staging keyed by unit and attempt, publish by copy then completion marker,
-attempt ledger, quarantine after four attempts ended by reclaim (event + owner notification)."""
+"""Output commit (ADR-21).
+
+Staging keyed by unit and attempt, publish by copy then completion marker, attempt ledger, quarantine after four
+attempts ended by reclaim (event + owner notification).
+"""
 
 from __future__ import annotations
 

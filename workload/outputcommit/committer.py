@@ -37,6 +37,8 @@ RECLAIM = "reclaim"
 
 @dataclass(frozen=True)
 class UnitOwner:
+    """Whose units these are: workload, contract version, owner and region."""
+
     workload: str
     contract_version: str
     owner: str
@@ -46,12 +48,16 @@ class UnitOwner:
 
 @dataclass(frozen=True)
 class Attempt:
+    """One attempt of a unit of work."""
+
     unit: str
     number: int
 
 
 @dataclass(frozen=True)
 class Published:
+    """A unit's published output: the attempt that produced it and its names."""
+
     unit: str
     attempt: int
     names: tuple[str, ...]
@@ -64,6 +70,8 @@ def _valid_token(kind: str, value: str) -> str:
 
 
 class OutputCommitter:
+    """Stages a unit's outputs per attempt and publishes one attempt's, quarantining a unit reclaims keep ending."""
+
     def __init__(self, store: ObjectStore, bucket: str, encryption: Encryption, who: UnitOwner, *,
                  publisher: EventPublisher, notifier: OwnerNotifier, clock: Callable[[], datetime],
                  max_reclaim_attempts: int = 4, staging: str = "staging", output: str = "output",
@@ -75,9 +83,11 @@ class OutputCommitter:
 
     # --- keys ------------------------------------------------------------------------------------------
     def staging_prefix(self, attempt: Attempt) -> str:
+        """The key prefix an attempt stages its outputs under."""
         return f"{self.staging}/{attempt.unit}/{attempt.number:04d}/"
 
     def output_prefix(self, unit: str) -> str:
+        """The key prefix a unit's published outputs live under."""
         return f"{self.output}/{unit}/"
 
     def _ledger_key(self, unit: str) -> str:
@@ -106,6 +116,7 @@ class OutputCommitter:
 
     # --- attempts --------------------------------------------------------------------------------------
     def reclaim_ended(self, unit: str) -> int:
+        """How many of the unit's attempts a reclaim ended."""
         return sum(1 for a in self._load(unit)["attempts"] if a.get("outcome") == RECLAIM)
 
     def begin(self, unit: str) -> Attempt:
@@ -167,14 +178,17 @@ class OutputCommitter:
 
     # --- staging and publish ---------------------------------------------------------------------------
     def stage(self, attempt: Attempt, name: str, data: bytes) -> str:
+        """Stage one output of an attempt; the key it was written to."""
         key = self.staging_prefix(attempt) + _valid_token("output name", name)
         self.store.put(self.bucket, key, data, self.enc)
         return key
 
     def commit(self, attempt: Attempt) -> Published:
-        """Publish the attempt's staged objects: copy each to its final key, remove final objects this
-        attempt did not produce, then write the completion marker. Idempotent: a commit interrupted before
-        the marker is simply run again."""
+        """Publish the attempt's staged objects, then write the completion marker.
+
+        Copy each to its final key, remove final objects this attempt did not produce, then the marker. Idempotent: a
+        commit interrupted before the marker is simply run again.
+        """
         ledger = self._load(attempt.unit)
         mine = next((a for a in ledger["attempts"] if a["attempt"] == attempt.number), None)
         if mine is None or mine.get("outcome") not in ("running", "committing"):
@@ -207,6 +221,7 @@ class OutputCommitter:
         return Published(unit, int(marker["attempt"]), tuple(marker["names"]))
 
     def read(self, unit: str, name: str) -> bytes:
+        """A published output of the unit; raises ``NotFound`` before its completion marker."""
         pub = self.published(unit)
         if pub is None or name not in pub.names:
             raise NotFound(f"unit {unit} has no published output {name!r} (no completion marker yet)")

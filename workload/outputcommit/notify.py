@@ -19,26 +19,38 @@ __all__ = ["EventPublisher", "NatsPublisher", "OwnerNotifier", "RecordingNotifie
 
 
 class EventPublisher(Protocol):
-    def publish(self, subject: str, payload: bytes, msg_id: str) -> None: ...
+    """Where the quarantine event is published."""
+
+    def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
+        """Publish ``payload`` on ``subject`` with ``msg_id`` for the server's de-duplication."""
 
 
 class OwnerNotifier(Protocol):
-    def notify(self, owner: str, subject: str, body: str) -> None: ...
+    """How a workload's owner is told of a quarantine."""
+
+    def notify(self, owner: str, subject: str, body: str) -> None:
+        """Tell a workload's owner something (a quarantine) by mail or the like."""
 
 
 @dataclass
 class RecordingPublisher:
+    """Test double: keeps every message."""
+
     messages: list[tuple[str, bytes, str]] = field(default_factory=list)
 
     def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
+        """Keep the message."""
         self.messages.append((subject, payload, msg_id))
 
 
 @dataclass
 class RecordingNotifier:
+    """Test double: keeps every notification."""
+
     sent: list[tuple[str, str, str]] = field(default_factory=list)
 
     def notify(self, owner: str, subject: str, body: str) -> None:
+        """Keep the notification."""
         self.sent.append((owner, subject, body))
 
 
@@ -58,6 +70,7 @@ class NatsPublisher:
         self.timeout_s = timeout_s
 
     def publish(self, subject: str, payload: bytes, msg_id: str) -> None:
+        """Publish on core NATS over a short connection, trying each server in turn."""
         async def go() -> None:
             import nats
 
@@ -73,10 +86,13 @@ class NatsPublisher:
 
 
 class SmtpNotifier:
+    """Mails the owner through an SMTP server."""
+
     def __init__(self, host: str, port: int = 25, sender: str = "sco@localhost") -> None:
         self.host, self.port, self.sender = host, port, sender
 
     def notify(self, owner: str, subject: str, body: str) -> None:
+        """Send the notification as a mail through the SMTP server."""
         msg = EmailMessage()
         msg["From"], msg["To"], msg["Subject"] = self.sender, owner, subject
         msg.set_content(body)

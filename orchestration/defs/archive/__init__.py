@@ -6,6 +6,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .assets import cost_archive
     from .checks import CHECKS
     from .schedules import archive_job, archive_schedule

@@ -20,6 +20,7 @@ MONTHLY = MonthlyPartitionsDefinition(start_date="2026-01-01", timezone="UTC")
                    "read-only directory in the demo).")
 def cost_archive(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                  settings: AnalyticsSettings) -> MaterializeResult:
+    """Archive the partition's month of cost attribution as Parquet with a manifest."""
     month = context.partition_time_window.start.astimezone(UTC)
     target = settings.archive_target()
     result = archive.archive_month(clickhouse, month, target, settings.region, settings.archive_correction)

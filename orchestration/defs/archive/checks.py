@@ -27,6 +27,7 @@ def _archived_prefix(context: AssetCheckExecutionContext, target: Any, region: s
                                              "the rows ClickHouse holds for that month.")
 def archive_matches_its_month(context: AssetCheckExecutionContext, clickhouse: ClickHouseResource,
                               settings: AnalyticsSettings) -> AssetCheckResult:
+    """The archived month's row counts and sums match ClickHouse's."""
     target = settings.archive_target()
     prefix = _archived_prefix(context, target, settings.region)
     if prefix is None:

@@ -26,6 +26,7 @@ with warnings.catch_warnings():  # backfill_policy is a beta parameter in dagste
 @_hourly_single_run
 def savings_attribution(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                         settings: AnalyticsSettings) -> MaterializeResult:
+    """Attribute every hour of the partition and write the ledger and cost rows."""
     window = context.partition_time_window
     start, end = window.start.astimezone(UTC), window.end.astimezone(UTC)
     lines = backfill.attribute_range(clickhouse, settings.region, start, end)

@@ -13,6 +13,7 @@ __all__ = ["CHECKS", "ledger_balances_check", "ledger_has_no_negative_hours"]
 
 @asset_check(asset=savings_attribution, description="No negative hours in the ledger finance reads.")
 def ledger_has_no_negative_hours(clickhouse: ClickHouseResource) -> AssetCheckResult:
+    """No hour column of ``savings_ledger`` is negative."""
     frame = ledger_frame(clickhouse)
     for c in HOUR_COLUMNS:
         frame[c] = frame[c].astype(float)
@@ -22,6 +23,7 @@ def ledger_has_no_negative_hours(clickhouse: ClickHouseResource) -> AssetCheckRe
 
 @asset_check(asset=savings_attribution, description="counterfactual − costs = net on every ledger row.")
 def ledger_balances_check(clickhouse: ClickHouseResource) -> AssetCheckResult:
+    """Every ledger row balances: counterfactual − costs = net, costs = the six lines."""
     ok, message = ledger_balances(ledger_frame(clickhouse))
     return AssetCheckResult(passed=ok, description=message)
 

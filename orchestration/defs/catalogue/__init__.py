@@ -6,6 +6,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .assets import pool_catalogue
 
     return Definitions(assets=[pool_catalogue])

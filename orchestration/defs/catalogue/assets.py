@@ -13,6 +13,7 @@ __all__ = ["pool_catalogue"]
 @asset(group_name="analytics", description="Pools, aggregates and halls from the provider (ADR-06).")
 def pool_catalogue(clickhouse: ClickHouseResource, settings: AnalyticsSettings,
                    provider: ProviderFeedResource) -> MaterializeResult:
+    """Refresh the pool catalogue and rate card from the provider's feed (when one is set)."""
     clickhouse.migrate()
     if provider.base_url:
         catalogue.refresh_from_feed(clickhouse, settings.region, provider.document("/v1/catalogue"),

@@ -19,6 +19,7 @@ __all__ = ["ASSETS", "orchestrator_usage", "storage_usage"]
                    "(Admin Ops API), the bucket's owner being the workload (ADR-19, ADR-26); read at the hour's end.")
 def storage_usage(context: AssetExecutionContext, clickhouse: ClickHouseResource,
                   rgw: RgwResource) -> MaterializeResult:
+    """The hour's checkpoint storage per workload from RGW's bucket stats."""
     if not rgw.endpoint:
         return MaterializeResult(metadata={"rows": 0, "note": "no RGW endpoint configured (SCO_RGW_ENDPOINT)"})
     hour = context.partition_time_window.start.astimezone(UTC)
@@ -35,6 +36,7 @@ def storage_usage(context: AssetExecutionContext, clickhouse: ClickHouseResource
                    "guaranteed rate card per vCPU-hour and GiB-hour.")
 def orchestrator_usage(context: AssetExecutionContext, clickhouse: ClickHouseResource, postgres: PostgresResource,
                        settings: AnalyticsSettings) -> MaterializeResult:
+    """The hour's cost of the orchestrator itself from its processes' samples."""
     postgres.migrate()
     hour = context.partition_time_window.start.astimezone(UTC)
     rows = footprint.read_samples(postgres, settings.region, hour)

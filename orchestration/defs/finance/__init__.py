@@ -1,4 +1,5 @@
-"""Finance: the dbt-clickhouse models (``dbt/``) as assets through dagster-dbt."""
+"""Finance: the dbt-clickhouse models (``dbt/``) as assets through dagster-dbt, their docs site, and the
+great-expectations suites on the marts finance reads as asset checks."""
 
 from dagster import Definitions
 
@@ -6,6 +7,8 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
-    from .assets import finance_models
+    """The dbt assets, the docs site asset and the marts' expectation checks."""
+    from .assets import finance_docs, finance_models
+    from .checks import CHECKS
 
-    return Definitions(assets=[finance_models()])
+    return Definitions(assets=[finance_models(), finance_docs], asset_checks=CHECKS)

@@ -6,11 +6,13 @@ import json
 import warnings
 from collections.abc import Iterator, Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetKey, AssetsDefinition
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, MetadataValue, asset
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
+from orchestration.finance_docs import generate_docs
 from orchestration.finance_models import (
     DBT_DIR,
     SOURCE_ASSETS,
@@ -19,9 +21,9 @@ from orchestration.finance_models import (
     dbt_vars,
     prepare_manifest,
 )
-from orchestration.resources import ClickHouseResource
+from orchestration.resources import AnalyticsSettings, ClickHouseResource
 
-__all__ = ["dbt_resource", "finance_models"]
+__all__ = ["dbt_resource", "finance_docs", "finance_models"]
 
 
 class _Translator(DagsterDbtTranslator):
@@ -36,6 +38,7 @@ class _Translator(DagsterDbtTranslator):
 
 
 def dbt_resource() -> DbtCliResource:
+    """The dbt CLI resource on the repository's dbt project and profile."""
     return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
 
 
@@ -56,3 +59,19 @@ def finance_models() -> AssetsDefinition:
             yield from invocation.stream()
 
     return _finance_models
+
+
+@asset(key=AssetKey(["finance", "dbt_docs"]), group_name="finance",
+       deps=[AssetKey(["finance", m]) for m in ("fct_savings_ledger", "fct_showback_monthly", "fct_finance_export",
+                                                "dim_pool", "dim_workload")],
+       description="dbt's documentation site of the finance models (`dbt docs generate --static`): every mart's "
+                   "columns, tests, lineage and exposures, in one HTML file under the settings' dbt_docs_dir.")
+def finance_docs(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> MaterializeResult:  # type: ignore[type-arg]
+    """Generate the site after the marts are built, so its catalogue describes the tables finance reads."""
+    site = generate_docs(Path(settings.dbt_docs_dir).resolve(), clickhouse.url or None)
+    return MaterializeResult(metadata={
+        "index": MetadataValue.path(str(site.index)),
+        "models": site.models,
+        "columns": site.columns,
+        "described_columns": site.described_columns,
+    })

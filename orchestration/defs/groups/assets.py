@@ -16,6 +16,7 @@ __all__ = ["correlation_groups"]
                    "merges kept with their evidence; published in force (ADR-06).")
 def correlation_groups(clickhouse: ClickHouseResource, postgres: PostgresResource,
                        settings: AnalyticsSettings) -> MaterializeResult:
+    """Recompute the co-reclamation groups and write them, with their changes."""
     postgres.migrate()
     now = settings.data_now(clickhouse)
     pools = load_catalogue(clickhouse, settings.region, "reclaimable")

@@ -16,6 +16,7 @@ __all__ = ["CHECKS", "every_pool_in_exactly_one_group"]
                          "in ClickHouse and in the groups in force in PostgreSQL (what the ≤ 30 % rule reads).")
 def every_pool_in_exactly_one_group(clickhouse: ClickHouseResource, postgres: PostgresResource,
                                     settings: AnalyticsSettings) -> AssetCheckResult:
+    """Every reclaimable pool is in exactly one group, computed and in force."""
     pools = [p.pool for p in load_catalogue(clickhouse, settings.region, "reclaimable")]
     kept_ok, kept = groups_cover_pools(pools, latest_group_history(clickhouse, settings.region))
     force_ok, in_force = groups_cover_pools(pools, groups_in_force_rows(postgres, settings.region))

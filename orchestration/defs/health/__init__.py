@@ -7,6 +7,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .freshness import FRESHNESS_CHECKS, freshness_sensor
     from .sensors import alert_on_run_failure
 

@@ -12,6 +12,7 @@ __all__ = ["alert_on_run_failure", "failed_run"]
 
 
 def failed_run(context: RunFailureSensorContext) -> FailedRun:
+    """What a failed run was: job, run id, message, failed steps and assets."""
     run = context.dagster_run
     steps = [e.step_key or "" for e in context.get_step_failure_events()]
     assets = sorted(k.to_user_string() for k in (run.asset_selection or ()))
@@ -22,6 +23,7 @@ def failed_run(context: RunFailureSensorContext) -> FailedRun:
 @run_failure_sensor(name="alert_on_run_failure", default_status=DefaultSensorStatus.RUNNING,
                     description="Posts an Alertmanager-format alert for every failed run to SCO_ALERT_WEBHOOK_URL.")
 def alert_on_run_failure(context: RunFailureSensorContext) -> None:
+    """Post an Alertmanager-format alert for the failed run (a warning when no webhook is set)."""
     url = os.environ.get(ALERT_WEBHOOK_ENV, "")
     run = failed_run(context)
     if not url:

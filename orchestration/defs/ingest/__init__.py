@@ -6,6 +6,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .sensors import new_events_sensor
 
     return Definitions(sensors=[new_events_sensor])

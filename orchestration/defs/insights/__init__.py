@@ -6,6 +6,7 @@ __all__ = ["definitions"]
 
 
 def definitions() -> Definitions:
+    """This domain's Dagster definitions (its assets, checks, schedules or sensors)."""
     from .assets import ASSETS
     from .checks import CHECKS
     from .schedules import daily_job, daily_schedule

@@ -16,6 +16,7 @@ __all__ = ["ASSETS", "advisory_precision", "contract_breaches", "recommendations
        description="Per pool over 30 days: share of advisories followed by a reclaim, and of reclaims that were "
                    "advised (ADR-16).")
 def advisory_precision(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> MaterializeResult:
+    """Per pool, the share of advisories a reclaim followed, over 30 days."""
     rows = insights.advisory_precision(clickhouse, settings.region, settings.data_now(clickhouse))
     total, ok = sum(int(r[3]) for r in rows), sum(int(r[4]) for r in rows)  # type: ignore[call-overload]
     return MaterializeResult(metadata={"pools": len(rows), "advisories": total,
@@ -28,6 +29,7 @@ def advisory_precision(clickhouse: ClickHouseResource, settings: AnalyticsSettin
                    "changes a contract (ADR-27, ADR-28).")
 def contract_breaches(clickhouse: ClickHouseResource, postgres: PostgresResource,
                       settings: AnalyticsSettings) -> MaterializeResult:
+    """Each workload's measured interruption rate against its contract; breaches queued as events."""
     postgres.migrate()
     now = settings.data_now(clickhouse)
     found = insights.breaches(clickhouse, postgres, settings.region, now)
@@ -43,6 +45,7 @@ def contract_breaches(clickhouse: ClickHouseResource, postgres: PostgresResource
        description="Move work off reclaimable capacity when the saving does not justify the risk; onto it when "
                    "work behaves as if it could tolerate interruption.")
 def recommendations(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> MaterializeResult:
+    """Per workload: move off reclaimable capacity, onto it, or stay."""
     now = settings.data_now(clickhouse)
     recs = insights.recommendations(clickhouse, now, insights.latest_breaches(clickhouse))
     return MaterializeResult(metadata={d: sum(r.direction == d for r in recs)

@@ -17,6 +17,7 @@ __all__ = ["CHECKS", "every_breach_is_an_event"]
                          "contract-breach event in the outbox (the event path to the alert and the showback page).")
 def every_breach_is_an_event(clickhouse: ClickHouseResource, postgres: PostgresResource,
                              settings: AnalyticsSettings) -> AssetCheckResult:
+    """Every breach of the latest computation has its event in the outbox."""
     at = latest_breach_time(clickhouse)
     breached = {b.workload: b.owner for b in latest_breaches(clickhouse) if b.breach}
     if at is None:

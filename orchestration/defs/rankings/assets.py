@@ -16,6 +16,7 @@ __all__ = ["pool_rankings"]
                    "to PostgreSQL as the ranking in force (ADR-07). Drill events are excluded.")
 def pool_rankings(clickhouse: ClickHouseResource, postgres: PostgresResource, settings: AnalyticsSettings,
                   provider: ProviderFeedResource) -> MaterializeResult:
+    """Score and rank every pool, keep the ranking with its inputs and publish it in force."""
     postgres.migrate()
     now = settings.data_now(clickhouse)
     excluded = rankings.excluded_pools(postgres, settings.region, now)

@@ -14,6 +14,7 @@ __all__ = ["CHECKS", "ranking_scores_in_range", "rankings_cover_every_active_poo
 
 @asset_check(asset=pool_rankings, blocking=True, description="The ranking in force covers every active pool.")
 def rankings_cover_every_active_pool(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> AssetCheckResult:
+    """The latest ranking names every active reclaimable pool."""
     ranked = [p for p, _ in latest_ranking(clickhouse, settings.region)]
     active = [p.pool for p in load_catalogue(clickhouse, settings.region, "reclaimable")]
     ok, message = rankings_cover_pools(ranked, active)
@@ -23,6 +24,7 @@ def rankings_cover_every_active_pool(clickhouse: ClickHouseResource, settings: A
 
 @asset_check(asset=pool_rankings, description="Every score lies in [0, 1].")
 def ranking_scores_in_range(clickhouse: ClickHouseResource, settings: AnalyticsSettings) -> AssetCheckResult:
+    """Every score of the latest ranking lies in [0, 1]."""
     ok, message = scores_in_range([s for _, s in latest_ranking(clickhouse, settings.region)])
     return AssetCheckResult(passed=ok, description=message)
 

@@ -22,6 +22,9 @@ class EvictionMixin:
     def _delete(self, res: Any, key: tuple[str, str, str], options: Obj, q: dict[str, str]) -> Obj:
         raise NotImplementedError
 
+    def _not_found(self, res: Any, name: str) -> Exception:
+        raise NotImplementedError
+
     @staticmethod
     def _healthy(pod: Obj) -> bool:
         status = pod.get("status") or {}
@@ -30,9 +33,7 @@ class EvictionMixin:
 
     def _evict(self, res: Any, key: tuple[str, str, str]) -> tuple[int, Obj]:
         if key not in self._objects:
-            from sco.demo.kubeapi.store import not_found
-
-            raise not_found(res, key[2])
+            raise self._not_found(res, key[2])
         pod = self._objects[key]
         labels = pod["metadata"].get("labels") or {}
         pdb_res = self._resource_for("PodDisruptionBudget")

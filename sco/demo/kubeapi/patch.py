@@ -10,6 +10,7 @@ __all__ = ["apply_json_patch", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
+    """``target`` with a JSON merge patch (RFC 7386) applied; the input is not changed."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
@@ -81,6 +82,7 @@ def _add(doc: Any, tokens: list[str], value: Any) -> Any:
 
 
 def apply_json_patch(doc: Any, ops: list[Any]) -> Any:
+    """``doc`` with a JSON patch (RFC 6902) applied; the input is not changed."""
     doc = copy.deepcopy(doc)
     for op in ops:
         kind, tokens = op.get("op"), _pointer(op.get("path", ""))

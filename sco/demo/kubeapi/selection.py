@@ -28,6 +28,7 @@ def split_selector(selector: str) -> list[str]:
 
 
 def match_label_selector(selector: str, labels: dict[str, str]) -> bool:
+    """True when ``labels`` satisfy every requirement of a Kubernetes label selector."""
     for req in split_selector(selector):
         m = _SET.match(req)
         if m:
@@ -65,6 +66,7 @@ def _field(obj: Any, path: str) -> str:
 
 
 def match_fields(selector: str, obj: dict[str, Any]) -> bool:
+    """True when ``obj`` satisfies every requirement of a Kubernetes field selector."""
     for req in split_selector(selector):
         if "!=" in req:
             path, value = req.split("!=", 1)

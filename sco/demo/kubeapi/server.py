@@ -116,6 +116,7 @@ class KubeApiDouble(KubeStore):
 
     # ----------------------------------------------------------------- lifecycle
     def stop(self) -> None:
+        """Stop serving and join the server thread."""
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -127,6 +128,7 @@ class KubeApiDouble(KubeStore):
         self.stop()
 
     def client_configuration(self) -> Any:
+        """A ``kubernetes`` client configuration pointed at this double."""
         from kubernetes import client
 
         cfg = client.Configuration()
@@ -135,6 +137,7 @@ class KubeApiDouble(KubeStore):
 
     # ----------------------------------------------------------------- test hooks
     def set_latency(self, seconds: float, path_regex: str | None = None) -> None:
+        """Delay answers to paths matching ``path_regex`` (all when None) by ``seconds``; 0 removes it."""
         with self._lock:
             if seconds <= 0:
                 self._latency.pop(path_regex, None)
@@ -142,10 +145,12 @@ class KubeApiDouble(KubeStore):
                 self._latency[path_regex] = seconds
 
     def fail_next(self, method: str, path_regex: str, status: int, times: int = 1) -> None:
+        """Answer the next ``times`` matching requests with ``status``."""
         with self._lock:
             self._failures.append(_Failure(method.upper(), re.compile(path_regex), status, times))
 
     def requests_matching(self, method: str, path_regex: str) -> list[RecordedRequest]:
+        """The recorded requests of ``method`` whose path matches ``path_regex``."""
         pattern = re.compile(path_regex)
         with self._lock:
             return [r for r in self.requests if r.method == method.upper() and pattern.search(r.path)]

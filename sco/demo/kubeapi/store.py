@@ -33,6 +33,7 @@ class Resource:
 
     @property
     def api_version(self) -> str:
+        """The resource's ``apiVersion``: ``v1`` or ``<group>/<version>``."""
         return "v1" if self.prefix == "/api/v1" else self.prefix.removeprefix("/apis/")
 
 
@@ -60,6 +61,7 @@ def _now() -> str:
 
 
 def not_found(res: Resource, name: str) -> ApiError:
+    """The 404 ``ApiError`` Kubernetes answers for a missing object of ``res``."""
     group = res.prefix.removeprefix("/apis/").split("/")[0] if res.prefix != "/api/v1" else ""
     what = f"{res.plural}.{group}" if group else res.plural
     return ApiError(404, f'{what} "{name}" not found', details={"name": name, "kind": res.plural})
@@ -67,6 +69,9 @@ def not_found(res: Resource, name: str) -> ApiError:
 
 class KubeStore(EvictionMixin):
     """Objects by (store, namespace, name); one resourceVersion counter; thread-safe."""
+
+    def _not_found(self, res: Any, name: str) -> Exception:
+        return not_found(res, name)
 
     def __init__(self, *, graceful_pod_deletion: bool = False, require_namespaces: bool = False) -> None:
         self.graceful_pod_deletion = graceful_pod_deletion
@@ -91,6 +96,7 @@ class KubeStore(EvictionMixin):
             self.register_resource(prefix, plural, kind, namespaced)
 
     def register_resource(self, prefix: str, plural: str, kind: str, namespaced: bool) -> None:
+        """Serve one more resource under ``prefix``."""
         store = f"{prefix.removeprefix('/apis/').split('/')[0] if prefix != '/api/v1' else 'core'}/{plural}"
         self._resources.append(Resource(prefix, plural, kind, namespaced, store))
 
@@ -116,6 +122,7 @@ class KubeStore(EvictionMixin):
             return copy.deepcopy(self._objects.get(key, obj))
 
     def get_object(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        """A copy of the named object, or None."""
         res = self._resource_for(kind)
         with self._lock:
             found = self._objects.get((res.store, (namespace or "default") if res.namespaced else "", name))
@@ -129,6 +136,7 @@ class KubeStore(EvictionMixin):
             return self._objects.pop(key, None) is not None
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        """Copies of every object of ``kind`` (in ``namespace`` when given)."""
         res = self._resource_for(kind)
         with self._lock:
             return [
@@ -191,6 +199,7 @@ class KubeStore(EvictionMixin):
         raise ApiError(404, f"the server could not find the requested resource ({path})")
 
     def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any, ctype: str) -> tuple[int, Obj]:
+        """Serve one API request; its HTTP status and body."""
         route = self._route(path)
         res, ns, name, sub = route.resource, route.namespace, route.name, route.subresource
         q = {k: v[-1] for k, v in query.items()}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sco.cli import main
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 EXAMPLES = REPO / "deploy" / "contracts"
 

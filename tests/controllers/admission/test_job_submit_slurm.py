@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sco.cli import main
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import SLURM_DIR
 
 from .helpers import sync_args

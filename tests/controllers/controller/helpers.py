@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from contracts.provider import Instance, LaunchRequest, ReclaimReceipt
-from contracts.schema import Contract, ContractSpec
-from contracts.tiers import resolve
-from controllers.controller.claims import WorkItem
-from tests.contracts.helpers import base
-
-PARTITION = "r1/slurm-hpc"
-T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-
-def contract(name: str = "etl", tier: str = "T3", vcpu: int = 4, mem: int = 16, **fields: Any) -> Contract:
-    doc = base(tier, workload=name, partition=PARTITION, resources={"vcpu": vcpu, "memory_gib": mem}, **fields)
-    c, findings = resolve(ContractSpec.model_validate(doc))
-    assert c is not None, findings
-    return c
-
-
-def contracts(*cs: Contract) -> dict[str, Contract]:
-    return {c.ref: c for c in cs}
+from testkit.builders import T0
 
 
 class StepClock:
@@ -37,23 +20,6 @@ class StepClock:
 
     def advance(self, **kw: float) -> None:
         self.t += timedelta(**kw)
-
-
-@dataclass
-class FakeSource:
-    """A scheduler stand-in: work items and the set of idle node names."""
-
-    items: list[WorkItem] = field(default_factory=list)
-    idle: set[str] = field(default_factory=set)
-
-    def work(self) -> list[WorkItem]:
-        return list(self.items)
-
-    def idle_nodes(self) -> set[str]:
-        return set(self.idle)
-
-    def demand(self, ref: str | None, n: int, vcpu: float = 4, mem: float = 16, prefix: str = "j") -> None:
-        self.items += [WorkItem("slurm", f"{prefix}{len(self.items) + i}", ref, vcpu, mem, "pending") for i in range(n)]
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from controllers.controller import AgentImage, AgentRollout, choose_agent, parse_agent_image
 from controllers.controller.userdata import MemoryAgentCredentials
 from controllers.errors import ConfigError
-from tests.controllers.controller.helpers import contract, contracts
+from testkit.builders import contract, contracts
 from tests.controllers.controller.test_controller import World, world  # noqa: F401 (the fixture)
 
 CURRENT, CANDIDATE = AgentImage("0.1.0", "sco-agent-0.1.0"), AgentImage("0.2.0", "sco-agent-0.2.0")

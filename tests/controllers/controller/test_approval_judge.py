@@ -16,7 +16,7 @@ from contracts.approvals import APPROVAL_CODES, ApprovalDecision, SignedDecision
 from contracts.signing import generate_keypair
 from controllers.controller.approval_judge import Answer, OpenRequest, judge, judge_answers, with_verdicts
 from controllers.controller.fallback import Approval
-from tests.controllers.controller.helpers import T0
+from testkit.builders import T0
 
 CFO, OPS, MALLORY = "cfo@example.org", "ops@example.org", "mallory@example.org"
 KEYS = {who: generate_keypair() for who in (CFO, OPS, MALLORY)}

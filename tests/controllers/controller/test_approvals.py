@@ -26,7 +26,7 @@ from controllers.controller.floor_keeper import FloorConfig
 from controllers.controller.loop import Controller
 from sco.commands.keys import init_approver_key
 from sco.stack.pgroles import grant_component
-from tests.controllers.controller.helpers import contract, contracts
+from testkit.builders import contract, contracts
 from tests.controllers.controller.test_controller import World, world  # noqa: F401  (the fixture)
 from tests.support.cli import sco
 

@@ -19,8 +19,8 @@ from contracts.signing import generate_keypair, load_private_key
 from controllers.controller.bundle_guard import BundleGuard, judge
 from sco.cli import CliError
 from sco.commands.controller import _admit
-from tests.contracts.helpers import base, compile_doc
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION, base
+from tests.contracts.helpers import compile_doc
 
 OTHER = "r1/k8s-a"
 

@@ -19,12 +19,12 @@ from controllers.controller.bundle_guard import BundleGuard
 from controllers.controller.bundle_refresh import BundleRefresh, contracts_of
 from controllers.controller.loop import Controller
 from controllers.controller.metrics import PassMetrics
-from controllers.distributor import ControllerBundleFeed, SignedBundle
+from distributor import ControllerBundleFeed, SignedBundle
 from stores.telemetry import Registry
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION
 from tests.controllers.controller.test_controller import World, world  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_controller_feed import Publisher, etl, forged, serve, train
-from tests.controllers.distributor.test_server import Running
+from tests.distributor.test_controller_feed import Publisher, etl, forged, serve, train
+from tests.distributor.test_server import Running
 
 GOVERNED = {"fallback": {"spend_cap_24h_eur": 250, "approver": "budget@example.org"}}
 

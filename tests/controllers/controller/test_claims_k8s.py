@@ -4,22 +4,14 @@ no such pod are idle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from controllers.controller.claims import normalise
 from controllers.controller.claims_k8s import RECLAIMABLE_TAINT, KubernetesSource
 from sco.demo.kubeapi import KubeApiDouble
-from tests.controllers.controller.helpers import contract, contracts
-
-
-@pytest.fixture
-def kube() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as k:
-        yield k
+from testkit.builders import contract, contracts
 
 
 def pod(name: str, labels: dict[str, str], phase: str = "Pending", node: str = "",

@@ -14,7 +14,7 @@ from contracts.bundle_verify import verify_bundle
 from contracts.compiler import check_repo
 from contracts.signing import generate_keypair, load_private_key
 from controllers.controller.store import publish_contracts_in_force
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 EXAMPLES = REPO / "deploy" / "contracts"
 

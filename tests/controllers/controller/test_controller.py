@@ -32,15 +32,8 @@ from controllers.controller.userdata import MemoryAgentCredentials
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import migrate
-from tests.controllers.controller.helpers import (
-    PARTITION,
-    CallLog,
-    FakeSource,
-    StepClock,
-    contract,
-    contracts,
-    max_calls_in_window,
-)
+from testkit.builders import PARTITION, FakeSource, contract, contracts
+from tests.controllers.controller.helpers import CallLog, StepClock, max_calls_in_window
 
 QUIET = dict(reclaim_rate_pct_h=0.0, hall_reclaims_per_30d=0.0, bursts_per_aggregate_day=0.0, seed=5)
 FAST = SafetyConfig(recovery_share=Decimal(1))

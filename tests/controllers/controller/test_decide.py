@@ -37,8 +37,9 @@ from controllers.controller.store import InputsInForce
 from controllers.providers.budget import TokenBucket
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
+from testkit.builders import PARTITION, T0, contract, contracts
 from tests.controllers.builders import pool
-from tests.controllers.controller.helpers import PARTITION, T0, StepClock, contract, contracts
+from tests.controllers.controller.helpers import StepClock
 
 POOLS = ([pool(f"p{i:02d}", hall=f"h{i % 3 + 1}") for i in range(12)]
          + [pool(f"c{i}", hall=f"h{i + 1}", model="committed", bu="research") for i in range(3)]

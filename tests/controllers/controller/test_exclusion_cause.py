@@ -19,7 +19,7 @@ from controllers.controller.model import Observed, Purpose, Terminate
 from controllers.controller.observe import Glance, Market, Observation
 from controllers.controller.settings import ControllerSettings
 from controllers.controller.store import InputsInForce
-from tests.controllers.controller.helpers import PARTITION, T0, contracts
+from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 import psycopg
 
 from controllers.controller import ledger
-from tests.controllers.controller.helpers import T0
+from testkit.builders import T0
 
 
 def test_two_racing_reservations_cannot_both_spend_the_last_of_a_cap(pg_migrated_url: str) -> None:

@@ -44,7 +44,7 @@ from controllers.simregion.region import SimulatedRegion
 from controllers.simregion.service import RegionService
 from stores import nats as sco_nats
 from stores.outbox import Relay
-from tests.controllers.controller.helpers import PARTITION, contract, contracts
+from testkit.builders import PARTITION, contract, contracts
 from tests.support.testbeds import SLURM_CONF
 
 pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]

@@ -15,7 +15,7 @@ from controllers.controller.settings import ControllerSettings, PassReport
 from controllers.planning.model import Strategy, WorkloadPlan
 from controllers.providers.budget import TokenBucket
 from stores.telemetry import Registry
-from tests.controllers.controller.helpers import PARTITION, T0, contract, contracts
+from testkit.builders import PARTITION, T0, contract, contracts
 from tests.support.exposition import parse
 
 SETTINGS = ControllerSettings("r1", PARTITION, holder="ctl-a")

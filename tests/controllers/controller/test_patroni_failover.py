@@ -31,7 +31,8 @@ from controllers.controller.revocation import RecordingRevoker
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import migrate, postgres
-from tests.controllers.controller.helpers import PARTITION, CallLog, FakeSource, StepClock, contract, contracts
+from testkit.builders import PARTITION, FakeSource, contract, contracts
+from tests.controllers.controller.helpers import CallLog, StepClock
 from tests.support.patroni import PatroniCluster
 
 pytestmark = [pytest.mark.testbed, pytest.mark.services, pytest.mark.xdist_group("patroni")]

@@ -20,8 +20,8 @@ from controllers.controller.settings import ControllerSettings
 from controllers.controller.store import InputsInForce
 from controllers.planning import Allocation, PlanSet, PoolState, Strategy, WorkloadPlan
 from controllers.planning import Purpose as PlanPurpose
+from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.builders import pool
-from tests.controllers.controller.helpers import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 
 R = PlanPurpose.RECLAIMABLE

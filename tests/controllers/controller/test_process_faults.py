@@ -23,9 +23,9 @@ from contracts.bundle import publish
 from contracts.signing import generate_keypair, load_private_key
 from controllers.controller.rebuild import ownership
 from controllers.providers.simulated import SimulatedProvider
-from tests.contracts.helpers import base, compile_doc
-from tests.controllers.controller.helpers import PARTITION
-from tests.support.paths import REPO
+from testkit.builders import PARTITION, base
+from testkit.paths import REPO
+from tests.contracts.helpers import compile_doc
 from tests.support.ports import free_port
 
 

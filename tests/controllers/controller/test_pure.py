@@ -16,7 +16,7 @@ from controllers.controller.exclusion import ExclusionWatcher, Signal, pool_stat
 from controllers.controller.fallback import Approval, GuaranteedOption, Need, arbitrate
 from controllers.controller.model import Launch, Observed, Purpose, SlotKey, Terminate
 from controllers.controller.reconcile import diff
-from tests.controllers.controller.helpers import PARTITION, T0, contract, contracts
+from testkit.builders import PARTITION, T0, contract, contracts
 
 
 def obs(iid: str, pool: str = "p1", workload: str = "w", status: str = "active", purpose: Purpose = Purpose.RECLAIMABLE,

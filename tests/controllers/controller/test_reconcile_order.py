@@ -12,7 +12,7 @@ import pytest
 from controllers.controller.model import Observed, Purpose, SlotKey
 from controllers.controller.reconcile import diff, interleave, unclaimed_workloads, uncovered_instances
 from controllers.planning import units_per_instance
-from tests.controllers.controller.helpers import PARTITION, T0
+from testkit.builders import PARTITION, T0
 
 R, F = Purpose.RECLAIMABLE, Purpose.FLOOR
 Slots = dict[tuple[str, str, Purpose], int]

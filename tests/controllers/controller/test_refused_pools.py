@@ -18,7 +18,7 @@ from controllers.controller.decision import Decision, Desired, Memory, Place
 from controllers.controller.model import Launch, Observed, Purpose, SlotKey
 from controllers.controller.observe import Glance, Observation
 from controllers.controller.settings import ControllerSettings
-from tests.controllers.controller.helpers import PARTITION, T0, contracts
+from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, world
 
 REFUSED_AT = T0 + timedelta(seconds=30)

@@ -19,7 +19,7 @@ from controllers.controller.revocation import (
 )
 from controllers.controller.settings import ControllerSettings
 from controllers.controller.userdata import MemoryAgentCredentials
-from tests.controllers.controller.helpers import PARTITION, T0, contract, contracts
+from testkit.builders import PARTITION, T0, contract, contracts
 
 
 class _Failing:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,8 @@ from nats.errors import Error as NatsError
 
 from controllers.controller.revocation import CompositeRevoker, NatsUserRevoker, RecordingRevoker, Revocation
 from sco.stack import manager
-from tests.controllers.controller.helpers import contract, contracts
+from testkit.builders import contract, contracts
 from tests.controllers.controller.test_controller import World, world  # noqa: F401 (a fixture)
-from tests.support.stack import nats_only_stack
 
 BUNDLE = (b'{"kind":"AgentBundle"}', b"c2lnbmF0dXJl\n")
 
@@ -78,12 +76,6 @@ def test_a_failed_revocation_is_retried_on_later_passes_with_backoff_until_it_is
     world.clock.advance(minutes=30)
     world.run(ctl, 2)
     assert flaky.calls == 3 and len(_revoked(world, victim)) == 3
-
-
-@pytest.fixture
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-revoke-nats-") as home:
-        yield home
 
 
 async def _connect(port: int, user: str, password: str) -> str:

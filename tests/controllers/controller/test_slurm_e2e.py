@@ -18,7 +18,8 @@ from controllers.controller.claims_slurm import SlurmSource
 from controllers.controller.loop import Controller, ControllerSettings
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
-from tests.controllers.controller.helpers import PARTITION, StepClock, contract, contracts
+from testkit.builders import PARTITION, contract, contracts
+from tests.controllers.controller.helpers import StepClock
 from tests.support.testbeds import SLURM_CONF
 
 pytestmark = [pytest.mark.testbed, pytest.mark.xdist_group("slurm-bed")]

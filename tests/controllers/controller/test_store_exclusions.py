@@ -5,27 +5,17 @@ ineligible), and every partition's launches since the rate card are counted, not
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import psycopg
-import pytest
 
 from contracts.events import Event
 from contracts.subjects import EventKind
 from controllers.controller.exclusion import FULL, RECLAIM, Exclusion
 from controllers.controller.store import Store
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
 CARD = NOW - timedelta(minutes=3)
-
-
-@pytest.fixture
-def conn(pg_migrated_url: str) -> Iterator[Any]:
-    with psycopg.connect(pg_migrated_url, autocommit=True) as c:
-        yield c
 
 
 def _exclusion(store: Store, pool: str, cause: str) -> None:

@@ -5,24 +5,14 @@ its first pass still reads every row (does the partition have a past? ``decide.b
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-import pytest
-
 from controllers.controller.observe import Observer
 from controllers.controller.store import Store
-from tests.controllers.controller.helpers import PARTITION, FakeSource
+from testkit.builders import PARTITION, FakeSource
 
 NOW = datetime(2026, 10, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def conn(pg_migrated_url: str) -> Iterator[Any]:
-    with psycopg.connect(pg_migrated_url, autocommit=True) as c:
-        yield c
 
 
 def _row(conn: Any, iid: str, state: str, partition: str = PARTITION) -> None:

@@ -23,7 +23,8 @@ from controllers.simregion.clock import WallClock
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from stores import nats as sco_nats
-from tests.controllers.controller.helpers import PARTITION, FakeSource, StepClock, contract, contracts
+from testkit.builders import PARTITION, FakeSource, contract, contracts
+from tests.controllers.controller.helpers import StepClock
 
 
 def test_three_waves_on_jetstream_exclude_the_pool_within_seconds_with_the_evidence(pg_migrated_url: str,

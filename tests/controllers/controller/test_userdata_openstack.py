@@ -23,9 +23,9 @@ from contracts.tiers import resolve
 from controllers.controller.breaker import SafetyConfig
 from controllers.controller.loop import Controller, ControllerSettings
 from controllers.controller.userdata import MemoryAgentCredentials
+from testkit.builders import FakeSource, base
 from tests.agent.helpers import make_bundle, new_keys, workload_entry
-from tests.contracts.helpers import base
-from tests.controllers.controller.helpers import FakeSource, StepClock
+from tests.controllers.controller.helpers import StepClock
 from tests.support import cloudinit
 from tests.support.testbeds import OPENSTACK_CLOUDS
 from tests.support.wait import wait_for
@@ -42,10 +42,11 @@ pytestmark = [
 def bed() -> Iterator[dict[str, Any]]:
     if not OPENSTACK_CLOUDS.exists():
         pytest.fail(f"{OPENSTACK_CLOUDS} missing: run deploy/testbed/openstack/up")
-    from controllers.providers.openstack import OpenStackProvider, _connect
+    from controllers.providers.appcred import connect_sdk
+    from controllers.providers.openstack import OpenStackProvider
 
     doc = yaml.safe_load(OPENSTACK_CLOUDS.read_text())
-    admin = _connect(**doc["clouds"]["sco-testbed-admin"])  # reads user_data back; the topology for capacity
+    admin = connect_sdk(**doc["clouds"]["sco-testbed-admin"])  # reads user_data back; the topology for capacity
     provider = OpenStackProvider.from_clouds_yaml(OPENSTACK_CLOUDS, "sco-testbed", image=doc["sco"]["image"],
                                                   project=doc["sco"]["project"], topology=admin,
                                                   region="r1")

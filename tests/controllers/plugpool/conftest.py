@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.esphome import EspHomeDouble
 from tests.controllers.plugpool.helpers import NS, Rig, config_dict, make_rig
-from tests.doubles.esphome import EspHomeDouble
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as double:
-        double.put_object("Namespace", {"metadata": {"name": NS}})
-        yield double
+@pytest.fixture(autouse=True)
+def _namespace(request: pytest.FixtureRequest) -> None:
+    """The plugpool's namespace in the Kubernetes API double, for every test that uses it."""
+    if "kube" in request.fixturenames:
+        kube: KubeApiDouble = request.getfixturevalue("kube")
+        kube.put_object("Namespace", {"metadata": {"name": NS}})
 
 
 @pytest.fixture

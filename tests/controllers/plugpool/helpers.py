@@ -20,7 +20,7 @@ from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
 from sco.demo.kubeapi import KubeApiDouble
-from tests.doubles.esphome import EspHomeDouble
+from testkit.esphome import EspHomeDouble
 
 __all__ = ["NS", "PREFIX", "Rig", "config_dict", "make_rig"]
 

@@ -11,8 +11,8 @@ import yaml
 
 from controllers.plugpool.config import ConfigError, credentials_from_env, parse_config
 from sco.cli import main
+from testkit.paths import REPO
 from tests.controllers.plugpool.helpers import config_dict
-from tests.support.paths import REPO
 
 EXAMPLES = REPO / "deploy" / "plugpool" / "examples"
 

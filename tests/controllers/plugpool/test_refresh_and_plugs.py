@@ -10,8 +10,8 @@ import pytest
 from controllers.plugpool.config import Credentials, PlugConfig
 from controllers.plugpool.plugs import EspHomePlugs, PlugError
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
+from testkit.esphome import EspHomeDouble
 from tests.controllers.plugpool.helpers import Rig
-from tests.doubles.esphome import EspHomeDouble
 
 CREATING, RUNNING = pb.InstanceStatus.instanceCreating, pb.InstanceStatus.instanceRunning
 

@@ -15,9 +15,9 @@ import yaml
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.esphome import EspHomeDouble
+from testkit.paths import REPO
 from tests.controllers.plugpool.helpers import config_dict
-from tests.doubles.esphome import EspHomeDouble
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 

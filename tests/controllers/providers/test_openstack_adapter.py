@@ -30,7 +30,8 @@ def env() -> Iterator[dict[str, Any]]:
         pytest.fail(f"{CLOUDS} missing: run deploy/testbed/openstack/up")
     import yaml
 
-    from controllers.providers.openstack import OpenStackProvider, _connect
+    from controllers.providers.appcred import connect_sdk
+    from controllers.providers.openstack import OpenStackProvider
 
     doc = yaml.safe_load(CLOUDS.read_text())
     calls: list[str] = []
@@ -38,7 +39,7 @@ def env() -> Iterator[dict[str, Any]]:
                                                   project=doc["sco"]["project"], mutating_hook=calls.append)
     typed: Provider = provider  # mypy checks the adapter against the written contract
     assert isinstance(typed, Provider)
-    admin = _connect(**doc["clouds"]["sco-testbed-admin"])
+    admin = connect_sdk(**doc["clouds"]["sco-testbed-admin"])
     workload = f"w-{uuid.uuid4().hex[:8]}"
     yield {"provider": provider, "calls": calls, "admin": admin, "doc": doc, "workload": workload,
            "conn": provider._conn}

@@ -29,11 +29,12 @@ def bed() -> Iterator[dict[str, Any]]:
         pytest.fail(f"{OPENSTACK_CLOUDS} missing: run deploy/testbed/openstack/up")
     import yaml
 
+    from controllers.providers.appcred import connect_sdk
     from controllers.providers.node_credentials import KeystoneNodeCredentials
-    from controllers.providers.openstack import OpenStackProvider, _connect
+    from controllers.providers.openstack import OpenStackProvider
 
     doc = yaml.safe_load(OPENSTACK_CLOUDS.read_text())
-    issuer = _connect(**doc["clouds"]["sco-testbed-admin"])  # stands in for the issuer (OpenBao's plugin)
+    issuer = connect_sdk(**doc["clouds"]["sco-testbed-admin"])  # stands in for the issuer (OpenBao's plugin)
     credentials = KeystoneNodeCredentials(issuer, ttl=timedelta(hours=1), roles=("reader",))
     provider = OpenStackProvider.from_clouds_yaml(OPENSTACK_CLOUDS, "sco-testbed", image=doc["sco"]["image"],
                                                   project=doc["sco"]["project"], node_credentials=credentials)

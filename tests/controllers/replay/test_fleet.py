@@ -16,7 +16,7 @@ from contracts.pools import PurchaseModel
 from contracts.subjects import notice_subject
 from controllers.replay.fleet import FleetPlan, FleetSim
 from sco.commands.simulate_controller import production_ranker
-from tests.support.nats import NatsCluster
+from testkit.nats import NatsCluster
 
 PLAN = FleetPlan(instances=240, partitions=3, per_workload=12, fill_s=120.0, growth_per_h=3.0, steady_s=60.0,
                  after_s=600.0, settle_s=60.0)

@@ -6,12 +6,10 @@ seen and charged; a quiet trace shows the two engines agree where they model the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import psycopg
 import pytest
 
 from controllers.controller.store import open_breakers
@@ -22,7 +20,7 @@ from controllers.replay.through_controller import operator_resets, replay_throug
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.topology import build_pools
 from sco.commands.simulate_controller import production_ranker
-from tests.controllers.controller.helpers import contract
+from testkit.builders import contract
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)   # the afternoon: the region's demand peak, its reclaims
 ETL = contract("etl", "T3")                      # no checkpoint, 60-min units: a loss redoes work
@@ -31,12 +29,6 @@ UNITS = {"etl": 20, "train": 12}
 BUSY = RegionConfig(seed=2, pools=24, reclaim_rate_pct_h=20.0, no_notice_share=0.3, hall_reclaims_per_30d=0.0)
 QUIET = RegionConfig(seed=2, pools=24, reclaim_rate_pct_h=0.0, hall_reclaims_per_30d=0.0,
                      bursts_per_aggregate_day=0.0)
-
-
-@pytest.fixture
-def conn(pg_migrated_url: str) -> Iterator[Any]:
-    with psycopg.connect(pg_migrated_url, autocommit=True) as c:
-        yield c
 
 
 def _through_controller(conn: Any, config: RegionConfig, hours: float,

@@ -25,8 +25,8 @@ from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
 from sco.commands.simulate_controller import production_ranker
 from stores import migrate
-from tests.controllers.controller.helpers import contract
-from tests.support.postgres import PostgresProcess
+from testkit.builders import contract
+from testkit.postgres import PostgresProcess
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ETL = contract("etl", "T3")

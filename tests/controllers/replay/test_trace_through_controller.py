@@ -7,7 +7,6 @@ a quiet history the trace region and the simulated region it was recorded from g
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -24,8 +23,8 @@ from controllers.replay.trace_region import replay_trace_through_controller
 from controllers.simregion.config import RegionConfig
 from sco.commands.simulate_controller import production_ranker
 from stores import migrate
-from tests.controllers.controller.helpers import contract
-from tests.support.postgres import PostgresProcess
+from testkit.builders import contract
+from testkit.postgres import PostgresProcess
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ETL = contract("etl", "T3")
@@ -37,12 +36,6 @@ QUIET = RegionConfig(seed=2, pools=24, reclaim_rate_pct_h=0.0, hall_reclaims_per
                      bursts_per_aggregate_day=0.0)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def conn(pg_migrated_url: str) -> Iterator[Any]:
-    with psycopg.connect(pg_migrated_url, autocommit=True) as c:
-        yield c
 
 
 def _replay(conn: Any, trace: Trace, diagnostics: dict[str, int] | None = None) -> dict[str, WorkloadOutcome]:

@@ -98,7 +98,7 @@ def test_notices_arrive_on_nats_at_least_120_s_before_deletion_and_in_the_metada
     drill = notices[out["mine"].instance_id][1]
     assert drill.drill and drill.cause == "drill"
     assert out["metadata"], "no metadata document was read"
-    from agent.notices import parse_metadata, parse_notice
+    from agent.notice.messages import parse_metadata, parse_notice
 
     for iid, doc in out["metadata"]:
         assert doc["instance_id"] == iid

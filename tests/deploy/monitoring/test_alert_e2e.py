@@ -28,10 +28,10 @@ import yaml
 from contracts.alerting import ROUTES_FILE
 from controllers.providers.simulated import SimulatedProvider
 from sco.demo.kubeapi import KubeApiDouble
+from testkit.nats import NatsProcess
+from testkit.paths import REPO
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, workload_entry
 from tests.support.cli import sco
-from tests.support.nats import NatsProcess
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 from tests.support.testbeds import tool
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from contracts.alerting import ROUTES_FILE
+from testkit.paths import REPO
 from tests.support.cli import sco
-from tests.support.paths import REPO
 from tests.support.testbeds import tool
 
 EXAMPLES = REPO / "deploy" / "contracts"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import tool
 
 RULES = REPO / "deploy" / "monitoring" / "rules" / "sco-alerts.yml"

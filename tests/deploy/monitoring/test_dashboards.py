@@ -18,7 +18,7 @@ from controllers.controller.exclusion_metrics import SERIES as EXCLUSION
 from controllers.controller.metrics import SERIES as CONTROLLER
 from stores.ingest_metrics import SERIES as INGEST
 from stores.outbox_metrics import SERIES as OUTBOX
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.testbeds import tool
 
 DASHBOARDS = REPO / "deploy" / "monitoring" / "dashboards"

@@ -16,8 +16,8 @@ from controllers.simregion.config import RegionConfig
 from controllers.simregion.history import write_history
 from sco.commands.contracts_replay import ReplayWindow, read_trace
 from stores import clickhouse, migrate
+from testkit.clickhouse import ClickHouseProcess
 from tests.support.cli import sco
-from tests.support.clickhouse import ClickHouseProcess
 
 pytestmark = pytest.mark.services
 

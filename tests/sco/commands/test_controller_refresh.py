@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from contracts.signing import generate_keypair
-from controllers.distributor import CONTROLLER_FILES
 from controllers.providers.simulated import SimulatedProvider
-from tests.controllers.controller.helpers import PARTITION
+from distributor import CONTROLLER_FILES
+from testkit.builders import PARTITION
+from testkit.paths import REPO
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_controller_feed import Publisher, etl, forged, serve, train
-from tests.controllers.distributor.test_server import Running
-from tests.support.paths import REPO
+from tests.distributor.test_controller_feed import Publisher, etl, forged, serve, train
+from tests.distributor.test_server import Running
 
 
 def _argv(tmp: Path, pub: Publisher, bundle_dir: Path, region: str, postgres: str, *extra: str,

@@ -9,30 +9,20 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from contracts.bundle import publish
 from contracts.signing import KeyPair, generate_keypair, load_private_key
 from controllers.providers.simulated import SimulatedProvider
-from sco.stack import services
+from sco.stack import natsserver
 from sco.stack.distributor_auth import stack_authenticator
+from testkit.builders import PARTITION, base
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, workload_entry, write_bundle_dir
-from tests.contracts.helpers import base, compile_doc
-from tests.controllers.controller.helpers import PARTITION
+from tests.contracts.helpers import compile_doc
 from tests.controllers.controller.test_process_faults import region_url  # noqa: F401 (a fixture)
-from tests.controllers.distributor.test_server import Running
-from tests.support.paths import REPO
-from tests.support.stack import nats_only_stack
-
-
-@pytest.fixture
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-ctlagents-") as home:
-        yield home
+from tests.distributor.test_server import Running
 
 
 def _signed(tmp: Path) -> tuple[tuple[Path, Path, Path], KeyPair]:
@@ -81,4 +71,4 @@ def test_the_controller_process_mints_each_launched_instance_its_own_nats_user_a
     assert {key.split("/", 1)[1] for key in agents if key.startswith("r1/")} == launched
     port = int(json.loads((stack_home / "stack.json").read_text())["services"]["nats"]["port"])
     some = sorted(launched)[0]
-    assert services.nats_accepts(port, f"agent.r1.{some}", agents[f"r1/{some}"])
+    assert natsserver.nats_accepts(port, f"agent.r1.{some}", agents[f"r1/{some}"])

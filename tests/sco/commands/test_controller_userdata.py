@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.paths import REPO
 from tests.support import cloudinit
 from tests.support.cli import sco
-from tests.support.paths import REPO
 
 INSTANCE = "6f1c2a3e-8b4d-4e5f-9a0b-1c2d3e4f5a6b"
 

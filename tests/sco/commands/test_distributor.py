@@ -16,9 +16,9 @@ import pytest
 
 from agent.httpwire import exchange
 from sco.stack import credentials as creds_mod
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 from tests.support.cli import sco
-from tests.support.paths import REPO
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
@@ -81,8 +81,8 @@ def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> No
 @pytest.mark.services
 def test_stage_and_rollout_passes_take_a_compile_to_the_canary_then_everywhere_after_the_soak(
         tmp_path: Path, clickhouse_migrated_url: str) -> None:
-    from controllers.distributor import partition_generation
-    from tests.controllers.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
+    from distributor import partition_generation
+    from tests.distributor.test_canary import CANARY, OTHERS, PARTITIONS, compile_out
 
     keys, t0 = new_keys(), "2026-12-01T06:00:00+00:00"
     root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))
@@ -113,7 +113,7 @@ def test_a_real_compile_against_the_served_bundles_stages_and_leaves_unchanged_p
     import shutil
 
     from contracts.bundle_verify import verify_bundle_bytes
-    from controllers.distributor import Releases, StartCanary
+    from distributor import Releases, StartCanary
 
     repo, keys, served = tmp_path / "repo", tmp_path / "keys", tmp_path / "served"
     shutil.copytree(REPO / "deploy" / "contracts", repo)
@@ -143,7 +143,7 @@ def test_a_real_compile_against_the_served_bundles_stages_and_leaves_unchanged_p
 
 
 def test_a_rollout_pass_without_clickhouse_holds_the_canary_and_says_why(tmp_path: Path) -> None:
-    from tests.controllers.distributor.test_canary import CANARY, compile_out
+    from tests.distributor.test_canary import CANARY, compile_out
 
     keys = new_keys()
     root = compile_out(tmp_path / "served", keys, 1, datetime(2026, 12, 1, tzinfo=UTC))

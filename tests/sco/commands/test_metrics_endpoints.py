@@ -23,12 +23,12 @@ import pytest
 from contracts.events import Event
 from stores import nats as sco_nats
 from stores import outbox, postgres
-from tests.controllers.controller.helpers import PARTITION
+from testkit.builders import PARTITION
+from testkit.nats import NatsProcess
+from testkit.paths import REPO
 from tests.controllers.controller.test_process_faults import _bundle, region_url  # noqa: F401 (a fixture)
 from tests.stores.helpers import make_event
 from tests.support.exposition import Exposition, parse
-from tests.support.nats import NatsProcess
-from tests.support.paths import REPO
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]

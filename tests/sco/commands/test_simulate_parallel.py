@@ -13,8 +13,8 @@ from controllers.planning import Strategy
 from controllers.simregion.config import RegionConfig
 from sco.commands.simulate_controller import run_controller_engine, run_in_processes
 from stores import migrate
-from tests.controllers.controller.helpers import contract
-from tests.support.postgres import PostgresProcess
+from testkit.builders import contract
+from testkit.postgres import PostgresProcess
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 CONTRACTS = [contract("etl", "T3"), contract("train", "T2", vcpu=8, mem=32)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 pytestmark = pytest.mark.slow
 

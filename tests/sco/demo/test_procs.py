@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 DEMO = """
 import sys, time

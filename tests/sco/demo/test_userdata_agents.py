@@ -34,6 +34,7 @@ from controllers.simregion.region import SimulatedRegion
 from sco.demo.userdata_agents import Launch, UserDataAgents, launch_password
 from sco.stack import credentials as creds_mod
 from sco.stack import manager
+from testkit.builders import FakeSource, base
 from tests.agent.helpers import (
     ensure_stream,
     make_bundle,
@@ -43,20 +44,12 @@ from tests.agent.helpers import (
     workload_entry,
     write_bundle_dir,
 )
-from tests.contracts.helpers import base
-from tests.controllers.controller.helpers import CallLog, FakeSource, StepClock
-from tests.support.stack import nats_only_stack
+from tests.controllers.controller.helpers import CallLog, StepClock
 
 pytestmark = [pytest.mark.services]
 
 PARTITION = "r1/k8s-prod"
 QUIET = dict(reclaim_rate_pct_h=0.0, hall_reclaims_per_30d=0.0, bursts_per_aggregate_day=0.0, seed=5)
-
-
-@pytest.fixture(scope="module")
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-udagents-") as home:
-        yield home
 
 
 def _admin_url(home: Path) -> str:

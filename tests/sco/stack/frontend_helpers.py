@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 from sco.stack.clickhouse_http.auth import write_users_file
-from tests.support.clickhouse import READER, WRITER, authorized
+from testkit.clickhouse import READER, WRITER, authorized
 
 __all__ = ["PASSWORDS", "StreamedReply", "TestFrontend", "raw_exchange", "running_frontend", "streamed", "users_file"]
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -21,21 +20,14 @@ import pytest
 from contracts.subjects import notice_subject
 from controllers.controller.userdata import LaunchUserData, render
 from sco.demo.kubeapi import KubeApiDouble
-from sco.stack import manager, services
+from sco.stack import manager, natsserver
+from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, notice_doc, workload_entry
 from tests.support import cloudinit
-from tests.support.paths import REPO
 from tests.support.ports import free_port
-from tests.support.stack import nats_only_stack
 
 INSTANCE = "0b5e7c1d-2f3a-4b6c-8d9e-0a1b2c3d4e5f"
 PARTITION = "r1/k8s-batch"
-
-
-@pytest.fixture(scope="module")
-def stack_home() -> Iterator[Path]:
-    with nats_only_stack("sco-agentcreds-") as home:
-        yield home
 
 
 def nats_port(home: Path) -> int:
@@ -47,12 +39,12 @@ def test_minting_makes_the_launch_password_the_instance_own_user_and_a_new_one_r
     port = nats_port(stack_home)
     creds.mint("r1", "i-a", "pw-launch-1")
     creds.mint("r1", "i-b", "pw-launch-1")
-    assert services.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
-    assert services.nats_accepts(port, "agent.r1.i-b", "pw-launch-1")
-    assert not services.nats_accepts(port, "agent.r1.i-a", "pw-other")
+    assert natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
+    assert natsserver.nats_accepts(port, "agent.r1.i-b", "pw-launch-1")
+    assert not natsserver.nats_accepts(port, "agent.r1.i-a", "pw-other")
     creds.mint("r1", "i-a", "pw-launch-2")
-    assert services.nats_accepts(port, "agent.r1.i-a", "pw-launch-2")
-    assert not services.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
+    assert natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-2")
+    assert not natsserver.nats_accepts(port, "agent.r1.i-a", "pw-launch-1")
     assert manager.agent_relay_url(stack_home) == f"nats://127.0.0.1:{port}"
 
 

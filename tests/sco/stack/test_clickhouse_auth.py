@@ -20,9 +20,9 @@ from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 from sco.stack.clickhouse_http.auth import hash_password, load_users_file, write_users_file
 from sco.stack.clickhouse_http.errors import AuthConfigError, UsersFileError
 from stores import clickhouse
+from testkit.clickhouse import READER, WRITER, ClickHouseProcess
+from testkit.paths import REPO
 from tests.stores.helpers import Reply, http
-from tests.support.clickhouse import READER, WRITER, ClickHouseProcess
-from tests.support.paths import REPO
 
 from .frontend_helpers import PASSWORDS, running_frontend
 

@@ -14,8 +14,8 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from sco.stack.clickhouse_http import ClickHouseHTTPServer
+from testkit.clickhouse import ClickHouseProcess, authorized
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess, authorized
 
 from .frontend_helpers import raw_exchange, running_frontend
 

@@ -9,7 +9,7 @@ import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError
 
 from stores import clickhouse
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 
 @pytest.mark.parametrize("compress", [True, "lz4", "zstd", "gzip", False])

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 from backports import zstd
 
+from testkit.clickhouse import ClickHouseProcess
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess
 
 
 def _q(server: ClickHouseProcess, **params: str) -> str:

@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 import pytest
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseError, parse_request
+from testkit.clickhouse import ClickHouseProcess
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess
 
 from .frontend_helpers import running_frontend, streamed
 

@@ -16,8 +16,8 @@ import pytest
 from backports import zstd
 from clickhouse_connect.driver.exceptions import DatabaseError, StreamFailureError
 
+from testkit.clickhouse import ClickHouseProcess, authorized
 from tests.stores.helpers import http
-from tests.support.clickhouse import ClickHouseProcess, authorized
 from tests.support.wait import wait_for
 
 from .frontend_helpers import running_frontend, streamed

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from stores import clickhouse
-from tests.support.clickhouse import WRITER, ClickHouseProcess
-from tests.support.paths import REPO
+from testkit.clickhouse import WRITER, ClickHouseProcess
+from testkit.paths import REPO
 
 PROJECT = Path(__file__).with_name("dbt_project")
 DBT = REPO / ".venv" / "bin" / "dbt"

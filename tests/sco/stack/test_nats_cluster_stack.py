@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from sco.stack import bootstrap, manager, services
+from sco.stack import bootstrap, manager, natsserver, services
 from sco.stack.credentials import NATS_ROUTE_USER
 from stores import nats as sco_nats
 from stores.config import load_urls
-from tests.support.paths import REPO
+from testkit.paths import REPO
 from tests.support.stack import NATS_ONLY, nats_only_stack
 
 
@@ -100,11 +100,11 @@ def test_every_member_authenticates_clients_as_the_single_server_does_and_the_ro
     minted = manager.mint_agent("r1", "i-cluster", cluster_home, password="pw-launch")
     for member in members:
         port = member["port"]
-        assert services.nats_accepts(port, "ingest", creds["nats"]["ingest"])
-        assert not services.nats_accepts(port, "ingest", "wrong")
-        assert not services.nats_accepts(port, "", "")
-        assert services.nats_accepts(port, "agent.r1.i-cluster", "pw-launch")  # minted on every member
-        assert not services.nats_accepts(port, NATS_ROUTE_USER, creds["nats"][NATS_ROUTE_USER])  # no client user
+        assert natsserver.nats_accepts(port, "ingest", creds["nats"]["ingest"])
+        assert not natsserver.nats_accepts(port, "ingest", "wrong")
+        assert not natsserver.nats_accepts(port, "", "")
+        assert natsserver.nats_accepts(port, "agent.r1.i-cluster", "pw-launch")  # minted on every member
+        assert not natsserver.nats_accepts(port, NATS_ROUTE_USER, creds["nats"][NATS_ROUTE_USER])  # no client user
         assert not _route_accepts(member["route_port"], NATS_ROUTE_USER, "wrong")
         assert not _route_accepts(member["route_port"], "admin", creds["nats"]["admin"])
     assert len(sco_nats.server_list(minted)) == 3

@@ -3,15 +3,15 @@ an agent started at once was refused and backed off for seconds, missing its not
 
 from __future__ import annotations
 
-from sco.stack import services
+from sco.stack import natsserver
 from sco.stack.credentials import NatsUser
-from tests.support.nats import NatsProcess
+from testkit.nats import NatsProcess
 
 
 def test_a_user_added_by_reload_is_accepted_when_add_users_returns_and_a_wrong_password_never_is(
         nats_server: NatsProcess) -> None:
-    assert not services.nats_accepts(nats_server.port, "late", "pw-late")  # not a user yet
+    assert not natsserver.nats_accepts(nats_server.port, "late", "pw-late")  # not a user yet
     nats_server.add_users([NatsUser("late", "pw-late")])
-    assert services.nats_accepts(nats_server.port, "late", "pw-late")
-    assert not services.nats_accepts(nats_server.port, "late", "wrong")
-    assert services.nats_accepts(nats_server.port, "admin", nats_server.users[0].password)
+    assert natsserver.nats_accepts(nats_server.port, "late", "pw-late")
+    assert not natsserver.nats_accepts(nats_server.port, "late", "wrong")
+    assert natsserver.nats_accepts(nats_server.port, "admin", nats_server.users[0].password)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sco.stack import services
+from sco.stack import natsserver, services
 from tests.support.leftovers import MARKER_VAR, carrying
 
 
@@ -35,7 +35,7 @@ def _gone(marker: str, timeout: float = 10.0) -> bool:
 @pytest.mark.services  # it starts a real nats-server (that is told to give up at once)
 def test_a_nats_server_that_does_not_listen_in_time_is_stopped_before_the_error(tmp_path: Path, marker: str) -> None:
     with pytest.raises(TimeoutError, match="did not listen"):
-        services.start_nats(tmp_path / "nats", timeout=0)
+        natsserver.start_nats(tmp_path / "nats", timeout=0)
     assert _gone(marker), carrying(marker)
 
 

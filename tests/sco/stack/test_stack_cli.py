@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sco.stack import services
+from sco.stack import natsserver, services
 from stores.config import load_urls, resolve_url
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 SCO = [sys.executable, "-m", "sco.cli"]
 
@@ -79,7 +79,7 @@ def test_sco_up_status_down_on_a_fresh_directory_takes_under_15_seconds_and_up_t
 @pytest.mark.services
 def test_a_store_given_by_url_is_used_as_is_and_never_started_or_stopped(tmp_path: Path) -> None:
     home = tmp_path / ".sco"
-    nats = services.start_nats(tmp_path / "external-nats")
+    nats = natsserver.start_nats(tmp_path / "external-nats")
     try:
         env = {"SCO_NATS_URL": nats.url}
         up = _sco(home, "up", "--json", "--no-migrate", env=env)

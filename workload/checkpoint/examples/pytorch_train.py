@@ -39,10 +39,12 @@ from workload.checkpoint.torch_dcp import DcpState
 
 
 def emit(**fields: object) -> None:
+    """Print one JSON line of ``fields`` (the example's progress log)."""
     print(json.dumps(fields, sort_keys=True), flush=True)
 
 
 def model_digest(model: torch.nn.Module) -> str:
+    """The SHA-256 of the model's state dict, name by name (equal models, equal digests)."""
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         h.update(name.encode())
@@ -51,12 +53,14 @@ def model_digest(model: torch.nn.Module) -> str:
 
 
 def batch(step: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training batch of ``step``: seeded inputs and their target, the same on every run."""
     g = torch.Generator().manual_seed(step)
     x = torch.randn(64, width, generator=g)
     return x, x.sum(dim=1, keepdim=True).sin()
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Train the example model, checkpointing periodically and on a notice; the exit status."""
     parser = argparse.ArgumentParser(prog="python -m workload.checkpoint.examples.pytorch_train")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--width", type=int, default=256, help="input width; hidden layers are 4x")

@@ -14,12 +14,6 @@ from sco.demo.kubeapi import KubeApiDouble
 
 
 @pytest.fixture
-def kube() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as double:
-        yield double
-
-
-@pytest.fixture
 def core(kube: KubeApiDouble) -> Iterator[client.CoreV1Api]:
     api = client.ApiClient(kube.client_configuration())
     yield client.CoreV1Api(api)

@@ -1,0 +1,87 @@
+"""The placement bake-off as data: run one partition (seed × strategy) as its own process — the ``sco bakeoff
+run`` command of the installed product, so a partition runs wherever the run launcher puts it (a pod with the
+``K8sRunLauncher``, a subprocess locally) — and store its ``StrategyMonth`` in ClickHouse. No Dagster here
+(``orchestration.defs.bakeoff`` wires it); no controller import either: the command is the boundary.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from contracts.bakeoff import StrategyMonth, parse_strategy_month
+
+from .errors import BakeoffError
+
+__all__ = ["COLUMNS", "SEEDS", "STRATEGIES", "RunSettings", "row", "run_partition", "sco_executable"]
+
+SEEDS = ("1", "2", "3", "4")
+STRATEGIES = ("depth-first", "price-first", "single-cheapest")
+COLUMNS = ("revision", "seed", "strategy", "days", "warmup_days", "interruptions_pct_h", "interruptions",
+           "wasted_pct", "shortfall_pct", "shortfall_wait_pct", "net_pct", "net_planning_pct", "ceiling_pct",
+           "worst_step_pct", "worst_workload", "seconds", "recorded_at")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How long each partition replays and with what claims (the bake-off's defaults are ADR-03's month)."""
+
+    days: float = 30.0
+    warmup_days: float = 7.0
+    units: int = 40
+    rate_pct_h: float = 4.0
+    revision: str = ""
+    contracts_dir: str = ""     # empty: the command's default contract repository
+    cache_dir: str = ".sco/bakeoff-traces"
+    timeout_s: float = 4 * 3600.0
+
+
+def sco_executable() -> str:
+    """The ``sco`` beside this interpreter (the image's or the venv's), else the one on PATH."""
+    here = Path(sys.executable).with_name("sco")
+    return str(here) if here.exists() else "sco"
+
+
+def run_partition(seed: str, strategy: str, settings: RunSettings, env: Mapping[str, str] | None = None,
+                  log: Any = None) -> StrategyMonth:
+    """Run ``sco bakeoff run`` for one partition and return its record; its progress lines go to ``log``.
+
+    Raises:
+        BakeoffError: ``BAK010`` the command failed or timed out (its last lines in the message), ``BAK011`` its
+        output is not a record.
+    """
+    cmd = [sco_executable(), "bakeoff", "run", "--seed", seed, "--strategy", strategy, "--days", f"{settings.days:g}",
+           "--warmup-days", f"{settings.warmup_days:g}", "--units", str(settings.units),
+           "--rate", f"{settings.rate_pct_h:g}", "--cache", settings.cache_dir, "--revision", settings.revision]
+    if settings.contracts_dir:
+        cmd += ["--contracts", settings.contracts_dir]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=settings.timeout_s, check=False,
+                              env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        raise BakeoffError("BAK010", f"seed {seed} {strategy}: no record after {settings.timeout_s:.0f} s; "
+                                     "raise RunSettings.timeout_s or shorten days") from None
+    for line in proc.stderr.splitlines():
+        if log is not None:
+            log.info(line)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+        raise BakeoffError("BAK010", f"seed {seed} {strategy}: `sco bakeoff run` exited {proc.returncode}: {tail}")
+    lines = proc.stdout.strip().splitlines()
+    try:
+        return parse_strategy_month(lines[-1] if lines else "")
+    except ValueError as exc:
+        raise BakeoffError("BAK011", f"seed {seed} {strategy}: the command's last line is not a strategy-month "
+                                     f"record ({exc})") from None
+
+
+def row(record: StrategyMonth, recorded_at: datetime) -> list[Any]:
+    """The ClickHouse row of ``record`` in ``COLUMNS`` order."""
+    values = record.model_dump()
+    return [*(values[c] for c in COLUMNS[:-1]), recorded_at]

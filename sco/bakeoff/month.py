@@ -1,0 +1,113 @@
+"""One strategy-month through the production controller, as a ``contracts.bakeoff.StrategyMonth``.
+
+The region of one seed is recorded once (room-first, ~4 %/h, ``trace_from_region``) and cached on disk under a
+name made of every input that shapes it; each workload's claim is held to what the region lends its shape
+(``size_claims``); the strategy is replayed through the controller (``run_controller_engine``: observe → decide →
+apply with the production scorer, planner, floor keeper, fallback arbiter and breaker) on a fresh embedded
+PostgreSQL. What a Dagster partition runs, in its own process or pod.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from contracts.bakeoff import StrategyMonth
+from contracts.schema import Contract, FallbackPolicy
+
+ADR03_START = datetime(2026, 10, 1, tzinfo=UTC)  # the first replayed day of the documented months
+
+__all__ = ["ADR03_START", "MonthSpec", "month_record", "record_trace", "strategy_month"]
+
+
+@dataclass(frozen=True)
+class MonthSpec:
+    """What one strategy-month replays: the region's seed and rates, the days, the claims and the contracts."""
+
+    seed: int
+    strategy: str
+    days: float = 30.0
+    warmup_days: float = 7.0
+    start: datetime = ADR03_START
+    units: int = 40
+    rate_pct_h: float = 4.0
+    price_demand: float = 0.0
+    revision: str = ""
+
+    def trace_name(self) -> str:
+        """The cache file name: every input that shapes the recorded region."""
+        return (f"trace-s{self.seed}-d{self.days:g}-w{self.warmup_days:g}-{self.start:%Y%m%d}-r{self.rate_pct_h:g}"
+                f"-p{self.price_demand:g}.pkl")
+
+
+def record_trace(spec: MonthSpec, cache: Path) -> Any:
+    """The seed's recorded region, from the cache when it holds it (written whole: readers in other processes)."""
+    from controllers.replay.from_region import trace_from_region
+    from controllers.simregion.config import RegionConfig
+
+    path = cache / spec.trace_name()
+    if path.exists():
+        return pickle.loads(path.read_bytes())  # our own cache directory, written by this function only
+    config = RegionConfig(seed=spec.seed, reclaim_rate_pct_h=spec.rate_pct_h, price_demand=spec.price_demand)
+    trace = trace_from_region(config, spec.start, spec.days, spec.warmup_days)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(trace))
+    tmp.replace(path)
+    return trace
+
+
+def strategy_month(spec: MonthSpec, contracts: Sequence[Contract], cache: Path,
+                   progress: Callable[[float], None] | None = None) -> StrategyMonth:
+    """Replay ``spec`` through the production controller and summarise it."""
+    from controllers.planning import Caps, Strategy
+    from controllers.replay import size_claims
+    from controllers.simregion.config import RegionConfig
+    from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
+
+    began = time.monotonic()
+    trace = record_trace(spec, cache)
+    claims = {s.workload: s.units for s in size_claims(trace, contracts, spec.units)}
+    config = RegionConfig(seed=spec.seed, reclaim_rate_pct_h=spec.rate_pct_h, price_demand=spec.price_demand)
+    pg = EmbeddedPostgres()
+    try:
+        outcomes = run_controller_engine(pg.database(), config, spec.start, spec.days, contracts, claims,
+                                         Strategy(spec.strategy), spec.warmup_days, progress, {}, caps=Caps())
+    finally:
+        pg.close()
+    return month_record(spec, Strategy(spec.strategy), outcomes, contracts, time.monotonic() - began)
+
+
+def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], contracts: Sequence[Contract],
+                 seconds: float) -> StrategyMonth:
+    """The record of one replay's outcomes: the comparison table's columns and the ceiling the floors allow."""
+    from controllers.replay import summarise
+    from controllers.simregion.economics import PLANNING_RATE_SHARE
+
+    s = summarise(strategy, outcomes)
+    waits = {c.workload for c in contracts if c.fallback_policy is FallbackPolicy.NONE}
+    short_wait = sum(o.shortfall_s for o in outcomes.values() if o.workload in waits)
+    short_all = sum(o.shortfall_s for o in outcomes.values())
+    wanted = [o for o in outcomes.values() if o.wanted_s]
+    worst = max(wanted, key=lambda o: (o.shortfall_s / o.wanted_s, o.interruptions)) if wanted else None
+    floors = {c.workload: c.floor_pct for c in contracts}
+    value = {w: Decimal(o.wanted_s) * o.guaranteed_rate_per_unit for w, o in outcomes.items() if o.wanted_s}
+    saved = sum((v * (1 - Decimal(min(100, floors.get(w, 0))) / 100) * (1 - PLANNING_RATE_SHARE)
+                 for w, v in value.items()), Decimal(0))
+    total = sum(value.values(), Decimal(0))
+    return StrategyMonth(
+        seed=spec.seed, strategy=spec.strategy, days=spec.days, warmup_days=spec.warmup_days, revision=spec.revision,
+        interruptions_pct_h=s.interruption_rate_pct_h, interruptions=s.interruptions, wasted_pct=s.wasted_pct,
+        shortfall_pct=s.shortfall_pct, shortfall_wait_pct=100.0 * short_wait / short_all if short_all else 0.0,
+        net_pct=s.net_pct, net_planning_pct=s.net_planning_pct,
+        ceiling_pct=float(100 * saved / total) if total else 0.0, worst_step_pct=min(100.0, s.worst_step_loss_pct),
+        worst_workload=(f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
+                        f"{worst.interruption_rate_pct_h:.2f} %/h") if worst else "",
+        seconds=seconds)
