@@ -20,10 +20,10 @@ from urllib.parse import urlencode
 import pytest
 
 from sco.stack.clickhouse_http.policy import POLICY_FILE
+from testkit.clickhouse import READER, WRITER
+from testkit.paths import REPO
 from tests.sco.stack.frontend_helpers import TestFrontend, running_frontend, streamed
 from tests.stores.helpers import http
-from tests.support.clickhouse import READER, WRITER
-from tests.support.paths import REPO
 
 pytestmark = pytest.mark.services
 XML = ET.parse(REPO / "deploy" / "clickhouse" / "users.xml").getroot()

@@ -11,7 +11,7 @@ import pytest
 
 from sco.stack.clickhouse_http.bodies import SPOOL_BYTES, decompress_stream, spilled
 from sco.stack.clickhouse_http.protocol import ClickHouseError
-from tests.support.paths import REPO
+from testkit.paths import REPO
 
 pytestmark = pytest.mark.services
 

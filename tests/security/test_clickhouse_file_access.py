@@ -17,9 +17,9 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from testkit.clickhouse import READER, WRITER
 from tests.sco.stack.frontend_helpers import TestFrontend, running_frontend
 from tests.stores.helpers import http
-from tests.support.clickhouse import READER, WRITER
 
 pytestmark = pytest.mark.services
 SECRET = "nats-admin-password-" + secrets.token_hex(8)

@@ -21,7 +21,7 @@ from dbt.tests.adapter.basic.test_incremental import BaseIncremental
 from dbt.tests.adapter.basic.test_singular_tests import BaseSingularTests
 from dbt.tests.adapter.basic.test_singular_tests_ephemeral import BaseSingularTestsEphemeral
 
-from tests.support.clickhouse import WRITER, ClickHouseProcess
+from testkit.clickhouse import WRITER, ClickHouseProcess
 
 pytestmark = [pytest.mark.services, pytest.mark.slow,  # the base classes still use instance-method class fixtures
               pytest.mark.filterwarnings("ignore::pytest.PytestRemovedIn10Warning"),
