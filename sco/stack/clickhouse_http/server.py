@@ -235,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
                         self.server.watch.unwatch(token)
             writer.finish(summary)
         except ClickHouseError as error:
-            if not writer.started and not writer.has_output:  # nothing produced: the error's own status
+            if not writer.started:
                 writer.discard()
                 raise
             with contextlib.suppress(OSError):  # the client may be gone: nothing else to do

@@ -205,11 +205,6 @@ class ResponseWriter:
         if self._chunked and not self._head:
             self._h.wfile.write(b"0\r\n\r\n")
 
-    @property
-    def has_output(self) -> bool:
-        """Rows were produced (held or sent): a failure now ends the stream with the exception block."""
-        return self._wrote and self._spool is None
-
     def discard(self) -> None:
         """The response will not be sent (an error before anything went out): drop what was held."""
         if self._spool is not None:
@@ -228,18 +223,21 @@ class ResponseWriter:
         self._spool = None
 
     def fail(self, code: int, message: str, summary: dict[str, str]) -> None:
-        """The statement failed after rows were produced or the status line went out: the rows so far, then the
-        exception block end the body (status 200, ``X-ClickHouse-Exception-Tag``).
+        """The statement failed after the status line went out: the exception block ends the body.
 
         The connection is closed afterwards without the final 0-chunk (a server breaks the chunked
         stream the same way), so the output cannot be taken for a complete response.
         """
-        assert self.started or self.has_output
+        assert self.started
         self._h.close_connection = True
         if self._spool is not None:
             self._spool.close()
             self._spool = None
-        if not self.committed:  # the rows produced so far go out first, then the block (a server's order)
+        if not self.committed:
+            self._pending, self._pending_size = [], 0  # nothing of it went out: dropped, as a server does
+            if self._compressor is not None:
+                self._compressor = make_compressor(self._compressor.encoding)  # a stream of the block alone
+                self._wrote = True
             self._commit(summary, None, {"X-ClickHouse-Exception-Code": str(code)})
         block = exception_block(message, self.tag)
         if self._compressor is not None:
