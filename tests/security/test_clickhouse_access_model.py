@@ -190,7 +190,7 @@ def test_a_writer_sets_http_and_distributed_settings_flushes_logs_and_kills_a_qu
         assert reply.status == 200, (sql, reply.body)
 
 
-def test_a_failure_before_one_mib_after_rows_went_out_is_the_mid_stream_exception_form(
+def test_a_failure_under_one_mib_is_the_mid_stream_form_once_headers_went_out_else_the_plain_error(
         frontend: TestFrontend) -> None:
     sql = ("SELECT number, throwIf(number = 40000, 'late failure') FROM numbers(100000) "
            "SETTINGS max_block_size = 1000, max_threads = 1")
