@@ -86,9 +86,19 @@ def _config(args: argparse.Namespace) -> AgentConfig:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from contracts.logsetup import configure
+
+    configure("agent", fmt=args.log_format, level="DEBUG" if args.verbose else None)
     return asyncio.run(_run(_config(args)))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sco")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _nats_credential(cfg: AgentConfig, userdata: object) -> str:
@@ -154,7 +164,12 @@ def _cmd_userdata(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``sco-agent run`` or ``sco-agent check``; returns the exit status."""
+    from contracts.logsetup import FORMATS, default_format
+
     parser = argparse.ArgumentParser(prog="sco-agent", description="SCO node agent (docs/agent.md)")
+    parser.add_argument("--version", action="version", version=f"sco-agent {_version()}")
+    parser.add_argument("--log-format", choices=FORMATS, default=default_format(),
+                        help="log lines as text or JSON (default $SCO_LOG_FORMAT or text)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (("run", "run the agent"), ("check", "verify the user-data bundle and exit")):
         p = sub.add_parser(name, help=helptext)

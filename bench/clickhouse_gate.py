@@ -22,6 +22,7 @@ from typing import Any
 
 from chdb.state import sqlitelike
 
+from bench._cli import no_arguments
 from sco.stack.clickhouse_http.auth import load_users_file, write_users_file
 from sco.stack.clickhouse_http.gate import AstReader, Gate
 
@@ -47,6 +48,7 @@ def _run_chdb(chdb: Any, sql: str) -> object:
 
 
 def main() -> int:
+    no_arguments("bench.clickhouse_gate", __doc__)
     users = write_users_file(Path(tempfile.mkdtemp(prefix="sco-bench-gate-")) / "users.json",
                              {"bench": ("pw", "default")})
     gate = Gate(load_users_file(users), AstReader(":memory:"))

@@ -8,17 +8,28 @@ virtual time. A pass is one replay pass (both partitions' controllers, the regio
 days of the region alone) and the set-up are timed apart. Wall and CPU (``time.process_time`` of the replaying
 process; PostgreSQL's own CPU is not in it) are printed side by side: the machine may be shared.
 
+Round trips: every exchange with PostgreSQL goes through psycopg's ``Connection.wait`` (a statement outside a
+pipeline, a pipeline's sync, a fetch); a call that waits for the server to answer is one, counted from the first
+pass on: all of the replay's (the controllers', the outbox relay's, the operator's, the ranker's) and the
+controllers' apart. The backend's voluntary context switches (it waited, mostly for the client's next message) are
+printed beside them.
+
 Decisions: the outbox (every event's kind, workload, pool, instance, cause and attributes, in order; random ids
-left out), the plans table and the outcomes must be the same on both sides, else FAIL.
+left out), the plans table and the outcomes must be the same on both sides (and start with ``--expect-decisions``
+when given), else FAIL.
 
-    .venv/bin/python -m bench.controller_replay [--hours 2] [--baseline-ref main] [--target 0.03]
+    .venv/bin/python -m bench.controller_replay [--hours 2] [--baseline-ref main] [--expect-decisions SHA]
+        [--target-cpu 0.010] [--target-pg-cpu 0.005] [--target-trips 10] [--target WALL_S] [--profile FILE]
 
-Exit 0 on PASS (per-pass wall ≤ target and the same decisions), 1 on FAIL, 2 when a figure cannot be produced.
+One PASS/FAIL line per target (controller CPU a pass, PostgreSQL backend CPU a pass, round trips a pass, the same
+decisions; wall a pass only when ``--target`` is given). Exit 0 when every line passes, 1 on a FAIL, 2 when a
+figure cannot be produced.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import hashlib
 import json
 import os
@@ -32,13 +43,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 RANDOM_KEYS = ("reservation", "request", "decision")   # uuid4s the controller mints: not decisions
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")   # event ids (evidence)
 
 
-def _measure(hours: float, seed: int) -> dict[str, Any]:
+def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
     """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
+    import psycopg
+
     from controllers.controller.loop import Controller
     from controllers.planning import Strategy
     from controllers.replay import size_claims
@@ -52,17 +67,35 @@ def _measure(hours: float, seed: int) -> dict[str, Any]:
     trace = trace_from_region(RegionConfig(seed=seed), start, hours / 24, 7.0)
     claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
     first: list[tuple[float, float]] = []
-    server: dict[int, list[float]] = {}   # backend pid -> its CPU seconds at the first and the last pass
-    step = Controller.step
+    server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass
+    trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
+    in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
+    step, wait = Controller.step, psycopg.Connection.wait
+    prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
+
+    def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        return wait(self, _reads(gen, trips), *args, **kwargs)
 
     def timed_step(self: Any) -> Any:
         if not first:
             first.append((time.perf_counter(), time.process_time()))
+            trips["after_first"] = trips["all"]
         pid = self.conn.info.backend_pid
-        server.setdefault(pid, [_cpu_of(pid)] * 2)[1] = _cpu_of(pid)
-        return step(self)
+        server.setdefault(pid, [_backend(pid)] * 2)[1] = _backend(pid)
+        trips["steps"] += 1
+        if prof is not None:
+            prof.enable()
+        c = time.process_time()
+        try:
+            return step(self)
+        finally:
+            in_steps[0] += time.process_time() - c
+            if prof is not None:
+                prof.disable()
+            trips["steps"] -= 1
 
     Controller.step = timed_step   # type: ignore[method-assign]
+    psycopg.Connection.wait = counted_wait   # type: ignore[method-assign]
     pg = EmbeddedPostgres()
     try:
         url = pg.database()
@@ -71,24 +104,54 @@ def _measure(hours: float, seed: int) -> dict[str, Any]:
         out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
                                     Strategy.DEPTH_FIRST, 7.0, None, diagnostics)
         t1, c1 = time.perf_counter(), time.process_time()
+        replay_trips = trips["all"] - trips["after_first"]
         digest = _decisions(url, out)
     finally:
         Controller.step = step   # type: ignore[method-assign]
+        psycopg.Connection.wait = wait   # type: ignore[method-assign]
         pg.close()
+    if prof is not None and profile:
+        prof.dump_stats(profile)
     passes = round(hours * 60)
     return {"passes": passes, "setup_wall_s": first[0][0] - t0, "setup_cpu_s": first[0][1] - c0,
             "pass_wall_s": (t1 - first[0][0]) / passes, "pass_cpu_s": (c1 - first[0][1]) / passes,
-            "pass_pg_cpu_s": sum(b - a for a, b in server.values()) / passes,
+            "pass_step_cpu_s": in_steps[0] / passes,
+            "pass_pg_cpu_s": sum(b[0] - a[0] for a, b in server.values()) / passes,
+            "pass_pg_waits": sum(b[1] - a[1] for a, b in server.values()) / passes,
+            "pass_round_trips": replay_trips / passes, "pass_controller_round_trips": trips["in_step"] / passes,
             "diagnostics": diagnostics, **digest}
 
 
-def _cpu_of(pid: int) -> float:
-    """User + system CPU seconds of a local process (the PostgreSQL backend serving the replay)."""
+def _reads(gen: Any, trips: dict[str, int]) -> Any:
+    """``gen`` (a psycopg generator run by ``Connection.wait``: a statement outside a pipeline, a pipeline's sync or
+    a fetch), counted as a round trip when it waits to read and the server's answer is what wakes it (once a
+    call). A pipeline's send that waits for nothing back is not one, nor a fetch whose results had arrived."""
+    sent: Any = None
+    waited = False
+    try:
+        while True:
+            w = gen.send(sent)
+            sent = yield w
+            if not waited and int(w) & 1 and sent and int(sent) & 1:   # waited to read, and the answer came
+                waited = True
+                trips["all"] += 1
+                trips["in_step"] += 1 if trips["steps"] else 0
+    except StopIteration as stop:
+        return stop.value
+
+
+def _backend(pid: int) -> tuple[float, int]:
+    """User + system CPU seconds of a local process (the PostgreSQL backend serving the replay) and its voluntary
+    context switches (each time it waited, mostly for the client's next statement: a round trip seen from the
+    server)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0.0, 0
+    switches = next((int(line.split()[1]) for line in status.splitlines()
+                     if line.startswith("voluntary_ctxt_switches")), 0)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), switches
 
 
 def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
@@ -109,12 +172,12 @@ def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
     return {"events": len(events), "plans": len(plans), "decisions_sha256": hashlib.sha256(blob).hexdigest()}
 
 
-def _side(tree: Path, hours: float, seed: int) -> dict[str, Any]:
+def _side(tree: Path, hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
     """Run ``_measure`` on ``tree``'s code in a child process (this file's code drives it)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
            "runpy.run_path(sys.argv[0], run_name='__main__')", __file__, "--child", "--hours", str(hours),
-           "--seed", str(seed)]
+           "--seed", str(seed), *(["--profile", profile] if profile else [])]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the replay on {tree} failed:\n{done.stderr[-3000:]}")
@@ -126,22 +189,59 @@ def _export(ref: str, into: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
+def _line(name: str, ref: str, s: dict[str, Any]) -> str:
+    return (f"{name:6s} ({'ref ' + ref if name == 'before' else 'this tree'}): "
+            f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s'] * 1000:.1f} ms CPU here, "
+            f"{s.get('pass_step_cpu_s', 0) * 1000:.1f} of it in the controllers' steps, "
+            f"{s['pass_pg_cpu_s'] * 1000:.1f} ms in PostgreSQL's backend; {s['pass_round_trips']:.1f} round trips, "
+            f"{s['pass_controller_round_trips']:.1f} of them the controllers', the backend waited "
+            f"{s['pass_pg_waits']:.1f} times), {s['pass_wall_s'] * 1440 / 60:.1f} min a strategy-day wall "
+            f"({s['pass_cpu_s'] * 1440 / 60:.1f} CPU); set-up + warm-up {s['setup_wall_s']:.0f} s wall "
+            f"({s['setup_cpu_s']:.0f} CPU); {s['events']} events, {s['plans']} plans, "
+            f"decisions {s['decisions_sha256'][:12]}")
+
+
+def _verdicts(after: dict[str, Any], args: argparse.Namespace, same: bool, reference: str) -> list[tuple[bool, str]]:
+    """(passed, line) for each target of a pass; a pass is one replay pass (both partitions' controllers)."""
+    out = [(after["pass_cpu_s"] <= args.target_cpu, f"controller CPU {after['pass_cpu_s'] * 1000:.1f} ms a pass "
+            f"(target ≤ {args.target_cpu * 1000:g} ms)"),
+           (after["pass_pg_cpu_s"] <= args.target_pg_cpu, f"PostgreSQL backend CPU "
+            f"{after['pass_pg_cpu_s'] * 1000:.1f} ms a pass (target ≤ {args.target_pg_cpu * 1000:g} ms)"),
+           (after["pass_round_trips"] <= args.target_trips, f"{after['pass_round_trips']:.1f} round trips a pass "
+            f"(target ≤ {args.target_trips:g})"),
+           (same, f"decisions {after['decisions_sha256'][:12]} {'the same as' if same else 'DIFFER from'} "
+            f"{reference}")]
+    if args.target is not None:
+        out.append((after["pass_wall_s"] <= args.target, f"{after['pass_wall_s']:.4f} s a pass wall "
+                    f"(target ≤ {args.target:g} s)"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     p = argparse.ArgumentParser(prog="bench.controller_replay")
     p.add_argument("--hours", type=float, default=2.0, help="virtual hours replayed (a pass a minute)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--baseline-ref", default="main", help="the git ref measured as 'before' ('' to skip)")
-    p.add_argument("--target", type=float, default=0.03, help="seconds of wall a pass, after")
+    p.add_argument("--expect-decisions", default="",
+                   help="the decisions hash (a prefix will do) the tree must give, e.g. a baseline's from an earlier "
+                        "run (checked as well as the baseline's of this run)")
+    p.add_argument("--target-cpu", type=float, default=0.010, help="controller CPU seconds a pass, after")
+    p.add_argument("--target-pg-cpu", type=float, default=0.005, help="PostgreSQL backend CPU seconds a pass, after")
+    p.add_argument("--target-trips", type=float, default=10, help="round trips to PostgreSQL a pass, after")
+    p.add_argument("--target", type=float, default=None, help="seconds of wall a pass, after (none by default: the "
+                                                              "machine may be shared)")
+    p.add_argument("--profile", default="", help="write cProfile stats of this tree's controller passes here")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:   # a SIGTERM ends it through ``finally``: the embedded PostgreSQL is stopped
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        print(json.dumps(_measure(args.hours, args.seed)))
+        print(json.dumps(_measure(args.hours, args.seed, args.profile or None)))
         return 0
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"{args.hours:g} h replayed at full scale (seed {args.seed}, depth-first)")
     try:
-        sides = {"after": _side(ROOT, args.hours, args.seed)}
+        sides = {"after": _side(ROOT, args.hours, args.seed, args.profile or None)}
         if args.baseline_ref:
             with tempfile.TemporaryDirectory(prefix="sco-bench-base-") as d:
                 _export(args.baseline_ref, Path(d))
@@ -150,23 +250,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no figure: {exc}", file=sys.stderr)
         return 2
     for name in ("before", "after"):
-        s = sides.get(name)
-        if s is not None:
-            print(f"{name:6s} ({'ref ' + args.baseline_ref if name == 'before' else 'this tree'}): "
-                  f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s']:.4f} CPU here, "
-                  f"{s['pass_pg_cpu_s']:.4f} in PostgreSQL's backend), "
-                  f"{s['pass_wall_s'] * 1440 / 60:.1f} min a strategy-day wall ({s['pass_cpu_s'] * 1440 / 60:.1f} "
-                  f"CPU); set-up + warm-up {s['setup_wall_s']:.0f} s wall ({s['setup_cpu_s']:.0f} CPU); "
-                  f"{s['events']} events, {s['plans']} plans, decisions {s['decisions_sha256'][:12]}")
+        if (s := sides.get(name)) is not None:
+            print(_line(name, args.baseline_ref, s))
     after, before = sides["after"], sides.get("before")
-    same = before is None or before["decisions_sha256"] == after["decisions_sha256"]
+    digest = after["decisions_sha256"]
+    same = (before is None or before["decisions_sha256"] == digest) and digest.startswith(args.expect_decisions)
     if before is not None:
         print(f"ratio before/after: {before['pass_wall_s'] / after['pass_wall_s']:.1f}× wall, "
-              f"{before['pass_cpu_s'] / after['pass_cpu_s']:.1f}× CPU; same decisions: {'yes' if same else 'NO'}")
-    ok = same and after["pass_wall_s"] <= args.target
-    print(f"{'PASS' if ok else 'FAIL'}  {after['pass_wall_s']:.4f} s a pass (target ≤ {args.target:g} s)"
-          f"{'' if same else '; the decisions differ from the baseline'}")
-    return 0 if ok else 1
+              f"{before['pass_cpu_s'] / after['pass_cpu_s']:.1f}× CPU, "
+              f"{before['pass_pg_cpu_s'] / max(after['pass_pg_cpu_s'], 1e-9):.1f}× PostgreSQL CPU, "
+              f"{before['pass_round_trips'] / max(after['pass_round_trips'], 1e-9):.1f}× round trips")
+    reference = " and ".join(x for x in (f"ref {args.baseline_ref}'s" if before is not None else "",
+                                         f"the expected {args.expect_decisions}" if args.expect_decisions else "")
+                             if x) or "(nothing to compare with)"
+    verdicts = _verdicts(after, args, same, reference)
+    for ok, line in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}  {line}")
+    return 0 if all(ok for ok, _ in verdicts) else 1
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 from .replay_trace import log, recorded_trace
 
 STRATEGIES = ("depth-first", "price-first", "single-cheapest")
@@ -202,16 +204,21 @@ def _breakdown(outcomes: Iterable[Any]) -> str:
 
 
 def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
-    """Replay progress on stderr: a rewritten line on a terminal, else one line a quarter."""
-    last = [-1]
+    """Replay progress on stderr, with the seconds so far and an estimate of those left: a rewritten line on a
+    terminal, else one line a quarter."""
+    from sco.commands.simulate import time_left
+
+    last, started = [-1], time.monotonic()
 
     def show(done: float) -> None:
         quarter = int(done * 4)
+        seconds = time.monotonic() - started
         if tty:
-            print(f"\r  seed {seed} {name:<16} {done:4.0%}", end="", file=sys.stderr, flush=True)
+            print(f"\r  seed {seed} {name:<16} {done:4.0%} {seconds:5.0f} s{time_left(seconds, done)}", end="",
+                  file=sys.stderr, flush=True)
         elif quarter > last[0]:
             last[0] = quarter
-            log(f"seed {seed} {name}: {quarter * 25} %")
+            log(f"seed {seed} {name}: {quarter * 25} % in {seconds:.0f} s{time_left(seconds, done)}")
     return show
 
 
@@ -462,6 +469,7 @@ def _print_verdicts(runs: list[Run], args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     args = _parser().parse_args(argv)
     if args.seeds < 1 or args.days <= 0:
         print("--seeds must be ≥ 1 and --days > 0", file=sys.stderr)

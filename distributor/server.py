@@ -85,22 +85,25 @@ class Distributor:
         return web.Response(text=self.render_metrics(), content_type="text/plain")
 
     def render_metrics(self) -> str:
-        """Prometheus text: every bundle's age and generation, responses by status."""
+        """Prometheus text: every bundle's age and generation, responses by status.
+
+        Written by ``stores.telemetry`` (prometheus_client's format).
+        """
+        from stores.telemetry import Registry
+
         now = self.clock()
-        lines = ["# HELP sco_distributor_bundle_age_seconds Seconds since the served bundle was issued.",
-                 "# TYPE sco_distributor_bundle_age_seconds gauge"]
-        served = self.catalog.served()
-        for s in served:
+        registry = Registry()
+        registry.describe_all([
+            ("sco_distributor_bundle_age_seconds", "gauge", "Seconds since the served bundle was issued."),
+            ("sco_distributor_bundle_generation", "gauge", "Generation of the served bundle."),
+            ("sco_distributor_responses_total", "counter", "Responses by HTTP status.")])
+        for s in self.catalog.served():
             age = max(0.0, (now - s.issued_at).total_seconds()) if s.issued_at else float("nan")
-            lines.append(f'sco_distributor_bundle_age_seconds{{partition="{s.partition}",kind="{s.kind}"}} {age:.3f}')
-        lines += ["# HELP sco_distributor_bundle_generation Generation of the served bundle.",
-                  "# TYPE sco_distributor_bundle_generation gauge"]
-        lines += [f'sco_distributor_bundle_generation{{partition="{s.partition}",kind="{s.kind}"}} {s.generation}'
-                  for s in served]
-        lines += ["# HELP sco_distributor_responses_total Responses by HTTP status.",
-                  "# TYPE sco_distributor_responses_total counter"]
-        lines += [f'sco_distributor_responses_total{{code="{code}"}} {n}' for code, n in sorted(self.responses.items())]
-        return "\n".join(lines) + "\n"
+            registry.set("sco_distributor_bundle_age_seconds", age, partition=s.partition, kind=s.kind)
+            registry.set("sco_distributor_bundle_generation", s.generation, partition=s.partition, kind=s.kind)
+        for code, n in sorted(dict(self.responses).items()):  # a copy: the server's loop adds to it meanwhile
+            registry.set("sco_distributor_responses_total", n, code=str(code))
+        return registry.render()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Listen; return the port."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DocsError
-from .finance_models import DBT_DIR, dbt_credentials_env, dbt_executable, dbt_vars
+from .finance_models import dbt_credentials_env, dbt_executable, dbt_vars, ensure_project
 
 __all__ = ["DocsSite", "generate_docs"]
 
@@ -37,11 +37,12 @@ def generate_docs(out_dir: Path, clickhouse_url: str | None = None, timeout_s: f
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".dbt-docs-", dir=out_dir.parent))
     env = {**os.environ, **dbt_credentials_env(clickhouse_url)}
+    project = ensure_project()  # the checkout's, or the installed package's copy
     try:
-        proc = subprocess.run([dbt_executable(), "docs", "generate", "--static", "--profiles-dir", str(DBT_DIR),
-                               "--project-dir", str(DBT_DIR), "--target-path", str(scratch),
+        proc = subprocess.run([dbt_executable(), "docs", "generate", "--static", "--profiles-dir", str(project),
+                               "--project-dir", str(project), "--target-path", str(scratch),
                                "--vars", json.dumps(dbt_vars(clickhouse_url))],
-                              cwd=DBT_DIR, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+                              cwd=project, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
         if proc.returncode != 0 or not (scratch / "static_index.html").exists():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
             raise DocsError(f"dbt docs generate failed (exit {proc.returncode}): {tail}; check the "

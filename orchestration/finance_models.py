@@ -1,9 +1,15 @@
 """The dbt-clickhouse project (``dbt/``) as the finance models: where it lives, how its manifest is built and
 how the dbt process reaches ClickHouse. No Dagster here: ``orchestration.defs.finance`` turns the manifest
-into assets (through dagster-dbt) the first time the code location is loaded, never at import."""
+into assets (through dagster-dbt) the first time the code location is loaded, never at import.
+
+Where it lives: in a source checkout, ``dbt/`` at the repository root; in an installed wheel, the package data
+``orchestration/dbt_project`` (setup.py puts it there). dbt writes ``target/`` and ``logs/`` into its project,
+and an installed package may be read-only (the image's root file system is), so an installed project is run
+from a copy in ``$SCO_DBT_DIR`` (default: a per-version, per-user directory under the temporary directory)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,10 +23,32 @@ from pathlib import Path
 from stores.clickhouse import client_kwargs
 from stores.config import resolve_url
 
-__all__ = ["DBT_DIR", "SOURCE_ASSETS", "dbt_credentials", "dbt_credentials_env", "dbt_env", "dbt_executable",
-           "dbt_vars", "prepare_manifest"]
+__all__ = ["DBT_DIR", "SHIPPED_DIR", "SOURCE_ASSETS", "dbt_credentials", "dbt_credentials_env", "dbt_env",
+           "dbt_executable", "dbt_vars", "ensure_project", "prepare_manifest"]
 
-DBT_DIR = Path(__file__).resolve().parents[1] / "dbt"
+_PACKAGED = Path(__file__).resolve().parent / "dbt_project"
+_CHECKOUT = Path(__file__).resolve().parents[1] / "dbt"
+_RUNTIME_OUTPUT = ("target", "logs", "dbt_packages", ".user.yml", "__pycache__")
+
+
+def _installed() -> bool:
+    return (_PACKAGED / "dbt_project.yml").is_file()
+
+
+def _work_dir() -> Path:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("sco")
+    except PackageNotFoundError:
+        release = "0"
+    default = Path(tempfile.gettempdir()) / f"sco-dbt-{release}-{os.getuid()}"
+    return Path(os.environ.get("SCO_DBT_DIR") or default)
+
+
+# the project as shipped (read only) and the directory dbt runs in (the same in a source checkout)
+SHIPPED_DIR = _PACKAGED if _installed() else _CHECKOUT
+DBT_DIR = _work_dir() if _installed() else _CHECKOUT
 # the ``sco`` sources and the assets that write them (a source not named here becomes ``sco_<name>``)
 SOURCE_ASSETS = {"cost_attribution": "savings_attribution", "provider_pools": "pool_catalogue",
                  "contract_breaches": "contract_breaches", "recommendations": "recommendations",
@@ -79,12 +107,34 @@ def dbt_vars(clickhouse_url: str | None = None) -> dict[str, str]:
     return {_VARS[k]: v for k, v in dbt_env(clickhouse_url).items() if k in _VARS}
 
 
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(q for q in root.rglob("*") if q.is_file() and not set(q.relative_to(root).parts)
+                    & set(_RUNTIME_OUTPUT)):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def ensure_project() -> Path:
+    """The directory dbt runs in, holding the shipped project: from an installed package, a copy refreshed
+    whenever the shipped files differ from what was copied (a stamp file holds their digest)."""
+    if DBT_DIR == SHIPPED_DIR or SHIPPED_DIR != _PACKAGED:
+        return DBT_DIR
+    digest = _digest(SHIPPED_DIR)
+    stamp = DBT_DIR / ".sco-shipped"
+    if not stamp.is_file() or stamp.read_text() != digest:
+        shutil.copytree(SHIPPED_DIR, DBT_DIR, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*_RUNTIME_OUTPUT))
+        stamp.write_text(digest)
+    return DBT_DIR
+
+
 def prepare_manifest() -> Path:
     """``dbt parse`` when the manifest is missing or older than the project (no database connection needed).
 
     The parse writes into a target path of its own and the manifest is moved into place whole: several processes
     load it at once (Dagster's code server, the demo, parallel tests), and a reader must never see a manifest
     half written (the suite on a loaded machine read one, ``JSONDecodeError`` at column 663,581)."""
+    ensure_project()
     manifest = DBT_DIR / "target" / "manifest.json"
     sources = [DBT_DIR / "dbt_project.yml", *(p for d in ("models", "macros", "tests")
                                                for p in (DBT_DIR / d).rglob("*") if p.is_file())]

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from contracts.scoring import FULL, full_pool_share
 from contracts.subjects import RECLAIM_KINDS
@@ -15,13 +16,16 @@ from .catalogue import load_catalogue
 from .scoring import PoolInputs, RankedPool, interruption_stats, rank_pools
 from .store import ClickHouse, Postgres, replace_in_force, utc
 
-__all__ = ["RANKING_COLUMNS", "RECLAIM_FILTER", "ExcludedPool", "excluded_pools", "forward_share", "full_since",
-           "gather_inputs", "publish_in_force", "rank", "ranking_rows", "write_rankings"]
+__all__ = ["IN_FORCE_COLUMNS", "RANKING_COLUMNS", "RECLAIM_FILTER", "ExcludedPool", "Forecast", "excluded_pools",
+           "forward_share", "full_since", "gather_inputs", "in_force_rows", "publish_in_force", "rank", "ranking_rows",
+           "write_rankings"]
 
 SAMPLE_H = 5 / 60  # a rate-card sample stands for five minutes of the pool
 # A reclaim (contracts.subjects.is_reclaim): a notice, or a loss that came without one. Drills never count.
 RECLAIM_FILTER = (f"kind IN ({', '.join(repr(str(k)) for k in sorted(RECLAIM_KINDS))}) "
                   "AND NOT drill AND pool != ''")
+IN_FORCE_COLUMNS = ("region", "pool", "rank", "score", "generation", "ranked_at", "inputs", "reclaim_p_1h",
+                    "reclaim_p", "model_version")
 RANKING_COLUMNS = ("ranked_at", "generation", "region", "pool", "rank", "score", "interruption_rate_pct_h",
                    "discount", "depth", "excluded", "inputs")
 
@@ -94,32 +98,70 @@ def rank(ch: ClickHouse, region: str, now: datetime, window_days: int = 30,
     return rank_pools(gather_inputs(ch, region, now, window_days, quota_headroom, forward_free, full))
 
 
+class Forecast(Protocol):
+    """A pool's reclaim forecast (``orchestration.forecast.history.PoolForecast``)."""
+
+    @property
+    def reclaim_p_1h(self) -> float: ...
+
+    @property
+    def reclaim_p(self) -> Mapping[str, Mapping[str, float]]: ...
+
+    @property
+    def model_version(self) -> str: ...
+
+
+def _forecast_inputs(f: Forecast | None) -> dict[str, object]:
+    """The forecast kept with a ranking's inputs (so yesterday's published forecast can be scored)."""
+    if f is None:
+        return {}
+    return {"reclaim_p_1h": f.reclaim_p_1h, "reclaim_p": f.reclaim_p, "model_version": f.model_version}
+
+
 def ranking_rows(now: datetime, region: str, ranked: list[RankedPool], excluded: Mapping[str, ExcludedPool],
-                 groups: Mapping[str, str]) -> list[tuple[object, ...]]:
+                 groups: Mapping[str, str], forecast: Mapping[str, Forecast] | None = None) -> list[tuple[object, ...]]:
     """The ``rankings`` rows (``RANKING_COLUMNS``): ``excluded`` flags every pool excluded in force, whatever its
     cause; the cause (``full`` or ``reclaim``, "" when not excluded) goes with the inputs, beside the group —
-    a full pool's depth is zero (``full_since``), a reclaimed pool's is not, so the inputs need it to be read."""
+    a full pool's depth is zero (``full_since``), a reclaimed pool's is not, so the inputs need it to be read.
+    The reclaim forecast, when there is one, goes with the inputs too."""
     generation = int(now.timestamp() * 1000)
+    fc = forecast or {}
     return [(now, generation, region, r.pool, r.rank, r.score, r.inputs.interruption_rate_pct_h, r.discount,
              r.inputs.forward_share, r.pool in excluded,
              json.dumps({**r.inputs.as_dict(), "group": groups.get(r.pool, ""),
-                         "exclusion_cause": ex.cause if (ex := excluded.get(r.pool)) else ""}, sort_keys=True))
+                         "exclusion_cause": ex.cause if (ex := excluded.get(r.pool)) else "",
+                         **_forecast_inputs(fc.get(r.pool))}, sort_keys=True))
             for r in ranked]
 
 
 def write_rankings(ch: ClickHouse, region: str, now: datetime, ranked: list[RankedPool],
-                   excluded: Mapping[str, ExcludedPool], groups: dict[str, str]) -> int:
-    """Insert the ranking with its inputs into ``rankings``; the number of rows."""
-    return ch.insert("rankings", ranking_rows(now, region, ranked, excluded, groups), RANKING_COLUMNS)
+                   excluded: Mapping[str, ExcludedPool], groups: dict[str, str],
+                   forecast: Mapping[str, Forecast] | None = None) -> int:
+    """Insert the ranking with its inputs (and the forecast, where there is one) into ``rankings``; the rows."""
+    return ch.insert("rankings", ranking_rows(now, region, ranked, excluded, groups, forecast), RANKING_COLUMNS)
 
 
-def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[RankedPool]) -> None:
-    """Replace the region's ranking in force in one transaction (the controller never sees half of one)."""
+def in_force_rows(region: str, now: datetime, ranked: list[RankedPool],
+                  forecast: Mapping[str, Forecast] | None = None) -> list[tuple[object, ...]]:
+    """The ``rankings_in_force`` rows (``IN_FORCE_COLUMNS``): the forecast's columns are NULL for a pool the
+    forecast does not cover (no model fitted yet)."""
     generation = int(now.timestamp() * 1000)
-    replace_in_force(pg, "rankings_in_force", region,
-                     ("region", "pool", "rank", "score", "generation", "ranked_at", "inputs"),
-                     [(region, r.pool, r.rank, r.score, generation, now, json.dumps(r.inputs.as_dict()))
-                      for r in ranked])
+    fc = forecast or {}
+    out: list[tuple[object, ...]] = []
+    for r in ranked:
+        f = fc.get(r.pool)
+        out.append((region, r.pool, r.rank, r.score, generation, now, json.dumps(r.inputs.as_dict()),
+                    None if f is None else f.reclaim_p_1h,
+                    None if f is None else json.dumps(f.reclaim_p, sort_keys=True),
+                    None if f is None else f.model_version))
+    return out
+
+
+def publish_in_force(pg: Postgres, region: str, now: datetime, ranked: list[RankedPool],
+                     forecast: Mapping[str, Forecast] | None = None) -> None:
+    """Replace the region's ranking in force in one transaction (the controller never sees half of one), with
+    each pool's reclaim forecast where there is one."""
+    replace_in_force(pg, "rankings_in_force", region, IN_FORCE_COLUMNS, in_force_rows(region, now, ranked, forecast))
 
 
 def excluded_pools(pg: Postgres, region: str, now: datetime) -> dict[str, ExcludedPool]:

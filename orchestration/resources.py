@@ -121,6 +121,7 @@ class AnalyticsSettings(ConfigurableResource):  # type: ignore[misc]
     archive_correction: str = ""
     dbt_docs_dir: str = ".sco/dbt-docs"        # where the finance_docs asset writes dbt's static docs site
     interruption_window_days: int = 30
+    forecast_model_dir: str = ".sco/forecast"   # the reclaim forecast's fitted model, one file per region
     phi_window_days: int = 90
     orchestrator_eur_per_vcpu_h: str = "0.04"   # the orchestrator's footprint at the guaranteed rate card
     orchestrator_eur_per_gib_h: str = "0.005"

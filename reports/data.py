@@ -35,6 +35,22 @@ class FleetData:
     groups: dict[str, list[str]]
     changes: list[tuple[str, list[str], float, int]]
     recommendations: list[tuple[str, str, str]] = field(default_factory=list)
+    forecast: ForecastScore | None = None
+
+
+@dataclass
+class ForecastScore:
+    """The reclaim forecast's latest daily score (``forecast_scores``): its log-loss and Brier score beside the
+    baselines' and the reliability diagram's bins (mean forecast, observed share, instances)."""
+
+    day: date
+    model_version: str
+    samples: int
+    log_loss: float
+    brier: float
+    baselines: dict[str, tuple[float, float]]
+    reliability: list[tuple[float, float, float]]
+    passed: bool
 
 
 def _rows(ch: Any, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -115,4 +131,17 @@ def fleet_data(ch: Any, pg: Any, region: str) -> FleetData:
         ch, "SELECT workload, argMax(direction, computed_at), argMax(reason, computed_at) FROM recommendations "
             "GROUP BY workload ORDER BY workload")]
     return FleetData(month, sorted((t, cf, n) for t, (cf, n) in tiers.items()), ranks, exclusions, groups, changes,
-                     recs)
+                     recs, forecast_score(ch, region))
+
+
+def forecast_score(ch: Any, region: str) -> ForecastScore | None:
+    """The forecast's latest daily score in ``region``, or None when it was never scored."""
+    rows = _rows(ch, "SELECT day, model_version, samples, forecast_log_loss, forecast_brier, baselines, reliability, "
+                     "passed FROM forecast_scores FINAL WHERE region = {r:String} AND horizon_min = 60 "
+                     "ORDER BY day DESC LIMIT 1", {"r": region})
+    if not rows:
+        return None
+    day, version, samples, ll, br, baselines, bins, passed = rows[0]
+    return ForecastScore(day, str(version), int(samples), float(ll), float(br),
+                         {k: (float(v[0]), float(v[1])) for k, v in json.loads(baselines).items()},
+                         [(float(a), float(b), float(c)) for a, b, c in json.loads(bins)], bool(passed))

@@ -117,8 +117,25 @@ def fleet_page(d: FleetData, region: str) -> str:
                     "<th>phi</th><th>shared 10-min windows</th></tr>" + "".join(
                         f"<tr><td>{escape(k)}</td><td>{escape(', '.join(p))}</td><td class=n>{phi:.3f}</td>"
                         f"<td class=n>{j}</td></tr>" for k, p, phi, j in d.changes) + "</table>")
+    body.append(_forecast_section(d))
     if d.recommendations:
         body.append("<h2>Recommendations</h2><table><tr><th>workload</th><th>direction</th><th>why</th></tr>" + "".join(
             f"<tr><td>{escape(w)}</td><td>{escape(dr)}</td><td>{escape(r)}</td></tr>" for w, dr, r in d.recommendations)
             + "</table>")
     return _page(f"Fleet {region}", "".join(body))
+
+
+def _forecast_section(d: FleetData) -> str:
+    """The reclaim forecast's latest day: its scores beside the baselines' and its reliability diagram."""
+    f = d.forecast
+    if f is None:
+        return "<h2>Reclaim forecast</h2><p class=note>Not scored yet (a day of published forecasts is needed).</p>"
+    rows = [("forecast", f.log_loss, f.brier), *((n, ll, br) for n, (ll, br) in sorted(f.baselines.items()))]
+    verdict = "PASS" if f.passed else "FAIL"
+    return (f"<h2>Reclaim forecast — {escape(str(f.day))} <span class=label>{verdict}</span></h2>"
+            f"<p>P(an instance placed now is reclaimed within 1 h), model {escape(f.model_version)}, "
+            f"{f.samples:,} pool forecasts scored on the day's realised reclaims beside the baselines.</p>"
+            "<table><tr><th>forecaster</th><th>log-loss</th><th>Brier</th></tr>" + "".join(
+                f"<tr><td>{escape(n)}</td><td class=n>{ll:.5f}</td><td class=n>{br:.6f}</td></tr>"
+                for n, ll, br in rows) + "</table>"
+            + svg.reliability(f.reliability, title="reliability of the 1 h reclaim forecast"))

@@ -1,4 +1,5 @@
-"""Small inline-SVG charts (no JavaScript, nothing fetched): horizontal bars, a cost waterfall and a line.
+"""Small inline-SVG charts (no JavaScript, nothing fetched): horizontal bars, a cost waterfall, a line and a
+reliability diagram.
 Every value is escaped; sizes are in CSS pixels."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["bars", "line", "waterfall"]
+__all__ = ["bars", "line", "reliability", "waterfall"]
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 GOOD, BAD, NEUTRAL = "#2e7d32", "#c62828", "#546e7a"
@@ -114,5 +115,40 @@ def line(points: Sequence[tuple[str, float]], width: int = 720, height: int = 20
         out.append(f'<line x1="50" y1="{ly:.1f}" x2="{width - 30}" y2="{ly:.1f}" stroke="{BAD}" '
                    f'stroke-dasharray="6 4"/><text x="{width - 30}" y="{ly - 4:.1f}" text-anchor="end" {_FONT} '
                    f'fill="{BAD}">{escape(limit_label)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def reliability(bins: Sequence[tuple[float, float, float]], size: int = 320, title: str = "") -> str:
+    """A reliability diagram: each bin's (mean forecast, observed share, weight) as a point against the diagonal a
+    calibrated forecast lies on; both axes span 0 to the largest value shown (reclaim probabilities are small)."""
+    if not bins:
+        return f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="24"><text x="4" y="16" {_FONT}>' \
+               'no data</text></svg>'
+    top = max(max(p, o) for p, o, _ in bins) * 1.1 or 1.0
+    pad, plot = 50, size - 70
+
+    def xy(p: float, o: float) -> tuple[float, float]:
+        return pad + p / top * plot, 10 + (1 - o / top) * plot
+
+    x0, y0 = xy(0, 0)
+    x1, y1 = xy(top, top)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" role="img" '
+           f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+           f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{plot}" height="{plot}" fill="none" stroke="#bbb"/>',
+           f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="#999" stroke-dasharray="4 4"/>']
+    path = " ".join(f"{'M' if i == 0 else 'L'}{xy(p, o)[0]:.1f},{xy(p, o)[1]:.1f}" for i, (p, o, _) in enumerate(bins))
+    out.append(f'<path d="{path}" fill="none" stroke="{NEUTRAL}" stroke-width="2"/>')
+    for p, o, w in bins:
+        x, y = xy(p, o)
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{NEUTRAL}"><title>forecast {p:.4f}, '
+                   f'observed {o:.4f}, {w:,.0f} instances</title></circle>')
+    out.append(f'<text x="{x0 - 4:.1f}" y="{y0 + 4:.1f}" text-anchor="end" {_FONT}>0</text>')
+    out.append(f'<text x="{x0 - 4:.1f}" y="{y1 + 4:.1f}" text-anchor="end" {_FONT}>{top:.3f}</text>')
+    out.append(f'<text x="{x1:.1f}" y="{size - 28}" text-anchor="end" {_FONT}>{top:.3f}</text>')
+    out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{size - 12}" text-anchor="middle" {_FONT}>forecast P(reclaimed)'
+               '</text>')
+    out.append(f'<text x="12" y="{(y0 + y1) / 2:.1f}" text-anchor="middle" {_FONT} '
+               f'transform="rotate(-90 12 {(y0 + y1) / 2:.1f})">observed share</text>')
     out.append("</svg>")
     return "".join(out)

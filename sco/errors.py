@@ -12,7 +12,9 @@
         │                    controller's subset (``CCF001``–``CCF008``), naming the key or file, value and fix
         ├── UsersFileError   the front end's users file is missing, readable by others or malformed
         │                    (``CHA001``–``CHA004``, naming the file and the field): it does not start
-        └── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
+        ├── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
+        └── RenderError      ``sco deploy render`` was given an input the install cannot be rendered from
+                             (``DEP0nn``, leading the message; ``sco.deploy.render`` re-exports it)
 
 The commands turn the lower floors' errors (``ContractsError``, ``StoresError``, ``AgentError``, ...) into
 ``CliError``, chaining the cause where it helps. ``sco.stack.clickhouse_http`` re-exports ``ClickHouseError``,
@@ -24,7 +26,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "UsersFileError"]
+__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "RenderError",
+           "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -110,3 +113,7 @@ class KubeApiError(Exception):
         if self.details is not None:
             body["details"] = self.details
         return body
+
+
+class RenderError(ValueError):
+    """An input the install cannot be rendered from; the message leads with its code (DEP0nn)."""

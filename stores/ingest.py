@@ -374,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ack-wait", type=float, default=60.0, help="seconds before an unacked batch is resent")
     args = parser.parse_args(argv)
     skip_websocket_transport(args.nats)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not logging.getLogger().handlers:  # run as `python -m stores.ingest`; under `sco` the CLI set it up
+        from contracts.logsetup import configure
+
+        configure("ingest")
     log.info("ingest: started, %s after the process did (Python start-up and imports)", process_age())
     try:
         ingest = asyncio.run(run(args.nats, args.clickhouse, batch_size=args.batch, idle_exit=args.once,

@@ -153,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--once", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if not logging.getLogger().handlers:  # run as `python -m stores.outbox`; under `sco` the CLI set it up
+        from contracts.logsetup import configure
+
+        configure("outbox-relay")
     worker = asyncio.run(relay(args.postgres, args.nats, args.clickhouse, once=args.once, batch_size=args.batch))
     print(json.dumps({"published": worker.published, "duplicates": worker.duplicates, "audited": worker.audited}))
     return 0

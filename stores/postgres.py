@@ -71,7 +71,7 @@ class Reconnecting:
 
     Lost: broken or closed by the server; no longer writable: a demoted primary. Everything else is the current
     connection's:
-    ``execute``, ``transaction`` and ``cursor`` are forwarded, as is any other attribute.
+    ``execute``, ``transaction``, ``pipeline`` and ``cursor`` are forwarded, as is any other attribute.
 
     ``reconnects`` counts the replacements; ``host``/``port`` name the server in use.
     """
@@ -136,6 +136,19 @@ class Reconnecting:
         try:
             with self.current.transaction(*args, **kwargs) as tx:
                 yield tx
+        except Exception as exc:
+            self._note(exc)
+            raise
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[Any]:
+        """``Connection.pipeline`` on the current connection (a read-only refusal marks it for replacement).
+
+        A statement's error comes out of a later read or of the block's end, not of ``execute``.
+        """
+        try:
+            with self.current.pipeline() as p:
+                yield p
         except Exception as exc:
             self._note(exc)
             raise

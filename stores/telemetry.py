@@ -1,11 +1,11 @@
 """Prometheus exposition for the control-plane processes (ADR-28), one HTTP endpoint per process.
 
-A small thread-safe registry of counters, gauges and histograms in the text format 0.0.4, and the endpoint that
-serves it.
-
-No client library (``prometheus_client`` is not a dependency of SCO); the agent keeps its own even smaller one
-(``agent.metrics``) because it must not import ``stores``. The endpoint authenticates every scrape with a bearer
-token (Prometheus: ``authorization: {credentials_file: …}``): no credential-free path, even on loopback.
+A small thread-safe registry of counters, gauges and histograms, and the endpoint that serves it. The text
+format (0.0.4) is ``prometheus_client``'s: the registry hands its series to the library as metric families at
+every scrape (``Registry.render``), so escaping, number formatting and the histogram layout are the library's.
+The endpoint authenticates every scrape with a bearer token (Prometheus: ``authorization: {credentials_file:
+…}``); the only paths without one are the probes ``/healthz`` and ``/readyz``, which answer "ok"/"ready" and
+nothing else.
 Metric names carry their unit (``_seconds``, ``_eur``, ``_units``, ``_total``); the catalogue is in
 docs/operations.md "## Metrics".
 """
@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hmac
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from .errors import TelemetryError
 
@@ -29,24 +31,10 @@ log = logging.getLogger(__name__)
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 Labels = tuple[tuple[str, str], ...]
 KINDS = frozenset({"counter", "gauge", "histogram"})
+_LE = tuple(repr(b) for b in BUCKETS)  # the bucket bounds as the text format writes them
 MIN_TOKEN_CHARS = 16
+PROBES = ("/healthz", "/readyz")
 
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(labels: Labels) -> str:
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels) + "}" if labels else ""
-
-
-def _num(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
 
 
 @dataclass(frozen=True)
@@ -126,34 +114,70 @@ class Registry:
             return self._values.get(name, {}).get(key, 0.0)
 
     def render(self) -> str:
-        """Every described metric in the Prometheus text format (version 0.0.4)."""
+        """Every described metric in the Prometheus text format (version 0.0.4), written by ``prometheus_client``."""
         for fn in self._collectors:
             try:
                 fn(self)
             except Exception as exc:  # a broken source must not break the scrape
                 log.warning("metrics collector %s failed: %s: %s", getattr(fn, "__name__", fn), type(exc).__name__,
                             exc)
-        lines: list[str] = []
-        with self._lock:
-            for name in sorted(self._meta):
-                meta = self._meta[name]
-                lines += [f"# HELP {name} {meta.help}", f"# TYPE {name} {meta.kind}"]
-                if meta.kind == "histogram":
-                    lines += self._render_hist(name)
-                    continue
-                for labels, value in sorted(self._values.get(name, {}).items()):
-                    lines.append(f"{name}{_labels(labels)} {_num(value)}")
-        return "\n".join(lines) + "\n"
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Snapshot(self._families()))
+        return generate_latest(registry).decode()
 
-    def _render_hist(self, name: str) -> list[str]:
-        out = []
-        for labels, h in sorted(self._hist.get(name, {}).items()):
-            for i, bound in enumerate(BUCKETS):
-                out.append(f"{name}_bucket{_labels((*labels, ('le', repr(bound))))} {_num(h[i])}")
-            out.append(f"{name}_bucket{_labels((*labels, ('le', '+Inf')))} {_num(h[-2])}")
-            out.append(f"{name}_count{_labels(labels)} {_num(h[-2])}")
-            out.append(f"{name}_sum{_labels(labels)} {_num(h[-1])}")
-        return out
+    def _families(self) -> list[Metric]:
+        """The series as ``prometheus_client`` metric families (a consistent snapshot, under the lock)."""
+        with self._lock:
+            return [_histogram(name, meta.help, self._hist.get(name, {})) if meta.kind == "histogram"
+                    else _plain(name, meta, self._values.get(name, {})) for name, meta in sorted(self._meta.items())]
+
+
+def _label_names(series: Iterable[Labels]) -> list[str]:
+    return sorted({k for labels in series for k, _ in labels})
+
+
+def _histogram(name: str, help_text: str, series: dict[Labels, list[float]]) -> Metric:
+    keys = _label_names(series)
+    family = HistogramMetricFamily(name, help_text, labels=keys)
+    for labels, h in sorted(series.items()):
+        buckets = [(_LE[i], h[i]) for i in range(len(BUCKETS))] + [("+Inf", h[-2])]
+        family.add_metric([dict(labels).get(k, "") for k in keys], buckets=buckets, sum_value=h[-1])
+    return family
+
+
+def _plain(name: str, meta: _Meta, series: dict[Labels, float]) -> Metric:
+    keys = _label_names(series)
+    family: CounterMetricFamily | GaugeMetricFamily | _Untyped
+    if meta.kind == "counter" and name.endswith("_total"):
+        family = CounterMetricFamily(name, meta.help, labels=keys)
+    elif meta.kind == "gauge":
+        family = GaugeMetricFamily(name, meta.help, labels=keys)
+    else:  # a counter named without ``_total``: prometheus_client would rename it, so it keeps its own name
+        family = _Untyped(name, meta.help, keys)
+    for labels, value in sorted(series.items()):
+        family.add_metric([dict(labels).get(k, "") for k in keys], value)
+    return family
+
+
+class _Untyped(Metric):
+    """A counter whose name does not end in ``_total``, kept under its own name (typed ``counter``)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, "counter")
+        self._labelnames = labels
+
+    def add_metric(self, labels: list[str], value: float) -> None:
+        self.add_sample(self.name, dict(zip(self._labelnames, labels, strict=True)), value)
+
+
+class _Snapshot:
+    """A collector that yields families made before the scrape (``Registry.render``)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return iter(self._families)
 
 
 def read_token(path: Path) -> str:
@@ -165,7 +189,8 @@ def read_token(path: Path) -> str:
         raise TelemetryError(f"metrics token file {path}: {exc.strerror or exc}; write a random token of at least "
                              f"{MIN_TOKEN_CHARS} characters there (mode 0600) and give Prometheus the same file "
                              "as authorization.credentials_file") from None
-    if mode & 0o077:
+    # group read is the process's own group: a Kubernetes secret volume with the pod's fsGroup is mode 0440
+    if mode & 0o037:
         raise TelemetryError(f"metrics token file {path}: mode {mode:o} lets other users read the token; "
                              f"`chmod 600 {path}` (readable by the process and Prometheus only)")
     if len(token) < MIN_TOKEN_CHARS:
@@ -188,11 +213,15 @@ class MetricsServer:
         self._thread.join(5)
 
 
-def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
+def _handler(registry: Registry, token: str, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
     expected = f"Bearer {token}".encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path in PROBES:  # the kubelet's probes: no credential, and they tell nothing but up/ready
+                self._probe(path)
+                return
             given = (self.headers.get("Authorization") or "").encode()
             if not hmac.compare_digest(given, expected):
                 self._reply(401, b"a bearer token is required\n", {"WWW-Authenticate": 'Bearer realm="sco-metrics"'})
@@ -200,6 +229,17 @@ def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
                 self._reply(404, b"not found: the metrics are at /metrics\n")
             else:
                 self._reply(200, registry.render().encode())
+
+        def _probe(self, path: str) -> None:
+            if path == "/healthz":
+                self._reply(200, b"ok\n")
+                return
+            try:
+                ok = ready()
+            except Exception as exc:  # a probe that cannot tell is "not ready", with the reason in the body
+                self._reply(503, f"not ready: {type(exc).__name__}: {exc}\n".encode())
+                return
+            self._reply(200, b"ready\n") if ok else self._reply(503, b"not ready\n")
 
         def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
@@ -216,11 +256,15 @@ def _handler(registry: Registry, token: str) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(registry: Registry, host: str, port: int, token_file: Path) -> MetricsServer:
-    """Serve ``registry`` at ``http://host:port/metrics`` on a daemon thread, bearer token from ``token_file``."""
+def serve(registry: Registry, host: str, port: int, token_file: Path,
+          ready: Callable[[], bool] | None = None) -> MetricsServer:
+    """Serve ``registry`` at ``http://host:port/metrics`` on a daemon thread, bearer token from ``token_file``.
+
+    ``/healthz`` (liveness: the process answers) and ``/readyz`` (``ready()``, default always) need no token.
+    """
     token = read_token(token_file)
     try:
-        httpd = ThreadingHTTPServer((host, port), _handler(registry, token))
+        httpd = ThreadingHTTPServer((host, port), _handler(registry, token, ready or (lambda: True)))
     except OSError as exc:
         raise TelemetryError(f"metrics endpoint {host}:{port}: {exc.strerror or exc}; pick a free port "
                              "(--metrics-port) or another address (--metrics-host)") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,7 +25,7 @@ from stores.outbox import enqueue
 
 from .approval_judge import Answer, OpenRequest, Verdict
 
-__all__ = ["Answer", "Judged", "judged", "open_requests", "record_verdict", "submit", "unjudged"]
+__all__ = ["Answer", "Judged", "judged", "open_requests", "record_verdict", "send_unjudged", "submit", "unjudged"]
 
 MAX_PER_PASS = 100           # answers judged a pass (the rest wait for the next one)
 MAX_RECORD_CHARS = 16_384    # a signed decision is well under 1 KiB; anything larger is refused unparsed
@@ -86,25 +87,29 @@ def judged(conn: Any, request_id: str) -> list[Judged]:
 
 def unjudged(conn: Any, region: str) -> list[Answer]:
     """The region's answers the arbiter has not judged, in the order they were recorded."""
+    return send_unjudged(conn, region)()
+
+
+def send_unjudged(conn: Any, region: str) -> Callable[[], list[Answer]]:
+    """``unjudged``'s statement sent; the reader of its rows returned (a pass sends its reads together)."""
     cols = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
-    with conn.transaction():
-        rows = conn.execute(
-            f"SELECT d.decision_id, d.signed, {cols} FROM approval_decisions d JOIN approval_requests r "
-            "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
-            "d.decision_id LIMIT %s", (region, MAX_PER_PASS)).fetchall()
-    out = []
-    for row in rows:
-        request = _request(row[2:])
-        raw = row[1] if isinstance(row[1], str) else json.dumps(row[1])
-        if len(raw) > MAX_RECORD_CHARS:
-            out.append(Answer(str(row[0]), request, None, f"{len(raw)} characters, above {MAX_RECORD_CHARS}"))
-            continue
-        try:
-            out.append(Answer(str(row[0]), request, SignedDecision.model_validate_json(raw)))
-        except ValidationError as exc:
-            out.append(Answer(str(row[0]), request, None, f"{exc.error_count()} error(s): "
-                              f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"))
-    return out
+    cur = conn.execute(
+        f"SELECT d.decision_id, d.signed, {cols} FROM approval_decisions d JOIN approval_requests r "
+        "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
+        "d.decision_id LIMIT %s", (region, MAX_PER_PASS))
+    return lambda: [_answer(row) for row in cur.fetchall()]
+
+
+def _answer(row: Sequence[Any]) -> Answer:
+    request = _request(row[2:])
+    raw = row[1] if isinstance(row[1], str) else json.dumps(row[1])
+    if len(raw) > MAX_RECORD_CHARS:
+        return Answer(str(row[0]), request, None, f"{len(raw)} characters, above {MAX_RECORD_CHARS}")
+    try:
+        return Answer(str(row[0]), request, SignedDecision.model_validate_json(raw))
+    except ValidationError as exc:
+        return Answer(str(row[0]), request, None, f"{exc.error_count()} error(s): "
+                      f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
 
 
 def record_verdict(conn: Any, answer: Answer, verdict: Verdict, now: datetime, event: Event, actor: str) -> None:

@@ -15,7 +15,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from contracts.schema import Contract
@@ -23,7 +23,7 @@ from controllers.planning import Claim
 
 from .model import Note
 
-__all__ = ["ClaimSource", "Normalised", "WorkItem", "normalise", "parse_contract_ref"]
+__all__ = ["ClaimSource", "Normalised", "WorkItem", "WorkMemo", "normalise", "normalised", "parse_contract_ref"]
 
 _REF = re.compile(r"(?:^|[\s;,])contract=([a-z0-9][a-z0-9-]*)@(\d+)(?:$|[\s;,])")
 
@@ -87,3 +87,22 @@ def normalise(items: Sequence[WorkItem], contracts: Mapping[str, Contract]) -> N
             chosen[contract.workload] = contract
     claims = tuple(Claim(chosen[w], u) for w, u in sorted(units.items()))
     return Normalised(claims, tuple(refusals))
+
+
+@dataclass
+class WorkMemo:
+    """The last pass's work items, the contracts it normalised them with and the result: a pass whose scheduler
+    reports the same items (equal, element by element) under the same contracts gets the same ``Normalised``. A
+    memo (``Memory.work``): emptying it changes no decision."""
+
+    items: tuple[WorkItem, ...] = ()
+    contracts: Mapping[str, Contract] = field(default_factory=dict)
+    result: Normalised | None = None
+
+
+def normalised(items: Sequence[WorkItem], contracts: Mapping[str, Contract], memo: WorkMemo) -> Normalised:
+    """``normalise``, or the memo's result when the items and the contracts are those it was computed from."""
+    items = tuple(items)
+    if memo.result is None or items != memo.items or contracts != memo.contracts:
+        memo.items, memo.contracts, memo.result = items, contracts, normalise(items, contracts)
+    return memo.result

@@ -20,9 +20,11 @@ from controllers.planning import PlanSet, WorkloadPlan
 
 from .approval_judge import Answer, Verdict
 from .breaker import Gated, Safety
+from .claims import WorkMemo
 from .fallback import ApprovalRequest, FallbackLaunch
 from .floor_keeper import FloorKeeper
 from .model import Launch, Note, Terminate
+from .pool_view import PoolMemo
 from .settings import ControllerSettings
 
 __all__ = ["Action", "AskApproval", "Decision", "Desired", "Memory", "OpenBreaker", "Place", "Publish",
@@ -56,6 +58,10 @@ class Memory:
     tenure: int | None = None                                          # the lease generation held
     mass_alarm: bool = False
     refused_pools: dict[str, datetime] = field(default_factory=dict)   # capacity refusal: pool -> when (apply)
+    # what passes derived from inputs a later pass may see again unchanged, by their values: a memo (emptying it
+    # changes no decision), shared by the copies of a memory
+    pools: PoolMemo = field(default_factory=PoolMemo)
+    work: WorkMemo = field(default_factory=WorkMemo)
 
     @classmethod
     def fresh(cls, settings: ControllerSettings) -> Memory:
@@ -64,7 +70,7 @@ class Memory:
     def copy(self) -> Memory:
         return Memory(copy.deepcopy(self.safety), copy.deepcopy(self.floor), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
-                      self.mass_alarm, dict(self.refused_pools))
+                      self.mass_alarm, dict(self.refused_pools), self.pools, self.work)
 
 
 @dataclass(frozen=True)

@@ -50,16 +50,27 @@ def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolS
     for o in observed:
         by_workload[o.workload].append(o)
     ledger = _Ledger(committed_eur, approvals)
+    pools = _Pools({st.pool_id: st for st in states},
+                   tuple(st for st in states if st.pool.purchase_model is PurchaseModel.GUARANTEED))
     out = []
     for w, p in planned.plans.items():
         contract = desired.contract(w)
         if contract is not None:
-            out.append(_need(w, p, contract, by_workload.get(w, []), states, notices.get(w, 0), desired, memory,
+            out.append(_need(w, p, contract, by_workload.get(w, []), pools, notices.get(w, 0), desired, memory,
                              ledger, now))
     return out
 
 
-def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed], states: Sequence[PoolState],
+@dataclass(frozen=True)
+class _Pools:
+    """The pass's pool states by id, and the guaranteed ones in order: what a workload's need reads of them (its
+    held pools and the guaranteed options), found once a pass rather than in every state for every workload."""
+
+    by_id: Mapping[str, PoolState]
+    guaranteed: tuple[PoolState, ...]
+
+
+def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed], pools: _Pools,
           notices: int, desired: Desired, memory: Memory, ledger: _Ledger, now: datetime) -> Need:
     window = desired.settings.breach_window
     rate = interruption_rate_pct_h(notices, sum(1 for o in mine if o.live and o.purpose is not Purpose.FALLBACK),
@@ -70,9 +81,10 @@ def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed],
         memory.healthy_since.setdefault(w, now)
     else:
         memory.healthy_since.pop(w, None)
-    held = {o.pool for o in mine}   # units a pool's instance holds: only where it is read (held, guaranteed)
-    per = {st.pool_id: units_per_instance(st.pool, contract) for st in states
-           if st.pool_id in held or st.pool.purchase_model is PurchaseModel.GUARANTEED}
+    # units a pool's instance holds: only where it is read (held, guaranteed)
+    per = {pid: units_per_instance(st.pool, contract) for pid in {o.pool for o in mine}
+           if (st := pools.by_id.get(pid)) is not None}
+    per.update({st.pool_id: units_per_instance(st.pool, contract) for st in pools.guaranteed})
     notified_units = sum(per.get(o.pool, 1) for o in mine if o.status == "notified")
     if p.shortfall_units > 0:
         memory.short_since.setdefault(w, now)
@@ -81,8 +93,8 @@ def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed],
     fb_units = sum(per.get(o.pool, 1) for o in mine if o.live and o.purpose is Purpose.FALLBACK)
     wanted = p.shortfall_units + (notified_units if breach else 0) - fb_units
     options = tuple(GuaranteedOption(st.pool_id, st.pool.rate_eur_h, per[st.pool_id], st.available_instances)
-                    for st in states if st.pool.purchase_model is PurchaseModel.GUARANTEED and not st.excluded
-                    and per.get(st.pool_id, 0) > 0 and st.available_instances > 0)
+                    for st in pools.guaranteed if not st.excluded and per.get(st.pool_id, 0) > 0
+                    and st.available_instances > 0)
     return Need(
         workload=w, tier=str(contract.base_tier), units_wanted=max(0, wanted), short_since=memory.short_since.get(w),
         breach=breach, deadline_risk=bool(contract.deadline) and p.shortfall_units > 0,

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .pgbatch import commit
+
 __all__ = ["Lease", "acquire", "release"]
 
 
@@ -21,15 +23,18 @@ class Lease:
 def acquire(conn: Any, region: str, partition: str, holder: str, now: datetime,
             ttl: timedelta = timedelta(seconds=15)) -> Lease | None:
     """Take or renew the lease; ``None`` when another holder's lease is still valid."""
-    with conn.transaction():
-        row = conn.execute(
-            "INSERT INTO partition_leases AS l (region, partition, holder, generation, lease_until) "
-            "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (region, partition) DO UPDATE SET "
-            "holder = excluded.holder, lease_until = excluded.lease_until, "
-            "generation = CASE WHEN l.holder = excluded.holder THEN l.generation ELSE l.generation + 1 END "
-            "WHERE l.holder = excluded.holder OR l.lease_until < %s "
-            "RETURNING holder, generation, lease_until",
-            (region, partition, holder, now + ttl, now)).fetchone()
+    # one statement: atomic without a transaction block; in a pipeline committed at once, in the round trip that
+    # brings its row back (``pgbatch``)
+    cur = conn.execute(
+        "INSERT INTO partition_leases AS l (region, partition, holder, generation, lease_until) "
+        "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (region, partition) DO UPDATE SET "
+        "holder = excluded.holder, lease_until = excluded.lease_until, "
+        "generation = CASE WHEN l.holder = excluded.holder THEN l.generation ELSE l.generation + 1 END "
+        "WHERE l.holder = excluded.holder OR l.lease_until < %s "
+        "RETURNING holder, generation, lease_until",
+        (region, partition, holder, now + ttl, now))
+    commit(conn)
+    row = cur.fetchone()
     if row is None:
         return None
     return Lease(row[0], int(row[1]), row[2])
@@ -37,6 +42,5 @@ def acquire(conn: Any, region: str, partition: str, holder: str, now: datetime,
 
 def release(conn: Any, region: str, partition: str, holder: str) -> None:
     """Give up the partition's lease held by ``holder`` (it lapses at once)."""
-    with conn.transaction():
-        conn.execute("UPDATE partition_leases SET lease_until = now() - interval '1 second' "
-                     "WHERE region = %s AND partition = %s AND holder = %s", (region, partition, holder))
+    conn.execute("UPDATE partition_leases SET lease_until = now() - interval '1 second' "
+                 "WHERE region = %s AND partition = %s AND holder = %s", (region, partition, holder))

@@ -7,13 +7,14 @@ Two controllers (or two passes) can never both spend the last euro of a cap.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ..errors import CapExceeded
 
-__all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve"]
+__all__ = ["CapExceeded", "committed_24h", "committed_by_workload", "consume", "release", "reserve", "send_committed"]
 
 _WINDOW = timedelta(hours=24)
 
@@ -28,9 +29,15 @@ def committed_24h(conn: Any, workload: str, now: datetime) -> Decimal:
 
 def committed_by_workload(conn: Any, now: datetime) -> dict[str, Decimal]:
     """``committed_24h`` of every workload in one query."""
-    return {r[0]: Decimal(r[1]) for r in conn.execute(
-        "SELECT workload, sum(amount_eur) FROM spend_reservations WHERE state IN ('held', 'consumed') AND "
-        "window_start > %s GROUP BY workload", (now - _WINDOW,))}
+    return send_committed(conn, now)()
+
+
+def send_committed(conn: Any, now: datetime) -> Callable[[], dict[str, Decimal]]:
+    """``committed_by_workload``'s statement sent; the reader of its rows returned (a pass sends its reads
+    together: ``reads``)."""
+    cur = conn.execute("SELECT workload, sum(amount_eur) FROM spend_reservations WHERE state IN ('held', "
+                       "'consumed') AND window_start > %s GROUP BY workload", (now - _WINDOW,))
+    return lambda: {r[0]: Decimal(r[1]) for r in cur}
 
 
 def reserve(conn: Any, workload: str, region: str, amount: Decimal, cap: Decimal, now: datetime,

@@ -28,7 +28,9 @@ from .decide import begin, decide
 from .decision import Decision, Desired, Memory
 from .floor_keeper import FloorKeeper
 from .metrics import PassMetrics, PassView
-from .observe import Observation, Observer, observe
+from .model import Observation
+from .observe import Observer, observe
+from .pgbatch import pipelined
 from .revocation import LoggingRevoker, Revoker
 from .settings import ControllerSettings, PassReport
 from .store import Store
@@ -116,7 +118,8 @@ class Controller:
         """One pass: lease, observe, decide, apply (and its metrics, when the controller has them)."""
         started = time.perf_counter()
         try:
-            view = self._step()
+            with pipelined(self.conn):   # a pass's statements sent together: a few round trips, not one each
+                view = self._step()
         except Exception:
             if self.metrics is not None:
                 self.metrics.failed()

@@ -22,8 +22,7 @@ from stores.telemetry import Labels, Registry
 
 from .decision import Decision, Desired, WritePlans
 from .fallback_pass import interruption_rate_pct_h
-from .model import Purpose
-from .observe import Observation
+from .model import Observation, Purpose
 from .settings import PassReport
 
 __all__ = ["SERIES", "PassMetrics", "PassView"]

@@ -5,15 +5,30 @@ reclaimable, fallback) rides in the instance metadata. A **desired** slot count 
 (``controllers.planning``) plus the fallback arbiter. **Actions** carry stable keys so that a pass repeated
 after a crash asks for the same thing, and the level-triggered diff against the provider's listing keeps a
 launch from being repeated once its instances exist.
+
+What a pass **observed** is here too (``Glance``, ``Market``, ``Observation``, ``InputsInForce``): ``decide`` reads
+these types and nothing of ``observe`` or ``store``, which fill them (the import contract in pyproject).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Gone", "Launch", "Note", "Observed", "Purpose", "SlotKey", "Terminate"]
+if TYPE_CHECKING:   # annotations only: these modules import this one
+    from contracts.pools import Pool
+
+    from .approval_judge import Answer
+    from .claims import WorkItem
+    from .fallback import Approval
+
+__all__ = ["Glance", "Gone", "InputsInForce", "Launch", "Market", "Note", "Observation", "Observed", "Purpose",
+           "SlotKey", "Terminate"]
 
 
 class Purpose(StrEnum):
@@ -45,11 +60,13 @@ class Observed:
     launched_at: datetime | None = None
     tier: str = ""
 
-    @property
+    # cached on the (immutable) instance: a pass asks each of them several times, and an observer keeps the
+    # instances it saw while the provider lists them unchanged (``observe``)
+    @cached_property
     def key(self) -> SlotKey:
         return SlotKey(self.workload, self.pool, self.purpose)
 
-    @property
+    @cached_property
     def live(self) -> bool:
         """Counts toward the plan: building or active. A notified instance is leaving (its replacement is
         launched while it drains, ADR-09); deleted and error ones are gone."""
@@ -106,3 +123,62 @@ class Note:
     pool: str | None = None
     instance: str | None = None
     attributes: dict[str, str | int | bool | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InputsInForce:
+    """Rankings, groups and exclusions in force. ``excluded``: pools being reclaimed (units move away); ``full``:
+    pools excluded because launches were refused (closed to new units, held units stay; no probation after)."""
+
+    scores: dict[str, float]
+    groups: dict[str, str]
+    excluded: set[str]
+    probation: set[str]
+    full: set[str] = field(default_factory=set)
+    full_since: dict[str, datetime] = field(default_factory=dict)   # when each ``full`` pool was excluded
+    depth: dict[str, tuple[float, float]] = field(default_factory=dict)   # the ranking's forward share, quota headroom
+
+
+@dataclass(frozen=True)
+class Glance:
+    """The first look of a pass: enough to start it (tenure, breaker) and to decide to hold (mass loss)."""
+
+    tenure: int | None                      # the lease's generation: a change is a restart
+    breaker_open: bool                      # the persisted termination breaker (an operator closes it)
+    base_generation: int | None             # the newest plan generation in the database, when asked for
+    instances: tuple[Observed, ...]
+    rows: Mapping[str, Mapping[str, Any]]   # instance rows before this pass records the listing
+    notices: Mapping[str, int] = field(default_factory=dict)   # per workload, in the breach window
+
+
+@dataclass(frozen=True)
+class Market:
+    """What the region offers this pass."""
+
+    pools: Mapping[str, Pool]               # the catalogue
+    free: Mapping[str, int]                 # rate card: free instances per pool
+    reserved: Mapping[str, int]             # committed reservations: free instances per pool
+    quota_free: int                         # guaranteed quota headroom (instances)
+    inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
+    free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
+    others_since_card: Mapping[str, int] = field(default_factory=dict)   # other partitions' launches since it
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything a pass decides from."""
+
+    glance: Glance
+    rows: Mapping[str, Mapping[str, Any]]   # instance rows after recording the listing (idle counters fresh)
+    gone: tuple[Gone, ...]                  # rows the listing no longer has (with the state they had)
+    items: tuple[WorkItem, ...]             # the scheduler's pending and running work
+    market: Market
+    approvals: Mapping[str, Approval]
+    committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
+    fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
+    answers: tuple[Answer, ...] = ()        # signed answers to approval requests the arbiter has not judged
+    unrevoked: tuple[Gone, ...] = ()        # ended instances whose failed revocation is due again (ADR-31)
+
+    @property
+    def instances(self) -> tuple[Observed, ...]:
+        return self.glance.instances

@@ -4,87 +4,57 @@ record of what was seen), the scheduler's work, the market (catalogue, rate card
 inputs in force (rankings, groups, exclusions), the approvals and the spend committed.
 
 A pass looks twice: a ``Glance`` (lease tenure, breaker row, listing, rows) is enough to decide to fail static on
-a mass loss; only when the pass goes on does ``look`` record the listing and read the rest.
+a mass loss; only when the pass goes on does ``look`` record the listing and read the rest. What it fills
+(``Glance``, ``Market``, ``Observation``) is the model's: ``decide`` never imports this module.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from contracts.pools import Pool
 from contracts.provider import Instance, Provider
 
-from . import approval_store, ledger
-from .approval_judge import Answer
-from .claims import ClaimSource, WorkItem
-from .fallback import Approval
-from .model import Gone, Observed, Purpose
-from .store import InputsInForce, Store
+from . import approval_store, ledger, reads
+from .claims import ClaimSource
+from .model import Glance, Market, Observation, Observed, Purpose
+from .pgbatch import commit
+from .store import Store, state_of
 
-__all__ = ["Glance", "Market", "Observation", "Observer", "observe"]
+__all__ = ["Observer", "observe"]
 
 
-def observe(instances: Sequence[Instance]) -> list[Observed]:
-    """The instances that carry our owner tags, as the controller sees them."""
+def observe(instances: Sequence[Instance], seen: dict[int, tuple[Instance, Observed | None]] | None = None
+            ) -> list[Observed]:
+    """The instances that carry our owner tags, as the controller sees them. ``seen`` (the observer's, replaced
+    in place by this listing's): what each listed ``Instance`` object was seen as the last time — a provider that
+    hands out the same immutable object for an instance whose state did not change (the simulated region) is not
+    converted again; the object itself is kept, so its id is never another's."""
     out = []
+    memo: dict[int, tuple[Instance, Observed | None]] = {}
+    before = seen or {}
     for i in instances:
-        owner = i.owner
-        if owner is None:
-            continue
-        out.append(Observed(i.instance_id, i.name, owner.workload, owner.pool, owner.partition, owner.generation,
-                            Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
-                            i.launched_at, i.metadata.get("sco_tier", "")))
+        last = before.get(id(i))
+        o = last[1] if last is not None and last[0] is i else _observed(i)
+        memo[id(i)] = (i, o)
+        if o is not None:
+            out.append(o)
+    if seen is not None:
+        seen.clear()
+        seen.update(memo)
     return out
 
 
-@dataclass(frozen=True)
-class Glance:
-    """The first look of a pass: enough to start it (tenure, breaker) and to decide to hold (mass loss)."""
-
-    tenure: int | None                      # the lease's generation: a change is a restart
-    breaker_open: bool                      # the persisted termination breaker (an operator closes it)
-    base_generation: int | None             # the newest plan generation in the database, when asked for
-    instances: tuple[Observed, ...]
-    rows: Mapping[str, Mapping[str, Any]]   # instance rows before this pass records the listing
-    notices: Mapping[str, int] = field(default_factory=dict)   # per workload, in the breach window
-
-
-@dataclass(frozen=True)
-class Market:
-    """What the region offers this pass."""
-
-    pools: Mapping[str, Pool]               # the catalogue
-    free: Mapping[str, int]                 # rate card: free instances per pool
-    reserved: Mapping[str, int]             # committed reservations: free instances per pool
-    quota_free: int                         # guaranteed quota headroom (instances)
-    inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
-    free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
-    others_since_card: Mapping[str, int] = field(default_factory=dict)   # other partitions' launches since it
-
-
-@dataclass(frozen=True)
-class Observation:
-    """Everything a pass decides from."""
-
-    glance: Glance
-    rows: Mapping[str, Mapping[str, Any]]   # instance rows after recording the listing (idle counters fresh)
-    gone: tuple[Gone, ...]                  # rows the listing no longer has (with the state they had)
-    items: tuple[WorkItem, ...]             # the scheduler's pending and running work
-    market: Market
-    approvals: Mapping[str, Approval]
-    committed_eur: Mapping[str, Decimal]    # per workload, held + consumed in the last 24 h
-    fallback_launched_last_minute: int      # in the whole region (the 40/min stagger)
-    answers: tuple[Answer, ...] = ()        # signed answers to approval requests the arbiter has not judged
-    unrevoked: tuple[Gone, ...] = ()        # ended instances whose failed revocation is due again (ADR-31)
-
-    @property
-    def instances(self) -> tuple[Observed, ...]:
-        return self.glance.instances
+def _observed(i: Instance) -> Observed | None:
+    owner = i.owner
+    if owner is None:
+        return None
+    return Observed(i.instance_id, i.name, owner.workload, owner.pool, owner.partition, owner.generation,
+                    Purpose(i.metadata.get("sco_purpose", "reclaimable")), str(i.status), i.hall or "",
+                    i.launched_at, i.metadata.get("sco_tier", ""))
 
 
 class Observer:
@@ -93,6 +63,7 @@ class Observer:
     def __init__(self, provider: Provider, store: Store, conn: Any, source: ClaimSource) -> None:
         self.provider, self.store, self.conn, self.source = provider, store, conn, source
         self._catalogue: dict[str, Pool] | None = None
+        self._seen: dict[int, tuple[Instance, Observed | None]] = {}   # the last listing, as observed (a memo)
         self.notices: dict[str, deque[datetime]] = defaultdict(deque)   # workload -> notice times (breach rate)
 
     def record_notice(self, workload: str, at: datetime) -> None:
@@ -100,13 +71,16 @@ class Observer:
         self.notices[workload].append(at)
 
     def glance(self, tenure: int | None, now: datetime, *, breach_window: timedelta, want_generation: bool) -> Glance:
-        base = self.store.max_generation() if want_generation else None
-        breaker_open = self.store.breaker_open()
-        listed = observe(self.provider.list_instances({"partition": self.store.partition}))
+        """The first look (one round trip in pipeline mode: the statements are sent before any is read)."""
+        st, c = self.store, self.conn
+        base = reads.send_max_generation(c, st.region, st.partition) if want_generation else None
+        breaker_open = reads.send_breaker_open(c, st.region, st.partition)
+        listed = observe(self.provider.list_instances({"partition": st.partition}), self._seen)
         # the first pass reads every row (``begin``: did the partition ever hold an instance?); later passes
         # only the rows a pass uses (``Store.rows``)
-        rows = self.store.rows(None if want_generation else [o.instance_id for o in listed])
-        return Glance(tenure, breaker_open, base, tuple(listed), rows, self._notices_since(now - breach_window))
+        rows = reads.send_rows(c, st.region, st.partition, None if want_generation else [o.instance_id for o in listed])
+        return Glance(tenure, breaker_open(), base() if base else None, tuple(listed), rows(),
+                      self._notices_since(now - breach_window))
 
     def _notices_since(self, cutoff: datetime) -> dict[str, int]:
         """Forget notices older than the window (oldest first, as they came) and count the rest."""
@@ -118,29 +92,69 @@ class Observer:
         return out
 
     def look(self, glance: Glance, now: datetime) -> Observation:
-        self.store.adopt(glance.instances, now)
-        gone = self.store.observe_states(glance.instances, self.source.idle_nodes())
-        rows = self.store.rows([o.instance_id for o in glance.instances])
+        """Record the listing and read the rest: the provider first, then every statement sent before any result is
+        read (one round trip in pipeline mode). The server runs them in order: the rows read are those the
+        listing's record just refreshed — computed from the glance's rows and the ids adopted (``recorded``), not read
+        again."""
+        st, c = self.store, self.conn
         items = tuple(self.source.work())
-        market = self.market(now)
-        approvals = self.store.approvals()
-        with self.conn.transaction():
-            committed = ledger.committed_by_workload(self.conn, now)
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT count(*) FROM instances WHERE region = %s AND purpose = 'fallback' AND "
-                                    "launched_at > %s", (self.store.region, now - timedelta(minutes=1))).fetchone()
-        answers = tuple(approval_store.unjudged(self.conn, self.store.region))
-        return Observation(glance, rows, tuple(gone), items, market, approvals, committed, int(row[0]), answers,
-                           tuple(self.store.revocations_due(now)))
+        idle = self.source.idle_nodes()
+        card, reserved, headroom, card_at = self._offer()
+        adopted = st.adopt([o for o in glance.instances if o.instance_id not in glance.rows], now)   # others have one
+        gone = st.send_observe_states(glance.instances, idle)
+        inputs = reads.send_inputs(c, st.region, now)
+        others = reads.send_others_launched_since(c, st.region, st.partition, card_at)
+        approvals = reads.send_approvals(c, st.region)
+        committed = ledger.send_committed(c, now)
+        fallback = reads.send_fallback_launched(c, st.region, now - timedelta(minutes=1))
+        answers = approval_store.send_unjudged(c, st.region)
+        unrevoked = reads.send_revocations_due(c, st.region, st.partition, now)
+        commit(c)   # the listing's record committed, every result back: one round trip
+        market = Market(self._pools(), card, reserved, headroom, inputs(), card_at, others())
+        rows = recorded(glance, idle, adopted())
+        return Observation(glance, rows, tuple(gone()), items, market, approvals(), committed(), fallback(),
+                           tuple(answers()), tuple(unrevoked()))
 
-    def market(self, now: datetime) -> Market:
+    def _pools(self) -> dict[str, Pool]:
         if self._catalogue is None:
             self._catalogue = {p.pool_id: p for p in self.provider.catalogue().pools}
+        return self._catalogue
+
+    def _offer(self) -> tuple[dict[str, int], dict[str, int], int, datetime | None]:
+        """The region's offer from the provider: the rate card's free instances per pool, the reservations' free
+        instances per pool, the guaranteed quota's headroom and when the card was taken."""
+        self._pools()
         rate_card = self.provider.rate_card()
         card = {e.pool_id: e.free_instances for e in rate_card.entries}
         reserved: dict[str, int] = {}
         for r in self.provider.reservations():
             reserved[r.pool_id] = reserved.get(r.pool_id, 0) + r.free
         headroom = min(self.provider.quota_headroom().instances_free, 10_000)
-        return Market(self._catalogue, card, reserved, headroom, self.store.inputs(now), rate_card.time,
-                      self.store.others_launched_since(rate_card.time))
+        return card, reserved, headroom, rate_card.time
+
+
+_ACTIVE = ("launching", "running", "draining")   # a row in one of these whose instance is not listed becomes lost
+_ENDED = ("terminated", "lost")
+
+
+def recorded(glance: Glance, idle: set[str], adopted: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The rows ``Store.rows`` would read once a look recorded the listing (``Store.adopt`` made the rows
+    ``adopted``, ``Store.observe_states`` refreshed the listed ones and ended the vanished), computed from the rows
+    the glance read — the statements' effect on them, not a second read of the same rows: a listed instance's row
+    takes its status's state (unless terminated) and counts one more idle observation or none; an unlisted
+    launching, running or draining row is lost and, like every ended row not listed, not read; a row made now has
+    the instance's tags, its state and one idle observation if its node is idle."""
+    listed = {o.instance_id: o for o in glance.instances}
+    out: dict[str, dict[str, Any]] = {}
+    for iid, r in glance.rows.items():
+        o = listed.get(iid)
+        if o is not None:
+            out[iid] = dict(r) if r["state"] == "terminated" else {
+                **r, "state": state_of(o.status), "idle": int(r["idle"]) + 1 if o.name in idle else 0}
+        elif r["state"] not in _ACTIVE and r["state"] not in _ENDED:
+            out[iid] = dict(r)
+    for iid in adopted:
+        o = listed[iid]
+        out[iid] = dict(zip(reads.ROW_COLUMNS, (o.workload, o.pool, o.partition, o.generation, state_of(o.status),
+                                                1 if o.name in idle else 0, str(o.purpose)), strict=True))
+    return out

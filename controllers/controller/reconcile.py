@@ -60,7 +60,8 @@ def diff(desired: Mapping[SlotKey, int], observed: Sequence[Observed], *, partit
             live[o.key].append(o)
     launches: list[Launch] = []
     surplus: list[Terminate] = []
-    for key in sorted(set(desired) | set(live)):
+    # in SlotKey's order (its fields in turn), compared as tuples: not a Python ``__lt__`` a comparison
+    for key in sorted(set(desired) | set(live), key=lambda k: (k.workload, k.pool, k.purpose)):
         want = desired.get(key, 0)
         have = live.get(key, [])
         tier = tiers.get(key.workload, "")

@@ -10,34 +10,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from contracts.events import Event
 from controllers.planning import WorkloadPlan
 from stores.outbox import enqueue
 
-from .exclusion import FULL, Exclusion
+from . import reads
+from .exclusion import Exclusion
 from .fallback import Approval
-from .model import Gone, Note, Observed
+from .model import Gone, InputsInForce, Note, Observed
+from .pgbatch import atomic, commit, pipelined
 
 __all__ = ["InputsInForce", "Store", "close_breaker", "open_breakers", "plan_json"]
-
-
-@dataclass(frozen=True)
-class InputsInForce:
-    """Rankings, groups and exclusions in force. ``excluded``: pools being reclaimed (units move away); ``full``:
-    pools excluded because launches were refused (closed to new units, held units stay; no probation after)."""
-
-    scores: dict[str, float]
-    groups: dict[str, str]
-    excluded: set[str]
-    probation: set[str]
-    full: set[str] = field(default_factory=set)
-    full_since: dict[str, datetime] = field(default_factory=dict)   # when each ``full`` pool was excluded
-    depth: dict[str, tuple[float, float]] = field(default_factory=dict)   # the ranking's forward share, quota headroom
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
@@ -49,8 +35,8 @@ def plan_json(p: WorkloadPlan) -> dict[str, Any]:
 
 
 class Store:
-    """The partition's reads and writes. Lists of ids go as binary arrays (``%b``): a pass sends the listing's
-    ids several times, and the text form quotes every element."""
+    """The partition's reads and writes. A list of ids goes as one text the server splits (``reads.texts``): a pass
+    sends the listing's ids several times, and psycopg dumps a list element by element."""
 
     def __init__(self, conn: Any, region: str, partition: str, actor: str = "sco-controller",
                  operator: str | None = None) -> None:
@@ -59,50 +45,19 @@ class Store:
 
     # --- inputs written by others ------------------------------------------------------------------
     def inputs(self, now: datetime) -> InputsInForce:
-        c = self.conn
-        with c.transaction():   # the three sent before any is read: one round trip in pipeline mode
-            ranked = c.execute("SELECT pool, score, (inputs->>'forward_share')::float8, "
-                               "(inputs->>'quota_headroom')::float8 FROM rankings_in_force WHERE region = %s",
-                               (self.region,))
-            grouped = c.execute("SELECT pool, group_id FROM correlation_groups WHERE region = %s", (self.region,))
-            held = c.execute("SELECT pool, until, probation_until, cause, excluded_at FROM exclusions "
-                             "WHERE region = %s", (self.region,))
-            scores: dict[str, float] = {}
-            depth: dict[str, tuple[float, float]] = {}
-            for pool, score, share, headroom in ranked:
-                scores[pool] = float(score)
-                if share is not None:
-                    depth[pool] = (float(share), 1.0 if headroom is None else float(headroom))
-            groups = {r[0]: r[1] for r in grouped}
-            excluded: set[str] = set()
-            probation: set[str] = set()
-            full: dict[str, datetime] = {}
-            for pool, until, prob, cause, at in held:
-                if until is None or now < until:
-                    if cause == FULL:
-                        full[pool] = at
-                    else:
-                        excluded.add(pool)
-                elif prob is not None and now < prob and cause != FULL:
-                    probation.add(pool)
-        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth)
+        with pipelined(self.conn):   # the three sent before any is read: one round trip
+            return reads.send_inputs(self.conn, self.region, now)()
 
     def others_launched_since(self, at: datetime | None) -> dict[str, int]:
         """The other partitions' live instances launched at or after ``at`` (the rate card's time), per pool: the
         room the card still counts as free, though they hold it (two partitions planned the same room
         and the second's launches failed). The partition's own come from the provider's listing."""
-        if at is None:
-            return {}
-        with self.conn.transaction():
-            rows = self.conn.execute(
-                "SELECT pool, count(*) FROM instances WHERE region = %s AND partition <> %s AND launched_at >= %s "
-                "AND state IN ('launching', 'running') GROUP BY pool", (self.region, self.partition, at))
-            return {str(pool): int(n) for pool, n in rows}
+        return reads.send_others_launched_since(self.conn, self.region, self.partition, at)()
 
     def exclusions(self) -> tuple[dict[str, int], dict[str, Exclusion]]:
         offences: dict[str, int] = {}
         active: dict[str, Exclusion] = {}
-        with self.conn.transaction():
+        with atomic(self.conn):
             for pool, reason, at, until, prob, n, evidence, cause in self.conn.execute(
                     "SELECT pool, reason, excluded_at, until, probation_until, offences, evidence, cause FROM "
                     "exclusions WHERE region = %s", (self.region,)):
@@ -112,7 +67,7 @@ class Store:
         return offences, active
 
     def write_exclusion(self, ex: Exclusion, event: Event) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO exclusions (region, pool, reason, source, excluded_at, until, probation_until, offences, "
                 "evidence, cause) VALUES (%s, %s, %s, 'exclusion-watcher', %s, %s, %s, %s, %s, %s) "
@@ -130,59 +85,66 @@ class Store:
         a pass can use: those not ended (terminated or lost) and those of the listed instances, whatever their
         state. Ended rows pile up for as long as the partition lives; a pass that read them all would slow down
         day after day. ``None``: every row (the first pass asks whether the partition ever had one)."""
-        where = "" if listed is None else " AND (state NOT IN ('terminated', 'lost') OR instance_id = ANY(%b))"
-        params = (self.region, self.partition) if listed is None else (self.region, self.partition, list(listed))
-        with self.conn.transaction():
-            cur = self.conn.execute(
-                "SELECT instance_id, workload, pool, partition, plan_generation, state, idle_observations, purpose "
-                "FROM instances WHERE region = %s AND partition = %s" + where, params)
-            return {r[0]: {"workload": r[1], "pool": r[2], "partition": r[3], "generation": r[4], "state": r[5],
-                           "idle": r[6], "purpose": r[7]} for r in cur}
+        return reads.send_rows(self.conn, self.region, self.partition, listed)()
 
-    def adopt(self, observed: Sequence[Observed], now: datetime) -> int:
-        """Rows for tagged instances that have none (after a crash between launch and write, or a rebuild).
-        Existing rows keep the ownership they recorded: that is what termination compares tags against."""
-        with self.conn.transaction():
-            known = {r[0] for r in self.conn.execute(
-                "SELECT instance_id FROM instances WHERE instance_id = ANY(%b)", ([o.instance_id for o in observed],))}
-            missing = [o for o in observed if o.instance_id not in known]
-            if missing:
-                with self.conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, "
-                        "state, purchase_model, provider_tags, launched_at, purpose, hall, name) VALUES "
-                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (instance_id) DO NOTHING",
-                        [(o.instance_id, self.region, o.partition, o.pool, o.workload, o.generation, _state(o.status),
-                          "reclaimable" if o.purpose == "reclaimable" else "guaranteed",
-                          json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
-                                      "generation": o.generation}), o.launched_at or now, str(o.purpose), o.hall,
-                          o.name) for o in missing])
-            return len(missing)
+    def adopt(self, observed: Sequence[Observed], now: datetime) -> reads.Reader[list[str]]:
+        """Rows for tagged instances that have none (after a crash between launch and write, or a rebuild), in one
+        statement (none for no instance). Existing rows keep the ownership they recorded: that is what termination
+        compares tags against. ``observed``: the listed instances a pass read no row of (the others have one). The
+        reader returns the ids of the rows made."""
+        if not observed:
+            return reads.value([])
+        cur = self.conn.execute(
+            "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
+            "purchase_model, provider_tags, launched_at, purpose, hall, name) SELECT u.id, %s, u.partition, u.pool, "
+            "u.workload, u.generation, u.state, u.model, u.tags::jsonb, u.launched_at, u.purpose, u.hall, u.name "
+            "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], %b::text[], %b::text[], "
+            "%b::text[], %b::timestamptz[], %b::text[], %b::text[], %b::text[]) AS u(id, partition, pool, workload, "
+            "generation, state, model, tags, launched_at, purpose, hall, name) "
+            "WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.instance_id = u.id) "
+            "ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id",
+            (self.region, [o.instance_id for o in observed], [o.partition for o in observed],
+             [o.pool for o in observed], [o.workload for o in observed], [o.generation for o in observed],
+             [state_of(o.status) for o in observed],
+             ["reclaimable" if o.purpose == "reclaimable" else "guaranteed" for o in observed],
+             [json.dumps({"workload": o.workload, "pool": o.pool, "partition": o.partition,
+                          "generation": o.generation}) for o in observed],
+             [o.launched_at or now for o in observed], [str(o.purpose) for o in observed],
+             [o.hall for o in observed], [o.name for o in observed]))
+        return lambda: [str(r[0]) for r in cur]
 
     def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[Gone]:
+        """Refresh states and the idle-observation counters (``send_observe_states``) and return the rows that
+        became ``lost``."""
+        return self.send_observe_states(observed, idle_names)()
+
+    def send_observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> reads.Reader[list[Gone]]:
         """Refresh states and the idle-observation counters (reset when the scheduler reports work), in one
-        statement; rows whose instance the provider no longer lists become ``lost`` — returned with the state
+        statement; rows whose instance the provider no longer lists become ``lost`` — read back with the state
         they had (a notice seen, or none) and their launch time, so their credentials can be revoked (ADR-31)
-        and a loss without notice charged its wasted work."""
-        ids = [o.instance_id for o in observed]
-        with self.conn.transaction():
+        and a loss without notice charged its wasted work. The two statements are sent; the reader waits."""
+        ids = reads.texts(o.instance_id for o in observed)
+        with atomic(self.conn):
             self.conn.execute(
                 "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
-                "THEN i.idle_observations + 1 ELSE 0 END FROM unnest(%b::text[], %b::text[], %b::bool[]) "
+                f"THEN i.idle_observations + 1 ELSE 0 END FROM unnest({reads.TEXTS}, {reads.TEXTS}, {reads.FLAGS}) "
                 "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
-                (ids, [_state(o.status) for o in observed], [o.name in idle_names for o in observed]))
+                (ids, reads.texts(state_of(o.status) for o in observed),
+                 reads.flags(o.name in idle_names for o in observed)))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
-                "state IN ('launching', 'running', 'draining') AND NOT (instance_id = ANY(%b)) FOR UPDATE) "
+                "state IN ('launching', 'running', 'draining') AND NOT EXISTS (SELECT 1 FROM unnest("
+                f"{reads.TEXTS}) AS u(id) WHERE u.id = instance_id) FOR UPDATE) "
                 "UPDATE instances AS i SET state = 'lost', updated_at = now() FROM g "
                 "WHERE i.instance_id = g.instance_id "
                 "RETURNING i.instance_id, coalesce(i.workload, ''), i.pool, g.state, i.launched_at",
-                (self.region, self.partition, ids)).fetchall()
+                (self.region, self.partition, ids))
         # RETURNING comes in whatever order the join ran: sorted, so a pass's revocations and loss events are too
-        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in sorted(gone, key=lambda r: str(r[0]))]
+        return lambda: [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4])
+                        for r in sorted(gone.fetchall(), key=lambda r: str(r[0]))]
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             for o in instances:
                 self.conn.execute(
                     "INSERT INTO instances (instance_id, region, partition, pool, workload, plan_generation, state, "
@@ -194,18 +156,20 @@ class Store:
                                  "generation": o.generation}), now, str(o.purpose), o.hall, o.name))
             for e in events:
                 enqueue(self.conn, e, action="launch", actor=self.actor)
+        commit(self.conn)   # what the provider did is recorded before the pass asks it anything else
 
     def terminated(self, instance_id: str, event: Event) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute("UPDATE instances SET state = 'terminated', updated_at = now() WHERE instance_id = %s",
                               (instance_id,))
             enqueue(self.conn, event, action="terminate", actor=self.actor)
+        commit(self.conn)
 
     # --- revocation retries (ADR-31) ------------------------------------------------------------------
     def revocation_failed(self, instance_id: str, now: datetime, detail: str) -> None:
         """Retry the instance's revocation on a later pass: 10 s after the first failure, doubling, at most
         every 10 min (the row's ``revocation_next_at``)."""
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute(
                 "UPDATE instances SET revocation_attempts = revocation_attempts + 1, revocation_error = %s, "
                 "revocation_next_at = %s::timestamptz + least(interval '10 seconds' * power(2, revocation_attempts), "
@@ -213,25 +177,20 @@ class Store:
 
     def revocation_settled(self, instance_id: str) -> None:
         """Nothing left to retry for the instance (revoked, already gone, or nothing configured to retry)."""
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute("UPDATE instances SET revocation_next_at = NULL WHERE instance_id = %s AND "
                               "revocation_next_at IS NOT NULL", (instance_id,))
 
     def revocations_due(self, now: datetime, limit: int = 100) -> list[Gone]:
         """Instances of the partition whose failed revocation is due for another attempt, oldest first."""
-        with self.conn.transaction():
-            rows = self.conn.execute(
-                "SELECT instance_id, coalesce(workload, ''), pool, state, launched_at FROM instances WHERE region = %s "
-                "AND partition = %s AND revocation_next_at <= %s ORDER BY revocation_next_at LIMIT %s",
-                (self.region, self.partition, now, limit)).fetchall()
-        return [Gone(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4]) for r in rows]
+        return reads.send_revocations_due(self.conn, self.region, self.partition, now, limit)()
 
     # --- claims ------------------------------------------------------------------------------------
     def write_claims(self, claims: Sequence[tuple[str, str, int, str]], refused: Sequence[tuple[str, str, str, str]]
                      ) -> None:
         """``claims``: (workload, source, units, state); ``refused``: (item, source, workload-or-ref, reason).
         Claims of workloads no longer asking become ``satisfied``."""
-        with self.conn.transaction(), self.conn.cursor() as cur:
+        with atomic(self.conn), self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO claims (claim_id, workload, region, partition, source, units, state) VALUES "
                 "(%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (claim_id) DO UPDATE SET units = excluded.units, "
@@ -248,16 +207,13 @@ class Store:
 
     # --- plans, cycles, events ---------------------------------------------------------------------
     def max_generation(self) -> int:
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT coalesce(max(generation), 0) FROM plans WHERE region = %s AND "
-                                    "partition = %s", (self.region, self.partition)).fetchone()
-        return int(row[0])
+        return reads.send_max_generation(self.conn, self.region, self.partition)()
 
     def write_plans(self, plans: Mapping[str, WorkloadPlan], generation: int, replanned: Iterable[str]) -> None:
         todo = [w for w in replanned if w in plans]
         if not todo:
             return
-        with self.conn.transaction():
+        with atomic(self.conn):
             for w in todo:
                 self.conn.execute("UPDATE plans SET in_force = false WHERE workload = %s AND in_force", (w,))
                 self.conn.execute(
@@ -267,7 +223,7 @@ class Store:
 
     def cycle(self, holder: str, now: datetime, read_only: bool, launched: int, terminated: int, held: int,
               generation: int) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO controller_cycles (region, partition, holder, started_at, read_only, launched, "
                 "terminated, held, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -276,12 +232,12 @@ class Store:
     def emit(self, events: Sequence[Event], action: str | None = None) -> None:
         if not events:
             return
-        with self.conn.transaction():
+        with atomic(self.conn):
             for e in events:
                 enqueue(self.conn, e, action=action, actor=self.actor if action else None)
 
     def breaker(self, open_: bool, reason: str, now: datetime) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO breakers (region, partition, name, state, reason, tripped_at, updated_at) VALUES "
                 "(%s, %s, 'termination', %s, %s, %s, now()) ON CONFLICT (region, partition, name) DO UPDATE SET "
@@ -290,26 +246,16 @@ class Store:
                 (self.region, self.partition, "open" if open_ else "closed", reason, now if open_ else None))
 
     def breaker_open(self) -> bool:
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT state FROM breakers WHERE region = %s AND partition = %s AND "
-                                    "name = 'termination'", (self.region, self.partition)).fetchone()
-        return bool(row and row[0] == "open")
+        return reads.send_breaker_open(self.conn, self.region, self.partition)()
 
     # --- approvals ---------------------------------------------------------------------------------
     def approvals(self) -> dict[str, Approval]:
-        out: dict[str, Approval] = {}
-        with self.conn.transaction():
-            for w, at, state, granted, options in self.conn.execute(
-                    "SELECT DISTINCT ON (workload) workload, requested_at, state, granted_eur, options FROM "
-                    "approval_requests WHERE region = %s ORDER BY workload, requested_at DESC", (self.region,)):
-                units = max((int(o.get("units", 0)) for o in options or []), default=0)
-                out[w] = Approval(at, state, Decimal(granted), units)
-        return out
+        return reads.send_approvals(self.conn, self.region)()
 
     def request_approval(self, workload: str, approver: str | None, options: Sequence[Mapping[str, str]],
                          now: datetime, event: Event) -> uuid.UUID:
         rid = uuid.uuid4()
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO approval_requests (request_id, workload, region, approver, requested_at, options, "
                 "raised_by) VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -318,13 +264,14 @@ class Store:
         return rid
 
     def expire_approval(self, workload: str, now: datetime, event: Event) -> None:
-        with self.conn.transaction():
+        with atomic(self.conn):
             self.conn.execute("UPDATE approval_requests SET state = 'expired', answered_at = %s WHERE workload = %s "
                               "AND region = %s AND state = 'pending'", (now, workload, self.region))
             enqueue(self.conn, event)
 
 
-def _state(status: str) -> str:
+def state_of(status: str) -> str:
+    """The row state of a provider status."""
     return {"building": "launching", "active": "running", "notified": "draining", "deleted": "terminated",
             "error": "lost"}.get(str(status), "running")
 
@@ -367,6 +314,4 @@ def close_breaker(conn: Any, region: str, partition: str, reason: str) -> dateti
 
 def open_breakers(conn: Any, region: str) -> dict[str, datetime]:
     """The region's open termination breakers: partition -> when it tripped."""
-    return {str(p): t for p, t in conn.execute(
-        "SELECT partition, tripped_at FROM breakers WHERE region = %s AND name = 'termination' AND state = 'open'",
-        (region,))}
+    return reads.send_open_breakers(conn, region)()

@@ -39,11 +39,14 @@ from ..controller.breaker import SafetyConfig
 from ..controller.claims import WorkItem
 from ..controller.exclusion_stream import ExclusionStream
 from ..controller.loop import Controller, ControllerSettings
+from ..controller.pgbatch import pipelined
+from ..controller.reads import send_open_breakers
 from ..controller.revocation import RecordingRevoker
 from ..controller.store import close_breaker, open_breakers
 from ..planning import Caps, PlannerConfig, Strategy, units_per_instance
 from ..simregion.clock import VirtualClock
 from ..simregion.config import RegionConfig
+from ..simregion.economics import price_factor
 from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
 from .engine import StepLoss, WorkloadOutcome, guaranteed_rate_per_unit
@@ -78,8 +81,18 @@ class PoolFeed:
     reclaims: int             # reclaimed instances so far, drills excluded
     instance_hours: float     # instance-hours held in the pool so far (every tenant)
     card_at: datetime | None = None   # when the rate card counted ``free``
+    # what the reclaim forecast's features read (orchestration.forecast.features) beside the counts
+    aggregate: str = ""
+    hall: str = ""
+    vcpu: int = 0
+    instances: int = 0        # instances in the pool now, every tenant's
+    # the pool's reclaims (time, with notice) since the previous feed the ranker was given, drills excluded
+    new_reclaims: tuple[tuple[datetime, bool], ...] = ()
 
 
+# Called every five minutes with each pool's feed. A ranker with a ``warm`` method is first handed the warm-up's
+# feeds, one list per rate card (``warm(list of (time, feeds))``), so it starts with the history a deployed
+# ranking would have.
 Ranker = Callable[[datetime, Sequence[PoolFeed]], None]
 
 
@@ -114,6 +127,8 @@ class _Feeds:
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     rows: dict[str, tuple[int, int]] = field(default_factory=dict)   # pool -> (free, capacity)
     seen: set[str] = field(default_factory=set)
+    new: dict[str, list[tuple[datetime, bool]]] = field(default_factory=lambda: defaultdict(list))
+    warm: list[tuple[datetime, list[PoolFeed]]] | None = None   # the warm-up's feeds, kept for a warming ranker
 
 
 class _Run:
@@ -146,6 +161,21 @@ class _Run:
             pid = self.engine.specs[i].pool.pool_id
             self.feeds.rows[pid] = (free, cap)
             self.feeds.seconds[pid] += (cap - free) * self.region.config.rate_card_s
+        if self.feeds.warm is not None:
+            self.feeds.warm.append((self.engine.at(t), self._warm_feeds(t, rows)))
+
+    def _warm_feeds(self, t: float, rows: list[tuple[int, float, int, int]]) -> list[PoolFeed]:
+        """The feeds a ranker would have been given at this warm-up card (forward capacity 30 min ahead)."""
+        e, when, out = self.engine, self.engine.at(t), []
+        for i, u, free, cap in rows:
+            p = e.specs[i].pool
+            g = float(p.guaranteed_rate_eur_h)
+            n = len(e.live[i])
+            out.append(PoolFeed(p.pool_id, round(g * price_factor(u, self.region.config.price_demand), 4), g, free,
+                                cap, max(e.capacity(i, t + 1800.0) - n, 0), self.feeds.reclaims.get(p.pool_id, 0),
+                                round(self.feeds.seconds.get(p.pool_id, 0.0) / 3600, 3), when, p.aggregate, p.hall,
+                                p.vcpu, n, tuple(self.feeds.new.pop(p.pool_id, ()))))
+        return out
 
     def _on_event(self, ev: SimEvent) -> None:
         self.events.append(ev)
@@ -154,6 +184,7 @@ class _Run:
         if ev.instance not in self.feeds.seen:
             self.feeds.seen.add(ev.instance)
             self.feeds.reclaims[ev.pool] += 1
+            self.feeds.new[ev.pool].append((self.engine.at(ev.time), ev.kind is EventKind.NOTICE))
         c = self.by_workload.get(ev.workload or "")
         inst = self.engine.by_id.get(ev.instance)
         if c is None or inst is None or not inst.owned:
@@ -182,10 +213,12 @@ class _Run:
         card = {e.pool_id: e for e in rate_card.entries}
         out = []
         for pid, (free, cap) in sorted(self.feeds.rows.items()):
-            e = card[pid]
+            e, p = card[pid], self.pools[pid]
             out.append(PoolFeed(pid, float(e.rate_eur_h), float(e.guaranteed_rate_eur_h), free, cap,
                                 ahead.get(pid, free), self.feeds.reclaims.get(pid, 0),
-                                round(self.feeds.seconds.get(pid, 0.0) / 3600, 3), rate_card.time))
+                                round(self.feeds.seconds.get(pid, 0.0) / 3600, 3), rate_card.time, p.aggregate,
+                                p.hall, p.vcpu, len(self.engine.live[self.engine.index[pid]]),
+                                tuple(self.feeds.new.pop(pid, ()))))
         return out
 
     def accrue(self, listed: Sequence[Instance], plans: Mapping[str, Any], step_s: int) -> None:
@@ -267,12 +300,15 @@ def partition_controller(provider: Provider, conn: Any, partition: str, contract
     return Controller(settings, provider, conn, source, mine, clock, revoker=RecordingRevoker()), source
 
 
-def operator_resets(conn: Any, region: str, now: datetime, after: timedelta | None) -> int:
+def operator_resets(conn: Any, region: str, now: datetime, after: timedelta | None,
+                    breakers: Mapping[str, datetime | None] | None = None) -> int:
     """The replay's operator: each termination breaker open for ``after`` or longer is reset as ``sco controller
-    reset-breaker`` would (None: nobody answers). Returns how many were reset."""
+    reset-breaker`` would (None: nobody answers). ``breakers``: the open ones (partition -> when it tripped) when
+    already read. Returns how many were reset."""
     if after is None:
         return 0
-    late = [p for p, tripped in open_breakers(conn, region).items() if tripped is None or now - tripped >= after]
+    opened = open_breakers(conn, region) if breakers is None else breakers
+    late = [p for p, tripped in opened.items() if tripped is None or now - tripped >= after]
     for partition in late:
         close_breaker(conn, region, partition, f"reset by the replay's operator {after} after the trip")
     return len(late)
@@ -321,49 +357,35 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them."""
     region.cache_listing = fast
     run = _Run(region, contracts, units)
+    warm = getattr(ranker, "warm", None)
+    if warm is not None:
+        run.feeds.warm = []
     clock.advance_to(start)
     region.sync()                                 # the warm-up: history for the scorer, nothing of ours
     run.events.clear()
+    if warm is not None and run.feeds.warm is not None:
+        warm(run.feeds.warm)
+        run.feeds.warm = None
     ctls = _controllers(region, conn, contracts, units, strategy, clock, caps)
     stream = ExclusionStream(ctls[0][0].store)
     outbox = _Outbox(conn, stream)
     step_s = int(pass_interval.total_seconds())
     end, now, ranked_at = start + timedelta(days=days), start, None
-    while now < end:
-        if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
-            ranker(now, run.feed_list(timedelta(minutes=30)))
-            ranked_at = now
-        listed = region.list_instances()
-        names = {i.name for i in listed}
-        plans: dict[str, Any] = {}
-        with conn.pipeline() if fast else nullcontext():
-            for ctl, source in ctls:
-                source.names = names
-                report = ctl.step()
-                outbox.held += 1 if report.held else 0
-                plans.update(ctl.previous.plans if ctl.previous else {})
-            outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
-        run.accrue(region.list_instances(), plans, step_s)
-        outbox.resets += operator_resets(conn, region.region, now, operator_after)
-        now += pass_interval
-        clock.advance_to(now)
-        region.sync()
-        for ev in run.events:
-            if not ev.workload:
-                continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
-            event = region.to_event(ev)
-            stream.feed(event, now)
-            if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
-                for ctl, _ in ctls:
-                    if ev.workload in {c.workload for c in ctl.contracts.values()}:
-                        ctl.record_notice(ev.workload, event.time)
-        run.events.clear()
-        if progress is not None and now.minute == 0 and now.hour % 6 == 0:
-            progress((now - start).total_seconds() / (end - start).total_seconds())
-    for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
-        source.names = {i.name for i in region.list_instances()}
-        ctl.step()
-    outbox.feed(now)
+    # fast: one pipeline for the whole replay — a pass's statements wait only where a result is read (each
+    # controller commits what it records in its own round trips, ``pgbatch``), not at the end of every pass
+    with pipelined(conn) if fast else nullcontext():
+        while now < end:
+            ranked_at = _pass(run, ctls, outbox, ranker, ranked_at, now, step_s, operator_after)
+            now += pass_interval
+            clock.advance_to(now)
+            region.sync()
+            _feed_events(run, ctls, stream, now)
+            if progress is not None and now.minute == 0 and now.hour % 6 == 0:
+                progress((now - start).total_seconds() / (end - start).total_seconds())
+        for ctl, source in ctls:   # a last pass at the end sees the losses of the last interval (not accrued)
+            source.names = {i.name for i in region.list_instances()}
+            ctl.step()
+        outbox.feed(now)
     run.finish(conn)
     if progress is not None:
         progress(1.0)
@@ -372,6 +394,46 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
         diagnostics["passes-holding-actions"] = outbox.held
         diagnostics["breaker-reset-by-operator"] = outbox.resets
     return run.outcome
+
+
+def _pass(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], outbox: _Outbox, ranker: Ranker | None,
+          ranked_at: datetime | None, now: datetime, step_s: int, operator_after: timedelta | None
+          ) -> datetime | None:
+    """One replay pass at ``now``: the ranking when due, each partition's controller, the relay, the tallies and
+    the operator. Returns when the ranking was last published."""
+    region, conn = run.region, outbox.conn
+    if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
+        ranker(now, run.feed_list(timedelta(minutes=30)))
+        ranked_at = now
+    names = {i.name for i in region.list_instances()}
+    plans: dict[str, Any] = {}
+    for ctl, source in ctls:
+        source.names = names
+        report = ctl.step()
+        outbox.held += 1 if report.held else 0
+        plans.update(ctl.previous.plans if ctl.previous else {})
+    # the breakers read with the relay's read (one round trip in a pipeline): the controllers opened theirs before
+    breakers = send_open_breakers(conn, region.region) if operator_after is not None else None
+    outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+    run.accrue(region.list_instances(), plans, step_s)
+    outbox.resets += operator_resets(conn, region.region, now, operator_after, breakers() if breakers else None)
+    return ranked_at
+
+
+def _feed_events(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], stream: ExclusionStream,
+                 now: datetime) -> None:
+    """The region's events since the last pass to the exclusion watcher and the controllers' breach signal."""
+    region = run.region
+    for ev in run.events:
+        if not ev.workload:
+            continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
+        event = region.to_event(ev)
+        stream.feed(event, now)
+        if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
+            for ctl, _ in ctls:
+                if ev.workload in {c.workload for c in ctl.contracts.values()}:
+                    ctl.record_notice(ev.workload, event.time)
+    run.events.clear()
 
 
 class _Outbox:

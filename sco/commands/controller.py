@@ -4,6 +4,7 @@ provider tags into an empty database (ADR-11)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 import time
 from pathlib import Path
@@ -137,12 +138,12 @@ def _claim_source(args: argparse.Namespace) -> Any:
     """Where claims come from: a file (tests, the demo), a Kubernetes cluster's pending pods, or Slurm."""
     if args.claims_file:
         return _FileSource(args.claims_file)
-    if args.kubeconfig:
-        from kubernetes import config as kube_config
-
+    if args.kubeconfig or args.claims_from == "kubernetes":
         from controllers.controller.claims_k8s import KubernetesSource
 
-        return KubernetesSource(kube_config.new_client_from_config(str(args.kubeconfig)))
+        from .kube_client import kube_api_client
+
+        return KubernetesSource(kube_api_client(args.kubeconfig))  # in a pod: its in-cluster configuration
     from controllers.controller.claims_slurm import SlurmSource
 
     return SlurmSource(tuple(args.slurm_partitions.split(",")))
@@ -285,8 +286,9 @@ def _watch_exclusions(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         nc = await sco_nats.connect(args.nats, name=f"sco-exclusion-{args.region}", component="controller")
         try:
-            print(f"exclusion watcher for region {args.region}: three waves (gap {args.wave_gap_s:g} s) in 30 min "
-                  "exclude a pool", flush=True)
+            logging.getLogger("sco.exclusion_watcher").info(
+                "exclusion watcher for region %s: three waves (gap %g s) in 30 min exclude a pool", args.region,
+                args.wave_gap_s)
             await stream.run(nc.jetstream(), stop, WallClock())
         finally:
             await nc.close()
@@ -354,6 +356,9 @@ def register(subparsers: Any) -> None:
                            help="JSON list of work items instead of Slurm (demos, fault tests)")
             p.add_argument("--kubeconfig", type=Path, default=None,
                            help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
+            p.add_argument("--claims-from", choices=("slurm", "kubernetes"), default="slurm",
+                           help="where claims come from (default slurm); kubernetes without --kubeconfig uses the "
+                                "pod's in-cluster configuration")
             p.add_argument("--nats", default=None,
                            help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
                                 "losses (default: poll only)")

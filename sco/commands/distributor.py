@@ -6,10 +6,13 @@ is rolled back (ADR-32, docs/operations.md "How a bundle rolls out")."""
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
 from sco.cli import CliError
+
+from .metrics import add_metrics_args, start_metrics
 
 __all__ = ["register"]
 
@@ -34,7 +37,11 @@ def _serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         server = Distributor(catalog, auth)
         port = await server.start(args.host, args.port)
-        print(f"distributor on http://{args.host}:{port}/ serving {', '.join(catalog.partitions())}", flush=True)
+        # the same figures as its authenticated GET /metrics, on the port every process has for Prometheus and
+        # the probes; ready while the directory holds a partition's bundles
+        start_metrics(args, _Rendered(server.render_metrics), "distributor", ready=lambda: bool(catalog.partitions()))
+        logging.getLogger("sco.distributor").info("distributor on http://%s:%d/ serving %s", args.host, port,
+                                                  ", ".join(catalog.partitions()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -113,6 +120,13 @@ class _LazyGates:
             self.client.close()
 
 
+class _Rendered:
+    """What ``stores.telemetry.serve`` scrapes: a ``render()`` returning the exposition text."""
+
+    def __init__(self, render: Any) -> None:
+        self.render = render
+
+
 def register(subparsers: Any) -> None:
     """Add ``sco distributor`` (serve, stage, rollout) to the parser."""
     group = subparsers.add_parser("distributor", help="the bundle distributor (serve signed bundles over HTTP)")
@@ -123,6 +137,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--port", type=int, default=8088, help="listen port (default 8088; 0 picks a free one)")
     p.add_argument("--home", type=Path, default=None,
                    help="the stack whose credentials admit agents and the controller (default $SCO_HOME)")
+    add_metrics_args(p)
     p.set_defaults(handler=_serve)
     st = sub.add_parser("stage", help="stage a compile's output as the next release (ADR-32): canary first")
     st.add_argument("--bundles", type=Path, required=True, help="the directory `sco distributor serve` serves")

@@ -64,7 +64,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(args.log_level)  # the handler and format: sco.cli (contracts.logsetup)
     config, credentials = _load(args.config)
     from controllers.plugpool.kube import KubernetesCluster
     from controllers.plugpool.plugs import EspHomePlugs

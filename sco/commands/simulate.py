@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["CPU_S_PER_DAY", "progress_bar", "register"]
+__all__ = ["CPU_S_PER_DAY", "progress_bar", "register", "time_left"]
 
 STRATEGIES = ("depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
@@ -42,18 +42,30 @@ def register(sub: Any) -> None:
 
 
 def progress_bar(label: str) -> Any:
-    """A bar rewritten in place on a terminal; one line a quarter otherwise (no carriage returns in a log)."""
+    """A bar rewritten in place on a terminal; one line a quarter otherwise (no carriage returns in a log). Each
+    shows the seconds so far and, once a share is done, an estimate of those left (``time_left``)."""
     started, tty, last = time.monotonic(), sys.stderr.isatty(), [-1]
 
     def show(done: float) -> None:
+        seconds = time.monotonic() - started
         if tty:
             bar = "#" * int(done * 30)
-            print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {time.monotonic() - started:5.0f} s", end="",
+            print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {seconds:5.0f} s{time_left(seconds, done)}", end="",
                   file=sys.stderr, flush=True)
         elif int(done * 4) > last[0]:
             last[0] = int(done * 4)
-            print(f"  {label:<20} {last[0] * 25:3d} % {time.monotonic() - started:5.0f} s", file=sys.stderr, flush=True)
+            print(f"  {label:<20} {last[0] * 25:3d} % {seconds:5.0f} s{time_left(seconds, done)}", file=sys.stderr,
+                  flush=True)
     return show
+
+
+def time_left(seconds: float, done: float) -> str:
+    """``", about 12 min left"``: the time ``done`` (a share) took, scaled to what is left; nothing before any
+    share is done, nor once all is."""
+    if done <= 0 or done >= 1:
+        return ""
+    left = seconds * (1 - done) / done
+    return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -235,11 +247,12 @@ def _progress_line(names: Any) -> Any:
     def show(shares: Any, seconds: float) -> None:
         line = " · ".join(f"{n} {shares.get(n, 0.0):4.0%}" for n in names)
         quarters = " ".join(str(int(shares.get(n, 0.0) * 4)) for n in names)
+        left = time_left(seconds, sum(shares.get(n, 0.0) for n in names) / max(1, len(names)))
         if tty:
-            print(f"\r  {line}  {seconds:5.0f} s", end="", file=sys.stderr, flush=True)
+            print(f"\r  {line}  {seconds:5.0f} s{left}", end="", file=sys.stderr, flush=True)
         elif quarters != last[0]:
             last[0] = quarters
-            print(f"  {line}  {seconds:5.0f} s", file=sys.stderr, flush=True)
+            print(f"  {line}  {seconds:5.0f} s{left}", file=sys.stderr, flush=True)
     return show
 
 

@@ -2,8 +2,8 @@
 
 Wires what the controllers layer cannot import: the production scorer (``orchestration.scoring.rank_pools`` on
 ``PoolInputs`` built the way ``orchestration.rankings.gather_inputs`` builds them, published with
-``publish_in_force``) and an embedded PostgreSQL (``sco.stack.services.start_postgres``, one fresh migrated
-database per strategy run).
+``publish_in_force``, with the reclaim forecast beside it: ``sco.commands.forecast_feed``) and an embedded
+PostgreSQL (``sco.stack.services.start_postgres``, one fresh migrated database per strategy run).
 """
 
 from __future__ import annotations
@@ -42,14 +42,32 @@ class _Pg:
         yield self.conn
 
 
-def production_ranker(conn: Any, region: str) -> Ranker:
+class _Ranker:
+    """A ``Ranker`` whose forecaster is warmed with the replay's warm-up feeds."""
+
+    def __init__(self, rank: Callable[[datetime, Sequence[PoolFeed]], None], forecaster: Any) -> None:
+        self.rank, self.forecaster = rank, forecaster
+
+    def __call__(self, now: datetime, feeds: Sequence[PoolFeed]) -> None:
+        self.rank(now, feeds)
+
+    def warm(self, history: Sequence[tuple[datetime, Sequence[PoolFeed]]]) -> None:
+        self.forecaster.warm(history)
+
+
+def production_ranker(conn: Any, region: str, horizons_min: Sequence[int] | None = None) -> Ranker:
     """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, published to PostgreSQL; a pool
-    excluded because launches were refused has no depth until a card taken after the refusals shows room."""
+    excluded because launches were refused has no depth until a card taken after the refusals shows room. With
+    ``horizons_min`` (None: no forecast), each pool's reclaim forecast (``sco.commands.forecast_feed``) is published
+    beside the score, its model fitted on the warm-up's feeds and refitted daily."""
     from contracts.scoring import full_pool_share
     from orchestration.rankings import excluded_pools, forward_share, full_since, publish_in_force
     from orchestration.scoring import PoolInputs, interruption_stats, rank_pools
 
+    from .forecast_feed import ReplayForecaster
+
     pg = _Pg(conn)
+    forecaster = ReplayForecaster(horizons_min) if horizons_min else None
 
     def rank(now: datetime, feeds: Sequence[PoolFeed]) -> None:
         stats = interruption_stats({f.pool: f.reclaims for f in feeds}, {f.pool: f.instance_hours for f in feeds},
@@ -62,8 +80,9 @@ def production_ranker(conn: Any, region: str) -> Ranker:
                                                            full_since=full.get(f.pool), card_at=f.card_at,
                                                            free_now=f.free),
                              reclaims=f.reclaims, instance_hours=f.instance_hours) for f in feeds]
-        publish_in_force(pg, region, now, rank_pools(inputs))
-    return rank
+        forecast = forecaster.forecast(now, feeds) if forecaster is not None else None
+        publish_in_force(pg, region, now, rank_pools(inputs), forecast)
+    return _Ranker(rank, forecaster) if forecaster is not None else rank
 
 
 class EmbeddedPostgres:
@@ -107,10 +126,13 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
     controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them)."""
     import psycopg
 
+    from orchestration.forecast.model import horizons_for
+
+    horizons = horizons_for([c.checkpoint_interval_min for c in contracts])
     with psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
-                                         ranker=production_ranker(conn, config.region), progress=progress,
+                                         ranker=production_ranker(conn, config.region, horizons), progress=progress,
                                          diagnostics=diagnostics, caps=caps)
 
 

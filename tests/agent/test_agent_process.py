@@ -49,8 +49,9 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
             "status": {"phase": "Running"}})
         env = {**os.environ, "SCO_AGENT_KUBE_API": kube.url, "SCO_AGENT_KUBE_TOKEN_FILE": str(token),
                "SCO_AGENT_LOCAL_DRAIN_COMMAND": "true", "SCO_AGENT_SPOOL_FSYNC": "0"}
-        proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "run", "--userdata", str(cfg.userdata),
-                                 "--public-key", str(cfg.public_key), "--state-dir", str(cfg.state_dir),
+        proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "--log-format", "json", "run",
+                                 "--userdata", str(cfg.userdata), "--public-key", str(cfg.public_key),
+                                 "--state-dir", str(cfg.state_dir),
                                  "--metrics-port", str(port)], cwd=REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
@@ -89,3 +90,5 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=15)
         assert proc.returncode == 0, out.decode()[-2000:]
+        lines = out.decode().splitlines()  # every line it wrote is a JSON log line
+        assert lines and all(json.loads(line)["component"] == "agent" for line in lines), lines[:5]

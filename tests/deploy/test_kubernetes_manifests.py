@@ -18,6 +18,7 @@ from testkit.paths import REPO
 
 OVERLAY = REPO / "deploy" / "kubernetes" / "overlays" / "example-r1"
 K8S_VERSION = "1.32"
+OPERATOR_GROUP = "monitoring.coreos.com/"
 
 
 @pytest.fixture(scope="module")
@@ -43,17 +44,21 @@ def test_every_object_validates_against_the_kubernetes_schema(objects: list[dict
 
     assert len(objects) >= 20
     for obj in objects:
+        if obj["apiVersion"].startswith(OPERATOR_GROUP):  # a CRD's kind: tests/deploy/test_observability.py
+            continue
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)  # raises ValidationError naming the field
 
 
 def test_there_is_one_controller_per_partition_and_every_long_running_process(objects: list[dict[str, Any]]) -> None:
     deployments = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
-    assert deployments == {"sco-controller-slurm-hpc", "sco-controller-k8s-batch", "sco-ingest", "sco-outbox-relay",
+    assert deployments == {"sco-controller-slurm-hpc", "sco-controller-k8s-prod", "sco-ingest", "sco-outbox-relay",
                            "sco-exclusion-watcher", "sco-distributor"}
     partitions = {o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"][0]["args"] for o in objects
                   if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("sco-controller")}
     assert partitions["sco-controller-slurm-hpc"][2:4] == ["--partition", "r1/slurm-hpc"]
-    assert partitions["sco-controller-k8s-batch"][2:4] == ["--partition", "r1/k8s-batch"]
+    assert partitions["sco-controller-k8s-prod"][2:4] == ["--partition", "r1/k8s-prod"]
+    assert partitions["sco-controller-k8s-prod"][-2:] == ["--claims-from", "kubernetes"]  # in-cluster configuration
+    assert "--claims-from" not in partitions["sco-controller-slurm-hpc"]
     assert all(o["metadata"]["namespace"] == "sco" for o in objects if o["kind"] not in (
         "Namespace", "ClusterRole", "ClusterRoleBinding"))
 
@@ -98,7 +103,10 @@ def test_the_namespace_denies_all_traffic_but_dns_the_stores_the_controllers_api
     policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
     assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     listening = {name: spec for name, spec in policies.items() if "ingress" in spec}
-    assert list(listening) == ["distributor-in"]  # nothing else listens for the cluster
+    # nothing else listens for the cluster; the monitoring namespace reaches the metrics ports only
+    assert sorted(listening) == ["distributor-in", "metrics-from-monitoring"]
+    assert listening["metrics-from-monitoring"]["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}], "ports": [{"protocol": "TCP", "port": "metrics"}]}]
     assert listening["distributor-in"]["ingress"] == [{"from": [
         {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "sco-controller"}}},
         {"ipBlock": {"cidr": "10.30.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 8088}]}]
@@ -121,3 +129,12 @@ def test_the_rollout_pass_runs_every_ten_minutes_never_twice_at_once_beside_the_
     assert affinity["labelSelector"]["matchLabels"] == dist["spec"]["selector"]["matchLabels"]
     args = dist["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--bundles") + 1] == pod["containers"][0]["args"][3]
+
+
+def test_the_example_overlays_partitions_are_the_contract_repositorys(objects: list[dict[str, Any]]) -> None:
+    contracts = {yaml.safe_load(p.read_text())["partition"]
+                 for p in (REPO / "deploy" / "contracts" / "workloads").glob("*.yaml")}
+    contracts = {p for p in contracts if p.startswith("r1/")}
+    run = {c["args"][c["args"].index("--partition") + 1] for o in objects if o["kind"] == "Deployment"
+           for c in o["spec"]["template"]["spec"]["containers"] if "--partition" in c["args"]}
+    assert run == contracts

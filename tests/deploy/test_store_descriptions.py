@@ -27,7 +27,7 @@ def test_the_image_copies_what_exists_and_installs_extras_the_project_declares()
     pyproject = (REPO / "pyproject.toml").read_text()
     for extra in extras.group(1).split(","):
         assert re.search(rf"^{extra} = \[", pyproject, re.M), extra
-    assert 'ENTRYPOINT ["sco"]' in text and "USER 65532:65532" in text
+    assert 'ENTRYPOINT ["/usr/local/bin/sco-entrypoint"]' in text and "USER 65532:65532" in text  # runs dagster too
 
 
 def test_the_dagster_values_serve_our_code_location_with_the_analytics_credentials() -> None:

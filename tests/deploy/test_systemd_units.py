@@ -20,6 +20,7 @@ SERVICES = sorted(UNITS.glob("*.service"))
 TIMERS = sorted(UNITS.glob("*.timer"))
 # what an operator's env file sets (docs/operations.md): the values only have to be of the right shape
 EXAMPLE_ENV = {"SCO_PARTITION": "r1/slurm-hpc", "SCO_REGION": "r1", "SCO_DISTRIBUTOR_HOST": "10.30.0.5",
+               "SCO_METRICS_PORT": "9300",
                "SCO_CONTROLLER_ARGS": "--clouds-yaml /etc/sco/clouds.yaml --credential-issuer sco-issuer "
                                       "--image sco-agent"}
 needs_systemd = pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")

@@ -15,6 +15,7 @@ import pytest
 from agent.httpwire import exchange
 from distributor import Catalog, Distributor, PasswordTable, digest
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
+from tests.support.exposition import parse
 
 ISSUED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 AGENT = {"Authorization": "Basic " + base64.b64encode(b"agent.r1.i-1:pw-1").decode()}
@@ -103,11 +104,12 @@ def test_every_path_needs_a_credential_and_a_role_that_may_read_it(served: tuple
 def test_the_metrics_report_each_bundle_age_and_generation_on_the_injected_clock(served: tuple) -> None:
     running, _, now = served
     exchange("GET", running.url + "/r1/slurm-hpc/agent-bundle.json", headers={})  # one 401
-    text = exchange("GET", running.url + "/metrics", headers=CONTROLLER)[2].decode()
-    assert 'sco_distributor_bundle_age_seconds{partition="r1/slurm-hpc",kind="agent"} 600.000' in text
-    assert 'sco_distributor_bundle_age_seconds{partition="r1/slurm-hpc",kind="controller"} 4200.000' in text
-    assert 'sco_distributor_bundle_generation{partition="r1/slurm-hpc",kind="agent"} 3' in text
-    assert 'sco_distributor_responses_total{code="401"} 1' in text
+    doc = parse(exchange("GET", running.url + "/metrics", headers=CONTROLLER)[2].decode())  # strict parse
+    part = "r1/slurm-hpc"
+    assert doc.value("sco_distributor_bundle_age_seconds", partition=part, kind="agent") == 600
+    assert doc.value("sco_distributor_bundle_age_seconds", partition=part, kind="controller") == 4200
+    assert doc.value("sco_distributor_bundle_generation", partition=part, kind="agent") == 3
+    assert doc.value("sco_distributor_responses_total", code="401") == 1
     now[0] += timedelta(hours=1)
-    later = exchange("GET", running.url + "/metrics", headers=CONTROLLER)[2].decode()
-    assert 'sco_distributor_bundle_age_seconds{partition="r1/slurm-hpc",kind="agent"} 4200.000' in later
+    later = parse(exchange("GET", running.url + "/metrics", headers=CONTROLLER)[2].decode())
+    assert later.value("sco_distributor_bundle_age_seconds", partition=part, kind="agent") == 4200

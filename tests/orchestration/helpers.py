@@ -56,7 +56,8 @@ class Stack:
 
         return {"clickhouse": self.ch(), "postgres": self.pg(), "provider": ProviderFeedResource(),
                 "settings": AnalyticsSettings(region="r1", archive_dir=str(self.root / "archive"),
-                                              dbt_docs_dir=str(self.root / "dbt-docs")),
+                                              dbt_docs_dir=str(self.root / "dbt-docs"),
+                                              forecast_model_dir=str(self.root / "forecast")),
                 "dbt": dbt_resource()}
 
 

@@ -107,3 +107,27 @@ def test_a_missing_mart_becomes_the_materialise_message_and_both_connections_are
     with pytest.raises(ValueError, match="other"), report_pages._marts(argparse.Namespace()):
         raise ValueError("other")
     assert ch2.closed
+
+
+def test_the_fleet_page_shows_the_forecasts_scores_and_its_reliability_diagram() -> None:
+    from datetime import date
+
+    from reports.data import FleetData, ForecastScore
+    from reports.pages import fleet_page
+
+    score = ForecastScore(date(2026, 3, 1), "hgb-abc", 3456, 0.091, 0.0275,
+                          {"price rank alone": (0.124, 0.0314)}, [(0.01, 0.012, 100.0), (0.05, 0.047, 100.0)], True)
+    page = fleet_page(FleetData(None, [], [], [], {}, [], [], score), "r1")
+    assert "Reclaim forecast — 2026-03-01" in page and "PASS" in page and "hgb-abc" in page
+    assert "0.09100" in page and "price rank alone" in page and "0.12400" in page
+    assert "reliability of the 1 h reclaim forecast" in page and page.count("<circle") >= 2
+    assert "Not scored yet" in fleet_page(FleetData(None, [], [], [], {}, [], []), "r1")
+
+
+def test_a_reliability_diagram_places_each_bin_against_the_diagonal() -> None:
+    from reports.svg import reliability
+
+    out = reliability([(0.02, 0.02, 10.0), (0.1, 0.05, 5.0)], title="<t>")
+    assert out.count("<circle") == 2 and "stroke-dasharray" in out and "&lt;t&gt;" in out
+    assert "forecast 0.1000, observed 0.0500, 5 instances" in out
+    assert "no data" in reliability([])

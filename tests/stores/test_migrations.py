@@ -121,3 +121,23 @@ def test_the_postgres_pool_hands_out_connections_to_the_configured_database(
         conn.execute("INSERT INTO breakers (region, partition, name, state) VALUES ('r1', 'p1', 'termination', 'open')")
     with postgres.pool() as pool, pool.connection() as conn:
         assert conn.execute("SELECT state FROM breakers").fetchall() == [("open",)]
+
+
+def test_the_ranking_in_force_holds_a_reclaim_forecast_in_range_or_none(pg_migrated_url: str) -> None:
+    from orchestration.forecast.history import PoolForecast
+    from orchestration.rankings import in_force_rows
+    from orchestration.scoring import PoolInputs, rank_pools
+
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    ranked = rank_pools([PoolInputs(p, 1.0, 2.0, 1.0, None, 0.5) for p in ("a", "b")])
+    forecast = {"a": PoolForecast(0.04, {"60": {"notice": 0.039, "no_notice": 0.001}}, "hgb-1")}
+    insert = ("INSERT INTO rankings_in_force (region, pool, rank, score, generation, ranked_at, inputs, reclaim_p_1h, "
+              "reclaim_p, model_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+    with psycopg.connect(pg_migrated_url, autocommit=True) as conn:
+        for row in in_force_rows("r1", now, ranked, forecast):
+            conn.execute(insert, row)
+        rows = conn.execute("SELECT pool, reclaim_p_1h, reclaim_p, model_version FROM rankings_in_force "
+                            "ORDER BY pool").fetchall()
+        assert rows == [("a", 0.04, {"60": {"notice": 0.039, "no_notice": 0.001}}, "hgb-1"), ("b", None, None, None)]
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(insert, ("r1", "c", 3, 0.5, 1, now, "{}", 1.5, None, None))

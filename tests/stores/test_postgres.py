@@ -59,6 +59,20 @@ def test_a_connection_on_a_server_turned_read_only_is_replaced_on_its_next_use(p
 
 
 @pytest.mark.services
+def test_a_read_only_refusal_in_a_pipeline_replaces_the_connection_too(pg_url: str) -> None:
+    """A controller's pass runs in pipeline mode: the refusal comes out of the block's end, not of ``execute``."""
+    with postgres.connect(pg_url, autocommit=True, reconnect=True) as conn:
+        conn.execute("CREATE TABLE t (n int)")
+        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.pipeline():
+            conn.execute("INSERT INTO t VALUES (1)")
+        with conn.pipeline():
+            conn.execute("INSERT INTO t VALUES (2)")
+        assert conn.reconnects == 1
+        assert conn.execute("SELECT n FROM t").fetchall() == [(2,)]
+
+
+@pytest.mark.services
 def test_a_connection_closed_by_its_owner_stays_closed(pg_url: str) -> None:
     conn = postgres.connect(pg_url, autocommit=True, reconnect=True)
     conn.close()

@@ -113,3 +113,50 @@ def test_a_token_file_other_users_can_read_is_refused(tmp_path: Path) -> None:
     (tmp_path / "token").chmod(0o644)
     with pytest.raises(TelemetryError, match=r"MET001.*chmod 600"):
         serve(_registry(), "127.0.0.1", 0, tmp_path / "token")
+
+
+def test_a_token_file_its_group_may_read_is_accepted_as_a_pods_secret_volume_mounts_it(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o440)  # Kubernetes: defaultMode 0400 plus group read for the pod's fsGroup
+    serve(_registry(), "127.0.0.1", 0, tmp_path / "token").close()
+    (tmp_path / "token").chmod(0o460)
+    with pytest.raises(TelemetryError, match=r"MET001.*chmod 600"):
+        serve(_registry(), "127.0.0.1", 0, tmp_path / "token")
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_the_probes_answer_without_a_token_and_say_nothing_else(server: tuple[MetricsServer, Registry]) -> None:
+    s, r = server
+    r.set("sco_test_depth_rows", 7)
+    assert _get(s.port, "/healthz") == (200, "ok\n")
+    assert _get(s.port, "/readyz") == (200, "ready\n")
+    assert _get(s.port, "/metrics")[0] == 401
+
+
+def test_readiness_follows_the_process_and_a_failing_check_is_not_ready(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o600)
+    state = {"ready": False}
+
+    def ready() -> bool:
+        if state.get("broken"):
+            raise ConnectionError("postgres gone")
+        return state["ready"]
+
+    s = serve(_registry(), "127.0.0.1", 0, tmp_path / "token", ready)
+    try:
+        assert _get(s.port, "/readyz") == (503, "not ready\n")
+        state["ready"] = True
+        assert _get(s.port, "/readyz") == (200, "ready\n")
+        state["broken"] = True
+        assert _get(s.port, "/readyz") == (503, "not ready: ConnectionError: postgres gone\n")
+        assert _get(s.port, "/healthz")[0] == 200
+    finally:
+        s.close()

@@ -14,11 +14,11 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
 from orchestration.finance_docs import generate_docs
 from orchestration.finance_models import (
-    DBT_DIR,
     SOURCE_ASSETS,
     dbt_credentials,
     dbt_executable,
     dbt_vars,
+    ensure_project,
     prepare_manifest,
 )
 from orchestration.resources import AnalyticsSettings, ClickHouseResource
@@ -38,8 +38,9 @@ class _Translator(DagsterDbtTranslator):
 
 
 def dbt_resource() -> DbtCliResource:
-    """The dbt CLI resource on the repository's dbt project and profile."""
-    return DbtCliResource(project_dir=str(DBT_DIR), profiles_dir=str(DBT_DIR), dbt_executable=dbt_executable())
+    """The dbt CLI resource on the dbt project (the checkout's, or a copy of the installed package's) and profile."""
+    project = str(ensure_project())
+    return DbtCliResource(project_dir=project, profiles_dir=project, dbt_executable=dbt_executable())
 
 
 @cache

@@ -29,11 +29,20 @@ from controllers.controller.decision import (
 )
 from controllers.controller.fallback import Approval, GuaranteedOption, Need
 from controllers.controller.fallback_pass import decide_fallback
-from controllers.controller.model import Gone, Launch, Observed, Purpose, SlotKey, Terminate
-from controllers.controller.observe import Glance, Market, Observation
+from controllers.controller.model import (
+    Glance,
+    Gone,
+    InputsInForce,
+    Launch,
+    Market,
+    Observation,
+    Observed,
+    Purpose,
+    SlotKey,
+    Terminate,
+)
 from controllers.controller.revocation import RecordingRevoker
 from controllers.controller.settings import ControllerSettings
-from controllers.controller.store import InputsInForce
 from controllers.providers.budget import TokenBucket
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion

@@ -15,10 +15,8 @@ import pytest
 from controllers.controller.decide import begin, decide, full_pool_score, pool_states_for
 from controllers.controller.decision import Decision, Desired, Place, WritePlans
 from controllers.controller.exclusion import FULL, RECLAIM, ExclusionWatcher, Signal
-from controllers.controller.model import Observed, Purpose, Terminate
-from controllers.controller.observe import Glance, Market, Observation
+from controllers.controller.model import Glance, InputsInForce, Market, Observation, Observed, Purpose, Terminate
 from controllers.controller.settings import ControllerSettings
-from controllers.controller.store import InputsInForce
 from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, row
 

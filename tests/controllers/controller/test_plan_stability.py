@@ -14,10 +14,8 @@ import pytest
 
 from controllers.controller.decide import begin, decide, unlaunched_yield
 from controllers.controller.decision import Desired, Place, WritePlans
-from controllers.controller.model import Observed, Purpose, Terminate
-from controllers.controller.observe import Glance, Observation
+from controllers.controller.model import Glance, InputsInForce, Observation, Observed, Purpose, Terminate
 from controllers.controller.settings import ControllerSettings
-from controllers.controller.store import InputsInForce
 from controllers.planning import Allocation, PlanSet, PoolState, Strategy, WorkloadPlan
 from controllers.planning import Purpose as PlanPurpose
 from testkit.builders import PARTITION, T0, contracts

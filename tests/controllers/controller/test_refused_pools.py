@@ -15,8 +15,7 @@ from contracts.events import Event
 from contracts.provider import LaunchRequest, OwnerTags
 from controllers.controller.decide import begin, decide, pool_states_for, refused_until_card
 from controllers.controller.decision import Decision, Desired, Memory, Place
-from controllers.controller.model import Launch, Observed, Purpose, SlotKey
-from controllers.controller.observe import Glance, Observation
+from controllers.controller.model import Glance, Launch, Observation, Observed, Purpose, SlotKey
 from controllers.controller.settings import ControllerSettings
 from testkit.builders import PARTITION, T0, contracts
 from tests.controllers.controller.test_decide import ETL, POOLS, TRAIN, acting, demand, market, world

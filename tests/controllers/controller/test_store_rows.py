@@ -8,7 +8,10 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controllers.controller.observe import Observer
+import pytest
+
+from controllers.controller.model import Glance, Observed, Purpose
+from controllers.controller.observe import Observer, recorded
 from controllers.controller.store import Store
 from testkit.builders import PARTITION, FakeSource
 
@@ -47,3 +50,30 @@ def test_a_controllers_first_glance_sees_a_partition_that_only_has_ended_rows_an
     first = observer.glance(None, NOW, breach_window=timedelta(minutes=10), want_generation=True)
     later = observer.glance(None, NOW, breach_window=timedelta(minutes=10), want_generation=False)
     assert set(first.rows) == {"i-gone"} and not later.rows
+
+
+def _listed(iid: str, status: str, partition: str = PARTITION) -> Observed:
+    return Observed(iid, iid, "etl", "p1", partition, 1, Purpose.RECLAIMABLE, status, "h1", NOW)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first pass", "later pass"])
+def test_the_rows_a_look_computes_are_the_rows_a_second_read_would_return(conn: Any, first: bool) -> None:
+    for iid, state in (("i-idle", "running"), ("i-busy", "running"), ("i-noticed", "running"),
+                       ("i-vanished", "draining"), ("i-leaving", "terminating"), ("i-ended", "terminated"),
+                       ("i-back", "lost"), ("i-old", "lost")):
+        _row(conn, iid, state)
+    _row(conn, "i-elsewhere", "running", partition="other/p")   # listed here, its row another partition's
+    _row(conn, "i-idle-2", "running")
+    conn.execute("UPDATE instances SET idle_observations = 2 WHERE instance_id IN ('i-idle', 'i-busy')")
+    listing = (_listed("i-idle", "active"), _listed("i-busy", "active"), _listed("i-noticed", "notified"),
+               _listed("i-ended", "active"), _listed("i-back", "active"), _listed("i-new", "building"),
+               _listed("i-new-idle", "active"), _listed("i-elsewhere", "active"), _listed("i-idle-2", "error"))
+    idle = {"i-idle", "i-new-idle", "i-idle-2", "i-vanished"}
+    store = Store(conn, "r1", PARTITION)
+    glance = Glance(None, False, None, listing, store.rows(None if first else [o.instance_id for o in listing]))
+    adopted = store.adopt([o for o in listing if o.instance_id not in glance.rows], NOW)()
+    store.observe_states(listing, idle)
+    computed = recorded(glance, idle, adopted)
+    assert computed == store.rows([o.instance_id for o in listing])
+    assert computed["i-idle"]["idle"] == 3 and computed["i-busy"]["idle"] == 0 and "i-vanished" not in computed
+    assert sorted(adopted) == ["i-new", "i-new-idle"] and computed["i-new-idle"]["idle"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -19,6 +20,7 @@ from sco.stack import credentials as creds_mod
 from testkit.paths import REPO
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
 from tests.support.cli import sco
+from tests.support.exposition import parse
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
@@ -42,10 +44,12 @@ def test_serve_admits_the_stack_agents_and_controller_and_follows_new_mints(tmp_
     (tmp_path / "out" / "r1" / "slurm-hpc" / "controller-bundle.json").write_text(json.dumps({"generation": 1}))
     proc = subprocess.Popen([sys.executable, "-m", "sco", "distributor", "serve", "--bundles", str(tmp_path / "out"),
                              "--port", "0", "--home", str(home)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "SCO_LOG_FORMAT": "json"})
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        started = json.loads(proc.stdout.readline())  # its log lines are JSON, as the manifests ask
+        assert started["component"] == "distributor-serve" and started["level"] == "INFO"
+        line = started["message"]
         assert "serving r1/slurm-hpc" in line, line
         url = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
         agent_path = url + "/r1/slurm-hpc/agent-bundle.json"
@@ -62,8 +66,43 @@ def test_serve_admits_the_stack_agents_and_controller_and_follows_new_mints(tmp_
         assert "sco_distributor_bundle_age_seconds" in exchange("GET", url + "/metrics", headers=ctl)[2].decode()
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        rest = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0
+    assert all(json.loads(line)["component"] == "distributor-serve" for line in rest.splitlines())
+
+
+def test_serve_has_the_metrics_port_and_probes_every_long_running_process_has(tmp_path: Path) -> None:
+    from tests.support.ports import free_port
+
+    home = tmp_path / ".sco"
+    home.mkdir()
+    creds_mod.load_or_create(home)
+    keys = new_keys()
+    raw, sig = make_bundle(keys, "r1/slurm-hpc", 3, [workload_entry("etl")])
+    write_bundle_dir(tmp_path / "out" / "r1" / "slurm-hpc", raw, sig)
+    token = tmp_path / "token"
+    token.write_text("distributor-metrics-token-0123")
+    token.chmod(0o600)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "sco", "distributor", "serve", "--bundles", str(tmp_path / "out"),
+                             "--port", "0", "--home", str(home), "--metrics-port", str(port), "--metrics-host",
+                             "127.0.0.1", "--metrics-token-file", str(token)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # serving
+        proc.stdout.readline()  # its metrics endpoint
+        base = f"http://127.0.0.1:{port}"
+        assert exchange("GET", base + "/healthz")[0] == 200 and exchange("GET", base + "/readyz")[0] == 200
+        assert exchange("GET", base + "/metrics")[0] == 401
+        status, _, body = exchange("GET", base + "/metrics",
+                                   headers={"Authorization": "Bearer distributor-metrics-token-0123"})
+        assert status == 200
+        assert parse(body.decode()).value("sco_distributor_bundle_generation", partition="r1/slurm-hpc",
+                                          kind="agent") == 3
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
 
 
 def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> None:

@@ -44,25 +44,33 @@ def token(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[bytes], Path]]]:
-    started: list[subprocess.Popen[bytes]] = []
+    """Start ``sco …`` with JSON logs (``SCO_LOG_FORMAT=json``, as the manifests run it); afterwards every line
+    it logged (stderr) must be a JSON object naming its time, level and component."""
+    started: list[tuple[subprocess.Popen[bytes], Path]] = []
 
     def run(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         log = tmp_path / f"{name}.log"
-        with log.open("wb") as out:
-            p = subprocess.Popen([sys.executable, "-m", "sco", *args], cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                 env=dict(os.environ))
-        started.append(p)
+        with log.open("wb") as out, (tmp_path / f"{name}.err").open("wb") as err:
+            p = subprocess.Popen([sys.executable, "-m", "sco", *args], cwd=REPO, stdout=out, stderr=err,
+                                 env={**os.environ, "SCO_LOG_FORMAT": "json"})
+        started.append((p, log))
         return p, log
 
     yield run
-    for p in started:
+    for p, _ in started:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
-    for p in started:
+    for p, _ in started:
         try:
             p.wait(15)
         except subprocess.TimeoutExpired:
             p.kill()
+    for _, log in started:
+        lines = log.with_suffix(".err").read_text().splitlines()
+        assert lines, f"{log.stem} logged nothing"
+        for line in lines:
+            record = json.loads(line)
+            assert {"time", "level", "component", "message"} <= record.keys(), line
 
 
 def _scrape(port: int) -> Exposition | None:
@@ -85,7 +93,8 @@ def _until(port: int, ok: Callable[[Exposition], bool], log: Path, limit: float 
             pass
         if time.monotonic() > deadline:
             raise AssertionError(f"metrics never satisfied the condition; last scrape: "
-                                 f"{doc.samples[:40] if doc else None}\n{log.read_text()[-3000:]}")
+                                 f"{doc.samples[:40] if doc else None}\n{log.read_text()[-3000:]}"
+                                 f"{log.with_suffix('.err').read_text()[-3000:]}")
         time.sleep(0.3)
 
 

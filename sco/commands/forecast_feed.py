@@ -1,0 +1,103 @@
+"""The reclaim forecast in the replay: the replay's five-minute feeds (``PoolFeed``) kept as the forecast's frames
+(``orchestration.forecast.features``: the same feature definition as the ClickHouse history's), a model fitted on
+them and refitted on a schedule, and each pool's forecast for the ranking in force.
+
+The feeds of the warm-up arrive first (``warm``), so the first model is fitted before the replay starts, on the
+same seven days a deployed ranking would have had.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from controllers.replay.through_controller import PoolFeed
+
+__all__ = ["ReplayForecaster"]
+
+TRAIN = timedelta(days=7)
+REFIT_EVERY = timedelta(days=1)
+
+
+class ReplayForecaster:
+    """The forecast over the replay's feeds; ``forecast(now, feeds)`` each five minutes."""
+
+    def __init__(self, horizons_min: Sequence[int], refit_every: timedelta = REFIT_EVERY) -> None:
+        self.horizons = tuple(horizons_min)
+        self.refit_every = refit_every
+        self.cards: list[tuple[Any, ...]] = []
+        self.reclaims: list[tuple[datetime, str, bool]] = []
+        self.recent: pl.DataFrame | None = None   # the reclaims the features read, kept as a frame between calls
+        self.pools: dict[str, tuple[str, str, str, int, str]] = {}
+        self.model: Any = None
+        self.last_fit: datetime | None = None
+        self.fit_error = ""
+
+    def add(self, now: datetime, feeds: Sequence[PoolFeed]) -> None:
+        """Keep one rate card's feeds (the card's own time when it has one)."""
+        for f in feeds:
+            at = f.card_at or now
+            self.cards.append((at, f.pool, f.rate_eur_h, f.guaranteed_rate_eur_h, f.free, f.capacity, f.instances,
+                               float(f.forward_free)))
+            self.reclaims.extend((t, f.pool, notice) for t, notice in f.new_reclaims)
+            if f.pool not in self.pools:
+                self.pools[f.pool] = (f.pool, f.aggregate, f.hall, f.vcpu, f.aggregate)
+
+    def warm(self, history: Sequence[tuple[datetime, Sequence[PoolFeed]]]) -> None:
+        for when, feeds in history:
+            self.add(when, feeds)
+
+    def _frames(self, since: datetime) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        from orchestration.forecast.features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA
+
+        cards = pl.DataFrame(self.cards, schema=CARD_SCHEMA, orient="row").filter(pl.col("time") > since)
+        pools = pl.DataFrame(list(self.pools.values()), schema=POOL_SCHEMA, orient="row")
+        reclaims = pl.DataFrame(self.reclaims, schema=RECLAIM_SCHEMA, orient="row")
+        return cards, pools, reclaims
+
+    def _prune(self, now: datetime) -> None:
+        """Keep what the next fit and the features still read: the training window and the longest window."""
+        keep = now - TRAIN - timedelta(days=8)
+        self.cards = [c for c in self.cards if c[0] > keep]
+        self.reclaims = [r for r in self.reclaims if r[0] > keep]
+
+    def refit(self, now: datetime) -> None:
+        from orchestration.forecast.features import feature_frame, labels
+        from orchestration.forecast.model import fit
+
+        self._prune(now)
+        cards, pools, reclaims = self._frames(now - TRAIN)
+        try:
+            frame = labels(feature_frame(cards, pools, reclaims), reclaims, self.horizons, until=now)
+            self.model = fit(frame, self.horizons)
+            self.fit_error = ""
+        except ValueError as exc:   # too little history yet: the columns stay NULL until there is enough
+            self.fit_error = str(exc)
+        self.last_fit = now
+
+    def forecast(self, now: datetime, feeds: Sequence[PoolFeed]) -> dict[str, Any]:
+        """Each pool's ``PoolForecast`` now (empty while no model could be fitted)."""
+        from orchestration.forecast.features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame
+        from orchestration.forecast.history import LOOKBACK, forecast_frame
+
+        self.add(now, feeds)
+        if self.last_fit is None or now - self.last_fit >= self.refit_every:
+            self.refit(now)
+        if self.model is None:
+            return {}
+        latest = pl.DataFrame(self.cards[-len(feeds):], schema=CARD_SCHEMA, orient="row")
+        since = now - LOOKBACK - timedelta(hours=1)
+        new = [(t, f.pool, notice) for f in feeds for t, notice in f.new_reclaims]
+        if self.recent is None:   # built from the rows once; afterwards each call adds its few new ones
+            recent = self.reclaims[bisect.bisect_right(self.reclaims, since, key=lambda r: r[0]):]
+            self.recent = pl.DataFrame(recent, schema=RECLAIM_SCHEMA, orient="row")
+        elif new:
+            self.recent = pl.concat([self.recent, pl.DataFrame(new, schema=RECLAIM_SCHEMA, orient="row")])
+        self.recent = self.recent.filter(pl.col("time") > since)
+        features = feature_frame(latest, pl.DataFrame(list(self.pools.values()), schema=POOL_SCHEMA, orient="row"),
+                                 self.recent)
+        return forecast_frame(self.model, features)

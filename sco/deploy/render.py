@@ -1,0 +1,204 @@
+"""``sco deploy render``: everything one region's Kubernetes install needs, in one directory that
+``kubectl apply -k DIR`` installs.
+
+* the kustomize bases of ``deploy/kubernetes`` (copied, so the directory stands alone) and an overlay naming
+  the image and its tag, one controller per partition the compiled bundles hold, the region for the exclusion
+  watcher, and a migrate Job named after the release (a Job's template is immutable: re-applying a new release
+  under the old name is refused; ``sco-migrate-<release>`` is a new Job that runs once);
+* the Secrets each component reads (``sco-<component>-stores``: its store URLs from the stack's credentials),
+  the distributor's table of who may fetch, and the metrics token every scrape sends;
+* the ConfigMaps: ``compiler.yaml`` of the contract repository, and per partition its signed bundles with the
+  signing (and governance) public keys;
+* ``nats-values.yaml`` for the official NATS chart: ``deploy/helm/nats-values.yaml`` with the stack's users, their
+  bcrypt hashes and subject permissions (``sco.stack.credentials``), for ``helm upgrade … -f`` (not applied by
+  kustomize).
+
+``plan`` is pure (file name -> text from the inputs); ``write`` puts the files down (the Secrets 0600).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RenderError
+
+__all__ = ["BASES", "SECRETS", "RenderError", "RenderInput", "job_name", "plan", "write"]
+
+BASES = ("base", "controller", "monitoring")
+# Secret -> environment variable -> (component in stack.json "components", store); "@owner" is the stack's
+# administrative URL of the store (the owner role of PostgreSQL, ClickHouse's `sco` user)
+SECRETS: dict[str, dict[str, tuple[str, str]]] = {
+    "sco-controller-stores": {"SCO_POSTGRES_URL": ("controller", "postgres"), "SCO_NATS_URL": ("controller", "nats")},
+    "sco-exclusion-watcher-stores": {"SCO_POSTGRES_URL": ("controller", "postgres"),
+                                     "SCO_NATS_URL": ("watcher", "nats")},
+    "sco-ingest-stores": {"SCO_NATS_URL": ("ingest", "nats"), "SCO_CLICKHOUSE_URL": ("ingest", "clickhouse")},
+    "sco-outbox-relay-stores": {"SCO_POSTGRES_URL": ("relay", "postgres"), "SCO_NATS_URL": ("relay", "nats"),
+                                "SCO_CLICKHOUSE_URL": ("relay", "clickhouse")},
+    "sco-analytics-stores": {"SCO_POSTGRES_URL": ("analytics", "postgres"),
+                             "SCO_CLICKHOUSE_URL": ("analytics", "clickhouse")},
+    "sco-owner-stores": {"SCO_POSTGRES_URL": ("@owner", "postgres"), "SCO_CLICKHOUSE_URL": ("@owner", "clickhouse")},
+    "sco-rollout-stores": {"SCO_CLICKHOUSE_URL": ("reports", "clickhouse")},
+}
+_BUNDLE_FILES = ("controller-bundle.json", "controller-bundle.json.sig", "controller-bundle.json.governance.sig",
+                 "agent-bundle.json", "agent-bundle.json.sig")
+_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True)
+class RenderInput:
+    """What a render reads, already loaded (``sco.commands.deploy`` reads the files)."""
+
+    region: str
+    image: str  # repository, e.g. registry.example.org/sco
+    release: str  # the image tag; also names the migrate Job
+    stack: Mapping[str, Any]  # $SCO_HOME/stack.json
+    distributor_credentials: str  # $SCO_HOME/credentials.json, the distributor's table
+    metrics_token: str
+    compiler_settings: str  # compiler.yaml of the contract repository
+    bundles: Mapping[str, Mapping[str, str]]  # cluster -> file name -> text (the compile's <region>/<cluster>)
+    public_keys: Mapping[str, str]  # bundle-signing.pub and governance.pub
+    kubernetes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # base -> file -> text
+    nats_values: str = ""  # deploy/helm/nats-values.yaml
+    nats_users: tuple[Mapping[str, Any], ...] = ()  # {user, password (bcrypt), permissions}
+
+
+def job_name(release: str) -> str:
+    """``sco-migrate-<release>`` as a Kubernetes name (lower case, dashes, at most 63 characters)."""
+    slug = _NAME.sub("-", release.lower()).strip("-")
+    if not slug:
+        raise RenderError(f"DEP001: release {release!r} has no letter or digit to name the migrate Job with")
+    return f"sco-migrate-{slug}"[:63].rstrip("-")
+
+
+def _url(stack: Mapping[str, Any], component: str, store: str, secret: str) -> str:
+    if component == "@owner":
+        url = (stack.get("services", {}).get(store) or {}).get("url")
+    else:
+        url = (stack.get("components", {}).get(component) or {}).get(store)
+    if not url:
+        raise RenderError(f"DEP002: the stack has no {store} URL for {component.lstrip('@')} (Secret {secret}); run "
+                          "`sco up` (or give the store's URL, SCO_<STORE>_URL, before it) and render again")
+    return str(url)
+
+
+def _doc(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, width=1000)
+
+
+def secrets(inp: RenderInput) -> str:
+    """Every Secret of the install, as one multi-document YAML text (``stringData``)."""
+    docs = []
+    for name, env in SECRETS.items():
+        data = {var: _url(inp.stack, comp, store, name) for var, (comp, store) in env.items()}
+        docs.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
+                     "stringData": data})
+    docs.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sco-distributor-home"},
+                 "type": "Opaque", "stringData": {"credentials.json": inp.distributor_credentials}})
+    docs.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sco-metrics-token"}, "type": "Opaque",
+                 "stringData": {"token": inp.metrics_token}})
+    return "---\n".join(_doc(d) for d in docs)
+
+
+def configmaps(inp: RenderInput) -> str:
+    """The compiler settings and one bundle ConfigMap per partition."""
+    docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sco-compiler-settings"},
+             "data": {"compiler.yaml": inp.compiler_settings}}]
+    for key, flag in (("bundle-signing.pub", "--pubkey"), ("governance.pub", "--governance-pubkey")):
+        if key not in inp.public_keys:
+            raise RenderError(f"DEP003: no {key}: give {flag} (the controllers verify the bundles with it)")
+    for cluster, files in sorted(inp.bundles.items()):
+        missing = [f for f in ("controller-bundle.json", "controller-bundle.json.sig") if f not in files]
+        if missing:
+            raise RenderError(f"DEP004: partition {inp.region}/{cluster} has no {', '.join(missing)}; "
+                              "compile the contract repository (`sco contracts compile … --out`) and render again")
+        data = {k: v for k, v in files.items() if k in _BUNDLE_FILES} | dict(inp.public_keys)
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": f"sco-bundle-{inp.region}-{cluster}"}, "data": data})
+    return "---\n".join(_doc(d) for d in docs)
+
+
+def _partition(region: str, cluster: str, kubernetes_claims: bool) -> str:
+    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/args/3", "value": f"{region}/{cluster}"},
+           {"op": "replace", "path": "/spec/template/spec/containers/0/args/5", "value": region},
+           {"op": "replace", "path": "/spec/template/spec/volumes/1/configMap/name",
+            "value": f"sco-bundle-{region}-{cluster}"}]
+    if kubernetes_claims:
+        ops += [{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": v}
+                for v in ("--claims-from", "kubernetes")]
+    return _doc({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                 "resources": ["../../bases/controller"], "nameSuffix": f"-{cluster}",
+                 "labels": [{"pairs": {"sco.example.org/partition": cluster}, "includeSelectors": True}],
+                 "patches": [{"target": {"kind": "Deployment", "name": "sco-controller"}, "patch": _doc(ops)}]})
+
+
+def _schedulers(files: Mapping[str, str]) -> set[str]:
+    """The schedulers the partition's contracts name (``kubernetes``: claims are the cluster's pods)."""
+    try:
+        workloads = yaml.safe_load(files.get("controller-bundle.json", "{}")).get("workloads") or {}
+        return {str(w.get("scheduler")) for w in workloads.values() if isinstance(w, dict)}
+    except (yaml.YAMLError, AttributeError):
+        return set()
+
+
+def overlay(inp: RenderInput) -> str:
+    """The region's kustomization: the bases, the partitions, the Secrets and ConfigMaps, the image and tag."""
+    watcher = [{"op": "replace", "path": "/spec/template/spec/containers/0/args/3", "value": inp.region}]
+    migrate = [{"op": "replace", "path": "/metadata/name", "value": job_name(inp.release)}]
+    return ("# Rendered by `sco deploy render`: apply with `kubectl apply -k` this directory.\n" + _doc({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "sco",
+        "resources": ["bases/base", *[f"partitions/{c}" for c in sorted(inp.bundles)], "secrets.yaml",
+                      "configmaps.yaml"],
+        "components": ["bases/monitoring"],
+        "images": [{"name": "sco", "newName": inp.image, "newTag": inp.release}],
+        "patches": [{"target": {"kind": "Deployment", "name": "sco-exclusion-watcher"}, "patch": _doc(watcher)},
+                    {"target": {"kind": "Job", "name": "sco-migrate"}, "patch": _doc(migrate)}]}))
+
+
+def nats_values(inp: RenderInput) -> str:
+    """The NATS chart's values with the stack's users merged into the server configuration."""
+    values = yaml.safe_load(inp.nats_values) or {}
+    merge = values.setdefault("config", {}).setdefault("merge", {})
+    merge["authorization"] = {"users": [dict(u) for u in inp.nats_users]}
+    return ("# Rendered by `sco deploy render` from deploy/helm/nats-values.yaml and the stack's NATS users\n"
+            "# (bcrypt hashes, never a password): helm upgrade --install nats nats/nats -n sco-stores -f this file\n"
+            + _doc(values))
+
+
+def plan(inp: RenderInput) -> dict[str, str]:
+    """Relative path -> text of every file of the rendered install."""
+    if not inp.bundles:
+        raise RenderError(f"DEP005: no partition of region {inp.region} in the compiled bundles; give --bundles, "
+                          "the output directory of `sco contracts compile`")
+    missing = [b for b in BASES if b not in inp.kubernetes]
+    if missing:
+        raise RenderError(f"DEP006: deploy/kubernetes/{missing[0]} not found; give --kubernetes, the deploy/kubernetes "
+                          "directory of the release")
+    files = {f"bases/{base}/{name}": text for base in BASES for name, text in inp.kubernetes[base].items()}
+    files["kustomization.yaml"] = overlay(inp)
+    files["secrets.yaml"] = secrets(inp)
+    files["configmaps.yaml"] = configmaps(inp)
+    if inp.nats_values:
+        files["nats-values.yaml"] = nats_values(inp)
+    for cluster, bundle in inp.bundles.items():
+        kube = _schedulers(bundle) == {"kubernetes"}
+        files[f"partitions/{cluster}/kustomization.yaml"] = _partition(inp.region, cluster, kube)
+    return files
+
+
+def write(files: Mapping[str, str], out: Path) -> list[Path]:
+    """Write ``files`` under ``out`` (created); the Secrets file is readable by its owner only."""
+    written = []
+    for rel, text in sorted(files.items()):
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if rel in ("secrets.yaml", "nats-values.yaml"):
+            path.chmod(0o600)
+        written.append(path)
+    return written
