@@ -1,10 +1,11 @@
-"""What the front end's gate (authentication + token guard + chDB's ``EXPLAIN AST``) costs per statement.
+"""What the front end's gate (authentication + chDB's ``EXPLAIN AST`` and ``formatQuerySingleLine`` + the
+access decision of users.xml) costs per statement.
 
 ``.venv/bin/python -m bench.clickhouse_gate`` — for ``SELECT 1``, a dbt-sized model statement and a 1.2 MB
-``INSERT … VALUES`` (40,000 rows): the median time of ``Gate.admit`` (authenticate, parse, both readings) against
-the time chDB itself takes to run the same statement in the same run (the model: its
-SELECT part, on an empty table). Targets: at most 1.5x chDB's own time for the short statements, 3x for the big
-insert (only the token reading applies there: chDB parses no more than max_query_size either). Exit 1 on a miss.
+``INSERT … VALUES`` (40,000 rows): the median time of ``Gate.admit`` (authenticate, parse, decide) against the
+time chDB itself takes to run the same statement in the same run (the model: its SELECT part, on an empty
+table). Targets: at most 1.5x chDB's own time for the short statements, 3x for the big insert (parsed up to
+VALUES: its rows are literals only, and chDB parses no more than max_query_size either). Exit 1 on a miss.
 """
 
 from __future__ import annotations
