@@ -5,7 +5,8 @@ Builds a virtualenv that holds only what ``pip install sco[agent]`` needs at run
 cryptography (with cffi) from PyPI, pinned by requirements/constraints.txt — plus copies of ``agent/`` and
 the stdlib-only ``contracts`` modules it imports, found by following its imports (nothing else of ours: the
 run proves the agent needs nothing else). Exits non-zero, with the agent's own error, when the agent does not
-import or does not connect there, or when any figure could not be measured: no "nan MiB" with exit status 0.
+import or does not connect there, or when any figure could not be measured: no "nan MiB" with exit status 0,
+and exits 1 with a FAIL line per figure over its budget (RSS after boot, after idle and at its peak; idle CPU).
 Then runs ``sco-agent run`` there as a Kubernetes node agent against the API double, a real nats-server
 authenticated as ``sco up`` runs it (``bench/nats_auth.py``: the agent presents its instance's minted
 credential, the notice comes from the region's relay user),
@@ -36,6 +37,7 @@ from typing import Any
 
 from agent.config import userdata_document
 from agent.model import NodeIdentity
+from bench._cli import stop_on_signals
 from bench.agent_notice_latency import ensure_stream
 from bench.nats_auth import BenchNats, free_port
 from contracts.canonical import canonical_bytes
@@ -269,7 +271,23 @@ def run_agent(py: Path, idle: float) -> dict[str, Any]:
             nats_srv.stop()
 
 
-def report(packages: list[str], bare: float, libs: float, m: dict[str, Any]) -> None:
+RSS_BUDGET_MIB = 40.0
+IDLE_BUDGET_MILLICORES = 20.0
+
+
+def over_budget(m: dict[str, Any], millicores: float) -> list[str]:
+    """The figures over their budget, each as ``name figure > budget`` (empty: every budget met). RSS is judged
+    after boot, after the idle window and at its peak over the drain (VmHWM): the agent lives in all three."""
+    misses = [f"RSS {label} {m[key]:.1f} MiB > {RSS_BUDGET_MIB:g} MiB"
+              for key, label in (("boot", "after boot"), ("idle", "after idle"), ("hwm", "peak (VmHWM)"))
+              if m[key] > RSS_BUDGET_MIB]
+    if millicores > IDLE_BUDGET_MILLICORES:
+        misses.append(f"idle CPU {millicores:.2f} millicores > {IDLE_BUDGET_MILLICORES:g} m")
+    return misses
+
+
+def report(packages: list[str], bare: float, libs: float, m: dict[str, Any]) -> int:
+    """Prints the figures and a PASS/FAIL per budget; 1 when a figure is over its budget."""
     figures = {"bare": bare, "libs": libs, "boot": m["boot"], "idle": m["idle"], "drain": m["drain"],
                "hwm": m["hwm"]}
     unmeasured = [name for name, value in figures.items() if math.isnan(value)]
@@ -289,18 +307,27 @@ def report(packages: list[str], bare: float, libs: float, m: dict[str, Any]) -> 
           f"({m['polls']} metadata polls; resolution {resolution:.2f} m)   budget 20 m, goal <= 5 m")
     if unmeasured or not m["drained"]:
         raise SystemExit(f"agent_footprint: not measured: {', '.join(unmeasured) or '-'}; drained={m['drained']}")
+    misses = over_budget(m, millicores)
+    for miss in misses:
+        print(f"FAIL  {miss}")
+    if not misses:
+        print(f"PASS  RSS within {RSS_BUDGET_MIB:g} MiB (boot, idle, peak) and idle CPU within "
+              f"{IDLE_BUDGET_MILLICORES:g} millicores")
+    return 1 if misses else 0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main() -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
+    parser = argparse.ArgumentParser(prog="python -m bench.agent_footprint", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--idle", type=float, default=60.0, help="idle window in seconds")
     args = parser.parse_args()
     py = build_venv()
     packages = installed(py)
     bare = baseline_rss(py, "import sys")
     libs = baseline_rss(py, "import nats.aio.client, cryptography.hazmat.primitives.asymmetric.ec")
-    report(packages, bare, libs, run_agent(py, args.idle))
+    return report(packages, bare, libs, run_agent(py, args.idle))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

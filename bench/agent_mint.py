@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._cli import stop_on_signals
 from sco.stack import manager
 
 NATS_ONLY = {"SCO_POSTGRES_URL": "postgresql://external.invalid/unused",
@@ -26,6 +27,7 @@ NATS_ONLY = {"SCO_POSTGRES_URL": "postgresql://external.invalid/unused",
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=150, help="instances to mint, one after the other")
     parser.add_argument("--every", type=int, default=50, help="report every this many mints")

@@ -37,6 +37,7 @@ import logging
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,7 @@ from agent.config import AgentConfig, parse_userdata, userdata_document
 from agent.drain.adapters import EVICT_DONE, EVICT_GONE, LocalPlan
 from agent.model import Contract, NodeIdentity, Unit
 from agent.runtime import Agent
+from bench._cli import stop_on_signals
 from bench.nats_auth import BenchNats
 from contracts.canonical import canonical_bytes
 from contracts.signing import generate_keypair, load_private_key, sign_blob
@@ -301,7 +303,8 @@ def report(label: str, res: dict[str, Any], n: int) -> None:
           f"{res['shipped']} ({res['shipped'] / n:.1f} per drain), spools emptied {res['ship_s']:.2f} s after")
 
 
-def main() -> None:
+def main() -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     logging.getLogger("nats").setLevel(logging.CRITICAL)  # a connect retried under load is not news here
     logging.getLogger("sco.agent.drain").setLevel(logging.ERROR)  # "local drain" when the box is busy
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -329,11 +332,12 @@ def main() -> None:
                                      f"{len(base)} of {len(instances)} notices delivered in the baseline")
                 p99[auth].append(pct(lat, 0.99))
                 ratio[auth].append(pct(lat, 0.99) / pct(base, 0.99))
-    summary(p99, ratio)
+    return summary(p99, ratio)
 
 
-def summary(p99: dict[bool, list[float]], ratio: dict[bool, list[float]]) -> None:
-    """The medians over rounds, the auth on/off ratio and the agent/raw verdict."""
+def summary(p99: dict[bool, list[float]], ratio: dict[bool, list[float]]) -> int:
+    """The medians over rounds, the auth on/off ratio and the agent/raw verdict; 1 when a verdict is FAIL."""
+    failed = False
     for auth in (False, True):
         if p99[auth]:
             print(f"auth {'ON ' if auth else 'OFF'}: notice -> first action p99 median "
@@ -342,13 +346,15 @@ def summary(p99: dict[bool, list[float]], ratio: dict[bool, list[float]]) -> Non
     if p99[False] and p99[True]:
         on_off = statistics.median(p99[True]) / statistics.median(p99[False])
         verdict = "PASS" if on_off <= SAME_LATENCY else "FAIL"
+        failed = verdict == "FAIL"
         print(f"auth on/off p99: {on_off:.2f}x   {verdict} (same latency: <= {SAME_LATENCY:.2f}x)")
     judged = ratio[True] or ratio[False]
     worst = statistics.median(judged)
     verdict = "PASS" if worst <= RAW_RATIO_TARGET else "FAIL"
     print(f"agent burst p99 / raw NATS p99 ({'auth on' if ratio[True] else 'auth off'}): {worst:.2f}x   {verdict} "
           f"(target <= {RAW_RATIO_TARGET:.1f}x)")
+    return 1 if failed or verdict == "FAIL" else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -29,6 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
 from contracts.pools import Pool, PurchaseModel
 from orchestration import backfill
 from orchestration.catalogue import write_catalogue
@@ -156,6 +157,7 @@ def run(url: str, sizes: list[int]) -> int:
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--instances", type=int, nargs="+", default=[5_000, 500_000])
     ap.add_argument("--clickhouse", default=None, help="a ClickHouse URL to use instead of starting one")

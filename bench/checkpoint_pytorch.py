@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from bench._cli import stop_on_signals
+
 MiB = 1024 * 1024
 TESTBED = os.environ.get("SCO_CEPH_TESTBED_DIR") or Path(__file__).resolve().parents[1] / ".sco" / "testbed" / "ceph"
 ENV = Path(TESTBED) / "env.json"
@@ -30,15 +32,18 @@ CONTRACT = Path(__file__).resolve().parents[1] / "deploy" / "contracts" / "workl
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
+    parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_pytorch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)  # before torch: --help answers without importing it
+
     import torch
 
     from workload.checkpoint import CheckpointClient, Encryption, S3Store, s3_client
     from workload.checkpoint.torch_dcp import DcpState
 
-    parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_pytorch")
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
     env: dict[str, Any] = json.loads(ENV.read_text())
     contract = yaml.safe_load(CONTRACT.read_text())
     budget = float(contract["drain_budget_s"])

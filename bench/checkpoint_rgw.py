@@ -27,6 +27,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 MiB = 1024 * 1024
 TESTBED = os.environ.get("SCO_CEPH_TESTBED_DIR") or Path(__file__).resolve().parents[1] / ".sco" / "testbed" / "ceph"
 ENV = Path(TESTBED) / "env.json"
@@ -38,6 +40,7 @@ def _gc(conf: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     from boto3.s3.transfer import TransferConfig
 
     from workload.checkpoint import CheckpointClient, Encryption, S3Store, s3_client

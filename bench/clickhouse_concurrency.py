@@ -19,6 +19,7 @@ from pathlib import Path
 
 from chdb.state import sqlitelike
 
+from bench._cli import parser
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 from sco.stack.clickhouse_http.auth import write_users_file
 
@@ -96,8 +97,10 @@ def through_front_end(rounds: int) -> dict[str, float]:
             "SELECT 1 while a scan runs (max)": max(behind)}
 
 
-def main() -> int:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+def main(argv: list[str] | None = None) -> int:
+    cli = parser("bench.clickhouse_concurrency", __doc__)
+    cli.add_argument("rounds", nargs="?", type=int, default=3, help="timed runs of each case (default 3)")
+    rounds = cli.parse_args(argv).rounds
     for name, seconds in {**in_process(rounds), **through_front_end(rounds)}.items():
         print(f"{name:40s} {seconds * 1000:9.1f} ms")
     return 0

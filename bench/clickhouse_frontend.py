@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench._cli import no_arguments, stop_on_signals
 from sco.stack import services
 from stores import clickhouse
 from testkit.clickhouse import authorized
@@ -55,6 +56,8 @@ def _medians(fns: list[Callable[[], Any]], runs: int = 15) -> list[float]:
 
 
 def main() -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
+    no_arguments("bench.clickhouse_frontend", __doc__)
     from chdb.state import sqlitelike
 
     root = Path(tempfile.mkdtemp(prefix="sco-bench-ch-"))

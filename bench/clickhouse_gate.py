@@ -1,10 +1,11 @@
-"""What the front end's gate (authentication + token guard + chDB's ``EXPLAIN AST``) costs per statement.
+"""What the front end's gate (authentication + chDB's ``EXPLAIN AST`` and ``formatQuerySingleLine`` + the
+access decision of users.xml) costs per statement.
 
 ``.venv/bin/python -m bench.clickhouse_gate`` — for ``SELECT 1``, a dbt-sized model statement and a 1.2 MB
-``INSERT … VALUES`` (40,000 rows): the median time of ``Gate.admit`` (authenticate, parse, both readings) against
-the time chDB itself takes to run the same statement in the same run (the model: its
-SELECT part, on an empty table). Targets: at most 1.5x chDB's own time for the short statements, 3x for the big
-insert (only the token reading applies there: chDB parses no more than max_query_size either). Exit 1 on a miss.
+``INSERT … VALUES`` (40,000 rows): the median time of ``Gate.admit`` (authenticate, parse, decide) against the
+time chDB itself takes to run the same statement in the same run (the model: its SELECT part, on an empty
+table). Targets: at most 1.5x chDB's own time for the short statements, 3x for the big insert (parsed up to
+VALUES: its rows are literals only, and chDB parses no more than max_query_size either). Exit 1 on a miss.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from chdb.state import sqlitelike
 
+from bench._cli import no_arguments
 from sco.stack.clickhouse_http.auth import load_users_file, write_users_file
 from sco.stack.clickhouse_http.gate import AstReader, Gate
 
@@ -46,6 +48,7 @@ def _run_chdb(chdb: Any, sql: str) -> object:
 
 
 def main() -> int:
+    no_arguments("bench.clickhouse_gate", __doc__)
     users = write_users_file(Path(tempfile.mkdtemp(prefix="sco-bench-gate-")) / "users.json",
                              {"bench": ("pw", "default")})
     gate = Gate(load_users_file(users), AstReader(":memory:"))

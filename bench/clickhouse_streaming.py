@@ -16,6 +16,7 @@ import time
 
 from chdb.state import sqlitelike
 
+from bench._cli import parser
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 
 _ROW_BYTES = 8 + 1 + 50
@@ -72,8 +73,10 @@ def through_front_end(megabytes: int) -> tuple[int, float, int]:
         engine.close()
 
 
-def main(argv: list[str]) -> int:
-    megabytes = int(argv[1]) if len(argv) > 1 else 1024
+def main(argv: list[str] | None = None) -> int:
+    cli = parser("bench.clickhouse_streaming", __doc__)
+    cli.add_argument("megabytes", nargs="?", type=int, default=1024, help="the result's size in MB (default 1024)")
+    megabytes = cli.parse_args(argv).megabytes
     base_bytes, base_s = baseline(megabytes)
     sent, front_s, growth = through_front_end(megabytes)
     if not sent or not base_bytes or sent != base_bytes:
@@ -90,4 +93,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

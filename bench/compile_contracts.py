@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from bench._cli import no_arguments
 from contracts.compiler import check_repo
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "contracts"
@@ -44,6 +45,7 @@ def timed(fn: object, rounds: int = 5) -> float:
 
 
 def main() -> None:
+    no_arguments("bench.compile_contracts", __doc__)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_repo(root)

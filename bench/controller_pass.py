@@ -16,6 +16,7 @@ from decimal import Decimal
 
 import psycopg
 
+from bench._cli import no_arguments, stop_on_signals
 from controllers.controller.breaker import SafetyConfig
 from controllers.controller.loop import Controller, ControllerSettings
 from controllers.simregion.clock import VirtualClock
@@ -29,6 +30,8 @@ WORKLOADS = 220
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
+    no_arguments("bench.controller_pass", __doc__)
     clock = VirtualClock(datetime(2026, 11, 29, tzinfo=UTC))
     region = SimulatedRegion(RegionConfig(reclaim_rate_pct_h=0, hall_reclaims_per_30d=0, quota_instances=20000,
                                           quota_vcpu=10**7), clock)

@@ -43,6 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 RANDOM_KEYS = ("reservation", "request", "decision")   # uuid4s the controller mints: not decisions
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")   # event ids (evidence)
@@ -216,6 +218,7 @@ def _verdicts(after: dict[str, Any], args: argparse.Namespace, same: bool, refer
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     p = argparse.ArgumentParser(prog="bench.controller_replay")
     p.add_argument("--hours", type=float, default=2.0, help="virtual hours replayed (a pass a minute)")
     p.add_argument("--seed", type=int, default=1)

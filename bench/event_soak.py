@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from bench._cli import stop_on_signals
 from testkit.eventsoak import TARGETS, plan_soak
 from testkit.soakrun import run_soak
 
@@ -27,6 +28,7 @@ STALL_LIMIT_S = 10.0
 
 def main(argv: list[str] | None = None) -> int:
     """Run the baseline and the soak; 0 when both PASS."""
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     parser = argparse.ArgumentParser(prog="bench.event_soak")
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--kills", type=int, default=9)

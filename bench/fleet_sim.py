@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench._cli import stop_on_signals
 from bench.agent_notice_latency import pct as _fraction
 from contracts.subjects import notice_subject
 from controllers.replay.fleet import CLOCK_RULE, FleetFigures, FleetPlan, FleetSim
@@ -245,6 +246,7 @@ def verdicts(n: int, s: Size) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     ap = argparse.ArgumentParser(prog="python -m bench.fleet_sim", description=__doc__.split("\n\n")[0])
     ap.add_argument("--instances", default="2000,20000", help="comma-separated sizes; the first is the baseline")
     ap.add_argument("--partitions", type=int, default=10)

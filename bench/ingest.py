@@ -25,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench._cli import stop_on_signals
 from contracts.events import Event
 from contracts.subjects import event_subject
 from sco.stack import natsserver, services
@@ -139,6 +140,7 @@ def _setup(url: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     parser = argparse.ArgumentParser(prog="bench.ingest")
     parser.add_argument("events", nargs="?", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=2000, help="the ingest's fetch and insert batch")

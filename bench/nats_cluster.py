@@ -34,6 +34,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench._cli import stop_on_signals
 from testkit.eventsoak import KillPlan, SoakResult, plan_soak
 from testkit.nats import NatsCluster, NatsProcess
 from testkit.noticekill import NoticeRun, notice_users, run_notices
@@ -98,6 +99,7 @@ def notices(nodes: int, root: Path) -> list[str]:
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     logging.getLogger("nats").setLevel(logging.CRITICAL)  # the reconnects after a kill are the point here
     logging.getLogger("sco.agent.drain").setLevel(logging.ERROR)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)

@@ -13,6 +13,7 @@ import time
 
 import grpc
 
+from bench._cli import no_arguments, stop_on_signals
 from controllers.plugpool.config import Credentials, parse_config
 from controllers.plugpool.kube import KubernetesCluster
 from controllers.plugpool.plugs import EspHomePlugs, PlugBoard
@@ -63,6 +64,8 @@ def _measure(kube: KubeApiDouble, plugs: EspHomeDouble, urls: dict[str, str], wo
 
 
 def main() -> None:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
+    no_arguments("bench.plugpool_refresh", __doc__)
     logging.getLogger("plugpool").setLevel(logging.ERROR)  # the unreachable plugs warn on every read
     with KubeApiDouble() as kube, EspHomeDouble() as plugs:
         urls = {}

@@ -43,6 +43,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 from .replay_trace import log, recorded_trace
 
 OURS = "expected-cost"  # ours since issue 36: rate + P(reclaim in 1 h) x what a reclaim costs the workload
@@ -536,6 +538,7 @@ def _print_verdicts(runs: list[Run], args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     args = _parser().parse_args(argv)
     if args.seeds < 1 or args.days <= 0:
         print("--seeds must be ≥ 1 and --days > 0", file=sys.stderr)

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench._cli import stop_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 START = datetime(2026, 10, 1, tzinfo=UTC)
 ENGINES = ("production path (baseline)", "report: controller over the history", "report: replay-only model")
@@ -84,6 +86,7 @@ def _compare(name: str, base: float, x: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()  # a timeout's SIGTERM stops the servers this bench starts
     p = argparse.ArgumentParser(prog="bench.report_engine", description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--days", type=float, default=3.0)

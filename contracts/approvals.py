@@ -36,6 +36,7 @@ APPROVAL_CODES: dict[str, str] = {
     "APR006": "the signature does not verify with the approver's registered key, or no key is registered",
     "APR007": "the answer came after the 15-minute deadline",
     "APR008": "the granted amount is not positive or exceeds the largest priced option",
+    "APR009": "the recorded answer is not a signed decision (too large, too deeply nested or malformed): quarantined",
 }
 
 

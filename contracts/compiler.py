@@ -190,11 +190,11 @@ def check_repo(repo: Path, catalogue_path: Path | None = None, settings_path: Pa
                display_root: Path | None = None) -> CompileResult:
     """Compile every contract in ``repo``. Raises :class:`RepoError` only when the repository itself is unusable."""
     if not repo.is_dir():
-        raise RepoError(f"{repo} is not a directory; pass the contract repository (e.g. deploy/contracts).")
+        raise RepoError(f"REPO001: {repo} is not a directory; pass the contract repository (e.g. deploy/contracts).")
     cat_path = catalogue_path or repo / CATALOGUE_FILE
     if not cat_path.exists():
         raise RepoError(
-            f"no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
+            f"REPO002: no pool catalogue at {cat_path}; add {CATALOGUE_FILE} to the repository or pass --catalogue.")
     if catalogue_path is None and not cat_path.resolve().is_relative_to(repo.resolve()):
         raise RepoError(f"{cat_path}:1: SRC006: a symlink to a file outside the repository; copy the catalogue "
                         "in or pass it with --catalogue.")

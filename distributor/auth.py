@@ -23,10 +23,15 @@ _DUMMY = hashlib.sha256(b"no such user").hexdigest()
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller."""
+    """An authenticated caller.
+
+    ``scope``: for an agent, the partition (``region/cluster``) or region whose agent bundle alone it may read
+    (None: unscoped).
+    """
 
     name: str
     role: Role
+    scope: str | None = None
 
 
 class Authenticator(Protocol):
@@ -51,9 +56,10 @@ class PasswordTable:
     def __init__(self, users: Mapping[str, tuple[str, Role]] | None = None,
                  tokens: Mapping[str, tuple[str, Role]] | None = None,
                  load: Callable[[], tuple[Mapping[str, tuple[str, Role]], Mapping[str, tuple[str, Role]]]]
-                 | None = None) -> None:
-        """A fixed table, or one ``load`` supplies."""
+                 | None = None, scopes: Callable[[], Mapping[str, str]] | None = None) -> None:
+        """A fixed table, or one ``load`` supplies; ``scopes``: user -> the partition or region it may read."""
         self._users, self._tokens, self._load = dict(users or {}), dict(tokens or {}), load
+        self._scopes = scopes
 
     def authenticate(self, authorization: str | None) -> Principal | None:
         """Basic or Bearer; None for anything else."""
@@ -77,9 +83,18 @@ class PasswordTable:
         expected = entry[0] if entry is not None else _DUMMY
         if not sep or not hmac.compare_digest(digest(password), expected) or entry is None:  # same work either way
             return None
-        return Principal(user, entry[1])
+        return Principal(user, entry[1], (self._scopes() if self._scopes else {}).get(user))
 
 
-def allowed(principal: Principal, kind: str) -> bool:
-    """Agents read agent bundles; controllers read every bundle and the metrics (``kind == "metrics"``)."""
-    return principal.role == "controller" or kind == "agent"
+def allowed(principal: Principal, kind: str, partition: str | None = None) -> bool:
+    """Whether ``principal`` may read a ``kind`` bundle of ``partition``.
+
+    Agents read agent bundles — a scoped agent only its own partition's (or region's); controllers read every
+    bundle and the metrics (``kind == "metrics"``).
+    """
+    if principal.role == "controller":
+        return True
+    if kind != "agent":
+        return False
+    scope = principal.scope
+    return scope is None or partition is None or partition == scope or partition.startswith(f"{scope}/")

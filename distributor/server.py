@@ -10,6 +10,8 @@ anything else. The directory is read on every request, so a new compile is serve
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,8 +20,11 @@ from aiohttp import web
 
 from .auth import Authenticator, Principal, allowed
 from .catalog import Catalog, etag_matches
+from .limits import Gate, Guard, Limits
 
 __all__ = ["Distributor"]
+
+log = logging.getLogger(__name__)
 
 _REALM = 'Basic realm="sco-distributor", Bearer realm="sco-distributor"'
 
@@ -31,11 +36,18 @@ def _utcnow() -> datetime:
 class Distributor:
     """The HTTP front of a ``Catalog`` behind an ``Authenticator``."""
 
-    def __init__(self, catalog: Catalog, auth: Authenticator, clock: Callable[[], datetime] = _utcnow) -> None:
-        """Serve ``catalog`` to whoever ``auth`` accepts; ``clock`` dates the bundles' age."""
+    def __init__(self, catalog: Catalog, auth: Authenticator, clock: Callable[[], datetime] = _utcnow,
+                 limits: Limits | None = None) -> None:
+        """Serve ``catalog`` to whoever ``auth`` accepts.
+
+        ``clock`` dates the bundles' age; ``limits`` bound each connection's life and how many are open
+        (``distributor.limits``).
+        """
         self.catalog, self.auth, self.clock = catalog, auth, clock
+        self.gate = Gate(limits or Limits())
         self.responses: Counter[int] = Counter()
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.base_events.Server | None = None
         self.port = 0
 
     def app(self) -> web.Application:
@@ -70,8 +82,12 @@ class Distributor:
         found = self.catalog.get(m["region"], m["cluster"], m["name"])
         if found is None:
             raise web.HTTPNotFound(text=f"no bundle file {request.path}\n")
-        if not allowed(principal, found.kind):
-            raise web.HTTPForbidden(text=f"{principal.name} ({principal.role}) may not read {found.kind} bundles\n")
+        partition = f"{m['region']}/{m['cluster']}"
+        if not allowed(principal, found.kind, partition):
+            log.warning("DST003 %s (%s, scope %s) refused %s", principal.name, principal.role, principal.scope,
+                        request.path)
+            raise web.HTTPForbidden(text=f"DST003 {principal.name} ({principal.role}) may not read the {found.kind} "
+                                         f"bundle of {partition}\n")
         headers = {"ETag": found.etag, "Cache-Control": "no-cache"}
         if etag_matches(request.headers.get("If-None-Match"), found.etag):
             return web.Response(status=304, headers=headers)
@@ -106,18 +122,21 @@ class Distributor:
         return registry.render()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        """Listen; return the port."""
+        """Listen, every connection behind the gate; return the port."""
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        handler = self._runner.server
+        assert handler is not None
+        self._server = await asyncio.get_running_loop().create_server(lambda: Guard(handler(), self.gate), host,
+                                                                       port)
+        self.port = int(self._server.sockets[0].getsockname()[1])
         return self.port
 
     async def stop(self) -> None:
         """Stop listening."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -21,27 +21,40 @@ if [ ! -x .venv/bin/python ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "bootstrap: installing python3-venv with apt-get"
       ver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${ver}-venv" python3-venv >/dev/null
+      # apt is quiet here for a minute or more: the heartbeat says it still works
+      scripts/heartbeat.sh "bootstrap: apt-get" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq "$0" python3-venv >/dev/null' "python${ver}-venv"
       "$py" -m venv .venv
     else
       echo "bootstrap: '$py -m venv' failed; install python3-venv (sudo apt-get install python3-venv)"; exit 2
     fi
   fi
 fi
-# pip's own output goes to .venv/bootstrap-pip.log; here, a line every few seconds with what it is doing
+# pip's own output goes to .venv/bootstrap-pip.log; here, a line every few seconds with what it is doing, and one
+# every 10 s while pip prints nothing (unpacking the wheels is minutes of silence on a fresh venv)
 pip_progress() {
-  local line n=0 shown=-10
-  while IFS= read -r line; do
+  local line part="" n=0 shown=-10 doing="resolving" status
+  while :; do
+    IFS= read -r -t 10 line && status=0 || status=$?
+    if ((status > 128)); then  # nothing for 10 s; a line cut by the timeout is kept and completed next time
+      part+=$line
+      step "still $doing"
+      continue
+    fi
+    ((status == 0)) || [ -n "$part$line" ] || break
+    line=$part$line part=""
     printf '%s\n' "$line" >>"$log"
     case $line in
       Collecting*)
-        n=$((n + 1))
+        n=$((n + 1)) doing="resolving and downloading ($n package(s) so far)"
         if [ $((SECONDS - shown)) -ge 3 ]; then shown=$SECONDS; step "resolving and downloading: $n package(s) so far (${line#Collecting })"; fi ;;
       "Installing collected packages:"*)
+        doing="unpacking and installing the wheels"
         step "installing $(tr -cd , <<<"$line" | wc -c | awk '{print $1 + 1}') package(s) (unpacking wheels: the longest step)" ;;
       Successfully\ installed*) step "installed" ;;
       ERROR*) printf '%s\n' "$line" >&2 ;;
     esac
+    ((status == 0)) || break
   done
 }
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from contracts.subjects import EVENTS_STREAM, event_subject_problem
 
+from . import eventids
 from . import nats as sco_nats
 from .deadletter import DEAD_COLUMNS, DeadLetter, outgoing
 from .errors import IngestDisconnected, IngestError, InsertNotConfirmed
@@ -56,6 +57,7 @@ class Batch:
     rows: list[list[Any]] = field(default_factory=list)
     good: list[Any] = field(default_factory=list)  # messages behind ``rows``, same order
     dead: list[tuple[Any, str]] = field(default_factory=list)  # (message, reason)
+    repeats: list[Any] = field(default_factory=list)  # messages whose row is stored already: acknowledged only
 
 
 def split_batch(messages: list[Any], now: dt.datetime | None = None) -> Batch:
@@ -186,7 +188,7 @@ class Ingest:
                 for msg in messages:
                     await msg.nak(delay=1)
             raise
-        await ack_all(self.nc, batch.good)
+        await ack_all(self.nc, [*batch.good, *batch.repeats])
         for msg, _ in batch.dead:
             await msg.term()
         await self.nc.flush(timeout=5)
@@ -213,6 +215,13 @@ class Ingest:
                                      "the batch is not acknowledged and comes back (check the server's log)")
 
     def _insert_rows(self, batch: Batch) -> None:
+        """Store the batch's rows once per event id (``stores.eventids``), then record their ids."""
+        eventids.settle_ids(batch, eventids.stored_digests(self.client, (row[0] for row in batch.rows)))
+        if batch.rows:
+            self._insert_checked(batch)
+            eventids.record(self.client, batch.rows)
+
+    def _insert_checked(self, batch: Batch) -> None:
         from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
         try:

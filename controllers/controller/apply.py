@@ -307,7 +307,7 @@ class Actuator:
         minted = 0
         for o in made:
             try:
-                self.agent_credentials.mint(self.s.region, o.instance_id, password)
+                self.agent_credentials.mint(self.s.region, o.instance_id, password, partition=self.s.partition)
                 minted += 1
             except Exception as exc:  # the agent still has its metadata poll; the event counts the miss
                 log.warning("no NATS credential for %s: %s", o.instance_id, exc)

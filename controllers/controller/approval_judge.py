@@ -149,8 +149,8 @@ def judge_answers(answers: Sequence[Answer], contract_of: Callable[[str], NamesA
                                   request.raised_by, request.requested_at, answered[request.request_id],
                                   request.options)
         if a.signed is None:
-            verdict = _refuse("APR002", f"the recorded decision {a.decision_id} is not a signed decision ({a.error}); "
-                              "record it again with `sco fallback approve|deny`", "unknown")
+            verdict = _refuse("APR009", f"the recorded decision {a.decision_id} is not a signed decision ({a.error}); "
+                              "quarantined unparsed; record it again with `sco fallback approve|deny`", "unknown")
         else:
             verdict = judge(request, a.signed, contract_of(request.workload), now, keys=keys, timeout=timeout)
         if verdict.accepted:

@@ -10,7 +10,7 @@ arbiter has judged it.
 
 from __future__ import annotations
 
-import json
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,10 +25,13 @@ from stores.outbox import enqueue
 
 from .approval_judge import Answer, OpenRequest, Verdict
 
-__all__ = ["Answer", "Judged", "judged", "open_requests", "record_verdict", "send_unjudged", "submit", "unjudged"]
+__all__ = ["Answer", "Judged", "json_depth", "judged", "open_requests", "parse_record", "record_verdict",
+           "send_unjudged", "submit", "unjudged"]
 
 MAX_PER_PASS = 100           # answers judged a pass (the rest wait for the next one)
 MAX_RECORD_CHARS = 16_384    # a signed decision is well under 1 KiB; anything larger is refused unparsed
+MAX_RECORD_DEPTH = 16        # a signed decision nests 3 deep; deeper is refused unparsed (Python's parsers recurse)
+log = logging.getLogger(__name__)
 _COLUMNS = "request_id, workload, region, approver, raised_by, requested_at, state, options"
 
 
@@ -86,7 +89,12 @@ def judged(conn: Any, request_id: str) -> list[Judged]:
 
 
 def unjudged(conn: Any, region: str) -> list[Answer]:
-    """The region's answers the arbiter has not judged, in the order they were recorded."""
+    """The region's answers the arbiter has not judged, in the order they were recorded.
+
+    The record is read as text (never decoded by the driver) and parsed only within ``MAX_RECORD_CHARS`` and
+    ``MAX_RECORD_DEPTH``: a poison answer comes back unparsed with its reason (the arbiter quarantines it,
+    ``APR009``), never as an exception that would fail every pass.
+    """
     return send_unjudged(conn, region)()
 
 
@@ -94,22 +102,56 @@ def send_unjudged(conn: Any, region: str) -> Callable[[], list[Answer]]:
     """``unjudged``'s statement sent; the reader of its rows returned (a pass sends its reads together)."""
     cols = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
     cur = conn.execute(
-        f"SELECT d.decision_id, d.signed, {cols} FROM approval_decisions d JOIN approval_requests r "
+        f"SELECT d.decision_id, d.signed::text, {cols} FROM approval_decisions d JOIN approval_requests r "
         "USING (request_id) WHERE d.verdict_code IS NULL AND r.region = %s ORDER BY d.recorded_at, "
         "d.decision_id LIMIT %s", (region, MAX_PER_PASS))
     return lambda: [_answer(row) for row in cur.fetchall()]
 
 
 def _answer(row: Sequence[Any]) -> Answer:
-    request = _request(row[2:])
-    raw = row[1] if isinstance(row[1], str) else json.dumps(row[1])
+    decision_id, request = str(row[0]), _request(row[2:])
+    signed, error = parse_record(str(row[1]))
+    if error is not None:
+        log.warning("approval decision %s quarantined: %s", decision_id, error)
+    return Answer(decision_id, request, signed, error or "")
+
+
+def parse_record(raw: str) -> tuple[SignedDecision | None, str | None]:
+    """A stored answer as a signed decision, or None and why not (too large, too deep, not a decision)."""
     if len(raw) > MAX_RECORD_CHARS:
-        return Answer(str(row[0]), request, None, f"{len(raw)} characters, above {MAX_RECORD_CHARS}")
+        return None, f"{len(raw)} characters, above {MAX_RECORD_CHARS}"
+    depth = json_depth(raw)
+    if depth > MAX_RECORD_DEPTH:
+        return None, f"nested deeper than {MAX_RECORD_DEPTH} levels ({depth})"
     try:
-        return Answer(str(row[0]), request, SignedDecision.model_validate_json(raw))
+        return SignedDecision.model_validate_json(raw), None
     except ValidationError as exc:
-        return Answer(str(row[0]), request, None, f"{exc.error_count()} error(s): "
-                      f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
+        return None, f"{exc.error_count()} error(s): {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+    except (ValueError, RecursionError) as exc:  # whatever the parser makes of it, never the pass's failure
+        return None, f"unparsable: {type(exc).__name__}"
+
+
+def json_depth(raw: str) -> int:
+    """The deepest nesting of arrays and objects in the JSON text ``raw`` (brackets inside strings do not count),
+    without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def record_verdict(conn: Any, answer: Answer, verdict: Verdict, now: datetime, event: Event, actor: str) -> None:

@@ -50,8 +50,9 @@ class AgentCredentials(Protocol):
     """Registers an instance's own NATS user once the provider has said its id (ADR-17), and removes it when
     the instance ends (ADR-31, ``revocation.NatsUserRevoker``)."""
 
-    def mint(self, region: str, instance_id: str, password: str) -> None:
-        """Let ``agent.<region>.<instance_id>`` log in with ``password``, on its own subjects only."""
+    def mint(self, region: str, instance_id: str, password: str, partition: str | None = None) -> None:
+        """Let ``agent.<region>.<instance_id>`` log in with ``password``, on its own subjects only (and read only
+        ``partition``'s agent bundle, when given)."""
 
     def forget(self, region: str, instance_id: str) -> bool:
         """Remove ``agent.<region>.<instance_id>``; True when it existed. Raises when it cannot be removed."""
@@ -63,7 +64,7 @@ class MemoryAgentCredentials:
     def __init__(self) -> None:
         self.minted: dict[tuple[str, str], str] = {}
 
-    def mint(self, region: str, instance_id: str, password: str) -> None:
+    def mint(self, region: str, instance_id: str, password: str, partition: str | None = None) -> None:
         """Remember the instance's password."""
         self.minted[(region, instance_id)] = password
 

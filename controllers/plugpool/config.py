@@ -117,11 +117,38 @@ class PowerOffConfig(_Model):
     grace: Duration = 120.0
 
 
+class TlsConfig(_Model):
+    """gRPC over TLS with client certificates, as cluster-autoscaler's externalgrpc provider speaks it (its
+    cloud-config's ``cert``/``key``/``cacert``): the server's certificate and key, and the CA that signs the
+    client certificate cluster-autoscaler presents (required: a client without one is refused)."""
+
+    cert: Path = Field(description="the server's certificate chain (PEM)")
+    key: Path = Field(description="the server's private key (PEM)")
+    client_ca: Path = Field(alias="clientCA", description="the CA bundle client certificates must chain to (PEM)")
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
 class PlugPoolConfig(_Model):
     listen: str = "127.0.0.1:8086"
+    tls: TlsConfig | None = None
+    # plaintext gRPC, for loopback tests only: any local user could switch the plugs
+    insecure_loopback: bool = Field(False, alias="insecureLoopback")
     provider_id_prefix: str = Field("k3s://", alias="providerIDPrefix")
     power_off: PowerOffConfig = Field(default_factory=PowerOffConfig, alias="powerOff")
     node_groups: list[NodeGroupConfig] = Field(alias="nodeGroups", min_length=1)
+
+    @model_validator(mode="after")
+    def _transport(self) -> PlugPoolConfig:
+        host = self.listen.rsplit(":", 1)[0]
+        if self.tls is None and not self.insecure_loopback:
+            raise ValueError("PPL010 no tls: give tls.cert, tls.key and tls.clientCA (cluster-autoscaler's "
+                             "externalgrpc cert/key/cacert), or insecureLoopback: true for a loopback test")
+        if self.tls is None and host not in _LOOPBACK:
+            raise ValueError(f"PPL011 insecureLoopback with listen {self.listen!r}: plaintext only on 127.0.0.1, "
+                             "localhost or [::1]; configure tls to listen elsewhere")
+        return self
 
     @model_validator(mode="after")
     def _unique(self) -> PlugPoolConfig:

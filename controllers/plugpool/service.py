@@ -9,11 +9,12 @@ from typing import Any, TypeVar
 
 import grpc
 
+from .config import TlsConfig
 from .pool import InstanceState, PlugPool, ProviderError
 from .proto import externalgrpc_pb2 as pb
 from .proto import externalgrpc_pb2_grpc as pb_grpc
 
-__all__ = ["GPU_LABEL", "CloudProviderService", "start_server"]
+__all__ = ["GPU_LABEL", "CloudProviderService", "server_credentials", "start_server"]
 
 log = logging.getLogger("plugpool.grpc")
 GPU_LABEL = "nvidia.com/gpu.product"
@@ -125,11 +126,26 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=request.defaults)
 
 
-def start_server(pool: PlugPool, address: str, workers: int = 8) -> tuple[grpc.Server, int]:
-    """Start the gRPC server on ``address`` ("host:port"; port 0 picks one). Returns the server and port."""
+def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
+    """TLS that requires a client certificate chaining to ``tls.client_ca`` (mutual TLS)."""
+    try:
+        key, cert, ca = tls.key.read_bytes(), tls.cert.read_bytes(), tls.client_ca.read_bytes()
+    except OSError as exc:
+        raise OSError(f"PPL012 cannot read the TLS files ({exc.filename}: {exc.strerror}); check tls in the "
+                      "configuration") from exc
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
+
+
+def start_server(pool: PlugPool, address: str, workers: int = 8,
+                 tls: TlsConfig | None = None) -> tuple[grpc.Server, int]:
+    """Start the gRPC server on ``address`` ("host:port"; port 0 picks one): with ``tls`` mutual TLS, without it
+    plaintext (the configuration allows that on loopback only). Returns the server and port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plugpool-grpc"))
     pb_grpc.add_CloudProviderServicer_to_server(CloudProviderService(pool), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port(address)
+    if tls is not None:
+        port = server.add_secure_port(address, server_credentials(tls))
+    else:
+        port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen on {address}; is the port in use?")
     server.start()

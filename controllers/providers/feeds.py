@@ -41,16 +41,22 @@ def raise_typed(body: dict[str, Any]) -> None:
 
 
 class FeedClient:
-    def __init__(self, base_url: str, *, timeout_s: float = 5.0) -> None:
+    """The provider feeds over HTTP; ``token``: the bearer token the simulated region asks for
+    (``controllers.simregion.auth``; None: no ``Authorization`` header)."""
+
+    def __init__(self, base_url: str, *, timeout_s: float = 5.0, token: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._token = token
 
     def call(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
         """One JSON request to the feed; the decoded answer (an error body raised as its typed error)."""
         url = self.base_url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
+        headers = {"Content-Type": "application/json"} if data else {}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 raw = resp.read()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import os
 import urllib.parse
 from collections.abc import Callable, Mapping
 
@@ -15,16 +17,33 @@ from pydantic import TypeAdapter
 from contracts.pools import Pool, PoolCatalogue
 from contracts.provider import Instance, LaunchRequest, QuotaHeadroom, ReclaimReceipt
 from contracts.provider_errors import ProviderError
+from stores.config import sco_home
 
 from .feeds import FeedClient
 
-__all__ = ["SimulatedProvider"]
+__all__ = ["SimulatedProvider", "region_token"]
+
+TOKEN_ENV = "SCO_REGION_TOKEN"
+
+
+def region_token(identity: str = "controller") -> str | None:
+    """The bearer token of ``identity`` (``controller`` or ``drill``) for the simulated region's API:
+    ``SCO_REGION_TOKEN``, else the ``region`` section of the stack's ``credentials.json`` ($SCO_HOME or .sco),
+    else None (a region served with ``--no-auth``)."""
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV]
+    path = sco_home() / "credentials.json"
+    try:
+        found = json.loads(path.read_text()).get("region", {}).get(identity)
+    except (OSError, ValueError):
+        return None
+    return str(found) if found else None
 
 
 class SimulatedProvider(FeedClient):
     def __init__(self, base_url: str, *, region: str, mutating_hook: Callable[[str], None] | None = None,
-                 timeout_s: float = 5.0) -> None:
-        super().__init__(base_url, timeout_s=timeout_s)
+                 timeout_s: float = 5.0, identity: str = "controller", token: str | None = None) -> None:
+        super().__init__(base_url, timeout_s=timeout_s, token=token or region_token(identity))
         self._region = region
         self._hook = mutating_hook or (lambda op: None)
 

@@ -5,12 +5,14 @@ contract's paths plus the instance metadata mirror (ADR-05, ADR-17).
 HTTP paths (JSON): ``GET /v1/catalogue``, ``/v1/rate-card``, ``/v1/reservations[?business_unit=]``,
 ``/v1/forward-capacity?horizon_s=``, ``/v1/quota``, ``/v1/instances[?workload=&partition=&pool=&generation=]``,
 ``/v1/instances/{id}``, ``/v1/instances/{id}/user-data`` (``{"instance_id", "user_data"}``: what the launch sent,
-base64 as Nova's ``OS-EXT-SRV-ATTR:user_data``, null when none; only for the project's own instances — the
-region has no identities, so this is its whole access check); ``POST /v1/launch`` (a ``LaunchRequest``; user-data
+base64 as Nova's ``OS-EXT-SRV-ATTR:user_data``, null when none; only to the controller or the instance's own
+identity); ``POST /v1/launch`` (a ``LaunchRequest``; user-data
 over Nova's 65,535 bytes of base64 is refused, 400 ``InvalidRequest``), ``DELETE /v1/instances/{id}``,
 ``POST /v1/reclaim`` ``{"instances": [...], "drill": true}``, ``POST /v1/halls/{hall}/reclaim``;
 ``GET /metadata/{id}`` (``{"instance_id", "notices": [...]}``, what the agent polls every 5 s) and
-``GET /metadata/{id}/notice``. Errors: ``{"error": <type>, "message", "args"}`` with 400/403/404/409/429.
+``GET /metadata/{id}/notice``. With ``auth`` every path but ``/healthz`` and the metadata mirror needs a bearer
+token, and each identity may do only its part (``controllers.simregion.auth``: 401/403 with a ``SIM`` code).
+Errors: ``{"error": <type>, "message", "args"}`` with 400/403/404/409/429.
 
 ``step()`` runs the region to ``clock.now()`` and publishes what happened; ``serve()`` calls it every
 ``tick_s`` (live, wall clock); a replay or a test drives ``step()`` itself after moving a virtual clock.
@@ -23,6 +25,7 @@ import base64
 import contextlib
 import inspect
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +46,7 @@ from contracts.provider_errors import (
 from contracts.subjects import advisory_subject, notice_subject
 from controllers.providers.budget import TokenBucket
 
+from .auth import RegionAuth
 from .engine import Inst, SimEvent
 from .region import SimulatedRegion
 
@@ -61,8 +65,10 @@ def error_body(exc: ProviderError) -> dict[str, Any]:
 
 class RegionService:
     def __init__(self, region: SimulatedRegion, *, nats_url: str | None = None, host: str = "127.0.0.1",
-                 port: int = 0, tick_s: float = 0.05, api_calls_per_s: float = 50.0) -> None:
+                 port: int = 0, tick_s: float = 0.05, api_calls_per_s: float = 50.0,
+                 auth: RegionAuth | None = None) -> None:
         self.region = region
+        self.auth = auth  # None: every caller may do everything (in-process tests, `serve --no-auth`)
         self.nats_url = nats_url
         self.host, self.port, self.tick_s = host, port, tick_s
         self._nc: Any = None
@@ -105,7 +111,7 @@ class RegionService:
             self._nc = await connect(self.nats_url, name=f"simregion-{self.region.region}")
             self._js = self._nc.jetstream()
             await ensure_events_stream(self._js)
-        app = web.Application()
+        app = web.Application(middlewares=[_authenticating(self.auth)] if self.auth is not None else [])
         app.add_routes(self._routes())
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -249,6 +255,20 @@ class RegionService:
     async def _health(self, req: web.Request) -> Any:
         r = self.region
         return {"region": r.region, "time": r.clock.now().isoformat(), "published": self.published}
+
+
+def _authenticating(auth: RegionAuth) -> Any:
+    """The middleware that lets a call through only when its identity may make it (``RegionAuth.check``)."""
+    @web.middleware
+    async def authenticate(req: web.Request,
+                           handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        refusal = auth.check(req.method, req.path, req.headers.get("Authorization"))
+        if refusal is not None:
+            return web.json_response({"error": "Unauthorized" if refusal.status == 401 else "Forbidden",
+                                      "code": refusal.code, "message": f"{refusal.code}: {refusal.message}",
+                                      "args": {}}, status=refusal.status)
+        return await handler(req)
+    return authenticate
 
 
 def _dump(items: Any) -> Any:

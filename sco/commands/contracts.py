@@ -103,6 +103,9 @@ def _summary(result: CompileResult) -> str:
 
 def _check(args: argparse.Namespace) -> int:
     result = _load(args)
+    if not result.files:  # nothing checked is no pass: a wrong path or an emptied repository must not read as clean
+        raise CliError(f"REPO003: no contract files in {args.repo} (*.yaml or *.yml, outside dot-directories); "
+                       "pass the contract repository (e.g. deploy/contracts) or add the workloads' contracts.")
     failing = bool(result.errors) or (args.strict and bool(result.warnings))
     if args.format == "json":
         print(json.dumps({"ok": not failing, "files": result.files,

@@ -60,6 +60,9 @@ def _demo(args: argparse.Namespace) -> int:
         result = check_repo(args.contracts)
     except RepoError as exc:
         raise CliError(str(exc)) from None
+    if not result.files:  # a demo with no workload would place nothing and pass nothing
+        raise CliError(f"REPO003: no contract files in {args.contracts} (*.yaml or *.yml, outside dot-directories); "
+                       "pass --contracts deploy/contracts or add the workloads' contracts.")
     shown = Path(os.path.relpath(args.contracts)) if args.contracts.is_absolute() else args.contracts
     print(render_report(result, shown))
     if result.errors:

@@ -55,7 +55,7 @@ async def _run(args: argparse.Namespace) -> int:
     from stores import nats as nats_store
 
     region = args.partition.split("/", 1)[0]
-    provider = SimulatedProvider(args.provider, region=region)
+    provider = SimulatedProvider(args.provider, region=region, identity="drill")
     try:
         instances = provider.list_instances({"partition": args.partition})
         if args.game_day:
@@ -77,11 +77,9 @@ async def _run(args: argparse.Namespace) -> int:
         with contextlib.suppress(ValueError):
             events.append(json.loads(msg.data))
 
-    js = nc.jetstream()
-    from nats.js.api import DeliverPolicy
-
-    sub = await js.subscribe(f"{EVENT_SUBJECT_PREFIX}.{region}.>", cb=collect, ordered_consumer=True,
-                             deliver_policy=DeliverPolicy.NEW)
+    # a core subscription: only the events from now on, and the watcher's credential may create no consumer
+    sub = await nc.subscribe(f"{EVENT_SUBJECT_PREFIX}.{region}.>", cb=collect)
+    await nc.flush(timeout=5)
     try:
         provider.reclaim(victims, drill=True)
         wait = args.wait if args.wait is not None else 150.0  # the 120 s notice and a margin

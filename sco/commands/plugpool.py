@@ -85,7 +85,10 @@ def _serve(args: argparse.Namespace) -> int:
     pool = PlugPool(config, EspHomePlugs(credentials), cluster)
     pool.start()
     try:
-        server, port = start_server(pool, config.listen)
+        if config.tls is None:  # the configuration allows it on loopback only
+            logging.getLogger("plugpool").warning("PPL000 plaintext gRPC on %s (insecureLoopback): any local user "
+                                                  "may call it; configure tls for cluster-autoscaler", config.listen)
+        server, port = start_server(pool, config.listen, tls=config.tls)
         logging.getLogger("plugpool").info("serving externalgrpc CloudProvider on %s (port %d)", config.listen, port)
     except (OSError, RuntimeError) as exc:
         pool.stop()

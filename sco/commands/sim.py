@@ -13,7 +13,10 @@ import csv
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from controllers.simregion.auth import RegionAuth
 
 __all__ = ["register"]
 
@@ -41,6 +44,10 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8799, help="HTTP port (default 8799)")
     serve.add_argument("--speed", type=float, default=1.0, help="virtual seconds per wall second (default 1: live)")
+    serve.add_argument("--home", type=Path, default=None,
+                       help="the stack whose credentials.json holds the API's tokens (default $SCO_HOME or .sco)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="serve the API to anyone on the host (tests and throwaway regions only; logged)")
     serve.set_defaults(handler=_serve)
     cat = rsub.add_parser("catalogue", help="write the region's pool catalogue as CSV (contracts.pools format)")
     _common(cat)
@@ -121,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
         except StoreNotConfigured as exc:
             raise CliError(f"{exc}; or pass --nats none to serve HTTP only") from None
     region = SimulatedRegion(config, clock)
-    service = RegionService(region, nats_url=nats_url, host=args.host, port=args.port)
+    service = RegionService(region, nats_url=nats_url, host=args.host, port=args.port, auth=_region_auth(args))
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -136,6 +143,25 @@ def _serve(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
+
+
+def _region_auth(args: argparse.Namespace) -> RegionAuth | None:
+    """The API's tokens from the stack's credentials (``sco up`` writes them), or None with ``--no-auth``."""
+    from controllers.simregion.auth import RegionAuth
+    from sco.cli import CliError
+    from sco.stack import credentials
+    from stores.config import sco_home
+
+    if args.no_auth:
+        print("SIM000 sco sim region serve --no-auth: any local user may launch, reclaim and read user-data",
+              file=sys.stderr, flush=True)
+        return None
+    home = args.home or sco_home()
+    if not (home / credentials.CREDENTIALS_FILE).is_file():
+        raise CliError(f"SIM005 no stack credentials in {home}: run `sco up` first (the region's API tokens live in "
+                       f"{home / credentials.CREDENTIALS_FILE}), or pass --no-auth for a throwaway region")
+    secrets = credentials.load_or_create(home).region
+    return RegionAuth(**{name: secrets[name] for name in credentials.REGION_IDENTITIES})
 
 
 def _catalogue(args: argparse.Namespace) -> int:

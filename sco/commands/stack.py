@@ -21,12 +21,14 @@ def _home(args: argparse.Namespace) -> Path | None:
 
 
 def _print_services(rows: list[Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps([{"name": r.name, "url": r.url, "managed": r.managed, "pid": r.pid,
-                           "healthy": r.healthy, "state": r.action} for r in rows], indent=2))
-        return
     from sco.stack.credentials import redact_url
 
+    # passwords stay in stack.json and credentials.json (0600), never on a terminal or in a pipe: a script that
+    # needs a URL reads the stack file (stores.config.load_urls)
+    if as_json:
+        print(json.dumps([{"name": r.name, "url": redact_url(r.url) if r.url else r.url, "managed": r.managed,
+                           "pid": r.pid, "healthy": r.healthy, "state": r.action} for r in rows], indent=2))
+        return
     for r in rows:
         origin = "embedded" if r.managed else ("external" if r.url else "-")
         url = redact_url(r.url) if r.url else "-"  # the password stays in stack.json (0600), not on the terminal

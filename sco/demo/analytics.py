@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -45,14 +46,27 @@ def materialise_and_report(urls: Any, provider_url: str, cfg: Any, summary: Any,
     logging.getLogger("dagster").setLevel(logging.WARNING)
     screen = os.fdopen(os.dup(saved[0]), "w")
     started = time.monotonic()
+    last: dict[str, Any] = {"at": started, "text": "analytics"}
+    quiet = threading.Event()
 
     def show(text: str) -> None:
         phase(text)  # the display keeps the phase; the line goes to the real screen
+        last.update(at=time.monotonic(), text=text)
         print(f"  {text} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
 
+    def keepalive() -> None:  # a step (the assets, dbt) can run a minute with nothing to show: say it still works
+        while not quiet.wait(1.0):
+            if time.monotonic() - last["at"] >= 10:
+                last["at"] = time.monotonic()
+                print(f"  still: {last['text']} (+{time.monotonic() - started:.0f} s)", file=screen, flush=True)
+
+    beat = threading.Thread(target=keepalive, name="analytics-keepalive", daemon=True)
+    beat.start()
     try:
         _materialise_and_report(urls, provider_url, cfg, summary, run_dir, show)
     finally:
+        quiet.set()
+        beat.join()
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)
@@ -179,6 +193,19 @@ def _read_ledger(ch: Any, summary: Any) -> None:
                           "wasted_hours": wasted_h, "reclaimable_hours": reclaimable_h,
                           "reclaimable_eur": reclaimable_eur, "fallback_eur": fallback_eur,
                           "fallback_hours": fallback_h}
+
+    # every term of the ledger's identity over the run's hours: the net saving recomputed at the production rate
+    # (sco/demo/production.py:net_at_rate) takes them from here
+    terms = ("counterfactual_eur", "wasted_eur", "useful_hours", "wasted_hours", "floor_eur", "headroom_eur",
+             "storage_eur", "orchestrator_eur")
+    sums = ch.rows(f"SELECT {', '.join(f'sum({t})' for t in terms)} FROM savings_ledger FINAL "
+                   "WHERE hour >= {start:DateTime('UTC')}",
+                   {"start": summary.started.replace(minute=0, second=0, microsecond=0, tzinfo=None)})
+    if sums and sums[0][0] is not None:
+        summary.money["ledger"] = {**{t: float(v or 0) for t, v in zip(terms, sums[0], strict=True)},
+                                   **{k: summary.money[k] for k in ("reclaimable_hours", "reclaimable_eur",
+                                                                    "fallback_eur", "fallback_hours")
+                                      if k in summary.money}}
 
     latest = ch.rows("SELECT direction, count() FROM (SELECT workload, argMax(direction, computed_at) AS direction "
                      "FROM recommendations FINAL GROUP BY workload) GROUP BY direction")

@@ -4,7 +4,8 @@ It subscribes to ``sco.events.>`` on NATS (every event any process publishes als
 subscribers), counts events by kind, keeps the latest few lines, and redraws a small panel once a second:
 the phase, elapsed time, the fleet, and placements, notices, drains, replacements, fallbacks. Without a
 terminal (CI, a pipe) it prints each phase's line once, when the phase starts, and a count line (fleet and
-events, not the phase again) every 15 s instead.
+events, not the phase again) every 10 s instead; a phase with no tick (no count line) gets a ``still:`` line
+after 12 s of silence (``keepalive``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ __all__ = ["Display"]
 SHOWN = ("launched", "notice", "drain-started", "drain-local", "drained", "overrun", "replaced", "lost",
          "no-notice-loss", "floor-restored", "fallback-started", "approval-requested", "shortfall", "excluded",
          "terminated")
+
+
+COUNT_LINE_S = 10.0  # without a terminal, the count line's period while the fleet ticks
 
 
 @dataclass
@@ -45,10 +49,19 @@ class Display:
         if self.tty:
             self.refresh()
         elif phase != self._shown_phase:
-            # once, and the count line waits its 15 s: it used to follow at once, repeating the phase
+            # once, and the count line waits its 10 s: it used to follow at once, repeating the phase
             self._shown_phase = phase
             self._last_line = time.monotonic()
             print(f"[{self.elapsed():6.1f} s] {phase}", flush=True)
+
+    def keepalive(self, quiet_s: float = 12.0) -> None:
+        """Without a terminal: after ``quiet_s`` with no line, say the phase is still working (the panel, in a
+        terminal, shows the elapsed time already). The live phases' ticks print their count line sooner
+        (``COUNT_LINE_S``), so this speaks only for the phases that do not tick."""
+        if self.tty or time.monotonic() - self._last_line < quiet_s:
+            return
+        self._last_line = time.monotonic()
+        print(f"[{self.elapsed():6.1f} s]   still: {self.phase}", flush=True)
 
     def on_event(self, data: bytes) -> None:
         try:
@@ -103,7 +116,7 @@ class Display:
     def refresh(self) -> None:
         if self._live is not None:
             self._live.update(self._render())
-        elif time.monotonic() - self._last_line >= 15:
+        elif time.monotonic() - self._last_line >= COUNT_LINE_S:
             self._last_line = time.monotonic()
             print(self.counts_line(), flush=True)
 

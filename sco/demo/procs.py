@@ -114,9 +114,12 @@ def wait_http(url: str, timeout: float) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def post(url: str, body: Any = None) -> Any:
-    """POST ``body`` as JSON to ``url``; the decoded JSON answer."""
+def post(url: str, body: Any = None, *, token: str | None = None) -> Any:
+    """POST ``body`` as JSON to ``url`` (``token``: the bearer credential); the decoded JSON answer."""
     data = json.dumps(body if body is not None else {}).encode()
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=data, method="POST", headers=headers)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read() or b"null")

@@ -18,6 +18,11 @@ tolerance its contract declares for production, so the fallback arbiter starts g
 "interruption-rate breach" (ADR-23) — a cost a production rate would not incur. ``net_without_breach_fallback``
 takes that share of the ledger's fallback out and prices its hours as reclaimable instead.
 
+``net_at_rate`` is the production figure the verdict is on: the ledger's identity over this run's hours with
+what the rate changes recomputed from the run's own figures, not the compressed net scaled: the wasted work
+by the contracts' rules at the production rate, and the fallback that only the compressed rate's breaches
+started (workloads whose declared tolerance is at least the production rate) not started.
+
 Pure: no I/O beyond reading the agent bundles given.
 """
 
@@ -34,8 +39,8 @@ from agent.drain.waste import FINAL_MODES, MODE_NONE, REQUEUE_FRAMEWORK
 from contracts.agent_record import AgentRecord
 from contracts.checkpoint_math import requeue_waste_pct
 
-__all__ = ["BREACH", "WasteAtRate", "agent_records", "breach_share", "contract_waste_pct",
-           "net_without_breach_fallback", "waste_at_rate"]
+__all__ = ["BREACH", "NetAtRate", "WasteAtRate", "agent_records", "breach_share", "breach_share_at_rate",
+           "contract_waste_pct", "net_at_rate", "net_without_breach_fallback", "waste_at_rate"]
 
 BREACH = "interruption-rate breach"  # the fallback arbiter's cause (controllers/controller/fallback.py)
 
@@ -110,3 +115,76 @@ def net_without_breach_fallback(money: Mapping[str, float], share: float) -> flo
     rate = money.get("reclaimable_eur", 0.0) / money["reclaimable_hours"]
     moved = share * money.get("fallback_eur", 0.0) - share * money.get("fallback_hours", 0.0) * rate
     return 100 * (net + moved) / cf
+
+
+# the ledger's cost lines (orchestration/attribution.py: net = counterfactual − their sum), as the cause names them
+COST_LINES = {"reclaimable_eur": "reclaimable spend", "floor_eur": "the guaranteed floor",
+              "fallback_eur": "guaranteed fallback", "headroom_eur": "headroom", "storage_eur": "checkpoint storage",
+              "orchestrator_eur": "the orchestrator"}
+NET_TARGET_PCT = 55.0
+
+
+@dataclass(frozen=True)
+class NetAtRate:
+    """The run's net saving recomputed at the production reclaim rate, line by line (``net_at_rate``)."""
+
+    pct: float
+    production_rate_pct_h: float
+    wasted_pct: float                 # of the reclaimable hours, by the contracts' rules at that rate
+    breach_fallback_out: float        # share of the fallback instances that rate would not have started
+    lines_pct: dict[str, float]       # each cost line in % of the counterfactual at that rate
+
+    @property
+    def passed(self) -> bool:
+        return self.pct >= NET_TARGET_PCT
+
+    def cause(self) -> str:
+        """What holds the figure below the target: the cost lines, biggest first, in % of the counterfactual
+        (the rate card's own discount is what is left when reclaimable spend is the biggest)."""
+        ranked = sorted(self.lines_pct.items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{COST_LINES[k]} {v:.1f} %" for k, v in ranked[:3] if v > 0)
+        return f"costs in % of the counterfactual: {shown}; wasted work {self.wasted_pct:.2f} % of reclaimable hours"
+
+    def text(self) -> str:
+        rate = f"{self.production_rate_pct_h:g} %/h"
+        out = (f"{self.pct:.1f} % at {rate}, computed from this run's hours: wasted work by the contracts' rules "
+               f"({self.wasted_pct:.2f} %), {100 * self.breach_fallback_out:.0f} % of the fallback instances not "
+               "started (their contracts tolerate that rate)")
+        return out if self.passed else f"{out}; below {NET_TARGET_PCT:g} % because {self.cause()}"
+
+
+def breach_share_at_rate(fallback_starts: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float],
+                         rate_pct_h: float) -> float:
+    """The share of the fallback instances started on an interruption-rate breach by workloads whose declared
+    tolerance (``max_interruption_rate_pct_h``) is at least ``rate_pct_h``: at that rate they would not breach."""
+    def instances(e: Mapping[str, Any]) -> int:
+        return int((e.get("attributes") or {}).get("instances") or 0)
+
+    total = sum(instances(e) for e in fallback_starts)
+    spared = sum(instances(e) for e in fallback_starts
+                 if e.get("cause") == BREACH and tolerances.get(str(e.get("workload")), 0.0) >= rate_pct_h)
+    return spared / total if total else 0.0
+
+
+def net_at_rate(ledger: Mapping[str, float], wasted_pct: float, breach_out: float,
+                rate_pct_h: float) -> NetAtRate | None:
+    """The ledger identity (net = value of the useful work − cost lines) over this run's hours, with what the rate
+    changes recomputed rather than scaled: the wasted work is ``wasted_pct`` of the reclaimable hours (the
+    contracts' rules at that rate) valued at the run's mean guaranteed rate, and ``breach_out`` of the fallback
+    is not started, its hours priced at the run's mean reclaimable rate. None without the ledger's figures."""
+    need = ("counterfactual_eur", "wasted_eur", "useful_hours", "wasted_hours", "reclaimable_hours", *COST_LINES)
+    if any(ledger.get(k) is None for k in need) or not ledger["reclaimable_hours"]:
+        return None
+    work_value = ledger["counterfactual_eur"] + ledger["wasted_eur"]   # the useful work before any was lost
+    worked_h = ledger["useful_hours"] + ledger["wasted_hours"]
+    if work_value <= 0 or worked_h <= 0:
+        return None
+    wasted_eur = wasted_pct / 100 * ledger["reclaimable_hours"] * work_value / worked_h
+    counterfactual = work_value - wasted_eur
+    lines = {k: float(ledger[k]) for k in COST_LINES}
+    reclaimable_rate = lines["reclaimable_eur"] / ledger["reclaimable_hours"]
+    lines["reclaimable_eur"] += breach_out * float(ledger.get("fallback_hours") or 0.0) * reclaimable_rate
+    lines["fallback_eur"] *= 1 - breach_out
+    net = counterfactual - sum(lines.values())
+    return NetAtRate(100 * net / counterfactual, rate_pct_h, wasted_pct, breach_out,
+                     {k: 100 * v / counterfactual for k, v in lines.items()})

@@ -32,7 +32,7 @@ from .display import Display
 from .procs import Procs, sco_argv, wait_http
 from .production import agent_records
 from .slurm import cancel_demo_jobs, slurm_job_state, slurm_testbed
-from .timeline import STEPS, start_controllers, stop_controllers, tick
+from .timeline import STEPS, announcement, start_controllers, stop_controllers, tick
 
 __all__ = ["PHASES", "DemoConfig", "Phase", "RunContext", "drive", "region_settings", "run_demo"]
 
@@ -86,6 +86,8 @@ async def sign_contracts(ctx: RunContext) -> None:
     ctx.partitions = [b.partition for b in published]
     ctx.summary.workload_partition = {w.contract.workload: w.contract.partition for w in result.workloads}
     ctx.summary.contracts = agent_records(sorted(ctx.bundles.glob(f"*/*/{AGENT_BUNDLE}")))
+    ctx.summary.tolerances = {w.contract.workload: float(w.contract.max_interruption_rate_pct_h)
+                              for w in result.workloads}
 
 
 def region_settings(cfg: DemoConfig) -> dict[str, str]:
@@ -176,13 +178,15 @@ async def place(ctx: RunContext) -> None:
 
 async def run_timeline(ctx: RunContext) -> None:
     """One tick a second for ``--live`` seconds; each timed step when its moment comes, shown as it starts."""
-    steps = [(fraction * ctx.cfg.live_s, label, action) for fraction, label, action in STEPS]
+    steps = [(fraction * ctx.cfg.live_s, label, action, unavailable) for fraction, label, action, unavailable in STEPS]
     while ctx.elapsed() < ctx.cfg.live_s:
         await tick(ctx)
         while steps and ctx.elapsed() >= steps[0][0]:
-            _, label, action = steps.pop(0)
-            ctx.display.set_phase(label)
-            await action(ctx)
+            _, label, action, unavailable = steps.pop(0)
+            skipped = announcement(ctx, label, unavailable)
+            ctx.display.set_phase(skipped or label)
+            if skipped is None:
+                await action(ctx)
         await asyncio.sleep(1.0)
 
 
@@ -230,9 +234,20 @@ PHASES: tuple[Phase, ...] = (
 
 async def drive(phases: Sequence[Phase], ctx: RunContext) -> None:
     """Run the phases in order, showing each one's name once as it starts."""
-    for phase in phases:
-        ctx.display.set_phase(phase.name)
-        await phase.run(ctx)
+    beat = asyncio.create_task(_keepalive(ctx))
+    try:
+        for phase in phases:
+            ctx.display.set_phase(phase.name)
+            await phase.run(ctx)
+    finally:
+        beat.cancel()
+
+
+async def _keepalive(ctx: RunContext) -> None:
+    """A line whenever a phase has been quiet for 10 s (without a terminal): no silent stretch over 15 s."""
+    while True:
+        await asyncio.sleep(1.0)
+        ctx.display.keepalive()
 
 
 async def _close(ctx: RunContext) -> None:

@@ -19,7 +19,14 @@ from .context import RunContext
 from .procs import post, sco_argv
 from .slurm import DEMO_JOB, slurm_job_state
 
-__all__ = ["STEPS", "claims", "start_controllers", "tick"]
+__all__ = ["STEPS", "announcement", "claims", "slurm_unavailable", "start_controllers", "tick"]
+
+
+def _reclaim(url: str, body: Any = None) -> Any:
+    """A real reclaim, asked of the simulated region with the drill identity (the region's operator)."""
+    from controllers.providers.simulated import region_token
+
+    return post(url, body, token=region_token("drill"))
 
 
 def claims(bundle: Path, units: int) -> list[dict[str, Any]]:
@@ -135,7 +142,7 @@ async def reclaim_slurm_node(ctx: RunContext) -> None:
     await asyncio.sleep(5)  # a job runs a while before its node is reclaimed (its handler is installed)
     ctx.summary.slurm_reclaimed = (node, job, real[node].instance)
     ctx.summary.mark("slurm-reclaim")
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim", {"instances": [real[node].instance], "drill": False})
 
 
 async def reclaim_userdata_node(ctx: RunContext) -> None:
@@ -146,7 +153,7 @@ async def reclaim_userdata_node(ctx: RunContext) -> None:
     chosen = sorted(a.instance for a in ctx.the_fleet().agents.values() if a.kind == USERDATA_KIND)[:1]
     if chosen:
         ctx.summary.userdata_reclaimed = chosen[0]
-        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": chosen, "drill": False})
+        await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim", {"instances": chosen, "drill": False})
 
 
 async def bad_pool(ctx: RunContext) -> None:
@@ -164,19 +171,20 @@ async def bad_pool(ctx: RunContext) -> None:
         if wave:
             await asyncio.sleep(8)
         await tick(ctx)
-        await asyncio.to_thread(post, f"{ctx.sim_url}/v1/reclaim", {"instances": ids[wave:wave + 1], "drill": False})
+        await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/reclaim",
+                                {"instances": ids[wave:wave + 1], "drill": False})
     ctx.summary.mark("third-wave")
 
 
 async def hall(ctx: RunContext) -> None:
     ctx.summary.mark("hall-reclaim")
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h2/reclaim")
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h2/reclaim")
 
 
 async def outage_start(ctx: RunContext) -> None:
     ctx.summary.mark("outage-start")
     stop_controllers(ctx)
-    await asyncio.to_thread(post, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
+    await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
 
 
 async def outage_end(ctx: RunContext) -> None:
@@ -184,16 +192,39 @@ async def outage_end(ctx: RunContext) -> None:
     start_controllers(ctx)  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
 
 
-Step = tuple[float, str, Callable[[RunContext], Awaitable[None]]]
+def slurm_unavailable(ctx: RunContext) -> str | None:
+    """Why the real Slurm step cannot run in this demo (None: it can): it needs the test bed and a real agent."""
+    if not ctx.cfg.slurm:
+        return "sco demo --no-slurm"
+    if ctx.slurm_conf is None:
+        return "no Slurm test bed is up: deploy/testbed/slurm/up brings one"
+    if not any(a.slurm_node for a in ctx.the_fleet().agents.values()):
+        return "no real sco-agent holds a Slurm test-bed node"
+    return None
 
-# (fraction of --live, what the display shows, what happens)
+
+def always(_: RunContext) -> str | None:
+    return None
+
+
+Step = tuple[float, str, Callable[[RunContext], Awaitable[None]], Callable[[RunContext], str | None]]
+
+# (fraction of --live, what the display shows, what happens, why it cannot happen here: None when it can). A step
+# that cannot run is announced as skipped, with the reason, instead of its line.
 STEPS: tuple[Step, ...] = (
-    (0.08, "a reclaim of a node whose real sco-agent booted from the controller's user-data", reclaim_userdata_node),
+    (0.08, "a reclaim of a node whose real sco-agent booted from the controller's user-data", reclaim_userdata_node,
+     always),
     (0.15, "a real Slurm job, then a reclaim of its node: the real agent drains it and Slurm requeues the job",
-     reclaim_slurm_node),
-    (0.25, "a misbehaving pool: three reclaim waves in 16 s", bad_pool),
-    (0.35, "a drill: 5 % of a partition reclaimed with the drill flag", drill),
-    (0.45, "hall-wide reclaim of h2: floor restoration and capped fallback", hall),
-    (0.65, "control-plane outage: both controllers stopped, reclaims go on", outage_start),
-    (0.85, "control plane back: read-only cycles, then replacements", outage_end),
+     reclaim_slurm_node, slurm_unavailable),
+    (0.25, "a misbehaving pool: three reclaim waves in 16 s", bad_pool, always),
+    (0.35, "a drill: 5 % of a partition reclaimed with the drill flag", drill, always),
+    (0.45, "hall-wide reclaim of h2: floor restoration and capped fallback", hall, always),
+    (0.65, "control-plane outage: both controllers stopped, reclaims go on", outage_start, always),
+    (0.85, "control plane back: read-only cycles, then replacements", outage_end, always),
 )
+
+
+def announcement(ctx: RunContext, label: str, unavailable: Callable[[RunContext], str | None]) -> str | None:
+    """The line a step is shown with: its label, or ``skipped: <label> — <why>``; None when it runs (the label)."""
+    why = unavailable(ctx)
+    return None if why is None else f"skipped: {label.split(':')[0]} ({why})"

@@ -39,12 +39,16 @@ from contracts.subjects import (
     user_inbox_prefix,
 )
 
-__all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "NATS_ROUTE_USER", "PG_DATABASE", "PG_OWNER", "PG_ROLES",
+from .natsperms import EVENTS_STREAM, INGEST_CONSUMER, consumer_subjects, foreign_consumer_denies
+
+__all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "NATS_PUBLISH_DENY", "NATS_ROUTE_USER", "PG_DATABASE",
+           "PG_OWNER", "PG_ROLES", "REGION_IDENTITIES",
            "Credentials", "NatsCluster", "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document",
            "component_urls", "load_or_create", "nats_config_text", "nats_url", "nats_urls", "nats_users",
            "password_hash", "redact_url", "write_private"]
 
 CREDENTIALS_FILE = "credentials.json"
+REGION_IDENTITIES = ("controller", "drill", "instance_key")  # controllers.simregion.auth.RegionAuth's fields
 PG_DATABASE = "sco"
 PG_OWNER = "sco_owner"
 # component -> PostgreSQL login role (grants in sco.stack.pgroles)
@@ -55,7 +59,7 @@ CH_USERS: dict[str, str] = {"sco": "default", "ingest": "default", "analytics": 
                             "reports": "readonly"}
 
 _JS_STREAMS = ["$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.NAMES"]
-_JS_CONSUME = ["$JS.API.CONSUMER.>", "$JS.ACK.>", "$JS.FC.>", "$JS.API.STREAM.INFO.*", "$JS.API.INFO"]
+_JS_INFO = ["$JS.API.STREAM.INFO.*", "$JS.API.INFO"]
 
 def _inbox(user: str) -> str:
     """What ``user`` may subscribe to for replies: its own inbox prefix only (``stores.nats.connect`` sets it)."""
@@ -70,14 +74,20 @@ NATS_PERMISSIONS: dict[str, tuple[list[str], list[str]] | None] = {
     # the outbox relay: the controllers' events from PostgreSQL to the event stream
     "relay": (["sco.events.>", "sco.quarantine.>", *_JS_STREAMS], [_inbox("relay")]),
     # the event ingest: consumes the stream, dead-letters what ClickHouse refuses; reads the oldest waiting
-    # event's time for its lag metric (a message it is allowed to consume anyway)
-    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *_JS_CONSUME, "$JS.API.STREAM.MSG.GET.SCO_EVENTS"],
-               [_inbox("ingest")]),
-    # controllers and their exclusion watcher: read the region's events (core and a durable pull consumer)
-    "controller": (["sco.quarantine.>", *_JS_CONSUME], ["sco.events.>", "sco.quarantine.>", _inbox("controller")]),
-    # read-only observers (the demo's display, `sco drill`)
-    "watcher": ([*_JS_CONSUME], ["sco.events.>", _inbox("watcher")]),
+    # event's time for its lag metric
+    # (a message it is allowed to consume anyway); only it may touch its durable consumer ``sco-ingest``
+    "ingest": (["sco.deadletter.>", *_JS_STREAMS, *consumer_subjects(EVENTS_STREAM, INGEST_CONSUMER),
+                f"$JS.API.STREAM.MSG.GET.{EVENTS_STREAM}"], [_inbox("ingest")]),
+    # controllers and their exclusion watchers: read the region's events (core and one durable pull consumer per
+    # region, ``sco-exclusion-<region>``): any consumer but another component's (NATS_PUBLISH_DENY)
+    "controller": (["sco.quarantine.>", *_JS_INFO, *consumer_subjects(EVENTS_STREAM, "*")],
+                   ["sco.events.>", "sco.quarantine.>", _inbox("controller")]),
+    # read-only observers (the demo's display, `sco drill`): core subscriptions only, no consumer
+    "watcher": ([], ["sco.events.>", _inbox("watcher")]),
 }
+# NATS user -> publish denies (they win over the allows): the consumers other components own
+NATS_PUBLISH_DENY: dict[str, list[str]] = {name: foreign_consumer_denies(name) for name in NATS_PERMISSIONS
+                                           if NATS_PERMISSIONS[name] is not None}
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ class NatsUser:
     password: str
     publish: tuple[str, ...] | None = None
     subscribe: tuple[str, ...] | None = None
+    publish_deny: tuple[str, ...] = ()
 
 
 # The user the servers of a NATS cluster authenticate each other's routes with (``cluster { authorization }``);
@@ -114,11 +125,18 @@ class Credentials:
     nats: dict[str, str]
     clickhouse: dict[str, str]
     agents: dict[str, str] = field(default_factory=dict)
+    # the simulated region's API (controllers.simregion.auth): the controller's and the drill identity's bearer
+    # tokens and the key instance identities are derived with
+    region: dict[str, str] = field(default_factory=dict)
+    # ``region/instance`` -> the instance's partition: the distributor serves an agent its own partition's bundle
+    agent_partitions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The document written to ``credentials.json``."""
         return json.dumps({"version": 1, "postgres": self.postgres, "nats": self.nats,
-                           "clickhouse": self.clickhouse, "agents": self.agents}, indent=2, sort_keys=True) + "\n"
+                           "clickhouse": self.clickhouse, "agents": self.agents, "region": self.region,
+                           "agent_partitions": self.agent_partitions},
+                          indent=2, sort_keys=True) + "\n"
 
 
 def _secret() -> str:
@@ -129,7 +147,8 @@ def generate() -> Credentials:
     """Fresh random secrets for every user of every store."""
     return Credentials(postgres={name: _secret() for name in ("postgres", PG_OWNER, *PG_ROLES.values())},
                        nats={name: _secret() for name in (*NATS_PERMISSIONS, NATS_ROUTE_USER)},
-                       clickhouse={name: _secret() for name in CH_USERS})
+                       clickhouse={name: _secret() for name in CH_USERS},
+                       region={name: _secret() for name in REGION_IDENTITIES})
 
 
 def write_private(path: Path, text: str, owner: tuple[int, int] | None = None) -> None:
@@ -156,7 +175,9 @@ def load_or_create(home: Path) -> Credentials:
     found = Credentials(postgres={**fresh.postgres, **doc.get("postgres", {})},
                         nats={**fresh.nats, **doc.get("nats", {})},
                         clickhouse={**fresh.clickhouse, **doc.get("clickhouse", {})},
-                        agents=dict(doc.get("agents", {})))
+                        agents=dict(doc.get("agents", {})),
+                        region={**fresh.region, **doc.get("region", {})},
+                        agent_partitions=dict(doc.get("agent_partitions", {})))
     if found.to_json() != path.read_text():
         write_private(path, found.to_json())
     return found
@@ -175,7 +196,7 @@ def nats_users(creds: Credentials) -> list[NatsUser]:
     users = []
     for name, perms in NATS_PERMISSIONS.items():
         pub, sub = (None, None) if perms is None else (tuple(perms[0]), tuple(perms[1]))
-        users.append(NatsUser(name, creds.nats[name], pub, sub))
+        users.append(NatsUser(name, creds.nats[name], pub, sub, tuple(NATS_PUBLISH_DENY.get(name, ()))))
     for key, password in sorted(creds.agents.items()):
         region, instance = key.split("/", 1)
         users.append(agent_user(region, instance, password))
@@ -188,6 +209,14 @@ def _conf_string(value: str) -> str:
 
 def _conf_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(_conf_string(v) for v in values) + "]"
+
+
+def _conf_rule(allow: Sequence[str], deny: Sequence[str] = ()) -> str:
+    """One direction's permissions. nats-server reads an empty allow-list as no list at all (everything
+    allowed), so nothing allowed is written as a deny of every subject."""
+    if not allow:
+        return '{ deny: [">"] }'
+    return f"{{ allow: {_conf_list(allow)}" + (f", deny: {_conf_list(deny)}" if deny else "") + " }"
 
 
 def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], server_name: str = "",
@@ -216,8 +245,8 @@ def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], serv
         for u in users:
             perms = ""
             if u.publish is not None or u.subscribe is not None:
-                perms = (f", permissions: {{ publish: {{ allow: {_conf_list(u.publish or ())} }}, "
-                         f"subscribe: {{ allow: {_conf_list(u.subscribe or ())} }} }}")
+                perms = (f", permissions: {{ publish: {_conf_rule(u.publish or (), u.publish_deny)}, "
+                         f"subscribe: {_conf_rule(u.subscribe or ())} }}")
             lines.append(f"    {{ user: {_conf_string(u.name)}, password: {_conf_string(password_hash(u.password))}"
                          f"{perms} }}")
         lines.append("  ]")
@@ -249,7 +278,10 @@ def clickhouse_users_document(creds: Credentials) -> dict[str, Any]:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for display)."""
+    """``url`` with its password replaced by ``***`` (for display); a comma-separated list (every server of a NATS
+    cluster) has each of its URLs redacted."""
+    if "," in url:
+        return ",".join(redact_url(part) for part in url.split(","))
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -57,4 +57,14 @@ def stack_authenticator(home: Path | None = None) -> PasswordTable:
         assert isinstance(table, tuple)
         return table
 
-    return PasswordTable(load=load)
+    def scopes() -> Mapping[str, str]:
+        """Each agent's partition when its mint named one (``mint_agent(partition=)``), else its region."""
+        doc = json.loads(path.read_text())
+        partitions = doc.get("agent_partitions") or {}
+        out = {}
+        for key in doc.get("agents") or {}:
+            region, _, instance = str(key).partition("/")
+            out[agent_nats_name(region, instance)] = str(partitions.get(key) or region)
+        return out
+
+    return PasswordTable(load=load, scopes=scopes)

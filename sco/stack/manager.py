@@ -1,7 +1,8 @@
 """``sco up`` / ``sco down`` / ``sco status``: the embedded stack under ``$SCO_HOME`` (default ``.sco``).
 
 ``up`` starts (or reuses) PostgreSQL, NATS with JetStream and the ClickHouse front end on free loopback
-ports and records them in ``$SCO_HOME/stack.json``; a store given by URL (``SCO_POSTGRES_URL``,
+ports and records them in ``$SCO_HOME/stack.json``; a server started again (after a crash) gets its recorded
+port back when it is free, so running clients reconnect where they were; a store given by URL (``SCO_POSTGRES_URL``,
 ``SCO_NATS_URL``, ``SCO_CLICKHOUSE_URL``) is recorded as external and never started or stopped. ``down``
 stops only what ``up`` started. Data stays under ``$SCO_HOME`` between runs.
 
@@ -165,7 +166,7 @@ def _start_one(store: Store, home: Path, fast: bool, port: int, creds: Credentia
     data.mkdir(parents=True, exist_ok=True)
     users_file = data / "users.json"
     creds_mod.write_private(users_file, json.dumps(creds_mod.clickhouse_users_document(creds), indent=2) + "\n",
-                            services.service_account())
+                            services.service_account("clickhouse"))
     running = services.start_clickhouse(data, port, users_file=users_file)
     return replace(running, url=creds_mod.clickhouse_url("sco", creds.clickhouse["sco"], running.port))
 
@@ -235,7 +236,8 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
         # The servers start in parallel (PostgreSQL's initdb and chDB's import dominate). Each is recorded as
         # soon as it listens, so `sco down` stops it even when this process is killed before the others are up.
         failures: dict[Store, BaseException] = {}
-        ports = services.free_ports(len(to_start))  # distinct: held open together while chosen
+        ports = services.choose_ports(to_start, state["services"], services.free_ports(len(to_start)),
+                                      services.port_free)
         with ThreadPoolExecutor(max_workers=len(STORES)) as pool:
             futures = {pool.submit(_start, store, home, fast, port, creds, nats_cluster,
                                    state["services"].get(store) or {}): store
@@ -256,18 +258,23 @@ def up(home: Path | None = None, *, env: dict[str, str] | None = None, fast: boo
     return sorted(out, key=lambda s: STORES.index(s.name))
 
 
-def mint_agent(region: str, instance: str, home: Path | None = None, *, password: str | None = None) -> str:
+def mint_agent(region: str, instance: str, home: Path | None = None, *, password: str | None = None,
+               partition: str | None = None) -> str:
     """A NATS credential for one instance's agent (``sco.stack.credentials.agent_user``), added to the running
     nats-server (configuration rewritten, SIGHUP); returns the agent's URL. Idempotent per instance.
 
     ``password``: the one the launch's cloud-config carries (``controllers.controller.userdata``); without it
     the stack generates one. A different password for an instance already minted replaces the old one.
+    ``partition``: the instance's partition (``region/cluster``), the only one whose agent bundle the
+    distributor serves it (without it: its region's).
     """
     key = f"{region}/{instance}"
     with _managed_nats(home, "mints its own agent credentials") as (home, record, creds):
         if key not in creds.agents or (password is not None and creds.agents[key] != password):
             secret = password if password is not None else creds_mod.generate().nats["admin"]
             creds = replace(creds, agents={**creds.agents, key: secret})
+            if partition is not None:
+                creds = replace(creds, agent_partitions={**creds.agent_partitions, key: partition})
             _publish_agents(home, record, creds, creds_mod.agent_user(region, instance, secret), accepted=True)
         user = creds_mod.agent_user(region, instance, creds.agents[key])
         return creds_mod.nats_urls(user.name, user.password, [int(m["port"]) for m in _members(record)])
@@ -282,7 +289,8 @@ def forget_agent(region: str, instance: str, home: Path | None = None) -> bool:
         if key not in creds.agents:
             return False
         removed = creds_mod.agent_user(region, instance, creds.agents[key])
-        creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key})
+        creds = replace(creds, agents={k: v for k, v in creds.agents.items() if k != key},
+                        agent_partitions={k: v for k, v in creds.agent_partitions.items() if k != key})
         _publish_agents(home, record, creds, removed, accepted=False)
         return True
 
@@ -346,9 +354,9 @@ class StackAgentCredentials:
         """The stack under ``home`` (default ``$SCO_HOME``)."""
         self.home = home
 
-    def mint(self, region: str, instance_id: str, password: str) -> None:
+    def mint(self, region: str, instance_id: str, password: str, partition: str | None = None) -> None:
         """Add ``agent.<region>.<instance_id>`` to the running nats-server with ``password``."""
-        mint_agent(region, instance_id, self.home, password=password)
+        mint_agent(region, instance_id, self.home, password=password, partition=partition)
 
     def forget(self, region: str, instance_id: str) -> bool:
         """Remove ``agent.<region>.<instance_id>`` from the running nats-server; True when it existed."""

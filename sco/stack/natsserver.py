@@ -54,7 +54,7 @@ def write_nats_config(data_dir: Path, port: int, users: list[NatsUser], token: s
     conf = data_dir / "nats.conf"
     name = f"{cluster.name}-{cluster.port}" if cluster is not None else ""
     write_private(conf, nats_config_text(port, data_dir / "jetstream", users, name, token=token, cluster=cluster),
-                  service_account())
+                  service_account("nats"))
     return conf
 
 
@@ -67,12 +67,12 @@ def nats_launch(data_dir: Path, port: int, users: list[NatsUser] | None = None, 
     store = data_dir / "jetstream"
     store.mkdir(exist_ok=True)
     binary = nats_binary()
-    _hand_over(store, Path(binary))
+    _hand_over(store, Path(binary), store="nats")
     users = users if users is not None else [NatsUser("admin", secrets.token_urlsafe(24))]
     conf = write_nats_config(data_dir, port, users, token, cluster)
     admin = next((u for u in users if u.publish is None and u.subscribe is None), None)
     url = nats_url(admin.name, admin.password, port) if admin and token is None else f"nats://127.0.0.1:{port}"
-    return [binary, "-c", str(conf)], _as_service(), url
+    return [binary, "-c", str(conf)], _as_service("nats"), url
 
 
 def start_nats(data_dir: Path, port: int | None = None, timeout: float = 10.0, *, users: list[NatsUser] | None = None,

@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .credentials import pg_url, write_private
+from .ports import choose_ports, port_free
 
-__all__ = ["SERVICE_USER", "SUPERUSER_SECRET", "Running", "free_port", "free_ports", "pid_alive", "port_open",
-           "reap", "service_account", "start_clickhouse", "start_postgres", "stop_pid", "stop_postgres", "wait_port"]
+__all__ = ["SERVICE_USER", "SERVICE_USERS", "SUPERUSER_SECRET", "Running", "choose_ports", "free_port", "free_ports",
+           "pid_alive", "port_free", "port_open", "reap", "service_account", "start_clickhouse", "start_postgres",
+           "stop_pid", "stop_postgres", "wait_port"]
 
-SERVICE_USER = "sco"
+SERVICE_USER = "sco"  # the account of whatever names no store (tests' own servers)
+# each embedded server under its own system account when started as root: one compromised server (the ClickHouse
+# engine reads files by design) cannot read another's data or configuration (nats.conf, pg_hba.conf, users.json)
+SERVICE_USERS = {"postgres": "sco-postgres", "nats": "sco-nats", "clickhouse": "sco-clickhouse"}
 SUPERUSER_SECRET = "superuser.secret"  # next to pgdata, mode 0600, owned by whoever ran `sco up`
 # Servers we spawned, kept so that their Popen objects are reaped by stop_pid (not warned about when collected).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -169,44 +174,50 @@ def reap(pid: int, timeout: float | None = None) -> bool:
 _ACCOUNT_LOCK = threading.Lock()
 
 
-def service_account() -> tuple[int, int] | None:
-    """As root: the (uid, gid) every embedded server runs as, creating the system user ``sco`` when missing
-    (no home, no shell; one creation at a time, across threads and processes). Not root: None (the servers
-    run as whoever started them)."""
+def service_account(store: str = "") -> tuple[int, int] | None:
+    """As root: the (uid, gid) ``store``'s embedded server runs as (``SERVICE_USERS``; no store: ``sco``),
+    creating the system user when missing (no home, no shell; one creation at a time, across threads and
+    processes). Not root: None (the servers run as whoever started them)."""
     if os.geteuid() != 0:
         return None
+    name = SERVICE_USERS.get(store, SERVICE_USER)
     with _ACCOUNT_LOCK, open("/run/lock/sco-service-account.lock" if Path("/run/lock").is_dir()
                               else "/tmp/sco-service-account.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            entry = pwd.getpwnam(SERVICE_USER)
+            entry = pwd.getpwnam(name)
         except KeyError:
             done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
                                    "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment", "SCO embedded stack",
-                                   SERVICE_USER], capture_output=True, text=True, check=False)
+                                   name], capture_output=True, text=True, check=False)
             try:
-                entry = pwd.getpwnam(SERVICE_USER)
+                entry = pwd.getpwnam(name)
             except KeyError:
-                raise RuntimeError(f"cannot create the service account {SERVICE_USER!r} the embedded servers run "
+                raise RuntimeError(f"cannot create the service account {name!r} the embedded server runs "
                                    f"as (useradd: {done.stderr.strip()}); create it (useradd --system "
-                                   f"{SERVICE_USER}) or run `sco up` as an unprivileged user") from None
+                                   f"{name}) or run `sco up` as an unprivileged user") from None
     return entry.pw_uid, entry.pw_gid
 
 
-def _as_service() -> dict[str, object]:
-    account = service_account()
+def _as_service(store: str = "") -> dict[str, object]:
+    account = service_account(store)
     if account is None:
         return {}
     return {"user": account[0], "group": account[1], "extra_groups": []}
 
 
-def _hand_over(path: Path, *reach: Path) -> None:
+def _hand_over(path: Path, *reach: Path, store: str = "") -> None:
     """As root, give ``path`` to the service account (mode 0700) and make its ancestors — and those of each of
     ``reach`` (binaries in the virtualenv, whose checkout may be in a mode-700 ``mktemp -d``) — searchable
-    (o+x only: nothing becomes listable or readable)."""
-    account = service_account()
+    (o+x only: nothing becomes listable or readable). A tree another account owned (a stack from before the
+    accounts were split) is handed over whole."""
+    account = service_account(store)
     if account is None:
         return
+    if path.stat().st_uid != account[0]:
+        for root, dirs, files in os.walk(path):
+            for entry in (*dirs, *files):
+                os.chown(os.path.join(root, entry), *account, follow_symlinks=False)
     os.chown(path, *account)
     path.chmod(0o700)
     for parent in {*path.resolve().parents, *(p for r in reach for p in r.resolve().parents)}:
@@ -228,7 +239,7 @@ def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 3
     chdb = data_dir / "chdb"
     chdb.mkdir(exist_ok=True)
     repo = Path(__file__).resolve().parents[2]
-    _hand_over(chdb, Path(sys.executable), repo / "sco")
+    _hand_over(chdb, Path(sys.executable), repo / "sco", store="clickhouse")
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     if users_file is None:
@@ -239,11 +250,11 @@ def start_clickhouse(data_dir: Path, port: int | None = None, timeout: float = 3
         password = secrets.token_urlsafe(24)
         users_file = write_users_file(data_dir / "users.json", {"sco": (password, "default")})
         url = f"http://sco:{password}@127.0.0.1:{port}"
-    account = service_account()
-    if account is not None:  # the server reads it as the service account (the file stays 0600)
+    account = service_account("clickhouse")
+    if account is not None:  # the server reads it as its service account (the file stays 0600)
         os.chown(users_file, *account)
     argv = [sys.executable, "-m", "sco.stack.clickhouse_http", str(chdb), str(port), "--users-file", str(users_file)]
-    proc = _spawn(argv, data_dir / "clickhouse.log", cwd=str(repo), **_as_service())
+    proc = _spawn(argv, data_dir / "clickhouse.log", cwd=str(repo), **_as_service("clickhouse"))
     _listening(proc, port, timeout, "sco clickhouse serve")
     return Running("clickhouse", url, proc.pid, port, str(data_dir))
 
@@ -274,14 +285,14 @@ def _run_pg(argv: list[str], pgdata: Path, as_user: dict[str, object]) -> None:
 def _initdb(pgdata: Path, password: str, as_user: dict[str, object]) -> None:
     """A new cluster whose superuser ``postgres`` has ``password`` (SCRAM), with the loopback-only pg_hba."""
     pwfile = pgdata.parent / ".pwfile"  # initdb wants an empty data directory
-    write_private(pwfile, password + "\n", service_account())
+    write_private(pwfile, password + "\n", service_account("postgres"))
     try:
         # --no-sync: a brand-new cluster; the first checkpoint syncs it (saves seconds on a busy disk).
         _run_pg([_pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=scram-sha-256",
                  f"--pwfile={pwfile}", "--encoding=UTF8", "--no-instructions", "--no-sync"], pgdata, as_user)
     finally:
         pwfile.unlink(missing_ok=True)
-    write_private(pgdata / "pg_hba.conf", _PG_HBA, service_account())
+    write_private(pgdata / "pg_hba.conf", _PG_HBA, service_account("postgres"))
 
 
 def _superuser_password(data_dir: Path, pgdata: Path, password: str | None) -> str:
@@ -307,8 +318,8 @@ def start_postgres(data_dir: Path, port: int | None = None, timeout: float = 30.
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o711)
     pgdata.mkdir(mode=0o700, exist_ok=True)
-    _hand_over(pgdata, Path(_pg_bin("initdb")))
-    as_user = _as_service()
+    _hand_over(pgdata, Path(_pg_bin("initdb")), store="postgres")
+    as_user = _as_service("postgres")
     password = _superuser_password(data_dir, pgdata, password)
     if not (pgdata / "PG_VERSION").exists():
         _initdb(pgdata, password, as_user)
@@ -335,7 +346,7 @@ def stop_postgres(data_dir: Path, timeout: float = 30.0) -> None:
     if not pidfile.exists():
         return
     subprocess.run([_pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "-t", str(int(timeout)), "stop"],
-                   check=False, capture_output=True, cwd=str(pgdata), **_as_service())  # type: ignore[call-overload]
+                   check=False, capture_output=True, cwd=str(pgdata), **_as_service("postgres"))  # type: ignore[call-overload]
     with contextlib.suppress(OSError, ValueError, IndexError):
         pid = int(pidfile.read_text().split()[0])
         if pid_alive(pid) and _is_postmaster_of(pid, pgdata):  # not a reused pid from a stale postmaster.pid

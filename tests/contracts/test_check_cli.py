@@ -80,9 +80,10 @@ def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
 def test_usage_errors_exit_two_with_one_line(tmp_path: Path) -> None:
     missing = sco("contracts", "check", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "is not a directory" in missing.stderr
+    assert "REPO001: " in missing.stderr
     no_catalogue = write_repo(tmp_path / "repo", {"a.yaml": to_yaml(base("T5"))}, with_catalogue=False)
     result = sco("contracts", "check", str(no_catalogue))
-    assert result.returncode == 2 and "--catalogue" in result.stderr
+    assert result.returncode == 2 and "--catalogue" in result.stderr and "REPO002: " in result.stderr
     bad_settings = write_repo(tmp_path / "repo2", {"a.yaml": to_yaml(base("T5"))})
     (bad_settings / "compiler.yaml").write_text("store_throughput_mib_s: -5\n")
     result = sco("contracts", "check", str(bad_settings))
@@ -107,3 +108,16 @@ def test_json_output_lists_every_finding_with_its_code(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert result.returncode == 1 and doc["ok"] is False and doc["compiled"] == ["other@1"]
     assert [f["code"] for f in doc["findings"]] == ["FEAS001"]
+
+
+@pytest.mark.parametrize("layout", ["catalogue-only", "empty-workloads-folder", "only-a-dot-directory"])
+def test_a_repository_with_no_contract_file_is_an_error_not_a_clean_pass(tmp_path: Path, layout: str) -> None:
+    repo = write_repo(tmp_path / "repo", {})
+    if layout == "empty-workloads-folder":
+        (repo / "workloads").mkdir()
+    if layout == "only-a-dot-directory":
+        (repo / ".hidden").mkdir()
+        (repo / ".hidden" / "a.yaml").write_text(to_yaml(base("T5")))
+    result = sco("contracts", "check", str(repo))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stdout + result.stderr
+    assert "REPO003: no contract files in " in result.stderr and result.stdout == ""

@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 from unittest import mock
 
 import pytest
 
 from .helpers import Stack, load_history, load_worked_example, materialise_everything
+
+
+@pytest.fixture(scope="session")
+def definitions() -> Any:
+    """The code location's ``Definitions``, built once per session (``dbt parse`` when the manifest is stale, then
+    every domain): the tests that read it carry ``xdist_group("dagster-definitions")`` so one worker builds it."""
+    from orchestration.definitions import build_definitions
+
+    return build_definitions()
 
 
 @pytest.fixture(scope="session")

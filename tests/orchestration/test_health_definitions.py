@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("dagster-definitions")  # the worker that built the definitions reads them
+
 
 @pytest.fixture(scope="module")
-def repo() -> Any:
-    from orchestration.definitions import build_definitions
-
-    return build_definitions().get_repository_def()
+def repo(definitions: Any) -> Any:
+    return definitions.get_repository_def()
 
 
 def _checks(repo: Any) -> dict[str, set[str]]:
@@ -27,7 +27,7 @@ def test_every_schedule_and_every_sensor_runs_by_default(repo: Any) -> None:
     sensors = {s.name: s.default_status.value for s in repo.sensor_defs}
     assert schedules == dict.fromkeys(("rankings_every_5_min_schedule", "attribution_hourly_schedule",
                                        "costs_hourly_schedule", "analytics_daily_schedule",
-                                       "archive_monthly_schedule"), "RUNNING")
+                                       "archive_monthly_schedule", "reclaim_forecast_daily_schedule"), "RUNNING")
     assert sensors == dict.fromkeys(("new_events_sensor", "freshness_checks_sensor", "alert_on_run_failure"),
                                     "RUNNING")
 

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +23,6 @@ from typing import Any
 from unittest import mock
 
 import pytest
-
-from testkit.paths import REPO
 
 NOBODY = "nobody"
 REGION, INSTANCE, OTHER = "r1", "i-sec-1", "i-sec-2"
@@ -135,7 +134,7 @@ def run_as_nobody(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     it could not import ``tests`` from there. The probes need only the venv's site-packages.
     """
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-    python = str(REPO / ".venv" / "bin" / "python")
+    python = str(Path(sys.prefix) / "bin" / "python")  # the venv running the suite (a worktree has none)
     with tempfile.TemporaryDirectory(prefix="sco-probes-") as tmp:
         os.chmod(tmp, 0o755)
         script = Path(tmp) / "nobody_probes.py"

@@ -7,11 +7,12 @@ import json
 import os
 import pwd
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from sco.stack.services import SERVICE_USER
+from sco.stack.services import SERVICE_USERS
 
 from .conftest import Probed, SecuredStack
 
@@ -28,15 +29,16 @@ def test_the_credentials_files_are_mode_0600_and_nobody_can_read_them_or_list_th
     assert probed.after == probed.before
 
 
-def test_every_server_runs_as_the_service_account_and_nobody_can_neither_stop_nor_inspect_it(
+def test_every_server_runs_as_its_own_service_account_and_nobody_can_neither_stop_nor_inspect_it(
         probed: Probed, secured_stack: SecuredStack) -> None:
     if os.geteuid() != 0:
         pytest.skip("the privilege drop happens when sco up runs as root")
-    service = pwd.getpwnam(SERVICE_USER)
-    assert service.pw_uid != 0 and service.pw_name != "nobody"
+    accounts = {store: pwd.getpwnam(user) for store, user in SERVICE_USERS.items()}
+    assert len({a.pw_uid for a in accounts.values()}) == 3
+    assert not [a for a in accounts.values() if a.pw_uid == 0 or a.pw_name == "nobody"]
     for name, pid in secured_stack.pids().items():
         uids = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("Uid:"))
-        assert set(uids.split()[1:]) == {str(service.pw_uid)}, (name, uids)
+        assert set(uids.split()[1:]) == {str(accounts[name].pw_uid)}, (name, uids)
         probed.refused(f"stop {name}", "Operation not permitted")
         probed.refused(f"environ {name}", "Permission denied")
 
@@ -47,3 +49,19 @@ def test_no_secret_is_on_a_command_line_anyone_can_read(secured_stack: SecuredSt
     for name, pid in secured_stack.pids().items():
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         assert not [v for v in values if v in cmdline], name
+
+
+def test_no_server_account_reads_another_servers_secrets(secured_stack: SecuredStack) -> None:
+    """Defence in depth: the ClickHouse engine reads files by design, so its account must not be able to read
+    nats.conf or pg_hba.conf (nor the NATS account users.json, ...)."""
+    if os.geteuid() != 0:
+        pytest.skip("the accounts are split when sco up runs as root")
+    home = secured_stack.home
+    own = {"nats": home / "nats" / "nats.conf", "postgres": home / "postgres" / "pgdata" / "pg_hba.conf",
+           "clickhouse": home / "clickhouse" / "users.json"}
+    for reader in SERVICE_USERS.values():
+        for store, path in own.items():
+            done = subprocess.run(["runuser", "-u", reader, "--", "head", "-c", "1", str(path)],
+                                  capture_output=True, text=True, timeout=30)
+            readable = done.returncode == 0
+            assert readable == (reader == SERVICE_USERS[store]), (reader, str(path), done.stderr)

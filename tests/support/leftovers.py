@@ -68,6 +68,22 @@ def _cmdline(pid: int, proc: Path) -> str:
     return " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part) or "?"
 
 
+# A process caught mid-exec: the kernel has switched it to its new address space but not yet written the
+# argument and environment pointers there, so /proc/PID/environ and cmdline read empty for a moment (about 1 in 30
+# reads right after Popen returns, measured). A user process (one with an address space: VmSize in its status)
+# whose environment reads empty is read again until the exec has settled; kernel threads have none and are skipped.
+EXEC_SETTLE_S = 0.5
+
+
+def _environ(pid: int, proc: Path) -> bytes:
+    deadline = time.monotonic() + EXEC_SETTLE_S
+    while True:
+        environ = (proc / str(pid) / "environ").read_bytes()
+        if environ or "VmSize" not in _status(pid, proc) or time.monotonic() >= deadline:
+            return environ
+        time.sleep(0.002)
+
+
 def carrying(marker: str, *, exclude: AbstractSet[int] = frozenset(), proc: Path = _PROC) -> list[Leftover]:
     """Live processes whose environment holds ``MARKER_VAR=marker`` (zombies and ``exclude`` left out)."""
     needle = f"{MARKER_VAR}={marker}".encode()
@@ -76,7 +92,7 @@ def carrying(marker: str, *, exclude: AbstractSet[int] = frozenset(), proc: Path
         if pid in exclude:
             continue
         try:
-            environ = (proc / str(pid) / "environ").read_bytes()
+            environ = _environ(pid, proc)
         except OSError:  # gone meanwhile, or not ours to read
             continue
         if needle not in environ.split(b"\0"):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from testkit.paths import REPO
-from tests.support.leftovers import ALLOW_VAR, MARKER_VAR, ancestors, carrying, scan
+from tests.support.leftovers import ALLOW_VAR, MARKER_VAR, _environ, ancestors, carrying, scan
 
 
 def _kill(pid: int) -> None:
@@ -131,3 +131,19 @@ def test_the_scanning_process_own_resource_tracker_is_not_a_leftover_but_a_stray
                           cwd=REPO, env={**os.environ, MARKER_VAR: marker, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     assert [line.split(" ", 1)[1] for line in done.stdout.splitlines()] == ["sleep 60"]
+
+
+def test_a_child_read_the_moment_it_starts_shows_its_environment_even_mid_exec(marker: str) -> None:
+    # Popen returns once the exec has begun, before the kernel has written the new environment: a read then sees
+    # an empty /proc/PID/environ about once in 30 starts, which is the race this repeats enough to meet (the
+    # process's own entry is read, as carrying() reads each one, without scanning all of /proc every time)
+    missed = []
+    for _ in range(200):
+        proc = subprocess.Popen(["sleep", "60"], env={**os.environ, MARKER_VAR: marker}, start_new_session=True)
+        try:
+            if f"{MARKER_VAR}={marker}".encode() not in _environ(proc.pid, Path("/proc")).split(b"\0"):
+                missed.append(proc.pid)
+        finally:
+            proc.kill()
+            proc.wait(5)
+    assert missed == []

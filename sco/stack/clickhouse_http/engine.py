@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from .external import drop_external, load_external
 from .native import MIN_REVISION_WITH_TIME_ZONE, for_revision, zoned_columns
@@ -86,6 +86,17 @@ class _Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     settings: dict[str, str] = field(default_factory=dict)
     database: str | None = None
+
+
+def _chunks(data: bytes | IO[bytes]) -> Iterator[bytes]:
+    """An insert's rows in pieces of ``_CHUNK`` bytes (from memory, or from a spooled body's file)."""
+    if isinstance(data, bytes):
+        view = memoryview(data)
+        for offset in range(0, len(view), _CHUNK):
+            yield bytes(view[offset: offset + _CHUNK])
+        return
+    while chunk := data.read(_CHUNK):
+        yield chunk
 
 
 def _revision(request: Request) -> int:
@@ -177,6 +188,20 @@ class ChdbEngine:
         for conn in expired:
             conn.close()
         return live
+
+    def session_scope(self, session_id: str) -> tuple[str | None, frozenset[str]]:
+        """A live session's current database and temporary tables (what its unqualified names resolve to)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None or not session.lock.acquire(blocking=False):
+            return (session.database if session else None), frozenset()  # a locked session refuses the request
+        try:
+            rows = bytes(session.conn.run("SELECT name FROM system.tables WHERE is_temporary", "TSVRaw").bytes())
+            return session.database, frozenset(rows.decode(errors="replace").splitlines())
+        except Exception:
+            return session.database, frozenset()
+        finally:
+            session.lock.release()
 
     # -- execution ------------------------------------------------------------------------------------------------
     def execute(self, request: Request) -> Result:
@@ -389,12 +414,14 @@ class ChdbEngine:
         execution = Execution(conn.raw, self.kill, fmt, has_result=False, read_only=False)
         handle = conn.raw.send_insert(head, fmt)
         try:
-            view = memoryview(request.data)
-            for offset in range(0, len(view), _CHUNK):
-                conn.raw.insert_append(handle, bytes(view[offset: offset + _CHUNK]))
+            for chunk in _chunks(request.data):
+                conn.raw.insert_append(handle, chunk)
             done = conn.raw.insert_done(handle)
         except BaseException:
             conn.raw.insert_cancel(handle)
             raise
+        finally:
+            if not isinstance(request.data, bytes):
+                request.data.close()  # a spooled body: its temporary file goes now
         execution.progress.update(written_rows=int(done.rows_written()), written_bytes=int(done.bytes_written()))
         return execution

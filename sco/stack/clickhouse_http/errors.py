@@ -18,9 +18,14 @@ __all__ = ["REFUSAL_CODES", "AuthConfigError", "UsersFileError"]
 REFUSAL_CODES = {
     "CHS000": "started with --no-auth: every local client is 'default' without a password (tests/dev only)",
     "CHS001": "authentication failed (wrong or missing user/password)",
-    "CHS002": "a statement, table function, engine or setting that reaches outside the database",
+    "CHS002": "a source privilege (FILE, URL, S3, REMOTE …): a path, table function, engine or dictionary source "
+              "that reaches outside the database",
     "CHS003": "a write, DDL or SET by a readonly user",
-    "CHS004": "a setting that is fixed by the profile (readonly, limits, paths)",
+    "CHS004": "a setting outside the profile's constraints (const, min, max)",
     "CHS005": "a session of another user",
     "CHS006": "access management (users, roles, grants, profiles)",
+    "CHS007": "a privilege the user's grants in users.xml do not hold on that object",
+    "CHS008": "a statement the engine's parse could not place (unknown class, engine, source): refused",
+    "CHS009": "a connection cut: its request line and headers, or its body, missed their total deadline",
+    "CHS010": "a connection cut: more connections than the cap were waiting to authenticate (the oldest goes)",
 }

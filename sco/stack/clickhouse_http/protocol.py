@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import re
 import uuid
-import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from typing import Any
+from typing import IO, Any
 
 from sco.errors import ClickHouseError
 
+from .bodies import decompress, decompress_stream, large_body, spilled
 from .native import split_arguments
 
 __all__ = [
@@ -89,7 +89,7 @@ class ExternalTable:
 class Request:
     query: bytes
     insert: tuple[str, str] | None  # (``INSERT INTO t (cols)``, format) when rows follow in ``data``
-    data: bytes
+    data: bytes | IO[bytes]  # an insert's rows; a large decompressed body stays in a spooled file
     database: str | None
     query_id: str
     session_id: str | None
@@ -102,79 +102,7 @@ class Request:
     external: list[ExternalTable] = field(default_factory=list)
 
 
-DEFAULT_MAX_BODY = 256 << 20  # bytes of request body after decompression (a real server streams; we hold it)
-_READ = 64 << 10
-
-
-def _too_large(limit: int) -> ClickHouseError:
-    return ClickHouseError.make(
-        307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes after decompression; send it in "
-        "smaller inserts or start the front end with a larger max_body_bytes")
-
-
-def _bounded(factory: Callable[[], Any], body: bytes, limit: int) -> bytes:
-    """Decompress ``body`` (one or more frames) and stop as soon as the output passes ``limit``.
-
-    ``factory`` makes a streaming decompressor with ``decompress(data, max_length)``, ``eof`` and
-    ``unused_data`` (zlib, zstd, lz4 frame): a bomb never expands past ``limit + 1`` bytes.
-    """
-    out: list[bytes] = []
-    total = 0
-    decompressor, data = factory(), body
-    while True:
-        want = limit + 1 - total
-        piece = decompressor.decompress(data, want)
-        total += len(piece)
-        out.append(piece)
-        if total > limit:
-            raise _too_large(limit)
-        data = getattr(decompressor, "unconsumed_tail", b"")
-        if decompressor.eof:
-            if not decompressor.unused_data:
-                return b"".join(out)
-            decompressor, data = factory(), decompressor.unused_data
-        elif len(piece) < want and not data and getattr(decompressor, "needs_input", True):
-            raise ValueError("the compressed body ended before its end-of-stream marker")
-
-
-def decompress(body: bytes, encoding: str, limit: int = DEFAULT_MAX_BODY) -> bytes:
-    """Undo a ``Content-Encoding`` the ClickHouse clients use (gzip, deflate, zstd, lz4 frame, br).
-
-    The output is bounded: past ``limit`` bytes it stops with ``TOO_LARGE_SIZE_COMPRESSED``.
-    """
-    enc = encoding.strip().lower()
-    try:
-        if enc in ("", "identity"):
-            if len(body) > limit:
-                raise _too_large(limit)
-            return body
-        if enc in ("gzip", "x-gzip"):
-            return _bounded(lambda: zlib.decompressobj(16 + zlib.MAX_WBITS), body, limit)
-        if enc == "deflate":
-            return _bounded(zlib.decompressobj, body, limit)
-        if enc == "zstd":
-            from backports import zstd  # clickhouse-connect's own dependency on Python < 3.14
-
-            return _bounded(zstd.ZstdDecompressor, body, limit)
-        if enc == "lz4":
-            import lz4.frame
-
-            return _bounded(lz4.frame.LZ4FrameDecompressor, body, limit)
-        if enc in ("br", "brotli"):
-            import brotli
-
-            data = bytes(brotli.decompress(body))  # brotli has no bounded API here: checked after
-            if len(data) > limit:
-                raise _too_large(limit)
-            return data
-    except ImportError as exc:
-        raise ClickHouseError.make(
-            1, "UNSUPPORTED_METHOD", f"Content-Encoding {enc} needs the Python module {exc.name}") from exc
-    except ClickHouseError:
-        raise
-    except Exception as exc:
-        raise ClickHouseError.make(271, "CANNOT_DECOMPRESS", f"Cannot decompress {enc} body: {exc}") from exc
-    raise ClickHouseError.make(1, "UNSUPPORTED_METHOD", f"Unknown Content-Encoding: {enc}")
+DEFAULT_MAX_BODY = 256 << 20  # bytes of request body after decompression (past 8 MiB it goes to a temporary file)
 
 
 def split_insert(query: bytes) -> tuple[str, str, bytes] | None:
@@ -251,8 +179,14 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
         if merged.get(flag, "0") not in ("0", ""):
             raise ClickHouseError.make(48, "NOT_IMPLEMENTED", f"{flag}=1 (ClickHouse native block compression) is "
                                        "not supported by the embedded front end; use Content-Encoding instead")
-    body = decompress(body, headers.get("content-encoding", ""), max_body)
     ctype = headers.get("content-type", "")
+    stream = decompress_stream(body, headers.get("content-encoding", ""), max_body)
+    if spilled(stream) and not ctype.lower().startswith("multipart/form-data"):
+        large = large_body(raw.get("query", b""), stream, _INSERT)
+        if large is not None:
+            return _request(raw, merged, headers, large[0], large[1], large[2], [])
+    with stream:
+        body = stream.read()
     files: dict[str, bytes] = {}
     if ctype.lower().startswith("multipart/form-data"):
         fields, files = _multipart(body, ctype)
@@ -276,7 +210,11 @@ def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str],
             insert, data = (split[0], split[1]), split[2]
     if not query.strip():
         raise ClickHouseError.make(62, "SYNTAX_ERROR", "Empty query")
-    external = _external_tables(files, merged)
+    return _request(raw, merged, headers, query, insert, data, _external_tables(files, merged))
+
+
+def _request(raw: dict[str, bytes], merged: dict[str, str], headers: Mapping[str, str], query: bytes,
+             insert: tuple[str, str] | None, data: bytes | IO[bytes], external: list[ExternalTable]) -> Request:
     table_params = {f"{t.name}_{suffix}" for t in external for suffix in ("structure", "types", "format")}
     settings = {k: v for k, v in merged.items()
                 if k not in TRANSPORT_PARAMS and not k.startswith("param_") and k not in table_params}

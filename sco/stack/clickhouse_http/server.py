@@ -9,6 +9,7 @@ sees it; production points ``SCO_CLICKHOUSE_URL`` at a real ClickHouse instead.
 from __future__ import annotations
 
 import contextlib
+import io
 import signal
 import socket
 import sys
@@ -16,11 +17,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 from .auth import load_users_file
 from .compression import choose_encoding
+from .deadlines import Deadlines, Unauthenticated
 from .disconnect import DisconnectWatch
 from .engine import ChdbEngine
 from .errors import AuthConfigError
@@ -75,9 +77,41 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             super().log_message(format, *args)
 
+    _deadline: int | None = None
+
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.read_timeout_s)  # every read: headers, body, keep-alive idle
+        self.connection.settimeout(self.server.read_timeout_s)  # every read; the phases have totals besides
+
+    def _peer(self) -> str:
+        return f"{self.client_address[0]}:{self.client_address[1]}" if self.client_address else "?"
+
+    def handle_one_request(self) -> None:
+        """Wait (idle) for a request's first byte, then give its line and headers a total deadline."""
+        try:
+            if not cast(io.BufferedReader, self.rfile).peek(1):
+                self.close_connection = True
+                return
+        except (TimeoutError, OSError):  # idle past read_timeout_s, or gone
+            self.close_connection = True
+            return
+        self._deadline = self.server.deadlines.arm(self.connection, self.server.header_timeout_s,
+                                                   "line and headers", self._peer())
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.deadlines.disarm(self._deadline)
+            self._deadline = None
+
+    def _body_within_deadline(self) -> bytes:
+        self.server.deadlines.disarm(self._deadline)
+        self._deadline = self.server.deadlines.arm(self.connection, self.server.body_timeout_s, "body",
+                                                   self._peer())
+        try:
+            return self._read_body()
+        finally:
+            self.server.deadlines.disarm(self._deadline)
+            self._deadline = None
 
     def _truncated(self, detail: str) -> ClickHouseError:
         self.close_connection = True
@@ -153,13 +187,19 @@ class _Handler(BaseHTTPRequestHandler):
         engine = self.server.engine
         query_id = params.get("query_id", b"").decode(errors="replace")
         try:
-            body = self._read_body()  # always drained, so a refused request leaves the connection usable
+            body = self._body_within_deadline()  # always drained: a refused request leaves the connection usable
             if url.path != "/":
                 self._send(404, f"There is no handle {url.path}\n\nUse / or /ping for health checks.\n".encode(),
                            {"Content-Type": "text/plain; charset=UTF-8"})
                 return
-            request = self.server.gate.admit(params, {k.lower(): v for k, v in self.headers.items()}, body,
-                                             self.server.max_body_bytes)  # auth + guard + parse_request
+            try:
+                request = self.server.gate.admit(params, {k.lower(): v for k, v in self.headers.items()}, body,
+                                                 self.server.max_body_bytes)  # auth + guard + parse_request
+            except ClickHouseError as error:
+                if error.code != 516:  # authenticated, refused for another reason
+                    self.server.unauthenticated.done(self.connection)
+                raise
+            self.server.unauthenticated.done(self.connection)
             query_id = request.query_id
             self._respond(request)
         except ClickHouseError as error:
@@ -210,8 +250,10 @@ class _Handler(BaseHTTPRequestHandler):
 class ClickHouseHTTPServer(ThreadingHTTPServer):
     """The HTTP server: one thread per connection, at most ``max_connections`` (then 503), backlog 128.
 
-    ``read_timeout_s`` bounds every wait for request bytes (a slow or idle client is disconnected) and
-    ``max_body_bytes`` the request body after decompression.
+    ``read_timeout_s`` bounds every wait for request bytes (a slow or idle client is disconnected);
+    ``header_timeout_s`` and ``body_timeout_s`` are totals for a request's line and headers and for its body
+    (:mod:`.deadlines`); at most ``max_unauthenticated`` connections wait to authenticate (the oldest is cut);
+    ``max_body_bytes`` bounds the request body after decompression.
     """
 
     daemon_threads = True
@@ -220,7 +262,9 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, host: str, port: int, engine: ChdbEngine, verbose: bool = False, *,
                  read_timeout_s: float = 30.0, max_body_bytes: int = DEFAULT_MAX_BODY,
-                 max_connections: int = 256, users_file: str | Path | None = None, no_auth: bool = False) -> None:
+                 max_connections: int = 256, users_file: str | Path | None = None, no_auth: bool = False,
+                 header_timeout_s: float = 30.0, body_timeout_s: float = 600.0, max_unauthenticated: int = 64,
+                 ) -> None:
         self.gate = make_gate(engine, users_file, no_auth)  # before binding: a bad users file starts nothing
         super().__init__((host, port), _Handler)
         self.engine = engine
@@ -228,11 +272,16 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         self.read_timeout_s = read_timeout_s
         self.max_body_bytes = max_body_bytes
         self._connections = threading.BoundedSemaphore(max_connections)
+        self.header_timeout_s = header_timeout_s
+        self.body_timeout_s = body_timeout_s
+        self.deadlines = Deadlines()
+        self.unauthenticated = Unauthenticated(max_unauthenticated)
         self.watch = DisconnectWatch()  # cancels the read-only query of a client that closed its connection
 
     def server_close(self) -> None:
         super().server_close()
         self.watch.close()
+        self.deadlines.close()
 
     @property
     def url(self) -> str:
@@ -250,6 +299,7 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
                 pass
             request.close()
             return
+        self.unauthenticated.add(request, f"{client_address[0]}:{client_address[1]}" if client_address else "?")
         super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -260,6 +310,7 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.unauthenticated.done(request)
             self._connections.release()
 
 

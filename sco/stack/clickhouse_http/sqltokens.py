@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 __all__ = ["Token", "split_statements", "tokenize"]
@@ -20,7 +21,7 @@ Kind = Literal["word", "ident", "string", "number", "punct"]
 
 class Token(NamedTuple):
     kind: Kind  # word: bare identifier or keyword; ident: quoted identifier
-    text: str  # words and quoted identifiers lower-cased (ClickHouse compares function names so); strings raw
+    text: str  # words and quoted identifiers lower-cased unless asked otherwise; strings raw
     at: int
 
 
@@ -87,14 +88,14 @@ def _block_comment_end(sql: str, start: int) -> int:
     return n
 
 
-def _plain(sql: str) -> list[Token] | None:
+def _plain(sql: str, fold: Callable[[str], str]) -> list[Token] | None:
     """The fast path, one C-level scan: for text with no comment, heredoc, non-ASCII or quote to decode."""
     tokens: list[Token] = []
     append = tokens.append
     for m in _MASTER.finditer(sql):
         group = m.lastgroup
         if group == "word" or group == "num":
-            append(Token("word" if group == "word" else "number", m.group().lower(), m.start()))
+            append(Token("word" if group == "word" else "number", fold(m.group()), m.start()))
         elif group == "punct":
             append(Token("punct", m.group(), m.start()))
         elif group == "string":
@@ -106,9 +107,15 @@ def _plain(sql: str) -> list[Token] | None:
     return tokens
 
 
-def tokenize(sql: str) -> list[Token]:
-    """The tokens of ``sql`` without whitespace and comments."""
-    fast = _plain(sql) if "/*" not in sql and "$" not in sql else None
+def _same(text: str) -> str:
+    return text
+
+
+def tokenize(sql: str, keep_case: bool = False) -> list[Token]:
+    """The tokens of ``sql`` without whitespace and comments (words and identifiers lower-cased unless
+    ``keep_case``: table and column names are case-sensitive in ClickHouse)."""
+    fold = _same if keep_case else str.lower
+    fast = _plain(sql, fold) if "/*" not in sql and "$" not in sql else None
     if fast is not None:
         return fast
     tokens: list[Token] = []
@@ -120,7 +127,7 @@ def tokenize(sql: str) -> list[Token]:
         assert m is not None  # the last alternative matches any character
         group, text, end = m.lastgroup, m.group(), m.end()
         if group == "word" or group == "num":
-            append(Token("word" if group == "word" else "number", text.lower(), i))
+            append(Token("word" if group == "word" else "number", fold(text), i))
         elif group == "punct":
             append(Token("punct", text, i))
         elif group == "string":
@@ -128,7 +135,7 @@ def tokenize(sql: str) -> list[Token]:
         elif group == "quoted":
             close, kind = _QUOTES[text]
             value, end = _quoted(sql, i, close)
-            append(Token("string" if kind == "string" else "ident", value if kind == "string" else value.lower(), i))
+            append(Token("string" if kind == "string" else "ident", value if kind == "string" else fold(value), i))
         elif group == "block":
             end = _block_comment_end(sql, i)
         elif group == "heredoc":
@@ -143,7 +150,7 @@ def tokenize(sql: str) -> list[Token]:
                 while end < n and ((sql[end].isascii() and (sql[end].isalnum() or sql[end] in "_$"))
                                    or (not sql[end].isascii() and not _is_space(sql[end]))):
                     end += 1
-                append(Token("word", sql[i:end].lower(), i))
+                append(Token("word", fold(sql[i:end]), i))
             else:
                 append(Token("punct", text, i))
         i = end

@@ -86,7 +86,7 @@ def test_only_the_first_accepted_answer_to_a_request_counts_and_the_arbiter_sees
     answers = [Answer("d1", REQUEST, signed(OPS)), Answer("d2", REQUEST, signed(amount="240")),
                Answer("d3", REQUEST, signed(amount="480")), Answer("d4", REQUEST, None, "1 error(s)")]
     verdicts = judge_answers(answers, lambda w: Named(CFO), T0 + timedelta(minutes=1), keys=REGISTERED)
-    assert [v.code for _, v in verdicts] == ["APR004", "APR000", "APR001", "APR002"]
+    assert [v.code for _, v in verdicts] == ["APR004", "APR000", "APR001", "APR009"]  # d4: quarantined unparsed
     approvals = with_verdicts({"train": Approval(T0, "pending", units=32)}, verdicts)
     assert approvals["train"] == Approval(T0, "granted", Decimal("240"), 32)
 

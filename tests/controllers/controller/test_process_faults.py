@@ -34,8 +34,8 @@ def region_url(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     with (tmp_path / "region.log").open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sco", "sim", "region", "serve", "--port", str(port), "--nats", "none", "--seed",
-             "7", "--set", "reclaim_rate_pct_h=0", "--set", "hall_reclaims_per_30d=0", "--set",
+            [sys.executable, "-m", "sco", "sim", "region", "serve", "--no-auth", "--port", str(port), "--nats", "none",
+             "--seed", "7", "--set", "reclaim_rate_pct_h=0", "--set", "hall_reclaims_per_30d=0", "--set",
              "bursts_per_aggregate_day=0"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

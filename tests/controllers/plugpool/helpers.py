@@ -31,6 +31,7 @@ PREFIX = "k3s://"
 def config_dict(plug_urls: dict[str, str], max_size: int | None = None, **power_off: Any) -> dict[str, Any]:
     return {
         "listen": "127.0.0.1:0",
+        "insecureLoopback": True,  # the in-process doubles; tests/security/test_plugpool_tls.py speaks TLS
         "providerIDPrefix": PREFIX,
         "powerOff": {"namespace": NS, "image": "busybox:1.37.0", "notReadyTimeout": "1s", "grace": "0.2s", **power_off},
         "nodeGroups": [

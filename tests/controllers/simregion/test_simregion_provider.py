@@ -217,7 +217,7 @@ def test_sco_sim_region_serve_answers_http_and_stops_on_sigterm() -> None:
     from tests.support.ports import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sco.cli", "sim", "region", "serve", "--nats", "none",
+    proc = subprocess.Popen([sys.executable, "-m", "sco.cli", "sim", "region", "serve", "--nats", "none", "--no-auth",
                              "--port", str(port), "--pools", "20", "--speed", "60"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

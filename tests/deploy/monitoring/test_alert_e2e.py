@@ -166,7 +166,8 @@ def test_a_contract_breach_in_the_simulated_region_pages_the_contracts_owner_thr
     out = _compile(tmp_path, hook)
     logs = [tmp_path / n for n in ("region.log", "controller.log", "agent.log", "prometheus.log", "am.log")]
     region_port, controller_port, agent_port, prom_port, am_port = (free_port() for _ in range(5))
-    procs.append(_spawn([sys.executable, "-m", "sco", "sim", "region", "serve", "--port", str(region_port), "--nats",
+    procs.append(_spawn([sys.executable, "-m", "sco", "sim", "region", "serve", "--no-auth", "--port", str(region_port),
+                         "--nats",
                          nats_server.url, "--seed", "7", "--set", "reclaim_rate_pct_h=0", "--set",
                          "hall_reclaims_per_30d=0", "--set", "bursts_per_aggregate_day=0"], logs[0]))
     region = SimulatedProvider(f"http://127.0.0.1:{region_port}", region="r1")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -127,3 +129,37 @@ def test_a_summary_judges_each_target_from_its_figure() -> None:
     summary.money |= {"net_pct": 55.0, "wasted_pct": 3.0}
     verdicts = {row.quality: row.verdict for row in summary.rows()}
     assert verdicts["Net saving"] == "PASS" and verdicts["Wasted work"] == "PASS"
+
+
+def _context(display: Display, **cfg: Any) -> RunContext:
+    config = DemoConfig(**cfg)
+    return RunContext(cfg=config, home=config.home, run_dir=config.home, procs=Procs(), display=display,
+                      summary=Summary(started=datetime.now(UTC)))
+
+
+def test_the_slurm_step_without_a_test_bed_is_announced_as_skipped_with_why() -> None:
+    from sco.demo.timeline import STEPS, announcement
+
+    ctx = _context(Display(tty=False))
+    assert ctx.slurm_conf is None
+    by_action = {action.__name__: (label, unavailable) for _, label, action, unavailable in STEPS}
+    label, unavailable = by_action["reclaim_slurm_node"]
+    line = announcement(ctx, label, unavailable)
+    assert line == "skipped: a real Slurm job, then a reclaim of its node (no Slurm test bed is up: " \
+                   "deploy/testbed/slurm/up brings one)"
+    assert announcement(_context(Display(tty=False), slurm=False), label, unavailable) == \
+        "skipped: a real Slurm job, then a reclaim of its node (sco demo --no-slurm)"
+    drill_label, drill_unavailable = by_action["drill"]
+    assert announcement(ctx, drill_label, drill_unavailable) is None
+
+
+def test_a_phase_quiet_for_12_s_gets_a_still_working_line(capsys: pytest.CaptureFixture[str]) -> None:
+    display = Display(tty=False)
+    display.set_phase("analytics")
+    display.keepalive()
+    assert capsys.readouterr().out.count("\n") == 1  # the phase line; nothing more within 12 s
+    display._last_line = time.monotonic() - 12.5  # the phase's line was printed 12.5 s ago
+    display.keepalive()
+    display.keepalive()  # and the next one waits its own 10 s
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].endswith("]   still: analytics"), lines

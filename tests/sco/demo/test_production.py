@@ -10,7 +10,9 @@ from contracts.agent_record import AgentRecord
 from sco.demo.production import (
     BREACH,
     breach_share,
+    breach_share_at_rate,
     contract_waste_pct,
+    net_at_rate,
     net_without_breach_fallback,
     waste_at_rate,
 )
@@ -52,3 +54,42 @@ def test_net_saving_without_the_fallback_rate_breaches_started_prices_its_hours_
     # 75 % of €20 out, 75 % of 8 h back at €0.5/h: 40 + 15 − 3 = 52
     assert net_without_breach_fallback(money, share) == pytest.approx(52.0)
     assert net_without_breach_fallback({}, share) is None and breach_share([]) == 0.0
+
+
+# a run's ledger terms, small enough to check by hand: 50 worked hours of work valued €100 (€2/h), 5 of them lost
+LEDGER = {"counterfactual_eur": 90.0, "wasted_eur": 10.0, "useful_hours": 45.0, "wasted_hours": 5.0,
+          "reclaimable_hours": 40.0, "reclaimable_eur": 20.0, "floor_eur": 10.0, "fallback_eur": 8.0,
+          "fallback_hours": 4.0, "headroom_eur": 2.0, "storage_eur": 1.0, "orchestrator_eur": 0.0}
+
+
+def test_the_net_at_the_production_rate_recomputes_the_waste_and_the_spared_fallback_from_the_run_s_terms() -> None:
+    at = net_at_rate(LEDGER, wasted_pct=1.0, breach_out=0.5, rate_pct_h=4.0)
+    assert at is not None
+    # wasted: 1 % of 40 h at €2/h = €0.80, so €99.20 of useful work; half the fallback (4 h, €8) not started, its
+    # 2 h at the reclaimable €0.50/h: costs 21 + 10 + 4 + 2 + 1 = €38; net €61.20
+    assert at.pct == pytest.approx(100 * 61.2 / 99.2)
+    assert at.passed and "below" not in at.text() and at.text().startswith("61.7 % at 4 %/h")
+
+
+def test_a_net_below_the_target_says_fail_with_the_cost_lines_that_hold_it_there() -> None:
+    at = net_at_rate({**LEDGER, "floor_eur": 30.0}, wasted_pct=1.0, breach_out=0.5, rate_pct_h=4.0)
+    assert at is not None and not at.passed
+    assert at.pct == pytest.approx(100 * 41.2 / 99.2)
+    assert at.text().endswith("below 55 % because costs in % of the counterfactual: the guaranteed floor 30.2 %, "
+                              "reclaimable spend 21.2 %, guaranteed fallback 4.0 %; wasted work 1.00 % of "
+                              "reclaimable hours")
+
+
+def test_without_the_ledger_s_terms_there_is_no_production_figure() -> None:
+    assert net_at_rate({k: v for k, v in LEDGER.items() if k != "floor_eur"}, 1.0, 0.5, 4.0) is None
+    assert net_at_rate({**LEDGER, "reclaimable_hours": 0.0}, 1.0, 0.5, 4.0) is None
+
+
+def test_only_breach_fallback_of_workloads_tolerating_the_production_rate_is_spared() -> None:
+    starts = [{"cause": BREACH, "workload": "loose", "attributes": {"instances": 3}},
+              {"cause": BREACH, "workload": "tight", "attributes": {"instances": 1}},
+              {"cause": "shortfall", "workload": "loose", "attributes": {"instances": 4}}]
+    tolerances = {"loose": 8.0, "tight": 2.0}
+    assert breach_share_at_rate(starts, tolerances, 4.0) == pytest.approx(3 / 8)
+    assert breach_share_at_rate(starts, tolerances, 10.0) == 0.0
+    assert breach_share_at_rate([], tolerances, 4.0) == 0.0

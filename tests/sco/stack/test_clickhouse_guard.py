@@ -1,7 +1,8 @@
-"""The statement guard, as tables: every form that reaches outside the database is refused with ClickHouse's
-own code (whatever the spelling: case, comments, backticks, escapes, Unicode spaces and quotes), and the
-harmless lookalikes (a column or table named ``file``, the string ``'file('``) pass. The token reading and
-chDB's own parse (``EXPLAIN AST``) are each checked on their own."""
+"""The access decision, as tables: chDB's own parse of each statement (``EXPLAIN AST`` and
+``formatQuerySingleLine``, nothing executed) read into what it needs, and the policy of ``users.xml`` applied.
+Every form that reaches outside the database needs a source privilege no user holds (whatever the spelling:
+case, comments, backticks, escapes, Unicode spaces and quotes, a path as a table name); the harmless lookalikes
+(a column or table named ``file``, the string ``'file('``) pass; a readonly profile only reads."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from sco.stack.clickhouse_http.access import Access, names_a_path, overlay_source
 from sco.stack.clickhouse_http.gate import AstReader
-from sco.stack.clickhouse_http.guard import check_ast, check_settings, check_statement
+from sco.stack.clickhouse_http.guard import Refusal, check_settings, decide
+from sco.stack.clickhouse_http.policy import load_policy
 from sco.stack.clickhouse_http.sqltokens import tokenize
+from sco.stack.clickhouse_http.statements import analyse
+from sco.stack.clickhouse_http.values import insert_head
+
+POLICY = load_policy()
+WRITER, READER = POLICY.for_profile("default"), POLICY.for_profile("readonly")
 
 OUTSIDE = [
     "SELECT * FROM file('/etc/shadow', 'LineAsString')",
@@ -54,14 +62,22 @@ OUTSIDE = [
     "INSERT INTO t FROM INFILE '/etc/shadow' FORMAT CSV",
     "SYSTEM SHUTDOWN",
     "system reload config",
-    "(SYSTEM FLUSH LOGS)",
-    "KILL QUERY WHERE 1",
     "BACKUP TABLE t TO Disk('backups', '1.zip')",
     "RESTORE TABLE t FROM File('/tmp/x')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT * FROM `/etc/passwd`",
+    "SELECT * FROM default.`/etc/passwd`",
+    "SELECT * FROM '/etc/*'",
+    "SELECT * FROM 'http://169.254.169.254/latest/meta-data/'",
+    "SELECT * FROM (SELECT * FROM '/etc/passwd')",
+    "WITH x AS (SELECT * FROM '/etc/passwd') SELECT * FROM x",
+    "SELECT 1 WHERE 1 IN (SELECT * FROM '/etc/passwd')",
+    "DESCRIBE TABLE '/etc/passwd'",
+    "EXPLAIN PIPELINE SELECT * FROM file('/etc/passwd')",
+    "CREATE VIEW v AS SELECT * FROM '/etc/passwd'",
     "ATTACH TABLE t FROM '/var/lib/x' (a Int32) ENGINE = MergeTree ORDER BY a",
     "INSERT INTO FUNCTION file('/tmp/sco-guard-x', 'LineAsString') SELECT 'a'",
     "INSERT INTO TABLE FUNCTION file('/tmp/sco-guard-x', 'LineAsString') SELECT 'a'",
-    "insert into function null('a String') values ('x')",
     "CREATE TABLE t (a String) ENGINE = File(LineAsString, '/etc/shadow')",
     "CREATE TABLE t (a String) ENGINE URL('http://x/', CSV)",
     "CREATE TABLE t (a String) ENGINE = S3('http://x/b/k', 'CSV')",
@@ -81,9 +97,7 @@ OUTSIDE = [
     "CREATE DICTIONARY d (a UInt64) PRIMARY KEY a SOURCE(CLICKHOUSE(host 'h' table 't')) LAYOUT(FLAT()) "
     "LIFETIME(0)",
     "ALTER TABLE t FETCH PARTITION 'x' FROM '/clickhouse/tables/t'",
-    "SELECT 1 SETTINGS user_files_path = '/'",
     "SELECT 1 FORMAT Template SETTINGS format_template_resultset = '/etc/shadow'",
-    "SET s3_access_key_id = 'x'",
     "SET format_schema = '/etc/shadow:M'",
 ]
 ACCESS = ["GRANT ALL ON *.* TO sco", "REVOKE SELECT ON *.* FROM reader", "CREATE USER x IDENTIFIED BY 'p'",
@@ -117,49 +131,87 @@ HARMLESS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def explain() -> Iterator[AstReader]:
+    reader = AstReader(":memory:")
+    yield reader
+    reader.close()
+
+
+def _access(explain: AstReader, sql: str) -> Access:
+    parsed = explain.parse(sql)
+    access = analyse(parsed.ast, parsed.canonical, "default")
+    for name in access.overlay:  # what the gate adds: no table exists in this empty engine
+        if names_a_path(name):
+            access.need(overlay_source(name), None, None, name)
+    return access
+
+
+def _decide(explain: AstReader, sql: str, readonly: bool = False) -> Refusal | None:
+    return decide("reader" if readonly else "sco", READER if readonly else WRITER, _access(explain, sql))
+
+
 @pytest.mark.parametrize("sql", OUTSIDE)
-def test_each_form_that_reaches_outside_is_refused_for_every_user_by_the_tokens(sql: str) -> None:
-    refusal = check_statement(sql, "sco", False)
+def test_each_form_that_reaches_outside_is_refused_for_every_user(explain: AstReader, sql: str) -> None:
+    refusal = _decide(explain, sql)
     assert refusal is not None, sql
-    assert (refusal.code, refusal.log_code) in ((497, "CHS002"), (452, "CHS004")), (sql, refusal)
-    as_reader = check_statement(sql, "reader", True)  # a readonly user: refused too, for the setting itself
+    assert (refusal.code, refusal.log_code) in ((497, "CHS002"), (452, "CHS004"), (497, "CHS007")), (sql, refusal)
+    as_reader = _decide(explain, sql, readonly=True)
     assert as_reader is not None and as_reader.code in (497, 452, 164), (sql, as_reader)
 
 
 @pytest.mark.parametrize("sql", ACCESS)
-def test_access_management_is_refused_so_no_user_changes_its_profile(sql: str) -> None:
-    refusal = check_statement(sql, "sco", False)
-    assert refusal is not None and (refusal.code, refusal.name, refusal.log_code) == (497, "ACCESS_DENIED", "CHS006")
+def test_access_management_is_refused_so_no_user_changes_its_profile(explain: AstReader, sql: str) -> None:
+    for readonly in (False, True):
+        refusal = _decide(explain, sql, readonly)
+        assert refusal is not None and (refusal.code, refusal.name, refusal.log_code) == (
+            497, "ACCESS_DENIED", "CHS006"), (sql, refusal)
 
 
 @pytest.mark.parametrize("sql", HARMLESS)
-def test_harmless_lookalikes_pass_for_a_default_user(sql: str) -> None:
-    assert check_statement(sql, "sco", False) is None
+def test_harmless_lookalikes_pass_for_a_default_user(explain: AstReader, sql: str) -> None:
+    assert _decide(explain, sql) is None
 
 
 @pytest.mark.parametrize("sql", ["INSERT INTO t VALUES (1)", "CREATE TABLE t (a Int32) ENGINE = Memory",
                                  "DROP TABLE t", "ALTER TABLE t DELETE WHERE 1", "TRUNCATE TABLE t",
-                                 "CREATE TEMPORARY TABLE t (a Int32)", "SET max_threads = 1", "OPTIMIZE TABLE t",
-                                 "SELECT 1 SETTINGS max_threads = 1", "RENAME TABLE a TO b"])
-def test_a_readonly_user_is_refused_every_write_ddl_and_setting_with_164(sql: str) -> None:
-    refusal = check_statement(sql, "reader", True)
+                                 "CREATE TEMPORARY TABLE t (a Int32)", "OPTIMIZE TABLE t", "RENAME TABLE a TO b",
+                                 "SYSTEM FLUSH LOGS", "KILL QUERY WHERE 1"])
+def test_a_readonly_user_is_refused_every_write_ddl_and_setting_with_164(explain: AstReader, sql: str) -> None:
+    refusal = _decide(explain, sql, readonly=True)
     assert refusal is not None and (refusal.code, refusal.name, refusal.log_code) == (164, "READONLY", "CHS003")
-    assert check_statement(sql, "sco", False) is None  # the same statement is a default user's to run
+    assert _decide(explain, sql) is None  # the same statement is a default user's to run
+
+
+@pytest.mark.parametrize("sql", ["SET max_threads = 1", "SELECT 1 SETTINGS max_threads = 1"])
+def test_a_readonly_user_changes_no_setting(explain: AstReader, sql: str) -> None:
+    refusal = _decide(explain, sql, readonly=True)
+    assert refusal is not None and (refusal.code, refusal.log_code) == (164, "CHS003")
+    assert "'max_threads'" in refusal.message
 
 
 @pytest.mark.parametrize("sql", ["SELECT 1", "WITH 1 AS x SELECT x", "SHOW TABLES", "DESCRIBE TABLE t",
-                                 "EXISTS TABLE t", "EXPLAIN SELECT 1", "(SELECT 1) UNION ALL (SELECT 2)"])
-def test_a_readonly_user_reads(sql: str) -> None:
-    assert check_statement(sql, "reader", True) is None
+                                 "EXISTS TABLE t", "EXPLAIN SELECT 1", "(SELECT 1) UNION ALL (SELECT 2)",
+                                 "SELECT 1 SETTINGS max_execution_time = 10"])
+def test_a_readonly_user_reads(explain: AstReader, sql: str) -> None:
+    assert _decide(explain, sql, readonly=True) is None
 
 
-def test_url_settings_are_checked_like_set() -> None:
-    assert check_settings(["max_threads"], "sco", False) is None
-    assert check_settings(["readonly"], "sco", False) is None  # a default user may make itself read-only
-    fixed = check_settings(["max_threads", "s3_access_key_id"], "sco", False)
-    assert fixed is not None and (fixed.code, fixed.name) == (452, "SETTING_CONSTRAINT_VIOLATION")
-    readonly = check_settings(["readonly"], "reader", True)
+def test_url_settings_are_checked_against_the_profile() -> None:
+    assert check_settings([("max_threads", "4")], "sco", WRITER) is None
+    assert check_settings([("readonly", "1")], "sco", WRITER) is None  # a default user may make itself read-only
+    assert check_settings([("http_max_field_name_size", "1000"), ("distributed_ddl_task_timeout", "5")], "sco",
+                          WRITER) is None
+    for name, value in (("max_threads", "64"), ("allow_ddl", "0"), ("format_schema", "/etc/shadow:M"),
+                        ("max_execution_time", "100000"), ("max_threads", "lots")):
+        fixed = check_settings([("max_threads", "1"), (name, value)], "sco", WRITER)
+        assert fixed is not None and (fixed.code, fixed.name, fixed.log_code) == (
+            452, "SETTING_CONSTRAINT_VIOLATION", "CHS004"), (name, value)
+    readonly = check_settings([("readonly", "0")], "reader", READER)
     assert readonly is not None and readonly.code == 164 and "'readonly'" in readonly.message
+    assert check_settings([("max_execution_time", "60")], "reader", READER) is None  # changeable_in_readonly
+    over = check_settings([("max_execution_time", "6000")], "reader", READER)
+    assert over is not None and over.code == 452
 
 
 def test_the_tokenizer_decodes_quotes_and_drops_comments() -> None:
@@ -168,31 +220,10 @@ def test_the_tokenizer_decodes_quotes_and_drops_comments() -> None:
         ("word", "select"), ("ident", "file"), ("punct", ","), ("string", "it's"), ("ident", "a"), ("punct", "(")]
 
 
-@pytest.fixture(scope="module")
-def explain() -> Iterator[AstReader]:
-    reader = AstReader(":memory:")
-    yield reader
-    reader.close()
-
-
-@pytest.mark.parametrize("sql", [s for s in OUTSIDE if "OUTFILE" not in s.upper() and "INFILE" not in s.upper()
-                                 and not s.upper().startswith(("SET", "KILL", "(SYSTEM", "BACKUP", "RESTORE",
-                                                               "ALTER", "ATTACH"))
-                                 and "SETTINGS" not in s.upper() and "ENGINE" not in s.upper()
-                                 and "CLICKHOUSE(" not in s])
-def test_chdbs_own_parse_refuses_the_same_functions_on_its_own(explain: AstReader, sql: str) -> None:
-    ast = explain(sql)
-    assert ast is not None, sql
-    refusal = check_ast(ast, "sco")
-    assert refusal is not None and refusal.code == 497, (sql, ast)
-
-
-@pytest.mark.parametrize("sql", ["SELECT * FROM numbers(3)", "SELECT file FROM t", "SELECT 'file('",
-                                 "CREATE TABLE t (d Date) ENGINE = MergeTree PARTITION BY toYYYYMM(d) ORDER BY (d, d)",
-                                 "INSERT INTO file (file) VALUES ('x')", "SELECT domain(url) FROM t"])
-def test_chdbs_own_parse_passes_the_lookalikes(explain: AstReader, sql: str) -> None:
-    ast = explain(sql)
-    assert ast is not None and check_ast(ast, "sco") is None, ast
+def test_an_unknown_engine_or_table_function_is_refused_unread(explain: AstReader) -> None:
+    for sql in ("CREATE TABLE t (a Int32) ENGINE = NoSuchEngine", "SELECT * FROM noSuchTableFunction(1)"):
+        refusal = _decide(explain, sql)
+        assert refusal is not None and (refusal.code, refusal.log_code) == (497, "CHS008"), sql
 
 
 def test_the_parse_is_not_asked_about_two_statements(explain: AstReader) -> None:
@@ -206,10 +237,11 @@ _ROWS = ", ".join(f"({i}, 'row-{i}, it''s \\' file(x)', {i * 0.5}e3)" for i in r
                                   " -- '\n, (file(char(47, 101, 116, 99))) -- '",
                                   " /* ' */ , (url(char(104))) /* ' */"])
 def test_a_long_insert_values_is_read_whole_when_its_rows_are_more_than_literals(tail: str) -> None:
-    refusal = check_statement(f"INSERT INTO t VALUES {_ROWS}{tail}", "sco", False)
-    assert refusal is not None and refusal.code == 497, tail
+    assert insert_head(f"INSERT INTO t VALUES {_ROWS}{tail}") is None
 
 
-def test_a_long_insert_values_of_literals_passes() -> None:
-    assert check_statement(f"INSERT INTO t VALUES {_ROWS}", "sco", False) is None
-    assert check_statement(f"INSERT INTO t VALUES {_ROWS}", "reader", True) is not None  # still readonly's no
+def test_a_long_insert_values_of_literals_is_parsed_up_to_values(explain: AstReader) -> None:
+    head = insert_head(f"INSERT INTO `t` VALUES {_ROWS}")
+    assert head == "INSERT INTO `t` VALUES"
+    assert _decide(explain, head) is None
+    assert _decide(explain, head, readonly=True) is not None  # still readonly's no

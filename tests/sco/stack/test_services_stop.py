@@ -57,8 +57,13 @@ def test_stopping_a_server_stops_the_processes_it_started(tmp_path: Path, marker
 def test_a_stray_pid_is_stopped_alone_when_it_leads_no_group(marker: str) -> None:
     proc = subprocess.Popen(["sleep", "60"])  # in pytest's process group: only it may be signalled
     try:
+        # the child's signal state, for the failure's message: once in ~10 loaded runs the SIGTERM was not acted on
+        # (killed by the SIGKILL after 5 s; given 60 s, the sleep ran out and exited 0): blocked or ignored as
+        # inherited from this worker, not load
+        masks = " ".join(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                         if line.startswith(("SigBlk", "SigIgn")))
         services.stop_pid(proc.pid, timeout=5)
-        assert proc.wait(5) == -signal.SIGTERM
+        assert proc.wait(5) == -signal.SIGTERM, masks
     finally:
         proc.kill()
         proc.wait(5)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from sco.stack import natsserver, services
+from sco.stack.credentials import redact_url
 from stores.config import load_urls, resolve_url
 from testkit.paths import REPO
 
@@ -85,8 +86,8 @@ def test_a_store_given_by_url_is_used_as_is_and_never_started_or_stopped(tmp_pat
         up = _sco(home, "up", "--json", "--no-migrate", env=env)
         assert up.returncode == 0, up.stderr
         rows = {s["name"]: s for s in json.loads(up.stdout)}
-        assert rows["nats"] == {"name": "nats", "url": nats.url, "managed": False, "pid": None, "healthy": True,
-                                "state": "external"}
+        assert rows["nats"] == {"name": "nats", "url": redact_url(nats.url), "managed": False, "pid": None,
+                                "healthy": True, "state": "external"}
         assert rows["postgres"]["state"] == "started"
         down = _sco(home, "down", "--json", env=env)
         assert down.returncode == 0, down.stderr
