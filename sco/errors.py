@@ -13,6 +13,7 @@
         ├── UsersFileError   the front end's users file is missing, readable by others or malformed
         │                    (``CHA001``–``CHA004``, naming the file and the field): it does not start
         ├── AuthConfigError  the front end was given neither a users file nor ``--no-auth`` (``CHA005``)
+        ├── PolicyError      the front end's ``users.xml`` cannot be read as an access policy (``CHA006``)
         └── RenderError      ``sco deploy render`` was given an input the install cannot be rendered from
                              (``DEP0nn``, leading the message; ``sco.deploy.render`` re-exports it)
 
@@ -24,10 +25,11 @@ The commands turn the lower floors' errors (``ContractsError``, ``StoresError``,
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "RenderError",
-           "UsersFileError"]
+__all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "PolicyError",
+           "RenderError", "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -117,3 +119,11 @@ class KubeApiError(Exception):
 
 class RenderError(ValueError):
     """An input the install cannot be rendered from; the message leads with its code (DEP0nn)."""
+
+
+class PolicyError(ValueError):
+    """``users.xml`` cannot be read as a policy (``CHA006``): the front end does not start."""
+
+    def __init__(self, path: Path, where: str, problem: str) -> None:
+        super().__init__(f"CHA006 {path}: {where} {problem}; fix the file (ClickHouse's users.xml format, see "
+                         "deploy/clickhouse/users.xml)")

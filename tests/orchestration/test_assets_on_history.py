@@ -315,7 +315,8 @@ def test_the_finance_docs_site_is_generated_with_every_mart_column_described(mat
     assert index.stat().st_size > 100_000  # the one-file site embeds the manifest and the catalogue
     manifest = json.loads((site / "manifest.json").read_text())
     marts = [n for n in manifest["nodes"].values() if n["resource_type"] == "model" and "marts" in n["fqn"]]
-    assert len(marts) == 5
+    assert {m["name"] for m in marts} >= {"fct_savings_ledger", "fct_showback_monthly", "fct_finance_export",
+                                          "dim_pool", "dim_workload"}
     undocumented = [f"{m['name']}.{c}" for m in marts for c, col in m["columns"].items()
                     if not col.get("description", "").strip()]
     assert undocumented == []
@@ -324,8 +325,6 @@ def test_the_finance_docs_site_is_generated_with_every_mart_column_described(mat
 
 
 def test_a_mart_that_lost_rows_fails_its_row_count_expectation(materialised: Stack) -> None:
-    from dagster import materialize
-
     from orchestration.defs.finance.checks import CHECKS
 
     ch = materialised.ch()
@@ -335,8 +334,7 @@ def test_a_mart_that_lost_rows_fails_its_row_count_expectation(materialised: Sta
         ch.command(f"INSERT INTO {scratch} SELECT * FROM fct_finance_export")
         ch.command("DELETE FROM fct_finance_export WHERE workload = (SELECT any(workload) FROM fct_finance_export)")
         check = next(c for c in CHECKS if "fct_finance_export" in str(c.check_keys))
-        result = materialize([check], resources=materialised.resources(), raise_on_error=False)
-        evaluation, = result.get_asset_check_evaluations()
+        evaluation = check(clickhouse=materialised.ch())  # the check alone, as its schedule runs it after dbt
         assert not evaluation.passed and "expected from the upstream mart" in (evaluation.description or "")
     finally:
         ch.command("TRUNCATE TABLE fct_finance_export")

@@ -18,6 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import PolicyError
+
 __all__ = ["POLICY_FILE", "SOURCE_PRIVILEGES", "Constraint", "Grant", "Policy", "Profile", "UserPolicy",
            "load_policy"]
 
@@ -41,13 +43,6 @@ _GRANT = re.compile(r"^\s*GRANT\s+(?P<privs>.+?)\s+ON\s+(?P<db>[A-Za-z0-9_*]+)\.
                     re.I | re.S)
 JSON_PROFILES = {"default": "sco_default", "readonly": "sco_readonly"}
 
-
-class PolicyError(ValueError):
-    """``users.xml`` cannot be read as a policy (``CHA006``): the front end does not start."""
-
-    def __init__(self, path: Path, where: str, problem: str) -> None:
-        super().__init__(f"CHA006 {path}: {where} {problem}; fix the file (ClickHouse's users.xml format, see "
-                         "deploy/clickhouse/users.xml)")
 
 
 def expand(privilege: str) -> frozenset[str]:
