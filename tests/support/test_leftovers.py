@@ -109,7 +109,7 @@ def test_a_session_that_leaves_a_process_fails_unless_allowed(tmp_path: Path, al
     (tmp_path / "test_leaky.py").write_text(LEAKY)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.support.leftovers", "-p", "no:cacheprovider",
-                           "-q", "test_leaky.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                           "-q", "--basetemp", str(tmp_path / "inner"), "test_leaky.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), ALLOW_VAR: allow})
     pids = [int(pid) for pid in re.findall(r"^pid (\d+): sleep 60$", done.stdout, re.MULTILINE)]
     for pid in pids:
