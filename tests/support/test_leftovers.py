@@ -108,8 +108,10 @@ LEAKY = textwrap.dedent("""
 def test_a_session_that_leaves_a_process_fails_unless_allowed(tmp_path: Path, allow: str, code: int) -> None:
     (tmp_path / "test_leaky.py").write_text(LEAKY)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    # its own basetemp: a session on the default one would reset /tmp/pytest-of-<user> to 0700 under our stacks
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.support.leftovers", "-p", "no:cacheprovider",
-                           "-q", "--basetemp", str(tmp_path / "inner"), "test_leaky.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                           "-q", "--basetemp", str(tmp_path / "inner"), "test_leaky.py"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), ALLOW_VAR: allow})
     pids = [int(pid) for pid in re.findall(r"^pid (\d+): sleep 60$", done.stdout, re.MULTILINE)]
     for pid in pids:
