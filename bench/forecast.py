@@ -1,4 +1,4 @@
-"""Benchmark (issue 36): the reclaim forecast judged as a forecaster's work, on days it was not fitted on.
+"""Benchmark: the reclaim forecast judged as a forecaster's work, on days it was not fitted on.
 
     .venv/bin/python -m bench.forecast [--seed N] [--days 21] [--train-days 14] [--svg reliability.svg]
 

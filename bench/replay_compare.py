@@ -47,7 +47,7 @@ from bench._cli import stop_on_signals
 
 from .replay_trace import log, recorded_trace
 
-OURS = "expected-cost"  # ours since issue 36: rate + P(reclaim in 1 h) x what a reclaim costs the workload
+OURS = "expected-cost"  # ours: rate + P(reclaim in 1 h) x what a reclaim costs the workload
 STRATEGIES = (OURS, "depth-first", "price-first", "single-cheapest")
 UNCAPPED = "depth-first-uncapped"  # diagnostic: our ranking with the caps lifted (one pool, like single-cheapest)
 # the default before the four-seed, 30-day comparison: the hall cap lifted at two halls with room
@@ -76,7 +76,7 @@ class Run:
     seconds: float
     shortfall_wait_pct: float  # the share of the shortfall that fell on workloads without fallback (they wait)
     ceiling_pct: float  # net saving at the planning rate with nothing lost: floors at no saving, the rest at 65 %
-    # issue 36: where the saving goes (``controllers.replay.waterfall``, points of the wanted work's value) and the
+    # where the saving goes (``controllers.replay.waterfall``, points of the wanted work's value) and the
     # workloads outside their own contract (``contracts.verdicts``); absent from runs logged before them
     waterfall: dict[str, float] = dataclasses.field(default_factory=dict)
     workloads_failing: list[str] = dataclasses.field(default_factory=list)
@@ -348,7 +348,7 @@ def _ours(runs: Sequence[Run]) -> str:
 
 
 def _against_price_first(runs: list[Run], name: str, other: str) -> list[tuple[str, bool, str]]:
-    """Issue 36's comparison with price-first under the same caps, on the seeds both have: net saving (planning
+    """The comparison with price-first under the same caps, on the seeds both have: net saving (planning
     rates) ≥ 3 points above it on the mean, fewer interruptions/h on every seed, and the mean net ≥ 45 %."""
     seeds = common_seeds(runs, name, other)
     if not seeds:

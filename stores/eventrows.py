@@ -9,7 +9,7 @@ up to 6 fractional digits), strings where strings belong, a real ``bool``, flat 
 goes to pydantic, which accepts it with its own coercions or refuses it with its own reason. So a payload
 is refused exactly when pydantic refuses it, and a payload the fast path accepts gives the row pydantic's
 ``Event.row()`` would (``tests/stores/test_eventrows.py`` holds both to it over every poison kind and
-payload shape). Issue 15: the per-event pydantic validation was half of the ingest's Python time.
+payload shape). The per-event pydantic validation was half of the ingest's Python time.
 
 Rows are *wire rows*: ``EVENT_COLUMNS`` order, ``time`` as ClickHouse text (``YYYY-MM-DD hh:mm:ss.ffffff``,
 UTC; the column keeps milliseconds), ready for :func:`encode_rows` — one ``JSONCompactColumns`` body that

@@ -1,4 +1,4 @@
-"""A re-plan that keeps what a plan holds and moves only what it must (issue 19).
+"""A re-plan that keeps what a plan holds and moves only what it must.
 
 A workload is re-planned when its claim changed, its plan is short, a pool it uses was excluded or regrouped, or
 a pool holds less room than its plan wants there. Made again from scratch on the ranking in force, the plan

@@ -1,4 +1,4 @@
-"""Which plans of the previous generation are kept (ADR-08, issue 19), in time that does not grow with them.
+"""Which plans of the previous generation are kept (ADR-08), in time that does not grow with them.
 
 A plan is kept when its claim is unchanged, it placed all of it, and it still fits the pools in force: none of
 its pools is excluded or gone, and its reclaimable units respect the group cap under the groups in force

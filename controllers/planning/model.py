@@ -60,7 +60,7 @@ class Caps:
     # span >= ``hall_min_halls`` halls, at max(40 %, ceil(units / halls)). Where the halls at that share cannot
     # hold the claim with room to spare (two halls: 50 % each), the hall cap is a preference: what a fill under
     # it leaves short is topped up without it. 3 lifts the cap at two halls: seed 2's 30-day month lost 65 % of a
-    # claim in one hall that way; at 2 (the default since issue 19's four seeds × 30 days) the worst 5-min loss
+    # claim in one hall that way; at 2 (the default since the four-seed, 30-day comparison) the worst 5-min loss
     # fell from 65 % to 55 % and interruptions/h from 1.54 to 1.47 (docs/benchmarks.md)
     hall_share: Decimal = Decimal("0.40")
     probation_share: Decimal = Decimal("0.05")
@@ -251,10 +251,9 @@ def allocation(pool_id: str, purpose: Purpose, units: int, instances: int, rate_
     """``Allocation(...)`` for the planner's hot path: the same value, built without the frozen ``__setattr__``s.
 
     A frozen dataclass sets each field through ``object.__setattr__`` called from its ``__init__``; a plan makes
-    thousands (issue 18). Here each slot's own setter is called directly, a third cheaper again. Every field is
+    thousands. Here each slot's own setter is called directly, a third cheaper again. Every field is
     a required argument, so none can be left out (``tests/controllers/planning/test_model.py``). Slotted: a
-    plan's thousands of allocations and plans have no ``__dict__`` each for the collector to walk after the plan
-    (issue 18).
+    plan's thousands of allocations and plans have no ``__dict__`` each for the collector to walk after the plan.
     """
     a = _new(Allocation)
     set_pool, set_purpose, set_units, set_instances, set_rate = _ALLOCATION

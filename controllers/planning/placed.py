@@ -1,4 +1,4 @@
-"""A fill's result (issue 18): units per pool, the instances it takes, its allocations and cost, built once.
+"""A fill's result: units per pool, the instances it takes, its allocations and cost, built once.
 
 Workloads of one shape often ask the same fill of the same pools (same units, same strategy), and a pool's
 capacity is rarely what limits a fill (a pool holds hundreds of instances, a workload takes a few of each), so

@@ -8,13 +8,13 @@ of whose pools is now excluded and whose reclaimable units still respect the gro
 (a merged group, ADR-06) and whose pools still have the room it holds keeps its plan; only the others are
 re-planned, on the capacity the kept plans leave. A re-plan of a plan made for the same contract and strategy
 keeps what the plan holds and places only what is missing (``incremental``): a re-plan made from scratch moved
-every instance the plan held whenever the ranking had moved, which the breaker took for a mass termination
-(issue 19). A plan that left units short is re-planned every pass, so capacity that comes back is used; when the
+every instance the plan held whenever the ranking had moved, which the breaker took for a mass termination.
+A plan that left units short is re-planned every pass, so capacity that comes back is used; when the
 re-plan places the same, the plan stays the very object it was. When kept plans want more instances in a pool
 than it can give (free and ours), the lowest-priority of them are re-planned the same way, instead of being
 relaunched into a full pool until it is excluded for thrash.
 
-At fleet scale (issue 18): eligibility and rank orders come from per-plan tables built once per workload
+At fleet scale: eligibility and rank orders come from per-plan tables built once per workload
 shape (``tables``), and which plans are kept is decided from what the planner remembers of the plan set it
 made last (``keep``), so a pass with one changed claim does not read the plans it keeps. The plans are the
 same as they were before both (``tests/controllers/planning/test_equivalence.py``).
@@ -47,7 +47,7 @@ __all__ = ["PlannerConfig", "plan", "priority"]
 _TIER_ORDER = {TierName.T1: 0, TierName.T4: 1, TierName.T2: 2, TierName.T3: 3, TierName.T5: 4}
 
 # the enum members the hot path compares with, as module names: a name is read in a few nanoseconds, a member as
-# an attribute of its enum class in ~50 (issue 18: some 30,000 reads a full re-plan)
+# an attribute of its enum class in ~50 (some 30,000 reads a full re-plan)
 _DEPTH, _PRICE, _CAPACITY, _SINGLE, _COST = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST,
                                              Strategy.CAPACITY_OPTIMISED, Strategy.SINGLE_CHEAPEST,
                                              Strategy.EXPECTED_COST)
@@ -104,7 +104,7 @@ def _rows(claims: Sequence[Claim]) -> list[Row]:
     """The claims' rows in priority order, read in one pass in the claims' own order.
 
     A first plan reads every claim's contract once, in the order the claims sit in memory, instead of once to sort
-    and again in priority order to plan (issue 18: the second reads missed the cache, a tenth of a plan).
+    and again in priority order to plan (the second reads missed the cache, a tenth of a plan).
     """
     tier = _TIER_ORDER.get
     pairs = [((tier(c.base_tier, 5), 0 if c.deadline else 1, c.workload), _row(claim))
@@ -209,7 +209,7 @@ def plan(claims: Sequence[Claim], pools: Sequence[PoolState], now: datetime, pre
          config: PlannerConfig | None = None) -> PlanSet:
     """Plan every claim; keep unchanged plans from ``previous``. Pure: reads nothing but its arguments.
 
-    The cyclic garbage collector is paused while it plans (issue 18): a plan allocates tens of thousands of
+    The cyclic garbage collector is paused while it plans: a plan allocates tens of thousands of
     small objects, none in a cycle, and most of them live until it returns, so the collections it would trigger
     (~50 a plan at 2,000 workloads) find nothing to free; the first allocation after it returns makes one.
     """

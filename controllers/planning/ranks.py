@@ -1,4 +1,4 @@
-"""Exact integer sort keys for the rank orders (issue 18): the same orders as the ``Decimal`` keys, cheaper.
+"""Exact integer sort keys for the rank orders: the same orders as the ``Decimal`` keys, cheaper.
 
 The planner ranks a shape's pools by tuples of a score, a rate per unit (``rate / units per instance``, a
 ``Decimal`` division) and the pool id. Sorting a thousand pools that way costs a ``Decimal`` division and a tuple

@@ -1,6 +1,6 @@
 """A composite pool score for when no ranking is in force yet (tests, benchmarks, the compiler's replay).
 
-The analytics publish the ranking in force (issue 7) with the same formula, ``contracts.scoring.composite_score``:
+The analytics publish the ranking in force with the same formula, ``contracts.scoring.composite_score``:
 forward capacity and observed interruption outweigh rate (ADR-08), each input normalised to 0..1.
 """
 

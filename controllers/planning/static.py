@@ -1,4 +1,4 @@
-"""A plan's per-pool columns (issue 18): every fact of the pools in force a fill reads, one list a fact.
+"""A plan's per-pool columns: every fact of the pools in force a fill reads, one list a fact.
 
 The planner reads the pool states once per plan into columns indexed by row, a row a pool in pool id order, and
 builds every shape's tables from them (``tables``). The states and their catalogue pools are read in one pass
@@ -47,7 +47,7 @@ class Static:
         self.ids = list(map(ids.__getitem__, by_id))
         self.id_rank = list(range(len(ids)))  # each row's position in pool id order: its own
         # every column a pool gives, read in one pass over the pools and turned into columns (a pass a column
-        # read two thousand pools' attributes sixteen times, and they no longer fit the cache: issue 18)
+        # read two thousand pools' attributes sixteen times, and they no longer fit the cache)
         rate, hall, aggregate, model, sku, size, unit, vcpu, memory, gpu, region, guaranteed = map(
             list, zip(*map(_POOL_COLUMNS, catalogue), strict=True)) if catalogue else ([],) * 12
         override, group, score, probation, available, excluded, reclaim_p = map(

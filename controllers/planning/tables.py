@@ -1,4 +1,4 @@
-"""Per-plan tables (issue 18): what every workload of one plan reads about the pools, built once per plan.
+"""Per-plan tables: what every workload of one plan reads about the pools, built once per plan.
 
 Which pools a workload may use depends on its *shape*, not on the workload: the region, one unit's resources
 and the eligibility lists (and, for the floor, the business unit). So eligibility, units per instance and the
@@ -230,7 +230,7 @@ class PoolTable:
 
         Grouped by flavour (units per instance are the flavour's), in the order of each flavour's first pool.
         Not kept: a shape keeps the entries it may use, and keeping every pool that fits beside them (a list of
-        a thousand pairs per shape) only gave the collector more to walk after each plan (issue 18).
+        a thousand pairs per shape) only gave the collector more to walk after each plan.
         """
         v, m, g = r.vcpu, r.memory_gib, r.gpu
         fits: list[Entry] = []

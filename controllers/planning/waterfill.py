@@ -18,7 +18,7 @@ shape's rank order, built once per plan, and stop as soon as the claim is placed
 last candidates' count matters or the first pass cannot place everything); capacity-optimised and single-cheapest
 (baselines) sort the candidates per claim. A depth-first or price-first fill is reused by the next workload of
 the shape that asks the same (units, strategy, halls with capacity) while the pools it used still have the room
-it took and none it read is among the last candidates (``placed.Placed``; issue 18).
+it took and none it read is among the last candidates (``placed.Placed``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .tables import Entry, Order, PoolTable, Shape
 
 __all__ = ["fill", "shared_fill"]
 
-# the strategies as module names: read in a few nanoseconds, not ~50 as attributes of their class (issue 18)
+# the strategies as module names: read in a few nanoseconds, not ~50 as attributes of their class
 _DEPTH, _PRICE, _CAPACITY, _SINGLE = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST, Strategy.CAPACITY_OPTIMISED,
                                       Strategy.SINGLE_CHEAPEST)
 
