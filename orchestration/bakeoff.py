@@ -22,7 +22,8 @@ from .errors import BakeoffError
 __all__ = ["COLUMNS", "SEEDS", "STRATEGIES", "RunSettings", "row", "run_partition", "sco_executable"]
 
 SEEDS = ("1", "2", "3", "4")
-STRATEGIES = ("depth-first", "price-first", "single-cheapest")
+# ours first (expected cost within each contract's tolerance), then the baselines under the same caps
+STRATEGIES = ("expected-cost", "depth-first", "price-first", "single-cheapest")
 COLUMNS = ("revision", "seed", "strategy", "days", "warmup_days", "interruptions_pct_h", "interruptions",
            "wasted_pct", "shortfall_pct", "shortfall_wait_pct", "net_pct", "net_planning_pct", "ceiling_pct",
            "worst_step_pct", "worst_workload", "seconds", "recorded_at")

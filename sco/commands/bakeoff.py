@@ -1,6 +1,6 @@
 """``sco bakeoff``: the placement bake-off, one strategy-month at a time.
 
-    sco bakeoff run --seed 1 --strategy depth-first --days 30 [--out month.json]
+    sco bakeoff run --seed 1 --strategy expected-cost --days 30 [--out month.json]
     sco bakeoff table
 
 ``run`` replays one seed × strategy through the production controller (``sco.bakeoff.month``) and prints its
@@ -33,8 +33,8 @@ def register(sub: Any) -> None:
     bsub.required = True
     r = bsub.add_parser("run", help="replay one seed × strategy and print its record (JSON)")
     r.add_argument("--seed", type=int, required=True)
-    r.add_argument("--strategy", required=True, choices=("depth-first", "price-first", "single-cheapest",
-                                                         "capacity-optimised"))
+    r.add_argument("--strategy", required=True, choices=("expected-cost", "depth-first", "price-first",
+                                                         "single-cheapest", "capacity-optimised"))
     r.add_argument("--days", type=float, default=30.0, help="days replayed (30)")
     r.add_argument("--warmup-days", type=float, default=7.0, help="history the rankings learn from first (7)")
     r.add_argument("--units", type=int, default=40, help="units each workload asks (40)")
@@ -114,7 +114,7 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_table(rows: list[dict[str, Any]], ours: str = "depth-first", baseline: str = "price-first") -> str:
+def render_table(rows: list[dict[str, Any]], ours: str = "expected-cost", baseline: str = "price-first") -> str:
     """The comparison (one row per strategy, means over seeds) and the verdicts against the targets."""
     head = (f"{'strategy':<18} {'seeds':>5} {'interr. %/h':>11} {'net % (plan)':>12} {'net % (card)':>12} "
             f"{'shortfall %':>11} {'wasted %':>9} {'worst 5-min':>11} {'ceiling %':>9}")

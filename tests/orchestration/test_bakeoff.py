@@ -55,12 +55,12 @@ def test_the_bakeoff_partitions_land_in_clickhouse_and_the_dbt_model_compares_th
                                  "bakeoff": BakeoffSettings(**SHORT, revision="test-rev",
                                                             cache_dir=str(tmp_path / "traces"))}
     with DagsterInstance.ephemeral() as instance:
-        for strategy in ("depth-first", "price-first"):
+        for strategy in ("expected-cost", "price-first"):
             result = materialize([strategy_month], instance=instance, resources=resources,
                                  partition_key=MultiPartitionKey({"seed": "1", "strategy": strategy}))
             assert result.success
         done = instance.get_materialized_partitions(strategy_month.key)
-        assert done == {"1|depth-first", "1|price-first"}
+        assert done == {"1|expected-cost", "1|price-first"}
         comparison = AssetKey(["finance", "fct_strategy_comparison"])
         built = materialize([finance_models(), strategy_month], instance=instance, resources=resources,
                             selection=AssetSelection.assets(comparison))
@@ -68,17 +68,17 @@ def test_the_bakeoff_partitions_land_in_clickhouse_and_the_dbt_model_compares_th
     ch = stack.ch()
     rows = ch.rows("SELECT seed, strategy, days, revision, net_planning_pct FROM strategy_months FINAL "
                    "WHERE revision = 'test-rev' ORDER BY strategy")
-    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(1, "depth-first", 0.1, "test-rev"),
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(1, "expected-cost", 0.1, "test-rev"),
                                                          (1, "price-first", 0.1, "test-rev")]
     c = ch.client()
     try:
         table = list(c.query("SELECT * FROM fct_strategy_comparison ORDER BY strategy").named_results())
     finally:
         c.close()
-    assert [(t["strategy"], t["seeds"], t["revision"]) for t in table] == [("depth-first", 1, "test-rev"),
+    assert [(t["strategy"], t["seeds"], t["revision"]) for t in table] == [("expected-cost", 1, "test-rev"),
                                                                           ("price-first", 1, "test-rev")]
     assert [round(t["net_planning_pct"], 6) for t in table] == [round(r[4], 6) for r in rows]
     assert table[1]["seeds_less_interrupted"] == 0  # price-first is never interrupted less than itself
     printed = render_table(table)
-    assert "depth-first" in printed and ("PASS  shortfall" in printed or "FAIL  shortfall" in printed)
+    assert "expected-cost" in printed and ("PASS  shortfall" in printed or "FAIL  shortfall" in printed)
     assert "net ≥ price-first + 3 points" in printed

@@ -21,7 +21,7 @@ def _row(strategy: str, **change: float) -> dict[str, object]:
 
 
 def test_ours_ahead_of_price_first_on_every_target_passes_every_verdict() -> None:
-    printed = render_table([_row("depth-first"), _row("price-first", net_planning_pct=41.0,
+    printed = render_table([_row("expected-cost"), _row("price-first", net_planning_pct=41.0,
                                                       seeds_less_interrupted=0)])
     assert "FAIL" not in printed and printed.count("PASS") == 5
 
@@ -34,7 +34,7 @@ def test_ours_ahead_of_price_first_on_every_target_passes_every_verdict() -> Non
     ({"net_planning_pct": 44.0}, "mean net (planning) ≥ 45 %"),
 ])
 def test_each_miss_is_printed_as_a_fail_line(change: dict[str, float], failing: str) -> None:
-    printed = render_table([_row("depth-first", **change), _row("price-first", net_planning_pct=40.5)])
+    printed = render_table([_row("expected-cost", **change), _row("price-first", net_planning_pct=40.5)])
     assert f"FAIL  {failing}" in printed
 
 
