@@ -36,7 +36,7 @@ BASES = ("base", "controller", "monitoring")
 SECRETS: dict[str, dict[str, tuple[str, str]]] = {
     "sco-controller-stores": {"SCO_POSTGRES_URL": ("controller", "postgres"), "SCO_NATS_URL": ("controller", "nats")},
     "sco-exclusion-watcher-stores": {"SCO_POSTGRES_URL": ("controller", "postgres"),
-                                     "SCO_NATS_URL": ("watcher", "nats")},
+                                     "SCO_NATS_URL": ("controller", "nats")},  # its durable: the controller's
     "sco-ingest-stores": {"SCO_NATS_URL": ("ingest", "nats"), "SCO_CLICKHOUSE_URL": ("ingest", "clickhouse")},
     "sco-outbox-relay-stores": {"SCO_POSTGRES_URL": ("relay", "postgres"), "SCO_NATS_URL": ("relay", "nats"),
                                 "SCO_CLICKHOUSE_URL": ("relay", "clickhouse")},

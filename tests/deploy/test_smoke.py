@@ -225,7 +225,8 @@ def _run_everything(installed: InstalledSco, stack: Path, objects: list[dict[str
     # 2. the simulated region the controllers provision from (stands in for OpenStack)
     region_port = free_port()
     stack_doc = json.loads((stack / "stack.json").read_text())
-    procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--nats",
+    # --no-auth: the region stands in for OpenStack here; its own authentication has tests of its own
+    procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--no-auth", "--nats",
                                stack_doc["components"]["region"]["nats"]], installed.env(), installed.workdir)
     claims = root / "claims.json"
     claims.write_text("[]")
@@ -453,8 +454,9 @@ def test_every_systemd_unit_runs_from_the_wheel_and_prometheus_scrapes_it_with_t
     try:
         region_port = free_port()
         stack_doc = json.loads((stack / "stack.json").read_text())
-        procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--nats",
-                                   stack_doc["components"]["region"]["nats"]], installed.env(), installed.workdir)
+        procs.start("sim-region", ["sco", "sim", "region", "serve", "--port", str(region_port), "--no-auth",
+                                   "--nats", stack_doc["components"]["region"]["nats"]], installed.env(),
+                    installed.workdir)
         claims = tmp_path / "claims.json"
         claims.write_text("[]")
         dagster = _dagster_home(installed, stack, tmp_path)

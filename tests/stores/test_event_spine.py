@@ -161,6 +161,8 @@ def test_sco_outbox_relay_and_sco_ingest_commands_move_outbox_rows_into_clickhou
     assert "inserted 6 events, dead-lettered 0" in capsys.readouterr().out
 
 
+# restarts a server on the port it held: never beside another test that takes a port the moment it looks free
+@pytest.mark.xdist_group("port-restarts")
 def test_ingest_waits_out_a_clickhouse_outage_and_loses_nothing(nats_url: str, tmp_path: Path) -> None:
     front = ClickHouseProcess(tmp_path / "ch", services.free_port()).start()  # one users file for both starts
     url = front.url

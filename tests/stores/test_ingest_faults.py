@@ -171,6 +171,9 @@ class _HalfStored:
     def __init__(self, client: Any) -> None:
         self.client = client
 
+    def __getattr__(self, name: str) -> Any:  # every other call (the event-id lookups) goes to the real client
+        return getattr(self.client, name)
+
     def raw_insert(self, table: str, columns: Any, body: bytes, **kwargs: Any) -> Any:
         if table != "events":
             return self.client.raw_insert(table, columns, body, **kwargs)
