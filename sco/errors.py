@@ -4,6 +4,8 @@
     ├── CliError             a usage or input error, printed as one line; exit code 2 unless ``code`` says
     ├── ClickHouseError      the embedded ClickHouse front end's error, in ClickHouse's own shape
     │                        (``Code: N. DB::Exception: …``); ``http_status`` maps it to an HTTP status
+    ├── PortTaken            an embedded server could not bind the port picked for it: another process took it
+    │                        first (a RuntimeError, so callers that wait for a server to start catch it)
     ├── KubeApiError         what the Kubernetes API double (``sco.demo.kubeapi``) answers a request with: the
     │                        HTTP status ``code`` and its ``kind: Status`` body (``status()``); never raised to
     │                        a caller of ours (``sco.demo.kubeapi`` re-exports it as ``ApiError``)
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["AuthConfigError", "CliError", "ClickHouseError", "CloudConfigError", "KubeApiError", "PolicyError",
-           "RenderError", "UsersFileError"]
+           "PortTaken", "RenderError", "UsersFileError"]
 
 _CLICKHOUSE_ERROR = re.compile(r"Code: (\d+)\. .*?(?:\(([A-Z0-9_]+)\))?(?: \(version [^)]*\))?\s*$", re.S)
 
@@ -115,6 +117,11 @@ class KubeApiError(Exception):
         if self.details is not None:
             body["details"] = self.details
         return body
+
+
+class PortTaken(RuntimeError):
+    """An embedded server exited because the port picked for it was taken by another process before it bound
+    it: the caller picks another port (a fresh one) or says which process holds it (a recorded one)."""
 
 
 class RenderError(ValueError):

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from stores.config import ENV_VARS, Store, sco_home, stack_file
 
+from ..errors import PortTaken
 from . import credentials as creds_mod
 from . import natsserver, services
 from .credentials import Credentials
@@ -147,7 +148,12 @@ def _start(store: Store, home: Path, fast: bool, port: int, creds: Credentials, 
         if record.get("managed") and nats_size(record) == nats_cluster:
             return _heal_nats_cluster(record, creds)
         return _start_nats_cluster(home, port, nats_cluster, creds)
-    return _record(_start_one(store, home, fast, port, creds))
+    try:
+        return _record(_start_one(store, home, fast, port, creds))
+    except PortTaken:
+        if record.get("managed") and int(record.get("port") or 0) == port:
+            raise  # the recorded port: clients hold it, another one would strand them
+        return _record(_start_one(store, home, fast, services.free_port(), creds))  # a fresh pick, taken first
 
 
 def _start_one(store: Store, home: Path, fast: bool, port: int, creds: Credentials) -> services.Running:

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import PortTaken
+from . import listeners
 from .credentials import pg_url, write_private
 from .ports import choose_ports, port_free
 
@@ -99,9 +101,14 @@ def wait_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = 
     """Wait up to ``timeout`` seconds for ``port`` to listen; raises when ``proc`` exits first or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if port_open(port):
+        # something answering is not enough: it must be ``proc`` (or a worker in its session), not another
+        # server that took the port between our pick and our bind
+        if port_open(port) and (proc is None or listeners.held_by_session(port, proc.pid) is not False):
             return
         if proc is not None and proc.poll() is not None:
+            if port_open(port):
+                raise PortTaken(f"{what or 'server'} exited with {proc.returncode}: 127.0.0.1:{port} is held by "
+                                f"another process (picked free, taken before the server could bind it)")
             raise RuntimeError(f"{what or 'server'} exited with {proc.returncode} before listening on {port}")
         time.sleep(0.02)
     raise TimeoutError(f"{what or 'server'} did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
