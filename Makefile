@@ -56,7 +56,7 @@ test: venv
 test-fast: fast-venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	@$(HEARTBEAT) pytest $(BIN)/pytest -q -n 2 --dist loadgroup -m "not services and not testbed and not slow"
+	@$(HEARTBEAT) pytest $(BIN)/pytest -q -n 3 --dist loadgroup -m "not services and not testbed and not slow"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -17,6 +17,8 @@ The one NATS, PostgreSQL and ClickHouse fixture each live in ``tests/support/`` 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "testbed" in item.keywords:
             item.add_marker(skip)
+
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_they_were() -> Iterator[None]:
+    """Each test leaves the worker's signal handlers and mask as it found them. Code under test installs its own
+    (a command's SIGTERM handler, a bench's SIG_IGN while it cleans up); left behind, the next test's children
+    inherit an ignored SIGTERM, or the handler swallows a signal sent between fork and exec."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    for sig, handler in handlers.items():
+        if signal.getsignal(sig) is not handler and handler is not None:
+            signal.signal(sig, handler)
 
 
 @pytest.fixture(autouse=True)

@@ -69,8 +69,13 @@ def test_the_ancestors_of_a_process_are_itself_its_parent_and_up_to_init() -> No
 
 
 def test_the_scan_leaves_out_the_scanning_process_and_lists_its_siblings(marker: str) -> None:
-    program = ("from tests.support.leftovers import scan\n"
-               "for left in scan(__import__('sys').argv[1], grace_s=0): print(left.pid, left.cmdline)")
+    # the shell's background child reads "sh -c …" until it has exec'd sleep: the scan asks again until it has
+    program = ("import sys, time\nfrom tests.support.leftovers import scan\n"
+               "for _ in range(200):\n"
+               "    found = scan(sys.argv[1], grace_s=0)\n"
+               "    if all(left.cmdline == 'sleep 60' for left in found) and found: break\n"
+               "    time.sleep(0.05)\n"
+               "for left in found: print(left.pid, left.cmdline)")
     done = subprocess.run(["sh", "-c", f'sleep 60 >/dev/null 2>&1 & exec "{sys.executable}" -c "$0" {marker}', program],
                           capture_output=True, text=True, timeout=60, cwd=REPO,
                           env={**os.environ, MARKER_VAR: marker, "PYTHONPATH": str(REPO)})

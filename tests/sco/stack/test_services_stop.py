@@ -42,10 +42,11 @@ def test_a_nats_server_that_does_not_listen_in_time_is_stopped_before_the_error(
 def test_stopping_a_server_stops_the_processes_it_started(tmp_path: Path, marker: str) -> None:
     proc = services._spawn(["sh", "-c", "sleep 60 & wait"], tmp_path / "sh.log")
     try:
-        deadline = time.monotonic() + 10
-        while len(carrying(marker)) < 2 and time.monotonic() < deadline:
+        want, deadline = {"sh -c sleep 60 & wait", "sleep 60"}, time.monotonic() + 10
+        # two processes are not yet both: the shell's child reads "sh -c …" until it has exec'd sleep
+        while {left.cmdline for left in carrying(marker)} != want and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert {left.cmdline for left in carrying(marker)} == {"sh -c sleep 60 & wait", "sleep 60"}
+        assert {left.cmdline for left in carrying(marker)} == want
         services.stop_pid(proc.pid, timeout=5)
         assert _gone(marker), carrying(marker)
     finally:
