@@ -14,13 +14,17 @@ _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
 Labels = tuple[tuple[str, str], ...]
 
 
+def _escape(text: str, quote: bool) -> str:
+    """The text format's escapes: backslash and newline everywhere, the double quote inside a label value."""
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if quote else text
+
+
 def _fmt_labels(labels: Labels, extra: tuple[tuple[str, str], ...] = ()) -> str:
     items = labels + extra
     if not items:
         return ""
-    body = ",".join(f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-                    for k, v in items)
-    return "{" + body + "}"
+    return "{" + ",".join(f'{k}="{_escape(v, True)}"' for k, v in items) + "}"
 
 
 class Metrics:
@@ -82,7 +86,7 @@ class Metrics:
         names = sorted(set(self._help) | set(self._values) | set(self._gauges_fn) | set(self._hist))
         for name in names:
             kind, text = self._help.get(name, ("untyped", ""))
-            lines.append(f"# HELP {name} {text}")
+            lines.append(f"# HELP {name} {_escape(text, False)}")
             lines.append(f"# TYPE {name} {kind}")
             if name in self._gauges_fn:
                 try:
@@ -94,7 +98,7 @@ class Metrics:
                 if name in self._hist:
                     for labels, h in sorted(self._hist[name].items()):
                         for i, bound in enumerate(_BUCKETS):
-                            lines.append(f"{name}_bucket{_fmt_labels(labels, (('le', f'{bound:g}'),))} {h[i]:g}")
+                            lines.append(f"{name}_bucket{_fmt_labels(labels, (('le', repr(float(bound))),))} {h[i]:g}")
                         lines.append(f"{name}_bucket{_fmt_labels(labels, (('le', '+Inf'),))} {h[-2]:g}")
                         lines.append(f"{name}_count{_fmt_labels(labels)} {h[-2]:g}")
                         lines.append(f"{name}_sum{_fmt_labels(labels)} {h[-1]:.6g}")
