@@ -54,10 +54,21 @@ def _nats_users(home: Path) -> tuple[dict[str, Any], ...]:
     users = []
     for user in creds_mod.nats_users(creds_mod.load_or_create(home)):
         entry: dict[str, Any] = {"user": user.name, "password": creds_mod.password_hash(user.password)}
-        if user.publish is not None or user.subscribe is not None:
-            entry["permissions"] = {"publish": list(user.publish or ()), "subscribe": list(user.subscribe or ())}
+        # the same rules as the local stack's nats.conf: the publish denies (other components' consumers) and,
+        # for a user allowed nothing, a deny of every subject (an empty list would allow every subject)
+        permissions = creds_mod.nats_permissions(user)
+        if permissions is not None:
+            entry["permissions"] = permissions
         users.append(entry)
     return tuple(users)
+
+
+def _clickhouse_password_hashes(home: Path) -> dict[str, str]:
+    """The stack's ClickHouse users and the SHA-256 of each password (the server's ``password_sha256_hex``)."""
+    from sco.stack import credentials as creds_mod
+
+    document = creds_mod.clickhouse_users_document(creds_mod.load_or_create(home))
+    return {str(u["name"]): str(u["password_sha256_hex"]) for u in document["users"]}
 
 
 def _render_input(args: argparse.Namespace) -> Any:
@@ -81,6 +92,7 @@ def _render_input(args: argparse.Namespace) -> Any:
                   if (args.kubernetes / b).is_dir()}
     helm = args.kubernetes.parent / "helm" / "nats-values.yaml"
     return RenderInput(nats_values=helm.read_text() if helm.is_file() else "", nats_users=_nats_users(home),
+                       clickhouse_password_hashes=_clickhouse_password_hashes(home),
                        region=args.region, image=args.image, release=args.release, stack=stack,
                        distributor_credentials=_read(home / CREDENTIALS_FILE, "the stack's credentials"),
                        metrics_token=_metrics_token(args, home),

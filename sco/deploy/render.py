@@ -11,7 +11,10 @@
   signing (and governance) public keys;
 * ``nats-values.yaml`` for the official NATS chart: ``deploy/helm/nats-values.yaml`` with the stack's users, their
   bcrypt hashes and subject permissions (``sco.stack.credentials``), for ``helm upgrade … -f`` (not applied by
-  kustomize).
+  kustomize);
+* ``clickhouse-users-secret.yaml``: the Secret ``sco-clickhouse-users`` in ``sco-stores`` that the
+  ClickHouseInstallation (deploy/stores/clickhouse-chi.yaml) reads its users' passwords from, as SHA-256 (for
+  ``kubectl apply -f`` before ``kubectl apply -k deploy/stores``).
 
 ``plan`` is pure (file name -> text from the inputs); ``write`` puts the files down (the Secrets 0600).
 """
@@ -28,9 +31,12 @@ import yaml
 
 from ..errors import RenderError
 
-__all__ = ["BASES", "SECRETS", "RenderError", "RenderInput", "job_name", "plan", "write"]
+__all__ = ["BASES", "CLICKHOUSE_USERS_SECRET", "SECRETS", "STORES_NAMESPACE", "RenderError", "RenderInput", "job_name",
+           "plan", "write"]
 
 BASES = ("base", "controller", "monitoring")
+STORES_NAMESPACE = "sco-stores"  # deploy/stores/namespace.yaml
+CLICKHOUSE_USERS_SECRET = "sco-clickhouse-users"  # deploy/stores/clickhouse-chi.yaml's secretKeyRef
 # Secret -> environment variable -> (component in stack.json "components", store); "@owner" is the stack's
 # administrative URL of the store (the owner role of PostgreSQL, ClickHouse's `sco` user)
 SECRETS: dict[str, dict[str, tuple[str, str]]] = {
@@ -66,6 +72,7 @@ class RenderInput:
     kubernetes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # base -> file -> text
     nats_values: str = ""  # deploy/helm/nats-values.yaml
     nats_users: tuple[Mapping[str, Any], ...] = ()  # {user, password (bcrypt), permissions}
+    clickhouse_password_hashes: Mapping[str, str] = field(default_factory=dict)  # user -> SHA-256 hex
 
 
 def job_name(release: str) -> str:
@@ -170,6 +177,15 @@ def nats_values(inp: RenderInput) -> str:
             + _doc(values))
 
 
+def clickhouse_users_secret(inp: RenderInput) -> str:
+    """The Secret the ClickHouseInstallation's users read their ``password_sha256_hex`` from (one key per user)."""
+    return ("# Rendered by `sco deploy render`: the ClickHouse users' SHA-256 password hashes (never a password) for\n"
+            "# deploy/stores/clickhouse-chi.yaml: kubectl apply -f this file\n"
+            + _doc({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": CLICKHOUSE_USERS_SECRET, "namespace": STORES_NAMESPACE}, "type": "Opaque",
+                    "stringData": dict(sorted(inp.clickhouse_password_hashes.items()))}))
+
+
 def plan(inp: RenderInput) -> dict[str, str]:
     """Relative path -> text of every file of the rendered install."""
     if not inp.bundles:
@@ -185,6 +201,8 @@ def plan(inp: RenderInput) -> dict[str, str]:
     files["configmaps.yaml"] = configmaps(inp)
     if inp.nats_values:
         files["nats-values.yaml"] = nats_values(inp)
+    if inp.clickhouse_password_hashes:
+        files["clickhouse-users-secret.yaml"] = clickhouse_users_secret(inp)
     for cluster, bundle in inp.bundles.items():
         kube = _schedulers(bundle) == {"kubernetes"}
         files[f"partitions/{cluster}/kustomization.yaml"] = _partition(inp.region, cluster, kube)
@@ -198,7 +216,7 @@ def write(files: Mapping[str, str], out: Path) -> list[Path]:
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        if rel in ("secrets.yaml", "nats-values.yaml"):
+        if rel in ("secrets.yaml", "nats-values.yaml", "clickhouse-users-secret.yaml"):
             path.chmod(0o600)
         written.append(path)
     return written

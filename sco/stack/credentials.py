@@ -44,8 +44,8 @@ from .natsperms import EVENTS_STREAM, INGEST_CONSUMER, consumer_subjects, foreig
 __all__ = ["CH_USERS", "CREDENTIALS_FILE", "NATS_PERMISSIONS", "NATS_PUBLISH_DENY", "NATS_ROUTE_USER", "PG_DATABASE",
            "PG_OWNER", "PG_ROLES", "REGION_IDENTITIES",
            "Credentials", "NatsCluster", "NatsUser", "agent_nats_name", "agent_user", "clickhouse_users_document",
-           "component_urls", "load_or_create", "nats_config_text", "nats_url", "nats_urls", "nats_users",
-           "password_hash", "redact_url", "write_private"]
+           "component_urls", "load_or_create", "nats_config_text", "nats_permissions", "nats_url", "nats_urls",
+           "nats_users", "password_hash", "redact_url", "write_private"]
 
 CREDENTIALS_FILE = "credentials.json"
 REGION_IDENTITIES = ("controller", "drill", "instance_key")  # controllers.simregion.auth.RegionAuth's fields
@@ -211,12 +211,24 @@ def _conf_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(_conf_string(v) for v in values) + "]"
 
 
-def _conf_rule(allow: Sequence[str], deny: Sequence[str] = ()) -> str:
+def _rule(allow: Sequence[str], deny: Sequence[str] = ()) -> dict[str, list[str]]:
     """One direction's permissions. nats-server reads an empty allow-list as no list at all (everything
     allowed), so nothing allowed is written as a deny of every subject."""
     if not allow:
-        return '{ deny: [">"] }'
-    return f"{{ allow: {_conf_list(allow)}" + (f", deny: {_conf_list(deny)}" if deny else "") + " }"
+        return {"deny": [">"]}
+    return {"allow": list(allow), **({"deny": list(deny)} if deny else {})}
+
+
+def nats_permissions(user: NatsUser) -> dict[str, dict[str, list[str]]] | None:
+    """``user``'s permissions as nats-server's configuration reads them (``nats.conf`` here, the NATS chart's
+    ``config.merge.authorization`` in production); None: every subject."""
+    if user.publish is None and user.subscribe is None:
+        return None
+    return {"publish": _rule(user.publish or (), user.publish_deny), "subscribe": _rule(user.subscribe or ())}
+
+
+def _conf_rule(rule: Mapping[str, Sequence[str]]) -> str:
+    return "{ " + ", ".join(f"{key}: {_conf_list(values)}" for key, values in rule.items()) + " }"
 
 
 def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], server_name: str = "",
@@ -243,10 +255,9 @@ def nats_config_text(port: int, store_dir: Path, users: Sequence[NatsUser], serv
     else:
         lines.append("  users = [")
         for u in users:
-            perms = ""
-            if u.publish is not None or u.subscribe is not None:
-                perms = (f", permissions: {{ publish: {_conf_rule(u.publish or (), u.publish_deny)}, "
-                         f"subscribe: {_conf_rule(u.subscribe or ())} }}")
+            rules = nats_permissions(u)
+            perms = "" if rules is None else (f", permissions: {{ publish: {_conf_rule(rules['publish'])}, "
+                                              f"subscribe: {_conf_rule(rules['subscribe'])} }}")
             lines.append(f"    {{ user: {_conf_string(u.name)}, password: {_conf_string(password_hash(u.password))}"
                          f"{perms} }}")
         lines.append("  ]")

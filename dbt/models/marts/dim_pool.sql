@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='pool') }}
+{{ config(order_by='pool') }}
 -- The pool catalogue with its correlation-relevant topology and rates.
 select
     CAST(pool AS String) as pool,

@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='workload') }}
+{{ config(order_by='workload') }}
 -- Workloads seen in the events: partition, latest contract version, business unit (from its pools), first/last seen.
 select
     CAST(e.workload AS String) as workload,

@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='(month, business_unit, workload)') }}
+{{ config(order_by='(month, business_unit, workload)') }}
 -- The monthly export to finance: one row per month × business unit × workload, rate-card saving labelled.
 select
     s.month as month,

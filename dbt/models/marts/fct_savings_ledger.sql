@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='(workload, hour)', partition_by='toYYYYMM(hour)') }}
+{{ config(order_by='(workload, hour)', partition_by='toYYYYMM(hour)') }}
 -- The savings ledger, workload × hour (ADR-26): useful work at the guaranteed rate minus every cost.
 select
     toDateTime(w.hour, 'UTC') as hour,

@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='(workload, month)') }}
+{{ config(order_by='(workload, month)') }}
 -- Per workload and month: what the owner sees (ADR-27): gross vs net and each cost line.
 select
     toDate(toStartOfMonth(l.hour)) as month,

@@ -1,4 +1,4 @@
-{{ config(engine='MergeTree()', order_by='strategy') }}
+{{ config(order_by='strategy') }}
 -- The placement bake-off: per strategy, its strategy-months of the latest revision and the longest length stored,
 -- summed up over seeds (means, the worst seed) and held against price-first on the same seeds.
 with latest as (

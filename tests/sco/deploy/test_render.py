@@ -161,3 +161,39 @@ def test_the_nats_chart_values_carry_the_stacks_users_as_bcrypt_hashes(inputs: d
         assert creds.nats[name] not in (out / "nats-values.yaml").read_text()
     assert values["config"]["jetstream"]["enabled"] is True  # the shipped values, kept
     assert (out / "nats-values.yaml").stat().st_mode & 0o077 == 0
+
+
+def test_the_nats_users_carry_the_permissions_of_the_local_stack_with_its_denies(inputs: dict[str, Path]) -> None:
+    out, _ = _render(inputs, "0.2.0")
+    users = {u["user"]: u for u in yaml.safe_load((out / "nats-values.yaml").read_text())
+             ["config"]["merge"]["authorization"]["users"]}
+    for user in creds_mod.nats_users(creds_mod.load_or_create(inputs["home"])):
+        assert users[user.name].get("permissions") == creds_mod.nats_permissions(user), user.name
+    assert "permissions" not in users["admin"]
+    # an empty allow-list would let nats-server allow every subject: a user allowed nothing is denied everything
+    assert users["watcher"]["permissions"]["publish"] == {"deny": [">"]}
+    controller = users["controller"]["permissions"]["publish"]
+    assert controller["allow"] == creds_mod.NATS_PERMISSIONS["controller"][0]  # type: ignore[index]
+    assert controller["deny"] == creds_mod.NATS_PUBLISH_DENY["controller"] != []
+    assert "$JS.API.CONSUMER.*.SCO_EVENTS.sco-ingest" in controller["deny"]  # the ingest's durable consumer
+
+
+def test_the_clickhouse_users_secret_holds_each_users_sha256_for_the_installation(inputs: dict[str, Path]) -> None:
+    import hashlib
+
+    import kubernetes_validate
+
+    out, _ = _render(inputs, "0.2.0")
+    path = out / "clickhouse-users-secret.yaml"
+    secret = yaml.safe_load(path.read_text())
+    kubernetes_validate.validate(secret, K8S_VERSION, strict=True)
+    chi = yaml.safe_load((REPO / "deploy" / "stores" / "clickhouse-chi.yaml").read_text())
+    refs = {v["valueFrom"]["secretKeyRef"]["key"]: v["valueFrom"]["secretKeyRef"]["name"]
+            for k, v in chi["spec"]["configuration"]["users"].items() if k.endswith("/password_sha256_hex")}
+    assert secret["metadata"] == {"name": "sco-clickhouse-users", "namespace": chi["metadata"]["namespace"]}
+    assert set(refs.values()) == {secret["metadata"]["name"]} and set(refs) == set(secret["stringData"])
+    creds = creds_mod.load_or_create(inputs["home"])
+    for user, digest in secret["stringData"].items():
+        assert digest == hashlib.sha256(creds.clickhouse[user].encode()).hexdigest(), user
+        assert creds.clickhouse[user] not in path.read_text()
+    assert path.stat().st_mode & 0o077 == 0
