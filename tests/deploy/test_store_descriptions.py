@@ -35,6 +35,11 @@ def test_the_dagster_values_serve_our_code_location_with_the_analytics_credentia
     assert (REPO / Path(*module.split("."))).with_suffix(".py").is_file()
     assert deployment["envSecrets"] == [{"name": "sco-analytics-stores"}]
     assert values["postgresql"]["enabled"] is False and values["dagsterDaemon"]["enabled"] is True
+    # the code location and the run pods build the marts through the profile's cluster target
+    profiles = yaml.safe_load((REPO / "dbt" / "profiles.yml").read_text())["sco"]["outputs"]
+    assert {"name": "SCO_DBT_TARGET", "value": "kubernetes"} in deployment["env"]
+    assert "SCO_DBT_TARGET=kubernetes" in values["runLauncher"]["config"]["k8sRunLauncher"]["envVars"]
+    assert profiles["kubernetes"]["cluster"] == "sco"
 
 
 def test_nats_runs_as_a_jetstream_cluster_of_three() -> None:
