@@ -32,7 +32,11 @@ def _serve(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     catalog = Catalog(args.bundles)
     if not catalog.partitions():
-        raise CliError(f"--bundles {args.bundles} holds no <region>/<cluster>/agent-bundle.json: compile first")
+        # a pod's volume is empty until the rollout pass writes the first release: exiting would crash-loop
+        # the pod, so it starts not ready and becomes ready when the bundles arrive
+        logging.getLogger("sco.distributor").warning(
+            "DIS001 --bundles %s holds no <region>/<cluster>/agent-bundle.json yet: serving nothing, not ready "
+            "(readyz 503) until `sco contracts compile --out` or the rollout pass writes one", args.bundles)
 
     async def main() -> None:
         server = Distributor(catalog, auth)
@@ -41,7 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
         # the probes; ready while the directory holds a partition's bundles
         start_metrics(args, _Rendered(server.render_metrics), "distributor", ready=lambda: bool(catalog.partitions()))
         logging.getLogger("sco.distributor").info("distributor on http://%s:%d/ serving %s", args.host, port,
-                                                  ", ".join(catalog.partitions()))
+                                                  ", ".join(catalog.partitions()) or "nothing yet")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

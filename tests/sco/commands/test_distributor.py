@@ -105,16 +105,41 @@ def test_serve_has_the_metrics_port_and_probes_every_long_running_process_has(tm
         proc.communicate(timeout=30)
 
 
-def test_serve_refuses_to_start_without_bundles_or_a_stack(tmp_path: Path) -> None:
+def test_serve_refuses_to_start_without_a_bundles_directory_or_a_stack(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     missing = sco("distributor", "serve", "--bundles", str(tmp_path / "nope"), "--home", str(tmp_path / ".sco"))
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
     no_stack = sco("distributor", "serve", "--bundles", str(tmp_path / "out"), "--home", str(tmp_path / ".sco"))
     assert no_stack.returncode == 2 and "run `sco up` first" in no_stack.stderr
-    (tmp_path / ".sco").mkdir()
-    creds_mod.load_or_create(tmp_path / ".sco")
-    empty = sco("distributor", "serve", "--bundles", str(tmp_path / "out"), "--home", str(tmp_path / ".sco"))
-    assert empty.returncode == 2 and "holds no <region>/<cluster>/agent-bundle.json" in empty.stderr
+
+
+def test_an_empty_bundles_volume_starts_not_ready_and_turns_ready_when_the_first_release_lands(
+        tmp_path: Path) -> None:
+    from tests.support.ports import free_port
+
+    home, out, port, token = tmp_path / ".sco", tmp_path / "out", free_port(), tmp_path / "token"
+    home.mkdir()
+    out.mkdir()
+    creds_mod.load_or_create(home)
+    token.write_text("distributor-metrics-token-0123")
+    token.chmod(0o600)
+    proc = subprocess.Popen([sys.executable, "-m", "sco", "distributor", "serve", "--bundles", str(out), "--port",
+                             "0", "--home", str(home), "--metrics-port", str(port), "--metrics-host", "127.0.0.1",
+                             "--metrics-token-file", str(token)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert any("DIS001" in line and "not ready" in line for line in lines), lines
+        base = f"http://127.0.0.1:{port}"
+        assert exchange("GET", base + "/healthz")[0] == 200 and exchange("GET", base + "/readyz")[0] == 503
+        raw, sig = make_bundle(new_keys(), "r1/slurm-hpc", 1, [workload_entry("etl")])
+        write_bundle_dir(out / "r1" / "slurm-hpc", raw, sig)
+        assert exchange("GET", base + "/readyz")[0] == 200
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
 
 
 @pytest.mark.services
