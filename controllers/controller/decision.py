@@ -172,7 +172,7 @@ class Decision:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The kinds of the notes the pass publishes (what a test or the pass report checks)."""
+        """The kinds of the notes the pass publishes, in order: a quick look at what a pass decided."""
         return tuple(n.kind for n in self.notes)
 
     def of(self, kind: type[A]) -> list[A]:
