@@ -102,13 +102,16 @@ class Forecast(Protocol):
     """A pool's reclaim forecast (``orchestration.forecast.history.PoolForecast``)."""
 
     @property
-    def reclaim_p_1h(self) -> float: ...
+    def reclaim_p_1h(self) -> float:
+        """P(the pool's instance is reclaimed within 1 h): what the ranking publishes beside its score."""
 
     @property
-    def reclaim_p(self) -> Mapping[str, Mapping[str, float]]: ...
+    def reclaim_p(self) -> Mapping[str, Mapping[str, float]]:
+        """Per horizon (minutes, as text), the model's split of the reclaim probability."""
 
     @property
-    def model_version(self) -> str: ...
+    def model_version(self) -> str:
+        """The version of the model that made the forecast, so a published one can be scored against it."""
 
 
 def _forecast_inputs(f: Forecast | None) -> dict[str, object]:

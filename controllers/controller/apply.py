@@ -96,6 +96,8 @@ class Actuator:
         self.webhook, self.agent_bundle, self.agent_credentials = webhook, agent_bundle, agent_credentials
 
     def apply(self, decision: Decision, now: datetime) -> PassReport:
+        """Carry out one pass's actions in order, then record the pass (safety gate, refused pools, events, cycle row);
+        the report says what was launched, terminated and held."""
         run = _Run()
         for action in decision.actions:
             self._one(action, run, now)

@@ -39,6 +39,7 @@ class Desired:
     contracts: Mapping[str, Contract]       # by ref, this partition's only
 
     def contract(self, workload: str) -> Contract | None:
+        """The newest version of ``workload``'s contract in force in the partition; None when it has none here."""
         found = [c for c in self.contracts.values() if c.workload == workload]
         return max(found, key=lambda c: c.version) if found else None
 
@@ -65,9 +66,11 @@ class Memory:
 
     @classmethod
     def fresh(cls, settings: ControllerSettings) -> Memory:
+        """The memory of a leader that has just taken over: safety and floor afresh, nothing remembered from before."""
         return cls(Safety(settings.partition, settings.safety), FloorKeeper(settings.floor))
 
     def copy(self) -> Memory:
+        """A copy ``decide`` may change without touching this one; the memos are shared (they only speed passes up)."""
         return Memory(copy.deepcopy(self.safety), copy.deepcopy(self.floor), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
                       self.mass_alarm, dict(self.refused_pools), self.pools, self.work)
@@ -164,10 +167,12 @@ class Decision:
 
     @property
     def notes(self) -> tuple[Note, ...]:
+        """The notes the pass publishes, in the order it publishes them."""
         return tuple(a.note for a in self.actions if isinstance(a, Publish))
 
     @property
     def kinds(self) -> tuple[str, ...]:
+        """The kinds of the notes the pass publishes, in order: a quick look at what a pass decided."""
         return tuple(n.kind for n in self.notes)
 
     def of(self, kind: type[A]) -> list[A]:

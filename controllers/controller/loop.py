@@ -68,35 +68,44 @@ class Controller:
     # --- what it talks to (replaceable, e.g. by a test) ---------------------------------------------
     @property
     def provider(self) -> Provider:
+        """The cloud provider the observer lists and the actuator launches and terminates with."""
         return self.observer.provider
 
     @provider.setter
     def provider(self, provider: Provider) -> None:
+        """Swap the provider of both the observer and the actuator, so a pass never reads from one and acts on
+        another."""
         self.observer.provider = self.actuator.provider = provider
 
     @property
     def source(self) -> ClaimSource:
+        """The scheduler the observer reads claims and idle nodes from."""
         return self.observer.source
 
     @source.setter
     def source(self, source: ClaimSource) -> None:
+        """Swap the scheduler the next pass reads claims from."""
         self.observer.source = source
 
     # --- what the leader remembers (read-only views) ------------------------------------------------
     @property
     def safety(self) -> Safety:
+        """The safety rules' state as of the last pass (read-only cycles, gradual ramp)."""
         return self.memory.safety
 
     @property
     def floor(self) -> FloorKeeper:
+        """The floor keeper's state as of the last pass."""
         return self.memory.floor
 
     @property
     def previous(self) -> PlanSet | None:
+        """The plans in force after the last pass; None before the first plan."""
         return self.memory.previous
 
     @property
     def notices(self) -> dict[str, deque[datetime]]:
+        """Interruption notice times per workload, oldest first: what the breach rate counts."""
         return self.observer.notices
 
     def use(self, contracts: Mapping[str, Contract]) -> None:

@@ -64,6 +64,7 @@ class Observed:
     # instances it saw while the provider lists them unchanged (``observe``)
     @cached_property
     def key(self) -> SlotKey:
+        """The slot the instance fills: workload, pool and purpose."""
         return SlotKey(self.workload, self.pool, self.purpose)
 
     @cached_property
@@ -102,6 +103,7 @@ class Launch:
 
     @property
     def workload(self) -> str:
+        """The workload the launch is for."""
         return self.key.workload
 
 
@@ -185,4 +187,5 @@ class Observation:
 
     @property
     def instances(self) -> tuple[Observed, ...]:
+        """The partition's instances as the provider listed them this pass."""
         return self.glance.instances

@@ -144,12 +144,14 @@ def send_revocations_due(conn: Any, region: str, partition: str, now: datetime, 
 
 
 def send_max_generation(conn: Any, region: str, partition: str) -> Reader[int]:
+    """The partition's highest plan generation (0 before any plan): the next pass numbers its plans after it."""
     cur = conn.execute("SELECT coalesce(max(generation), 0) FROM plans WHERE region = %s AND partition = %s",
                        (region, partition))
     return lambda: int(cur.fetchone()[0])
 
 
 def send_breaker_open(conn: Any, region: str, partition: str) -> Reader[bool]:
+    """True when the partition's termination breaker is open, so no surplus is terminated."""
     cur = conn.execute("SELECT state FROM breakers WHERE region = %s AND partition = %s AND name = 'termination'",
                        (region, partition))
 

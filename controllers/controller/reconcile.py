@@ -33,6 +33,7 @@ class Diff:
 
     @property
     def launch_count(self) -> int:
+        """The instances the launches ask for, all slots together."""
         return sum(a.count for a in self.launches)
 
 

@@ -27,6 +27,7 @@ __all__ = ["InputsInForce", "Store", "close_breaker", "open_breakers", "plan_jso
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
+    """A workload plan as the JSON the ``plans`` table stores (amounts as strings, so no precision is lost)."""
     return {"workload": p.workload, "claim": p.claim_digest, "strategy": str(p.strategy),
             "wanted_units": p.wanted_units, "floor_units": p.floor_units, "shortfall_units": p.shortfall_units,
             "cost_eur_h": str(p.cost_eur_h), "depth_premium_eur_h": str(p.depth_premium_eur_h),
@@ -45,6 +46,7 @@ class Store:
 
     # --- inputs written by others ------------------------------------------------------------------
     def inputs(self, now: datetime) -> InputsInForce:
+        """Rankings, correlation groups and exclusions in force at ``now``, in one round trip."""
         with pipelined(self.conn):   # the three sent before any is read: one round trip
             return reads.send_inputs(self.conn, self.region, now)()
 
@@ -55,6 +57,7 @@ class Store:
         return reads.send_others_launched_since(self.conn, self.region, self.partition, at)()
 
     def exclusions(self) -> tuple[dict[str, int], dict[str, Exclusion]]:
+        """The region's offence count per pool, and the exclusions whose exclusion and probation windows are set."""
         offences: dict[str, int] = {}
         active: dict[str, Exclusion] = {}
         with atomic(self.conn):
@@ -67,6 +70,7 @@ class Store:
         return offences, active
 
     def write_exclusion(self, ex: Exclusion, event: Event) -> None:
+        """Record the pool's exclusion (replacing its previous one) and its event, in one transaction."""
         with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO exclusions (region, pool, reason, source, excluded_at, until, probation_until, offences, "
@@ -144,6 +148,7 @@ class Store:
                         for r in sorted(gone.fetchall(), key=lambda r: str(r[0]))]
 
     def launched(self, instances: Iterable[Observed], events: Sequence[Event], now: datetime) -> None:
+        """Record instances the provider launched, as running rows with their events, committed at once."""
         with atomic(self.conn):
             for o in instances:
                 self.conn.execute(
@@ -159,6 +164,7 @@ class Store:
         commit(self.conn)   # what the provider did is recorded before the pass asks it anything else
 
     def terminated(self, instance_id: str, event: Event) -> None:
+        """Mark the instance terminated and queue its event, committed at once."""
         with atomic(self.conn):
             self.conn.execute("UPDATE instances SET state = 'terminated', updated_at = now() WHERE instance_id = %s",
                               (instance_id,))
@@ -207,9 +213,11 @@ class Store:
 
     # --- plans, cycles, events ---------------------------------------------------------------------
     def max_generation(self) -> int:
+        """The partition's highest plan generation (0 before any plan)."""
         return reads.send_max_generation(self.conn, self.region, self.partition)()
 
     def write_plans(self, plans: Mapping[str, WorkloadPlan], generation: int, replanned: Iterable[str]) -> None:
+        """Put the new plans of the ``replanned`` workloads in force at ``generation``, retiring their previous ones."""
         todo = [w for w in replanned if w in plans]
         if not todo:
             return
@@ -223,6 +231,7 @@ class Store:
 
     def cycle(self, holder: str, now: datetime, read_only: bool, launched: int, terminated: int, held: int,
               generation: int) -> None:
+        """Record one pass in ``controller_cycles``: who held the lease, whether it was read-only, what it changed."""
         with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO controller_cycles (region, partition, holder, started_at, read_only, launched, "
@@ -230,6 +239,7 @@ class Store:
                 (self.region, self.partition, holder, now, read_only, launched, terminated, held, generation))
 
     def emit(self, events: Sequence[Event], action: str | None = None) -> None:
+        """Queue ``events`` on the outbox in one transaction; with ``action``, audited as the controller's."""
         if not events:
             return
         with atomic(self.conn):
@@ -237,6 +247,7 @@ class Store:
                 enqueue(self.conn, e, action=action, actor=self.actor if action else None)
 
     def breaker(self, open_: bool, reason: str, now: datetime) -> None:
+        """Open or close the partition's termination breaker, keeping when it first tripped."""
         with atomic(self.conn):
             self.conn.execute(
                 "INSERT INTO breakers (region, partition, name, state, reason, tripped_at, updated_at) VALUES "
@@ -246,14 +257,17 @@ class Store:
                 (self.region, self.partition, "open" if open_ else "closed", reason, now if open_ else None))
 
     def breaker_open(self) -> bool:
+        """True when the partition's termination breaker is open."""
         return reads.send_breaker_open(self.conn, self.region, self.partition)()
 
     # --- approvals ---------------------------------------------------------------------------------
     def approvals(self) -> dict[str, Approval]:
+        """Each workload's newest approval request in the region."""
         return reads.send_approvals(self.conn, self.region)()
 
     def request_approval(self, workload: str, approver: str | None, options: Sequence[Mapping[str, str]],
                          now: datetime, event: Event) -> uuid.UUID:
+        """Ask for approval of a fallback's spend on ``workload`` (with its event); returns the request's id."""
         rid = uuid.uuid4()
         with atomic(self.conn):
             self.conn.execute(
@@ -264,6 +278,7 @@ class Store:
         return rid
 
     def expire_approval(self, workload: str, now: datetime, event: Event) -> None:
+        """Expire the workload's pending approval request and queue its event."""
         with atomic(self.conn):
             self.conn.execute("UPDATE approval_requests SET state = 'expired', answered_at = %s WHERE workload = %s "
                               "AND region = %s AND state = 'pending'", (now, workload, self.region))
@@ -278,6 +293,7 @@ def state_of(status: str) -> str:
 
 def note_event(n: Note, *, region: str, partition: str, now: datetime, contract_versions: Mapping[str, str],
                drill: bool = False) -> Event:
+    """The event a pass's note becomes, stamped with the region, partition, time and contract version in force."""
     return Event(kind=n.kind, time=now, region=region, partition=partition, pool=n.pool, instance=n.instance,
                  workload=n.workload, contract_version=contract_versions.get(n.workload or ""), cause=n.cause,
                  drill=drill, source="controller", attributes=dict(n.attributes))

@@ -89,6 +89,7 @@ def score_day(ch: ClickHouse, region: str, day: datetime, groups: Mapping[str, s
 
 
 def write_score(ch: ClickHouse, region: str, now: datetime, s: DailyScore) -> int:
+    """Record one day's forecast score in ``forecast_scores``; the number of rows written."""
     return ch.insert("forecast_scores", [(now, region, s.day.date(), HORIZON, s.model_version, s.samples,
                                           s.forecast.log_loss, s.forecast.brier,
                                           json.dumps({b.name: [b.log_loss, b.brier] for b in s.baselines}),

@@ -113,6 +113,7 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sco deploy monitoring|render`` (what ``deploy/`` installs) to the parser."""
     group = subparsers.add_parser("deploy", help="generate what deploy/ installs")
     sub = group.add_subparsers(dest="deploy_command", required=True)
     p = sub.add_parser("monitoring", help="the PrometheusRule from deploy/monitoring/rules/sco-alerts.yml")

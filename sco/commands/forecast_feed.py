@@ -48,6 +48,7 @@ class ReplayForecaster:
                 self.pools[f.pool] = (f.pool, f.aggregate, f.hall, f.vcpu, f.aggregate)
 
     def warm(self, history: Sequence[tuple[datetime, Sequence[PoolFeed]]]) -> None:
+        """Keep the warm-up's feeds, oldest first, so the first fit has the week a deployed ranking would have had."""
         for when, feeds in history:
             self.add(when, feeds)
 
@@ -66,6 +67,8 @@ class ReplayForecaster:
         self.reclaims = [r for r in self.reclaims if r[0] > keep]
 
     def refit(self, now: datetime) -> None:
+        """Fit the model afresh on the training window before ``now``; with too little history the previous model stays
+        and ``fit_error`` says why."""
         from orchestration.forecast.features import feature_frame, labels
         from orchestration.forecast.model import fit
 

@@ -42,9 +42,11 @@ class Display:
     _live: Any = None
 
     def elapsed(self) -> float:
+        """Seconds since the demo started, as every line shows them."""
         return time.monotonic() - self.started
 
     def set_phase(self, phase: str) -> None:
+        """Show ``phase``: in a terminal the panel is redrawn; without one, its line is printed once."""
         self.phase = phase
         if self.tty:
             self.refresh()
@@ -64,6 +66,8 @@ class Display:
         print(f"[{self.elapsed():6.1f} s]   still: {self.phase}", flush=True)
 
     def on_event(self, data: bytes) -> None:
+        """Count one published lifecycle event and keep the notable ones as recent lines; other tenants' instances and
+        bytes that are not JSON are skipped."""
         try:
             event = json.loads(data)
         except ValueError:
@@ -107,6 +111,7 @@ class Display:
         return Panel(body, title="SCO demo", border_style="cyan")
 
     def start(self) -> None:
+        """In a terminal, start the live panel; without one, nothing (the lines are printed as they come)."""
         if self.tty:
             from rich.live import Live
 
@@ -114,6 +119,7 @@ class Display:
             self._live.start()
 
     def refresh(self) -> None:
+        """Redraw the panel; without a terminal, print the count line when its period has passed."""
         if self._live is not None:
             self._live.update(self._render())
         elif time.monotonic() - self._last_line >= COUNT_LINE_S:
@@ -121,6 +127,7 @@ class Display:
             print(self.counts_line(), flush=True)
 
     def stop(self) -> None:
+        """Draw the panel a last time and leave it on screen."""
         if self._live is not None:
             self._live.update(self._render())
             self._live.stop()

@@ -136,6 +136,7 @@ class NetAtRate:
 
     @property
     def passed(self) -> bool:
+        """True when the net saving at the production rate reaches the target (``NET_TARGET_PCT``)."""
         return self.pct >= NET_TARGET_PCT
 
     def cause(self) -> str:
@@ -146,6 +147,7 @@ class NetAtRate:
         return f"costs in % of the counterfactual: {shown}; wasted work {self.wasted_pct:.2f} % of reclaimable hours"
 
     def text(self) -> str:
+        """The summary's sentence for the figure: how it was computed and, below the target, what holds it there."""
         rate = f"{self.production_rate_pct_h:g} %/h"
         out = (f"{self.pct:.1f} % at {rate}, computed from this run's hours: wasted work by the contracts' rules "
                f"({self.wasted_pct:.2f} %), {100 * self.breach_fallback_out:.0f} % of the fallback instances not "

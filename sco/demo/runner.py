@@ -44,6 +44,7 @@ class Phase:
 
 
 async def start_stack(ctx: RunContext) -> None:
+    """A fresh embedded stack (the last run's removed), migrated, its URLs kept in the context."""
     from sco.stack import bootstrap, manager
     from stores.config import load_urls
 
@@ -70,6 +71,7 @@ async def start_stack(ctx: RunContext) -> None:
 
 
 async def sign_contracts(ctx: RunContext) -> None:
+    """Compile the example contracts and publish them signed with new keys, so each partition has its bundles."""
     from contracts.bundle import publish
     from contracts.compiler import check_repo
     from contracts.signing import load_private_key
@@ -99,6 +101,8 @@ def region_settings(cfg: DemoConfig) -> dict[str, str]:
 
 
 async def start_services(ctx: RunContext) -> None:
+    """Start the simulated region, its pool history, the ingest, the outbox relay and the exclusion watcher, and feed
+    every event to the display and the summary."""
     from controllers.providers import SimulatedProvider
     from sco.stack.services import free_port
     from stores import nats as nats_store
@@ -191,6 +195,7 @@ async def run_timeline(ctx: RunContext) -> None:
 
 
 async def stop_fleet(ctx: RunContext) -> None:
+    """Stop the agents and the controllers and give the last events time to land."""
     summary = ctx.summary
     if summary.slurm_reclaimed:
         summary.slurm_after = await asyncio.to_thread(slurm_job_state, summary.slurm_reclaimed[1], ctx.slurm_conf)
@@ -203,6 +208,8 @@ async def stop_fleet(ctx: RunContext) -> None:
 
 
 async def wait_history(ctx: RunContext) -> None:
+    """Wait for the pool history to be written, then stop every service but the simulated region, keeping
+    their CPU time for the footprint."""
     procs = ctx.procs
     await asyncio.to_thread(procs.wait, "history", 300)
     procs.procs.pop("history", None)
@@ -214,6 +221,7 @@ async def wait_history(ctx: RunContext) -> None:
 
 
 async def analytics(ctx: RunContext) -> None:
+    """Materialise the Dagster assets and dbt models and write the reports, on a worker thread."""
     from .analytics import materialise_and_report
 
     await asyncio.to_thread(materialise_and_report, ctx.urls, ctx.sim_url, ctx.cfg, ctx.summary, ctx.run_dir,
@@ -262,6 +270,8 @@ async def _close(ctx: RunContext) -> None:
 
 
 async def run_demo(cfg: DemoConfig) -> int:
+    """Run every phase, then print the summary; a failed or interrupted run stops its stack (a complete one
+    leaves it up to explore)."""
     from .summary import Summary
 
     home = cfg.home.resolve()

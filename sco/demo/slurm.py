@@ -37,6 +37,7 @@ def slurm_job_state(job: str, conf: str | None) -> str:
 
 
 def slurm_testbed() -> tuple[str | None, list[str]]:
+    """The Slurm test bed's config and its nodes in the reclaimable partition; (None, []) when it is not up."""
     conf = os.environ.get("SLURM_CONF") or str(REPO / ".sco" / "testbed" / "slurm" / "slurm.conf")
     if not Path(conf).exists() or shutil.which("sinfo") is None:
         return None, []

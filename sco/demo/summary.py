@@ -75,6 +75,7 @@ class Summary:
     slurm_instances: set[str] = field(default_factory=set)      # instances whose real agent ran on the Slurm bed
 
     def on_event(self, data: bytes) -> None:
+        """Keep one published event with the time it was received; bytes that are not JSON are dropped."""
         from datetime import UTC
 
         with contextlib.suppress(ValueError):
@@ -83,11 +84,13 @@ class Summary:
             self.events.append(event)
 
     def mark(self, name: str) -> None:
+        """Note when the named moment of the timeline happened, so figures can be measured from it."""
         from datetime import UTC
 
         self.marks[name] = datetime.now(UTC)
 
     def timing(self, name: str, seconds: float) -> None:
+        """Keep how long the named step took."""
         self.timings[name] = seconds
 
     # --- measured figures ------------------------------------------------------------------------------
@@ -95,6 +98,7 @@ class Summary:
         return [e for e in self.events if e.get("kind") == kind and (source is None or e.get("source") == source)]
 
     def notice_to_drain_ms(self) -> list[float]:
+        """Per noticed instance, milliseconds from the provider's notice to its agent's first drain step."""
         notices: dict[str, datetime] = {}
         for e in self._by("notice"):
             if e.get("source") != "agent" and e.get("instance"):
@@ -107,6 +111,7 @@ class Summary:
         return [(first[i] - notices[i]).total_seconds() * 1000 for i in first]
 
     def replacement_s(self) -> list[float]:
+        """Per replaced instance, seconds from its notice to the event that says it was replaced."""
         notices = {e["instance"]: _t(e["time"]) for e in self._by("notice") if e.get("instance")}
         out = []
         for e in self._by("replaced"):
@@ -129,11 +134,14 @@ class Summary:
         return out
 
     def exclusion_s(self) -> list[float]:
+        """Seconds from the third reclaim wave on the bad pool to its exclusion as received (empty when not
+        excluded)."""
         third = self.marks.get("third-wave")
         return [(_t(e["_received"]) - third).total_seconds() for e in self._by("excluded")
                 if third and e.get("pool") == self.bad_pool]
 
     def drains(self, since: str | None = None, until: str | None = None) -> tuple[int, int, list[float]]:
+        """Drained and overrun counts and each drain's seconds, between the ``since`` and ``until`` marks when given."""
         lo = self.marks.get(since) if since else None
         hi = self.marks.get(until) if until else None
         drained = overran = 0
@@ -178,6 +186,7 @@ class Summary:
                    how)
 
     def render(self) -> str:
+        """The summary table: headline, the quality rows with their verdicts, and the remarks."""
         return render_summary(self.headline(), self.rows(), remarks=self.remarks())
 
     def remarks(self) -> list[str]:
@@ -190,6 +199,7 @@ class Summary:
                 f"{self.production_rate_pct_h:g} %/h): they show the mechanism, not advice for these workloads."]
 
     def headline(self) -> str:
+        """The run in one sentence: clock, rates, placement time, events, fleet, drill and median drain."""
         _, _, secs = self.drains()
         clock = ("" if self.start_hour is None else
                  f"simulated region's day pinned at {int(self.start_hour):02d}:{round(self.start_hour % 1 * 60):02d}"

@@ -62,11 +62,13 @@ def start_controllers(ctx: RunContext) -> None:
 
 
 def stop_controllers(ctx: RunContext) -> None:
+    """Stop every partition's controller (the agents go on without them)."""
     for partition in ctx.partitions:
         ctx.procs.stop(f"controller-{partition.split('/', 1)[1]}")
 
 
 async def tick(ctx: RunContext) -> None:
+    """Sync the fleet with the region and update the display and summary; raises when a service process has failed."""
     fleet = ctx.the_fleet()
     await fleet.sync()
     kinds: dict[str, int] = {}
@@ -85,6 +87,7 @@ async def tick(ctx: RunContext) -> None:
 
 
 async def drill(ctx: RunContext) -> None:
+    """A drill reclaim of 5 % (at least one) of the first partition's active instances; nothing when it has none."""
     from controllers.drills import DrillError, choose_victims
 
     instances = await asyncio.to_thread(ctx.provider.list_instances, {"partition": ctx.partitions[0]})
@@ -177,17 +180,20 @@ async def bad_pool(ctx: RunContext) -> None:
 
 
 async def hall(ctx: RunContext) -> None:
+    """A reclaim of every instance in hall h2."""
     ctx.summary.mark("hall-reclaim")
     await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h2/reclaim")
 
 
 async def outage_start(ctx: RunContext) -> None:
+    """Stop the controllers and reclaim hall h3 meanwhile: the agents must drain without them."""
     ctx.summary.mark("outage-start")
     stop_controllers(ctx)
     await asyncio.to_thread(_reclaim, f"{ctx.sim_url}/v1/halls/h3/reclaim")  # reclaims go on meanwhile
 
 
 async def outage_end(ctx: RunContext) -> None:
+    """Start the controllers again, as a restart (read-only cycles first, then the ramp)."""
     ctx.summary.mark("outage-end")
     start_controllers(ctx)  # a restart: two read-only cycles, then ≤ 5 % per 5 min (ADR-12)
 
@@ -204,6 +210,7 @@ def slurm_unavailable(ctx: RunContext) -> str | None:
 
 
 def always(_: RunContext) -> str | None:
+    """No reason to skip: for the steps that can run in any demo."""
     return None
 
 

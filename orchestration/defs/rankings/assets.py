@@ -46,6 +46,7 @@ REFIT_AFTER = timedelta(days=1, hours=1)   # the daily refit is late: the rankin
 
 
 def model_path(settings: AnalyticsSettings) -> Path:
+    """Where the region's fitted reclaim forecast model is saved and read."""
     return Path(settings.forecast_model_dir) / f"{settings.region}.pkl"
 
 

@@ -46,6 +46,7 @@ def refit(clickhouse: ClickHouseResource, postgres: PostgresResource, settings: 
                    "and parameters; the five-minute ranking publishes its forecast.")
 def reclaim_forecast_model(clickhouse: ClickHouseResource, postgres: PostgresResource,
                            settings: AnalyticsSettings) -> MaterializeResult:
+    """Refit the region's reclaim forecast model on the recent history and report the fitted version and window."""
     postgres.migrate()
     now = settings.data_now(clickhouse)
     fitted = refit(clickhouse, postgres, settings, now)
@@ -59,6 +60,8 @@ def reclaim_forecast_model(clickhouse: ClickHouseResource, postgres: PostgresRes
              "baseline (price rank, last-24 h reclaim rate, the composite score) on log-loss and Brier score.")
 def forecast_beat_baselines_yesterday(clickhouse: ClickHouseResource, postgres: PostgresResource,
                                       settings: AnalyticsSettings) -> AssetCheckResult:
+    """Score yesterday's published forecast against the baselines and record the score; passes when it beat
+    them (or nothing is scorable yet)."""
     now = settings.data_now(clickhouse)
     day = daily.yesterday(now)
     in_force = groups.groups_in_force(postgres, settings.region)

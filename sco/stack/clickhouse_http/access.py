@@ -64,9 +64,13 @@ class Access:
 
     @property
     def writes(self) -> bool:
+        """True unless the statement class only reads (SELECT, SHOW, DESCRIBE, …): a readonly user may run only
+        those."""
         return self.kind.split(" ")[0] not in _READS
 
     def need(self, privilege: str, database: str | None, table: str | None, what: str = "") -> None:
+        """Record that the statement needs ``privilege`` on ``database.table`` (``what`` names the object in a
+        refusal)."""
         self.needs.append(Need(privilege, database, table, what or _object(database, table)))
 
 
@@ -90,6 +94,7 @@ def overlay_source(name: str) -> str:
 
 # -- the canonical text ---------------------------------------------------------------------------------------
 def word_list(tokens: list[Token]) -> list[str]:
+    """The bare words of ``tokens``, upper-cased: what a statement's class and clauses are recognised by."""
     return [t.text.upper() for t in tokens if t.kind == "word"]
 
 
@@ -103,6 +108,7 @@ def name_at(tokens: list[Token], i: int) -> tuple[str | None, str, int]:
 
 
 def skip(tokens: list[Token], i: int, *words: str) -> int:
+    """The index of the first token from ``i`` that is not one of ``words`` (bare words, any case)."""
     while i < len(tokens) and tokens[i].kind == "word" and tokens[i].text.upper() in words:
         i += 1
     return i
@@ -127,6 +133,8 @@ def setting_pairs(tokens: list[Token], start: int) -> list[tuple[str, str]]:
 
 
 def settings_clauses(tokens: list[Token]) -> list[tuple[str, str]]:
+    """The ``name = value`` pairs of every ``SETTINGS`` clause in the statement, so each setting meets the profile's
+    constraints."""
     out: list[tuple[str, str]] = []
     for i, token in enumerate(tokens):
         if token.kind == "word" and token.text.upper() == "SETTINGS":

@@ -49,6 +49,7 @@ class User:
 
     @property
     def readonly(self) -> bool:
+        """True for a user of the ``readonly`` profile, whose statements may only read."""
         return self.profile == "readonly"
 
 
@@ -60,6 +61,7 @@ class Credentials:
 
 
 def hash_password(password: str) -> str:
+    """The SHA-256 hex digest of ``password``, as the users file records it."""
     return hashlib.sha256(password.encode()).hexdigest()
 
 
@@ -172,9 +174,12 @@ class Users:
         return len(self._users)
 
     def get(self, name: str) -> User | None:
+        """The user called ``name``; None when there is none."""
         return self._users.get(name)
 
     def authenticate(self, given: Credentials) -> User:
+        """The user the credentials prove; raises ``AUTHENTICATION_FAILED`` otherwise, after the same work whether or
+        not the user exists (no timing tells which)."""
         user = self._users.get(given.user)
         offered = hashlib.sha256(given.password.encode(errors="surrogateescape")).hexdigest()
         expected = user.password_sha256_hex if user is not None else _DUMMY

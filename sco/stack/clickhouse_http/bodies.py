@@ -26,6 +26,7 @@ _INSERT_HEAD = 1 << 20  # how much of a large body is searched for ``INSERT … 
 
 
 def too_large(limit: int) -> ClickHouseError:
+    """The ClickHouse error for a body over ``limit`` bytes once decompressed, saying how to send it instead."""
     return ClickHouseError.make(
         307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes after decompression; send it in "
         "smaller inserts or start the front end with a larger max_body_bytes")

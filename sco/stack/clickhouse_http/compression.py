@@ -24,11 +24,14 @@ DEFAULT_LEVEL = 3
 class Compressor(Protocol):
     encoding: str
 
-    def compress(self, data: bytes | memoryview) -> bytes: ...
+    def compress(self, data: bytes | memoryview) -> bytes:
+        """The compressed bytes ready so far; may be empty until enough input has arrived."""
 
-    def flush(self) -> bytes: ...
+    def flush(self) -> bytes:
+        """Everything given so far, compressed, so the client can read it without waiting for more."""
 
-    def finish(self) -> bytes: ...
+    def finish(self) -> bytes:
+        """The rest of the stream and its end; nothing may be compressed after it."""
 
 
 def _available(encoding: str) -> bool:

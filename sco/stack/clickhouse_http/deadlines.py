@@ -46,6 +46,8 @@ class Deadlines:
         self._thread.start()
 
     def arm(self, sock: socket.socket, seconds: float, phase: str, peer: str) -> int:
+        """Cut ``sock`` unless it is disarmed within ``seconds`` (``phase`` and ``peer`` go into the log line); returns
+        the token ``disarm`` takes."""
         token = next(self._ids)
         with self._wake:
             self._armed[token] = (sock, phase, peer, seconds)
@@ -54,11 +56,13 @@ class Deadlines:
         return token
 
     def disarm(self, token: int | None) -> None:
+        """Cancel the deadline of ``token`` (None, or one already passed: nothing to do)."""
         if token is not None:
             with self._wake:
                 self._armed.pop(token, None)
 
     def close(self) -> None:
+        """Stop the deadline thread; deadlines still armed are never cut."""
         with self._wake:
             self._closed = True
             self._wake.notify()
@@ -91,6 +95,7 @@ class Unauthenticated:
         return len(self._socks)
 
     def add(self, sock: socket.socket, peer: str) -> None:
+        """Count a new connection as unauthenticated; past the cap, the oldest one is cut to make room."""
         with self._lock:
             oldest = self._socks.popitem(last=False) if len(self._socks) >= self._cap else None
             self._socks[id(sock)] = (sock, peer)

@@ -45,10 +45,12 @@ class DisconnectWatch:
         return token
 
     def unwatch(self, token: int) -> None:
+        """Stop watching the socket of ``token`` (its request is over); an unknown token is ignored."""
         with self._lock:
             self._watched.pop(token, None)
 
     def close(self) -> None:
+        """Stop the watcher thread, waiting up to 5 s for it."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=5)

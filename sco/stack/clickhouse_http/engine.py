@@ -132,6 +132,8 @@ class ChdbEngine:
         self.timezone = bytes(self._keeper.run("SELECT timezone()").bytes()).decode().strip() or "UTC"
 
     def close(self) -> None:
+        """Close every connection the engine holds, pooled, in a session or killing queries, and last the one that keeps
+        it open."""
         with self._lock:
             conns = [*self._pool, *(s.conn for s in self._sessions.values())]
             self._pool.clear()

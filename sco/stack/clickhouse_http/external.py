@@ -34,6 +34,7 @@ def load_external(raw: Any, tables: list[ExternalTable]) -> None:
 
 
 def drop_external(raw: Any, tables: list[ExternalTable]) -> None:
+    """Drop the request's external tables from the connection, ignoring those never created."""
     for table in tables:
         with contextlib.suppress(Exception):  # not created (its load failed): nothing to drop
             raw.query(f"DROP TEMPORARY TABLE IF EXISTS `{table.name}`", "TSV")

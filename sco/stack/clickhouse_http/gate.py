@@ -88,12 +88,14 @@ class AstReader:
             return None
 
     def exists(self, database: str, table: str) -> bool:
+        """True when ``database.table`` exists, so a name in the overlay database can be told from a path."""
         with self._lock:
             rows = self._raw.query("SELECT count() FROM system.tables WHERE database = {d:String} AND name = "
                                    "{t:String}", "TSVRaw", params={"d": database, "t": table})
             return bytes(rows.bytes()).strip() != b"0"
 
     def close(self) -> None:
+        """Close the parser's own connection."""
         self._handle.close()
 
 
@@ -114,6 +116,8 @@ class Gate:
         self._lock = threading.Lock()
 
     def authenticate(self, params: Mapping[str, bytes], headers: Mapping[str, str]) -> User:
+        """The user the request's credentials prove (everyone is the no-auth user when the server runs without users); a
+        failure is logged and raised as ClickHouse's ``AUTHENTICATION_FAILED``."""
         if self.users is None:
             return NO_AUTH_USER
         given = Credentials("default", "", "none")

@@ -38,6 +38,7 @@ class Refusal:
     object: str = ""
 
     def error(self) -> ClickHouseError:
+        """The ClickHouse error the client receives for this refusal."""
         return ClickHouseError.make(self.code, self.name, self.message)
 
 

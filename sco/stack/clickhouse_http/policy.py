@@ -85,6 +85,7 @@ class Profile:
 
     @property
     def readonly(self) -> int:
+        """The profile's ``readonly`` setting (0: may write, 1 and 2: may only read)."""
         return int(self.settings.get("readonly", "0") or 0)
 
 
@@ -94,6 +95,7 @@ class UserPolicy:
     grants: tuple[Grant, ...]
 
     def granted(self, privilege: str, database: str | None = None, table: str | None = None) -> bool:
+        """True when one of the user's grants covers ``privilege`` on ``database.table``."""
         return any(g.covers(privilege, database, table) for g in self.grants)
 
 
@@ -112,6 +114,8 @@ class Policy:
 
 
 def parse_grant(text: str) -> Grant:
+    """The grant of a ``GRANT <privileges> ON <db>.<table>`` line, its privileges expanded; raises ValueError for any
+    other text."""
     match = _GRANT.match(text)
     if match is None:
         raise ValueError(f"{text[:80]!r} is not 'GRANT <privileges> ON <db>.<table>'")

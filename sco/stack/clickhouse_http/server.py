@@ -279,16 +279,20 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         self.watch = DisconnectWatch()  # cancels the read-only query of a client that closed its connection
 
     def server_close(self) -> None:
+        """Close the listening socket, then stop the disconnect watcher and the deadline thread."""
         super().server_close()
         self.watch.close()
         self.deadlines.close()
 
     @property
     def url(self) -> str:
+        """The server's base URL, ``http://host:port``."""
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}"
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection on a thread of its own, counted as unauthenticated until it proves who it is; with every
+        worker busy, answer at once that the server is busy and close."""
         if not self._connections.acquire(blocking=False):
             try:  # every worker is busy: say so at once instead of queueing the client without a bound
                 request.sendall(_BUSY)
@@ -303,10 +307,12 @@ class ClickHouseHTTPServer(ThreadingHTTPServer):
         super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
+        """Report a handler's error with its traceback, except a client that went away (unless ``verbose``)."""
         if self.verbose or not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away
             super().handle_error(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        """Handle the connection, then free its worker slot and its place among the unauthenticated."""
         try:
             super().process_request_thread(request, client_address)
         finally:

@@ -67,5 +67,6 @@ def scalar_need(name: str) -> str | None:
 
 
 def url_source(name: str) -> str:
+    """The source privilege a URL's scheme reads with (S3, HDFS, AZURE; URL for any other)."""
     scheme = name.split("://", 1)[0].lower()
     return {"s3": "S3", "gs": "S3", "hdfs": "HDFS", "az": "AZURE", "abfss": "AZURE"}.get(scheme, "URL")

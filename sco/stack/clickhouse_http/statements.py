@@ -314,6 +314,8 @@ def analyse(ast: str, canonical: str, current: str) -> Access:
 
 
 def analyse_tokens(tokens: list[Token], ast: str, current: str) -> Access:
+    """What one statement (from its first word) accesses: its class, the privileges it needs, its settings, or why it
+    cannot be read."""
     access = Access()
     words = word_list(tokens)
     first = words[0] if words else ""

@@ -48,16 +48,21 @@ class ResponseHandler(Protocol):
     command: str
     close_connection: bool
 
-    def send_response(self, code: int, message: str | None = None) -> None: ...
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """Start the response with its status line."""
 
-    def send_header(self, keyword: str, value: str) -> None: ...
+    def send_header(self, keyword: str, value: str) -> None:
+        """Add one header to those not yet sent."""
 
-    def flush_headers(self) -> None: ...
+    def flush_headers(self) -> None:
+        """Write the buffered status line and headers to the client."""
 
-    def end_headers(self) -> None: ...
+    def end_headers(self) -> None:
+        """End the headers and send them; the body follows."""
 
 
 def new_exception_tag() -> str:
+    """A random tag that marks where an in-band exception starts and ends in a streamed response body."""
     return "".join(secrets.choice(_TAG_ALPHABET) for _ in range(EXCEPTION_TAG_LENGTH))
 
 
