@@ -7,6 +7,7 @@
         ├── UserDataError           a launch's user-data cannot be built: code, field, value, fix (also a ValueError)
         ├── CredentialLapsed        the controller's own provider credential expired and renewing it failed
         │                           (also the provider contract's ``contracts.errors.ProviderError``)
+        ├── SlurmRestError          slurmrestd refused the token, did not answer or answered nonsense: code, fix
         └── plugpool (the cluster-autoscaler gRPC provider for smart-plug nodes):
             ├── ConfigError         a plugpool configuration that cannot be used (also a ValueError)
             ├── ProviderError       a cluster-autoscaler request refused; ``code`` is a gRPC status name
@@ -27,7 +28,7 @@ from decimal import Decimal
 from contracts import errors as _contract
 
 __all__ = ["CapExceeded", "ConfigError", "ControllersError", "CredentialLapsed", "DrillError", "KubeError", "PlugError",
-           "ProviderError", "UserDataError"]
+           "ProviderError", "SlurmRestError", "UserDataError"]
 
 
 class ControllersError(Exception):
@@ -88,3 +89,12 @@ class CredentialLapsed(ControllersError, _contract.ProviderError):
                          f"{cause}; check the credential issuer (OpenBao / the rotation job) and its Keystone "
                          "authority")
         self.credential_id, self.expires_at, self.now = credential_id, expires_at, now
+
+
+class SlurmRestError(ControllersError):
+    """Claims could not be read through slurmrestd; ``code`` is stable (``SLURMREST001``…), the message names the
+    URL, the user, the token file and the fix."""
+
+    def __init__(self, code: str, message: str, fix: str) -> None:
+        self.code, self.fix = code, fix
+        super().__init__(f"{code}: {message}; {fix}")

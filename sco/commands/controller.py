@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from contracts.bundle_wire import AGENT_BUNDLE, AGENT_SIGNATURE
 from sco.cli import CliError
 
+from .controller_claims import add_claims_options, claim_source
 from .controller_refresh import add_refresh_options
 from .controller_userdata import add_agent_options, add_agent_version_options, register_into
 from .metrics import add_metrics_args
@@ -90,26 +91,6 @@ def _admit(args: argparse.Namespace, payload: dict[str, Any], conn: Any) -> None
     raise CliError(f"{refusal.code}: {refusal.message} (refused {refusal.count} time(s) so far)")
 
 
-class _FileSource:
-    """Work items from a JSON file (a list of WorkItem fields), re-read every pass: demos and fault tests."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def work(self) -> list[Any]:
-        import json
-
-        from controllers.controller.claims import WorkItem
-
-        try:
-            return [WorkItem(**item) for item in json.loads(self.path.read_text())]
-        except (OSError, ValueError, TypeError) as exc:
-            raise RuntimeError(f"claims file {self.path}: {exc}") from exc
-
-    def idle_nodes(self) -> set[str]:
-        return set()
-
-
 def _pass_metrics(args: argparse.Namespace, bucket: Any, postgres: str | None) -> Any:
     """The controller's metrics factory and endpoint (``--metrics-port``), or None without one. The metrics read
     the rankings' age on a connection of their own (the pass's is busy with the pass)."""
@@ -132,21 +113,6 @@ def _agent_bundle(bundle: Path) -> tuple[bytes, bytes] | None:
     agent_path = bundle.with_name(AGENT_BUNDLE)
     sig = agent_path.with_name(AGENT_SIGNATURE)
     return (agent_path.read_bytes(), sig.read_bytes()) if agent_path.exists() and sig.exists() else None
-
-
-def _claim_source(args: argparse.Namespace) -> Any:
-    """Where claims come from: a file (tests, the demo), a Kubernetes cluster's pending pods, or Slurm."""
-    if args.claims_file:
-        return _FileSource(args.claims_file)
-    if args.kubeconfig or args.claims_from == "kubernetes":
-        from controllers.controller.claims_k8s import KubernetesSource
-
-        from .kube_client import kube_api_client
-
-        return KubernetesSource(kube_api_client(args.kubeconfig))  # in a pod: its in-cluster configuration
-    from controllers.controller.claims_slurm import SlurmSource
-
-    return SlurmSource(tuple(args.slurm_partitions.split(",")))
 
 
 def partition_bucket(region_rate: float, partitions: list[str], partition: str, interval_s: float,
@@ -200,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     from stores import footprint
 
     footprint.start_for(args.postgres, args.region, "controller")  # the orchestrator's own cost (ADR-26)
-    source = _claim_source(args)
+    source = claim_source(args)
     holder = args.holder or f"{socket.gethostname()}:{time.time_ns()}"
     safety = SafetyConfig(recovery_share=Decimal(str(args.recovery_share)))
     from .controller_userdata import agent_bundle_feed, agent_credentials, agent_rollout, agent_settings
@@ -341,8 +307,6 @@ def register(subparsers: Any) -> None:
             p.add_argument("--partition", required=True, help="<region>/<cluster>, e.g. r1/slurm-hpc")
             p.add_argument("--bundle", type=Path, required=True, help="controller-bundle.json of the partition")
             p.add_argument("--pubkey", type=Path, required=True, help="bundle signing public key (PEM)")
-            p.add_argument("--slurm-partitions", default="reclaimable",
-                           help="reclaimable Slurm partitions (comma list)")
             p.add_argument("--all-partitions", default="", help="every partition of the region (static budget split)")
             p.add_argument("--region-budget", type=float, default=10.0, help="mutating calls/s for the region")
             p.add_argument("--interval", type=float, default=5.0, help="seconds between passes")
@@ -352,13 +316,7 @@ def register(subparsers: Any) -> None:
             p.add_argument("--keystone-issuer", default="",
                            help="clouds.yaml entry that issues a Keystone application credential per instance at "
                                 "launch and deletes it on termination (default: none, revocation not configured)")
-            p.add_argument("--claims-file", type=Path, default=None,
-                           help="JSON list of work items instead of Slurm (demos, fault tests)")
-            p.add_argument("--kubeconfig", type=Path, default=None,
-                           help="claims from a Kubernetes cluster (pods with the contract labels) instead of Slurm")
-            p.add_argument("--claims-from", choices=("slurm", "kubernetes"), default="slurm",
-                           help="where claims come from (default slurm); kubernetes without --kubeconfig uses the "
-                                "pod's in-cluster configuration")
+            add_claims_options(p)
             p.add_argument("--nats", default=None,
                            help="NATS URL, or 'stack' for SCO_NATS_URL / the stack file's: wake on notices and "
                                 "losses (default: poll only)")

@@ -69,6 +69,16 @@ def _clickhouse_password_hashes(home: Path) -> dict[str, str]:
 
     document = creds_mod.clickhouse_users_document(creds_mod.load_or_create(home))
     return {str(u["name"]): str(u["password_sha256_hex"]) for u in document["users"]}
+def _slurm_rest(pairs: list[str]) -> dict[str, str]:
+    """``<cluster>=<url>`` pairs as a mapping; a pair without ``=`` is refused."""
+    out = {}
+    for pair in pairs:
+        cluster, sep, url = pair.partition("=")
+        if not sep or not cluster or not url:
+            raise CliError(f"DEP010: --slurm-rest-url {pair!r} is not <cluster>=<url>, e.g. "
+                           "slurm-hpc=http://10.40.0.10:6820")
+        out[cluster] = url
+    return out
 
 
 def _render_input(args: argparse.Namespace) -> Any:
@@ -97,7 +107,8 @@ def _render_input(args: argparse.Namespace) -> Any:
                        distributor_credentials=_read(home / CREDENTIALS_FILE, "the stack's credentials"),
                        metrics_token=_metrics_token(args, home),
                        compiler_settings=settings.read_text() if settings.is_file() else "{}\n",
-                       bundles=bundles, public_keys=keys, kubernetes=kubernetes)
+                       bundles=bundles, public_keys=keys, kubernetes=kubernetes,
+                       slurm_rest=_slurm_rest(args.slurm_rest_url), slurm_user=args.slurm_user)
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -137,4 +148,8 @@ def register(subparsers: Any) -> None:
                                                           "(default $SCO_HOME)")
     r.add_argument("--metrics-token-file", type=Path, default=None,
                    help="the scrape token (default: one kept in the stack's home)")
+    r.add_argument("--slurm-rest-url", action="append", default=[], metavar="CLUSTER=URL",
+                   help="a Slurm partition's slurmrestd (repeat per partition): its controller reads claims through "
+                        "it with the token of Secret sco-slurm-token-<region>-<cluster>")
+    r.add_argument("--slurm-user", default="sco", help="the Slurm user the tokens are minted for (default sco)")
     r.set_defaults(handler=_render)

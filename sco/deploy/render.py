@@ -9,6 +9,9 @@
   the distributor's table of who may fetch, and the metrics token every scrape sends;
 * the ConfigMaps: ``compiler.yaml`` of the contract repository, and per partition its signed bundles with the
   signing (and governance) public keys;
+* per Slurm partition, its controller reads claims through the cluster's slurmrestd (``--slurm-rest-url``; the image
+  has no Slurm client) with the JWT of Secret ``sco-slurm-token-<region>-<cluster>`` (key ``token``: minted on the
+  Slurm side and rotated by the operator, never rendered), and a NetworkPolicy lets it reach that address and port;
 * ``nats-values.yaml`` for the official NATS chart: ``deploy/helm/nats-values.yaml`` with the stack's users, their
   bcrypt hashes and subject permissions (``sco.stack.credentials``), for ``helm upgrade … -f`` (not applied by
   kustomize);
@@ -21,7 +24,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +37,7 @@ import yaml
 from ..errors import RenderError
 
 __all__ = ["BASES", "CLICKHOUSE_USERS_SECRET", "SECRETS", "STORES_NAMESPACE", "RenderError", "RenderInput", "job_name",
-           "plan", "write"]
+           "plan", "slurm_token_secret", "slurmrestd_egress", "write"]
 
 BASES = ("base", "controller", "monitoring")
 STORES_NAMESPACE = "sco-stores"  # deploy/stores/namespace.yaml
@@ -73,6 +78,8 @@ class RenderInput:
     nats_values: str = ""  # deploy/helm/nats-values.yaml
     nats_users: tuple[Mapping[str, Any], ...] = ()  # {user, password (bcrypt), permissions}
     clickhouse_password_hashes: Mapping[str, str] = field(default_factory=dict)  # user -> SHA-256 hex
+    slurm_rest: Mapping[str, str] = field(default_factory=dict)  # Slurm cluster -> its slurmrestd base URL
+    slurm_user: str = "sco"  # the Slurm user the partitions' tokens are minted for
 
 
 def job_name(release: str) -> str:
@@ -130,7 +137,46 @@ def configmaps(inp: RenderInput) -> str:
     return "---\n".join(_doc(d) for d in docs)
 
 
-def _partition(region: str, cluster: str, kubernetes_claims: bool) -> str:
+_TOKEN_DIR = "/etc/sco/slurm"
+
+
+def slurm_token_secret(region: str, cluster: str) -> str:
+    """The Secret holding a Slurm partition's slurmrestd token (key ``token``), created by the operator."""
+    return f"sco-slurm-token-{region}-{cluster}"
+
+
+def _slurm_ops(region: str, cluster: str, url: str, user: str) -> list[dict[str, Any]]:
+    args = ("--slurm-rest-url", url, "--slurm-user", user, "--slurm-token-file", f"{_TOKEN_DIR}/token")
+    spec = "/spec/template/spec"
+    return [*({"op": "add", "path": f"{spec}/containers/0/args/-", "value": v} for v in args),
+            {"op": "add", "path": f"{spec}/containers/0/volumeMounts/-",
+             "value": {"name": "slurm-token", "mountPath": _TOKEN_DIR, "readOnly": True}},
+            {"op": "add", "path": f"{spec}/volumes/-", "value": {"name": "slurm-token", "secret": {
+                "secretName": slurm_token_secret(region, cluster), "defaultMode": 0o400}}}]
+
+
+def slurmrestd_egress(region: str, cluster: str, url: str) -> dict[str, Any]:
+    """The NetworkPolicy letting the partition's controller reach its slurmrestd: the URL's port, and its address
+    when the URL names one (a host name resolves outside the policy's reach: the port alone then)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RenderError(f"DEP008: the slurmrestd URL {url!r} of partition {region}/{cluster} is not http(s)://host"
+                          "[:port]; give --slurm-rest-url <cluster>=http://<slurmrestd host>:6820")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": port}]}
+    try:
+        address = ipaddress.ip_address(parts.hostname)
+        rule = {"to": [{"ipBlock": {"cidr": f"{address}/{address.max_prefixlen}"}}], **rule}
+    except ValueError:
+        pass
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "controller-slurmrestd"},
+            "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "sco-controller"}},
+                     "policyTypes": ["Egress"], "egress": [rule]}}
+
+
+def _partition(region: str, cluster: str, kubernetes_claims: bool, slurm_rest: str = "",
+               slurm_user: str = "sco") -> str:
     ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/args/3", "value": f"{region}/{cluster}"},
            {"op": "replace", "path": "/spec/template/spec/containers/0/args/5", "value": region},
            {"op": "replace", "path": "/spec/template/spec/volumes/1/configMap/name",
@@ -138,8 +184,11 @@ def _partition(region: str, cluster: str, kubernetes_claims: bool) -> str:
     if kubernetes_claims:
         ops += [{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": v}
                 for v in ("--claims-from", "kubernetes")]
+    else:
+        ops += _slurm_ops(region, cluster, slurm_rest, slurm_user)
+    resources = ["../../bases/controller", *([] if kubernetes_claims else ["slurmrestd-egress.yaml"])]
     return _doc({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                 "resources": ["../../bases/controller"], "nameSuffix": f"-{cluster}",
+                 "resources": resources, "nameSuffix": f"-{cluster}",
                  "labels": [{"pairs": {"sco.example.org/partition": cluster}, "includeSelectors": True}],
                  "patches": [{"target": {"kind": "Deployment", "name": "sco-controller"}, "patch": _doc(ops)}]})
 
@@ -203,9 +252,21 @@ def plan(inp: RenderInput) -> dict[str, str]:
         files["nats-values.yaml"] = nats_values(inp)
     if inp.clickhouse_password_hashes:
         files["clickhouse-users-secret.yaml"] = clickhouse_users_secret(inp)
+    unknown = sorted(set(inp.slurm_rest) - set(inp.bundles))
+    if unknown:
+        raise RenderError(f"DEP009: --slurm-rest-url names {', '.join(unknown)}, not a partition of region "
+                          f"{inp.region} in the compiled bundles ({', '.join(sorted(inp.bundles))})")
     for cluster, bundle in inp.bundles.items():
         kube = _schedulers(bundle) == {"kubernetes"}
-        files[f"partitions/{cluster}/kustomization.yaml"] = _partition(inp.region, cluster, kube)
+        url = inp.slurm_rest.get(cluster, "")
+        if not kube and not url:
+            raise RenderError(f"DEP007: partition {inp.region}/{cluster} claims from Slurm and its controller runs "
+                              "without a Slurm client: give --slurm-rest-url "
+                              f"{cluster}=http://<its slurmrestd>:6820 (docs/operations.md)")
+        files[f"partitions/{cluster}/kustomization.yaml"] = _partition(inp.region, cluster, kube, url,
+                                                                       inp.slurm_user)
+        if not kube:
+            files[f"partitions/{cluster}/slurmrestd-egress.yaml"] = _doc(slurmrestd_egress(inp.region, cluster, url))
     return files
 
 

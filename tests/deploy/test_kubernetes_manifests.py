@@ -138,3 +138,19 @@ def test_the_example_overlays_partitions_are_the_contract_repositorys(objects: l
     run = {c["args"][c["args"].index("--partition") + 1] for o in objects if o["kind"] == "Deployment"
            for c in o["spec"]["template"]["spec"]["containers"] if "--partition" in c["args"]}
     assert run == contracts
+
+
+def test_the_slurm_partitions_controller_reads_slurmrestd_with_the_token_of_a_secret_and_may_reach_only_it(
+        objects: list[dict[str, Any]]) -> None:
+    ctl = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "sco-controller-slurm-hpc")
+    pod = ctl["spec"]["template"]["spec"]
+    args = build_parser().parse_args(pod["containers"][0]["args"])
+    assert (args.slurm_rest_url, args.slurm_user) == ("http://10.40.0.10:6820", "sco")
+    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[str(args.slurm_token_file.parent)])
+    assert volume["secret"] == {"secretName": "sco-slurm-token-r1-slurm-hpc", "defaultMode": 0o400}
+    egress = next(o["spec"] for o in objects if o["kind"] == "NetworkPolicy"
+                  and o["metadata"]["name"] == "controller-slurmrestd-slurm-hpc")
+    assert egress["podSelector"]["matchLabels"]["sco.example.org/partition"] == "slurm-hpc"
+    assert egress["egress"] == [{"to": [{"ipBlock": {"cidr": "10.40.0.10/32"}}],
+                                 "ports": [{"protocol": "TCP", "port": 6820}]}]

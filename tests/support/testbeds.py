@@ -1,8 +1,9 @@
 """Where the system test beds are: the tests' one reader of their locations (deploy/testbed/*/up).
 
 The Slurm and Ceph beds live under this checkout's ``.sco/testbed/<name>/`` on free ports picked by their
-``up``, which records them in ``<dir>/env.json``; so two clones on one machine each test against their own
-bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and ``SCO_SLURM_CONF`` still point a test elsewhere.
+``up``, which records them in ``<dir>/env.json`` (the Slurm bed's slurmrestd URL too: ``slurm_rest_url``); so
+two clones on one machine each test against their own bed. ``SCO_SLURM_TESTBED_DIR``, ``SCO_CEPH_TESTBED_DIR`` and
+``SCO_SLURM_CONF`` still point a test elsewhere.
 The OpenStack bed is machine-wide: ``SCO_TESTBED_STATE`` (default ``/var/lib/sco-testbed/openstack``). The
 cloud-init bed is Debian's ``cloud-init`` package (``deploy/testbed/cloudinit/up``): ``CLOUD_INIT`` is its command
 (``SCO_CLOUD_INIT`` overrides), None when it is not installed.
@@ -36,6 +37,7 @@ __all__ = [
     "ceph_env",
     "patroni_tools",
     "slurm_env",
+    "slurm_rest_url",
     "tool",
 ]
 
@@ -58,6 +60,13 @@ CLOUD_INIT = os.environ.get("SCO_CLOUD_INIT") or shutil.which("cloud-init")
 def slurm_env() -> dict[str, str]:
     """This process's environment with ``SLURM_CONF`` pointing at the Slurm test bed."""
     return {**os.environ, "SLURM_CONF": SLURM_CONF}
+
+
+def slurm_rest_url() -> str:
+    """The URL of the Slurm bed's slurmrestd (JWT auth, API v0.0.38); ``FileNotFoundError`` when the bed is down,
+    ``KeyError`` when it was brought up before it had one (run deploy/testbed/slurm/up again)."""
+    doc: dict[str, Any] = json.loads(SLURM_STATE.read_text())
+    return str(doc["rest_url"])
 
 
 def ceph_env() -> dict[str, Any]:

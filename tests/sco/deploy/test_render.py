@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sco.deploy.render import SECRETS, RenderError, job_name
+from sco.deploy.render import SECRETS, RenderError, job_name, slurm_token_secret, slurmrestd_egress
 from sco.stack import credentials as creds_mod
 from testkit.paths import REPO
 
@@ -44,13 +44,21 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "home": home, "keys": keys, "compiled": root / "compiled"}
 
 
+SLURMRESTD = "slurm-hpc=http://10.40.0.10:6820"
+
+
+def _run_render(inputs: dict[str, Path], out: Path, release: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sco", "deploy", "render", "--region", "r1", "--out", str(out),
+                           "--image", "registry.internal/sco", "--release", release, "--bundles",
+                           str(inputs["compiled"]), "--pubkey", str(inputs["keys"] / "signing.pub.pem"),
+                           "--governance-pubkey", str(inputs["keys"] / "governance.pub.pem"),
+                           "--home", str(inputs["home"]), *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
 def _render(inputs: dict[str, Path], release: str) -> tuple[Path, list[dict[str, Any]]]:
     out = inputs["root"] / f"out-{release}"
-    run = subprocess.run([sys.executable, "-m", "sco", "deploy", "render", "--region", "r1", "--out", str(out),
-                          "--image", "registry.internal/sco", "--release", release, "--bundles",
-                          str(inputs["compiled"]), "--pubkey", str(inputs["keys"] / "signing.pub.pem"),
-                          "--governance-pubkey", str(inputs["keys"] / "governance.pub.pem"),
-                          "--home", str(inputs["home"])], cwd=REPO, capture_output=True, text=True, timeout=120)
+    run = _run_render(inputs, out, release, "--slurm-rest-url", SLURMRESTD)
     assert run.returncode == 0, run.stdout + run.stderr
     kubectl = Path(sys.executable).parent / "kubectl"
     built = subprocess.run([str(kubectl), "kustomize", str(out)], capture_output=True, text=True, timeout=120)
@@ -87,6 +95,7 @@ def test_every_secret_and_configmap_a_pod_names_is_rendered(inputs: dict[str, Pa
             if "configMap" in v:
                 wanted.add(("ConfigMap", v["configMap"]["name"]))
     wanted.discard(("Secret", "sco-controller-openstack"))  # the OpenStack issuer's clouds.yaml: the operator's
+    wanted.discard(("Secret", slurm_token_secret("r1", "slurm-hpc")))  # minted on the Slurm side and rotated there
     assert wanted <= have, wanted - have
 
 
@@ -113,6 +122,45 @@ def test_each_partition_gets_its_controller_and_signed_bundles(inputs: dict[str,
     expected = (inputs["compiled"] / "r1" / "k8s-prod" / "controller-bundle.json").read_text()
     assert bundle["data"]["controller-bundle.json"] == expected
     assert bundle["data"]["bundle-signing.pub"] == (inputs["keys"] / "signing.pub.pem").read_text()
+
+
+def test_a_slurm_partitions_controller_reads_its_slurmrestd_with_the_token_secret_and_may_reach_only_it(
+        inputs: dict[str, Path]) -> None:
+    from sco.cli import build_parser
+
+    _, objects = _render(inputs, "0.2.0")
+    ctl = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "sco-controller-slurm-hpc")
+    pod = ctl["spec"]["template"]["spec"]
+    args = build_parser().parse_args(pod["containers"][0]["args"])
+    assert (args.slurm_rest_url, args.slurm_user, str(args.slurm_token_file)) == (
+        "http://10.40.0.10:6820", "sco", "/etc/sco/slurm/token")
+    assert {"name": "slurm-token", "mountPath": "/etc/sco/slurm", "readOnly": True} in pod["containers"][0][
+        "volumeMounts"]
+    assert {"name": "slurm-token", "secret": {"secretName": "sco-slurm-token-r1-slurm-hpc", "defaultMode": 0o400}} in (
+        pod["volumes"])
+    egress = next(o["spec"] for o in objects if o["kind"] == "NetworkPolicy"
+                  and o["metadata"]["name"] == "controller-slurmrestd-slurm-hpc")
+    assert egress["podSelector"]["matchLabels"]["sco.example.org/partition"] == "slurm-hpc"
+    assert egress["egress"] == [{"to": [{"ipBlock": {"cidr": "10.40.0.10/32"}}],
+                                 "ports": [{"protocol": "TCP", "port": 6820}]}]
+    k8s = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "sco-controller-k8s-prod")
+    assert "--slurm-rest-url" not in k8s["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+@pytest.mark.parametrize(("extra", "code"), [
+    ((), "DEP007: partition r1/slurm-hpc claims from Slurm"),
+    (("--slurm-rest-url", "slurm-hpc"), "DEP010"),
+    (("--slurm-rest-url", SLURMRESTD, "--slurm-rest-url", "slurm-gpu=http://x:6820"), "DEP009"),
+    (("--slurm-rest-url", "slurm-hpc=10.40.0.10:6820"), "DEP008")])
+def test_a_slurm_partition_without_a_usable_slurmrestd_url_is_refused_saying_how_to_fix(
+        inputs: dict[str, Path], tmp_path: Path, extra: tuple[str, ...], code: str) -> None:
+    run = _run_render(inputs, tmp_path / "out", "0.2.0", *extra)
+    assert run.returncode == 2 and code in run.stderr, run.stderr
+
+
+def test_a_slurmrestd_named_by_host_is_reached_on_its_port_alone() -> None:
+    assert slurmrestd_egress("r1", "c", "https://slurmrestd.hpc.example")["spec"]["egress"] == [
+        {"ports": [{"protocol": "TCP", "port": 443}]}]
 
 
 def test_a_second_release_renders_a_migrate_job_of_its_own_and_nothing_else_moves(inputs: dict[str, Path]) -> None:
