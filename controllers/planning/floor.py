@@ -20,6 +20,8 @@ plan reuses it (``placed.Placed``).
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from .model import Caps, share_ratio
 from .placed import Placed
 from .tables import PoolTable, Shape
@@ -71,7 +73,7 @@ def _fill(units: int, shape: Shape, caps: Caps, table: PoolTable) -> tuple[dict[
         notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
                      f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     residual = table.residual
-    spread = _round_robin(units, halls, hall_cap, shape, residual)
+    spread = _round_robin(units, halls, hall_cap, shape, table)
     if spread is not None:
         return spread, 0, notes
     placed: dict[int, int] = {}
@@ -134,13 +136,13 @@ def _level_rounds(open_halls: list[str], shape: Shape, at: dict[str, int], place
 
 
 def _round_robin(units: int, halls: list[str], hall_cap: int, shape: Shape,
-                 residual: list[int]) -> dict[int, int] | None:
-    """The floor when each hall's first pool with capacity holds its share with room to spare (else None).
+                 table: PoolTable) -> dict[int, int] | None:
+    """The floor when each hall's share fits one pool with room to spare (else None).
 
     One unit at a time, each to the hall with the fewest floor units (ties to the first by name), is a round
     robin over the halls in name order: ``units // halls`` each and one more for the first ``units % halls``.
-    While no share passes the hall cap and none fills its pool, nothing else happens: every hall's first pool
-    is read (and recorded, with zero units when its share is zero) and takes its share.
+    While no share passes the hall cap and none fills its pool, nothing else happens: each hall's share goes to
+    one pool (``_hall_pool``), recorded with zero units when the share is zero.
     """
     if not halls:
         return None
@@ -150,10 +152,38 @@ def _round_robin(units: int, halls: list[str], hall_cap: int, shape: Shape,
         share = each + 1 if n < more else each
         if share > hall_cap:
             return None
-        for i, k in shape.by_hall[hall]:
-            if residual[i] > 0:
-                if share >= residual[i] * k:
-                    return None
-                placed[i] = share
-                break
+        chosen = _hall_pool(shape.by_hall[hall], share, table)
+        if chosen is None:
+            return None
+        if chosen >= 0:
+            placed[chosen] = share
     return placed
+
+
+def _hall_pool(entries: list[tuple[int, int]], share: int, table: PoolTable) -> int | None:
+    """The pool that holds a hall's ``share`` of the floor for the least.
+
+    Among the pools of the first purchase model with capacity left (committed reservations before on-demand,
+    ADR-22): the fewest euros an hour for the whole instances the share needs (a share of 4 units in an instance
+    of 8 pays for 8; a 4-unit instance at the same rate per unit costs half), then the hall's preference order.
+    None: the first such pool with capacity has no room to spare for the share (the unit-at-a-time fill
+    decides); -1: no pool has capacity.
+    """
+    residual, committed, rate = table.residual, table.static.committed, table.rate
+    first: int | None = None
+    best, best_cost = -1, Decimal(0)
+    for i, k in entries:
+        if residual[i] <= 0:
+            continue
+        if first is None:
+            first = i
+            if share >= residual[i] * k:
+                return None
+        elif committed[i] != committed[first]:
+            break
+        if share >= residual[i] * k:
+            continue
+        cost = rate[i] * -(-share // k)
+        if best < 0 or cost < best_cost:
+            best, best_cost = i, cost
+    return best

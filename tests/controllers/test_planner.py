@@ -184,6 +184,32 @@ def test_the_floor_uses_on_demand_guaranteed_capacity_only_when_committed_runs_o
     assert max(sum(v for k, v in floor.items() if k.endswith(h)) for h in ("h1", "h2", "h3")) <= 12
 
 
+def sized_floor_pools() -> list[PoolState]:
+    """Per hall two committed reservations at the same rate per 4-vCPU unit, 8 and 4 units an instance, and
+    on-demand guaranteed capacity of 1 unit an instance, cheaper per unit."""
+    out = states()
+    for h in ("h1", "h2", "h3"):
+        out.append(PoolState(pool(f"cm-big-{h}", hall=h, model="committed", bu="research", rate="1.28", vcpu=32), 10))
+        out.append(PoolState(pool(f"cm-small-{h}", hall=h, model="committed", bu="research", rate="0.64", vcpu=16),
+                             10))
+        out.append(PoolState(pool(f"gd-{h}", hall=h, model="guaranteed", rate="0.10"), 100))
+    return out
+
+
+@pytest.mark.parametrize(("claim", "kind", "why"), [
+    (40, "cm-small", "4 units a hall: one 4-unit instance (0.64 EUR/h) rather than half an 8-unit one (1.28)"),
+    (50, "cm-big", "5 units a hall: two 4-unit instances cost what one 8-unit does; the preference order decides"),
+    (60, "cm-big", "6 units a hall: one 8-unit instance (1.28) rather than two 4-unit ones (1.28), order decides"),
+    (20, "cm-small", "2 units a hall: the 4-unit instance"),
+])
+def test_a_halls_floor_share_goes_to_the_committed_pool_whose_whole_instances_cost_least(
+        claim: int, kind: str, why: str) -> None:
+    result = plan([Claim(contract("T1"), claim)], sized_floor_pools(), NOW).plans["wk"]
+    floor = units_by_pool(result, Purpose.FLOOR)
+    assert {pid.rsplit("-", 1)[0] for pid, n in floor.items() if n} == {kind}, why
+    assert not any(pid.startswith("gd-") for pid in floor), "on-demand is used only when committed runs out"
+
+
 def test_another_business_units_commitment_is_never_used_for_a_floor() -> None:
     result = plan([Claim(contract("T1"), 100)], floor_pools(committed_free=0), NOW).plans["wk"]
     assert "cm-other-bu" not in result.pools

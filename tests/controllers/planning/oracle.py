@@ -58,6 +58,9 @@ def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tupl
         notes.append(f"a floor of {units} unit(s) over {len(halls)} halls cannot keep every hall at "
                      f"{caps.floor_hall_share:.0%} or less: at most {hall_cap} a hall")
     ranked = sorted(candidates, key=FloorCandidate.preference)
+    spread = _cheapest_spread(units, halls, hall_cap, ranked)
+    if spread is not None:
+        return spread, 0, notes
     placed: dict[str, int] = defaultdict(int)
     per_hall: dict[str, int] = defaultdict(int)
     remaining = units
@@ -72,6 +75,30 @@ def fill_floor(units: int, candidates: list[FloorCandidate], caps: Caps) -> tupl
         per_hall[hall] += 1
         remaining -= 1
     return dict(placed), remaining, notes
+
+
+def _cheapest_spread(units: int, halls: list[str], hall_cap: int,
+                     ranked: list[FloorCandidate]) -> dict[str, int] | None:
+    """The floor when every hall's round-robin share fits one pool with room to spare: per hall, among the pools
+    of the first purchase model with capacity, the one whose whole instances for the share cost least (ties: the
+    preference order); None when a share passes the hall cap or the hall's first pool has no room to spare."""
+    if not halls:
+        return None
+    each, more = divmod(units, len(halls))
+    placed: dict[str, int] = {}
+    for n, hall in enumerate(halls):
+        share = each + 1 if n < more else each
+        if share > hall_cap:
+            return None
+        mine = [c for c in ranked if c.state.pool.hall == hall and c.capacity_units > 0]
+        if not mine:
+            continue
+        if share >= mine[0].capacity_units:
+            return None
+        fits = [c for c in mine if c.committed == mine[0].committed and share < c.capacity_units]
+        best = min(fits, key=lambda c: c.state.rate_eur_h * math.ceil(share / c.per_instance))
+        placed[best.state.pool_id] = share
+    return placed
 
 
 
