@@ -18,6 +18,8 @@ import yaml
 from orchestration.finance_models import SHIPPED_DIR, dbt_executable
 from testkit.paths import REPO
 
+pytestmark = pytest.mark.slow  # two dbt compiles of the whole project: ~11 s of CPU, no place in the fast tier
+
 MART = "fct_showback_monthly"
 # the adapter's own macro, on the mart's relation as dbt builds it for the target's credentials; rendered only at
 # execution (at parse time the adapter's methods answer None)
