@@ -20,7 +20,7 @@ from typing import Protocol
 from contracts.approvals import SignedDecision, verify_decision
 from contracts.errors import ContractsError
 
-from .fallback import Approval
+from .model import Answer, Approval, OpenRequest
 
 __all__ = ["Answer", "NamesApprover", "OpenRequest", "Verdict", "deadline", "judge", "judge_answers",
            "largest_option_eur", "with_verdicts"]
@@ -34,30 +34,6 @@ class NamesApprover(Protocol):
     @property
     def approver(self) -> str | None:
         """The contract's named approver, or None."""
-
-
-@dataclass(frozen=True)
-class OpenRequest:
-    """An ``approval_requests`` row as the arbiter and the CLI read it."""
-
-    request_id: str
-    workload: str
-    region: str
-    approver: str | None            # named by the contract when the request was raised
-    raised_by: str | None           # the identity that raised the spend (the controller's holder)
-    requested_at: datetime
-    state: str                      # pending | granted | denied | expired
-    options: tuple[Mapping[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A recorded answer not judged yet; ``signed`` is None when the stored record does not parse (``error``)."""
-
-    decision_id: str
-    request: OpenRequest
-    signed: SignedDecision | None
-    error: str = ""
 
 
 @dataclass(frozen=True)

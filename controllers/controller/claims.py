@@ -21,22 +21,11 @@ from typing import Protocol
 from contracts.schema import Contract
 from controllers.planning import Claim
 
-from .model import Note
+from .model import Note, WorkItem
 
 __all__ = ["ClaimSource", "Normalised", "WorkItem", "WorkMemo", "normalise", "normalised", "parse_contract_ref"]
 
 _REF = re.compile(r"(?:^|[\s;,])contract=([a-z0-9][a-z0-9-]*)@(\d+)(?:$|[\s;,])")
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    source: str                  # slurm | kubernetes
-    item_id: str                 # job id / pod namespace/name
-    contract_ref: str | None     # "<name>@<version>" as declared, None when absent
-    vcpu: float
-    memory_gib: float
-    state: str                   # pending | running
-    node: str = ""               # where a running item runs (scheduler node name = instance name)
 
 
 class ClaimSource(Protocol):

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from .breaker import tier_rank
+from .model import Approval
 
 __all__ = [
     "Approval",
@@ -52,16 +53,6 @@ class GuaranteedOption:
     rate_eur_h: Decimal
     units_per_instance: int
     free_instances: int
-
-
-@dataclass(frozen=True)
-class Approval:
-    """The state of a workload's open or last approval request."""
-
-    requested_at: datetime
-    state: str                      # pending | granted | expired
-    granted_eur: Decimal = Decimal(0)
-    units: int = 0                  # what was asked for
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ reclaimable, fallback) rides in the instance metadata. A **desired** slot count 
 after a crash asks for the same thing, and the level-triggered diff against the provider's listing keeps a
 launch from being repeated once its instances exist.
 
-What a pass **observed** is here too (``Glance``, ``Market``, ``Observation``, ``InputsInForce``): ``decide`` reads
-these types and nothing of ``observe`` or ``store``, which fill them (the import contract in pyproject).
+What a pass **observed** is here too (``Glance``, ``Market``, ``Observation``, ``InputsInForce``, and the
+scheduler's ``WorkItem``, the workloads' ``Approval`` states and the approvers' unjudged ``Answer``): ``decide``
+reads these types and nothing of ``observe`` or ``store``, which fill them (the import contract in pyproject).
+The modules that work on them (``claims``, ``fallback``, ``approval_judge``) import them from here and name
+them again, so this module needs none of theirs.
 """
 
 from __future__ import annotations
@@ -20,15 +23,12 @@ from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:   # annotations only: these modules import this one
+if TYPE_CHECKING:
+    from contracts.approvals import SignedDecision
     from contracts.pools import Pool
 
-    from .approval_judge import Answer
-    from .claims import WorkItem
-    from .fallback import Approval
-
-__all__ = ["Glance", "Gone", "InputsInForce", "Launch", "Market", "Note", "Observation", "Observed", "Purpose",
-           "SlotKey", "Terminate"]
+__all__ = ["Answer", "Approval", "Glance", "Gone", "InputsInForce", "Launch", "Market", "Note", "Observation",
+           "Observed", "OpenRequest", "Purpose", "SlotKey", "Terminate", "WorkItem"]
 
 
 class Purpose(StrEnum):
@@ -168,6 +168,53 @@ class Market:
     inputs: InputsInForce                   # rankings, groups, exclusions, probation in force
     free_at: datetime | None = None         # when the rate card counted ``free`` (None: now)
     others_since_card: Mapping[str, int] = field(default_factory=dict)   # other partitions' launches since it
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A Slurm job or Kubernetes pod a scheduler lists (``claims``): its contract reference and its size."""
+
+    source: str                  # slurm | kubernetes
+    item_id: str                 # job id / pod namespace/name
+    contract_ref: str | None     # "<name>@<version>" as declared, None when absent
+    vcpu: float
+    memory_gib: float
+    state: str                   # pending | running
+    node: str = ""               # where a running item runs (scheduler node name = instance name)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """The state of a workload's open or last approval request."""
+
+    requested_at: datetime
+    state: str                      # pending | granted | expired
+    granted_eur: Decimal = Decimal(0)
+    units: int = 0                  # what was asked for
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """An ``approval_requests`` row as the arbiter and the CLI read it."""
+
+    request_id: str
+    workload: str
+    region: str
+    approver: str | None            # named by the contract when the request was raised
+    raised_by: str | None           # the identity that raised the spend (the controller's holder)
+    requested_at: datetime
+    state: str                      # pending | granted | denied | expired
+    options: tuple[Mapping[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A recorded answer not judged yet; ``signed`` is None when the stored record does not parse (``error``)."""
+
+    decision_id: str
+    request: OpenRequest
+    signed: SignedDecision | None
+    error: str = ""
 
 
 @dataclass(frozen=True)
