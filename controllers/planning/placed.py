@@ -11,11 +11,31 @@ cost, which are what the plans are made of.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Protocol
 
 from .model import Allocation, Purpose, allocation
-from .tables import PoolTable
 
-__all__ = ["NOTHING", "Placed"]
+__all__ = ["NOTHING", "Columns", "Placed"]
+
+
+class Columns(Protocol):
+    """What a fill's result reads of its plan's pool table (``tables.PoolTable`` is one).
+
+    Said here rather than imported: the table keeps fills on its shapes, so it knows ``Placed``, and a fill knowing
+    the table back would tie the two modules in a circle.
+    """
+
+    @property
+    def ids(self) -> list[str]:
+        """Pool id by pool index."""
+
+    @property
+    def rate(self) -> list[Decimal]:
+        """Rate (EUR/h an instance) by pool index."""
+
+    @property
+    def made(self) -> dict[tuple[Purpose, int], list[dict[int, Allocation] | None]]:
+        """The plan's allocations by purpose and shape, per pool, by units (``PoolTable.made``)."""
 
 
 class Placed:
@@ -52,7 +72,7 @@ class Placed:
                 return False
         return True
 
-    def allocations(self, purpose: Purpose, table: PoolTable) -> tuple[Allocation, ...]:
+    def allocations(self, purpose: Purpose, table: Columns) -> tuple[Allocation, ...]:
         """The allocations, in pool id order (built once; a fill is for one purpose only).
 
         Equal allocations are one object in a plan: ``PoolTable.made`` keeps them per purpose and shape (its
@@ -77,7 +97,7 @@ class Placed:
             self._allocations = tuple(out)
         return self._allocations
 
-    def cost(self, table: PoolTable) -> Decimal:
+    def cost(self, table: Columns) -> Decimal:
         """What the placement costs per hour (EUR/h)."""
         if self._cost is None:
             rate, cost = table.rate, Decimal(0)

@@ -3,30 +3,106 @@
 The planner reads the pool states once per plan into columns indexed by row, a row a pool in pool id order, and
 builds every shape's tables from them (``tables``). The states and their catalogue pools are read in one pass
 each: a pass a column read two thousand pools' attributes a dozen times and missed the cache on most of them.
+
+A shape's static part (``ShapeStatic``: its pools, units per instance, rank orders as ``Order`` lanes) depends on
+the pools in force only, so it lives here with the columns it is built from, and ``Static`` keeps it across plans
+(``tables`` builds it and names it again).
 """
 
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from contracts.pools import PurchaseModel
 
 from .model import PoolState
 from .ranks import Keys
 
-if TYPE_CHECKING:
-    from .tables import ShapeStatic
+__all__ = ["Entry", "Order", "ShapeStatic", "Static"]
 
-__all__ = ["Static"]
+Entry = tuple[int, int]  # (pool index, units one instance holds)
 
 # the attributes ``Static`` reads of a catalogue pool and of a pool state, in its order
 _POOL_COLUMNS = operator.attrgetter("rate_eur_h", "hall", "aggregate", "purchase_model", "sku_family", "size",
                                     "business_unit", "vcpu", "memory_gib", "gpu", "region", "guaranteed_rate_eur_h")
 _STATE_COLUMNS = operator.attrgetter("rate_override", "group", "score", "probation", "available_instances",
                                      "excluded", "reclaim_p")
+
+
+class Order:
+    """A rank order of a shape's pools, and the same order split in lanes.
+
+    A lane holds the pools of one hall, or of one hall and one number of units per instance, linked by rank:
+    ``first`` is a lane's best-ranked pool, ``next`` (for (hall, 0) lanes) and ``next_k`` (for (hall, k) lanes)
+    the next pool of its lane by rank, -1 after the last. A fill merges the lanes of the pools that fit its pool
+    cap by rank (a heap of ranks: plain integers), and drops a hall's lanes when the hall is full. Pools that
+    ran out stay in the lanes (a plan's residual capacity only shrinks, so they never come back); a shape's
+    ``starts`` skip those at the head of a lane, where the best-ranked pools run out first. An order depends on
+    the pools in force only, so a table's ``Static`` part keeps it across plans.
+    """
+
+    __slots__ = ("entries", "first", "hall", "next", "next_k")
+
+    def __init__(self, entries: list[Entry], hall: list[str], hall_no: list[int], halls: int) -> None:
+        self.entries = entries
+        self.hall = hall
+        self.first: dict[tuple[str, int], int] = {}
+        self.next, self.next_k = self._link(hall_no, halls)
+
+    def _link(self, hall_no: list[int], halls: int) -> tuple[list[int], list[int]]:
+        """Both lanes' links in one pass: the (hall, 0) lanes and, within each hall, the (hall, k) lanes.
+
+        Nearly every fill of a shape needs both (the split ones when its pool cap is below the biggest
+        instance), so they are built together. A lane's last position so far is kept in a list indexed by the
+        hall's number (and ``k``): ``hall_no`` numbers the halls 0..``halls - 1``.
+        """
+        entries, hall, first = self.entries, self.hall, self.first
+        following, following_k = [-1] * len(entries), [-1] * len(entries)
+        width = max(map(operator.itemgetter(1), entries), default=0) + 1
+        last = [-1] * halls  # per hall, its last position so far
+        last_k = [-1] * (halls * width)  # per hall and units an instance, the same
+        for pos, (i, k) in enumerate(entries):
+            h = hall_no[i]
+            before = last[h]
+            if before < 0:
+                first[(hall[i], 0)] = pos
+            else:
+                following[before] = pos
+            last[h] = pos
+            lane = h * width + k
+            before = last_k[lane]
+            if before < 0:
+                first[(hall[i], k)] = pos
+            else:
+                following_k[before] = pos
+            last_k[lane] = pos
+        return following, following_k
+
+    def split(self) -> list[int]:
+        """The (hall, k) lanes' links (and their ``first``)."""
+        return self.next_k
+
+
+class ShapeStatic:
+    """What a shape's pools are, with units per instance, rank orders and floor order: pools-in-force facts."""
+
+    __slots__ = ("by_hall", "entries", "halls", "k", "max_k", "max_rate_pct_h", "orders", "units", "weight")
+
+    def __init__(self, entries: list[Entry], hall: list[str], weight: float | None = None) -> None:
+        self.entries = entries
+        # expected-cost shapes: the hours of work a reclaim costs their workloads (``risk``); their depth order is
+        # the expected cost per unit-hour. None: the composite score's order
+        self.weight = weight
+        self.max_rate_pct_h = 100.0  # the likeliest of its pools to be reclaimed within the hour, in %/h
+        self.k = dict(entries)
+        self.max_k = max(self.k.values(), default=0)
+        self.orders: dict[str, Order] = {}
+        self.by_hall: dict[str, list[Entry]] = {}
+        self.halls = Counter(map(hall.__getitem__, self.k))  # pools per hall, and per units an instance
+        self.units = Counter(self.k.values())
 
 
 class Static:
