@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+import threading
 from collections.abc import Callable
 from concurrent import futures
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import grpc
 
@@ -13,8 +17,10 @@ from .config import TlsConfig
 from .pool import InstanceState, PlugPool, ProviderError
 from .proto import externalgrpc_pb2 as pb
 from .proto import externalgrpc_pb2_grpc as pb_grpc
+from .tls_front import HANDSHAKE_TIMEOUT_SECONDS, MAX_HANDSHAKES, TlsFront, server_context
+from .tls_refusals import RefusalLog
 
-__all__ = ["GPU_LABEL", "CloudProviderService", "server_credentials", "start_server"]
+__all__ = ["GPU_LABEL", "CloudProviderService", "PlugPoolServer", "start_server"]
 
 log = logging.getLogger("plugpool.grpc")
 GPU_LABEL = "nvidia.com/gpu.product"
@@ -126,27 +132,66 @@ class CloudProviderService(pb_grpc.CloudProviderServicer):
         return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=request.defaults)
 
 
-def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
-    """TLS that requires a client certificate chaining to ``tls.client_ca`` (mutual TLS)."""
-    try:
-        key, cert, ca = tls.key.read_bytes(), tls.cert.read_bytes(), tls.client_ca.read_bytes()
-    except OSError as exc:
-        raise OSError(f"PPL012 cannot read the TLS files ({exc.filename}: {exc.strerror}); check tls in the "
-                      "configuration") from exc
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
+class PlugPoolServer:
+    """The running service: the gRPC server and, with TLS, the front that terminates it (``refusals`` has the
+    refused handshakes). ``stop(grace)`` returns the event gRPC sets once every call has ended."""
+
+    def __init__(self, server: grpc.Server, front: TlsFront | None = None, private_dir: Path | None = None) -> None:
+        self.grpc = server
+        self.front = front
+        self._private_dir = private_dir
+
+    @property
+    def refusals(self) -> RefusalLog | None:
+        """The refused TLS handshakes (None without TLS)."""
+        return self.front.refusals if self.front is not None else None
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Stop accepting, then stop the gRPC server (calls in flight get ``grace`` seconds)."""
+        if self.front is not None:
+            self.front.stop()
+        done = cast(threading.Event, self.grpc.stop(grace))
+        if self._private_dir is not None:  # no new connection can reach the socket: the front is gone
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+        return done
 
 
-def start_server(pool: PlugPool, address: str, workers: int = 8,
-                 tls: TlsConfig | None = None) -> tuple[grpc.Server, int]:
-    """Start the gRPC server on ``address`` ("host:port"; port 0 picks one): with ``tls`` mutual TLS, without it
-    plaintext (the configuration allows that on loopback only). Returns the server and port."""
+def _grpc_server(pool: PlugPool, workers: int) -> grpc.Server:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plugpool-grpc"))
     pb_grpc.add_CloudProviderServicer_to_server(CloudProviderService(pool), server)  # type: ignore[no-untyped-call]
-    if tls is not None:
-        port = server.add_secure_port(address, server_credentials(tls))
-    else:
+    return server
+
+
+def start_server(pool: PlugPool, address: str, workers: int = 8, tls: TlsConfig | None = None, *,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS, max_handshakes: int = MAX_HANDSHAKES,
+                 refusals: RefusalLog | None = None) -> tuple[PlugPoolServer, int]:
+    """Start the service on ``address`` ("host:port"; port 0 picks one) and return it with its port.
+
+    With ``tls``: mutual TLS terminated by :class:`TlsFront` (every refused handshake logged ``PPL020`` and
+    counted), relayed to gRPC on a Unix socket in a private directory. Without it: plaintext gRPC on ``address``
+    (the configuration allows that on loopback only)."""
+    server = _grpc_server(pool, workers)
+    if tls is None:
         port = server.add_insecure_port(address)
-    if port == 0:
-        raise OSError(f"cannot listen on {address}; is the port in use?")
-    server.start()
-    return server, port
+        if port == 0:
+            raise OSError(f"cannot listen on {address}; is the port in use?")
+        server.start()
+        return PlugPoolServer(server), port
+    context = server_context(tls)
+    private_dir = Path(tempfile.mkdtemp(prefix="plugpool-grpc-"))  # mode 0700: only our user may connect
+    sock = private_dir / "grpc.sock"
+    try:
+        if server.add_insecure_port(f"unix:{sock}") == 0:
+            raise OSError(f"cannot listen on the private socket {sock}")
+        server.start()
+        front = TlsFront(context, sock, refusals or RefusalLog(), handshake_timeout=handshake_timeout,
+                         max_handshakes=max_handshakes)
+        try:
+            port = front.start(address)
+        except OSError as exc:
+            server.stop(0).wait()
+            raise OSError(f"cannot listen on {address} ({exc.strerror or exc}); is the port in use?") from exc
+    except BaseException:
+        shutil.rmtree(private_dir, ignore_errors=True)
+        raise
+    return PlugPoolServer(server, front, private_dir), port

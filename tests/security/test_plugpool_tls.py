@@ -1,22 +1,19 @@
 """plugpool's gRPC server takes mutual TLS as cluster-autoscaler's externalgrpc provider speaks it: a client with a
 certificate from the configured client CA switches plugs; a plaintext client, a TLS client without a certificate
-and one whose certificate another CA signed are refused at the handshake (gRPC ``UNAVAILABLE``) and switch
-nothing. The configuration refuses plaintext unless it is asked for on loopback (``PPL010``, ``PPL011``)."""
+and one whose certificate another CA signed are refused at the handshake (gRPC ``UNAVAILABLE``), switch nothing,
+and leave a ``PPL020`` line and a count behind. The configuration refuses plaintext unless it is asked for on
+loopback (``PPL010``, ``PPL011``)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
+import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from controllers.errors import ConfigError
 from controllers.plugpool.config import Credentials, TlsConfig, parse_config
@@ -26,40 +23,12 @@ from controllers.plugpool.pool import PlugPool
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from controllers.plugpool.proto import externalgrpc_pb2_grpc as pb_grpc
 from controllers.plugpool.service import start_server
+from controllers.plugpool.tls_refusals import RefusalLog
 from sco.demo.kubeapi import KubeApiDouble
 from testkit.esphome import EspHomeDouble
+from tests.controllers.plugpool.certs import ManualClock, Pem, make_pki
 from tests.controllers.plugpool.conftest import plugs  # noqa: F401  (the fixture; kube is tests/conftest.py's)
 from tests.controllers.plugpool.helpers import NS, config_dict
-
-NOW = dt.datetime.now(dt.UTC)
-
-
-@dataclass(frozen=True)
-class Pem:
-    cert: bytes
-    key: bytes
-
-
-def _issue(name: str, issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None = None, *,
-           ca: bool = False, server: bool = False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    signer_cert, signer_key = issuer if issuer else (None, key)
-    builder = (x509.CertificateBuilder().subject_name(subject)
-               .issuer_name(signer_cert.subject if signer_cert else subject).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(NOW - dt.timedelta(minutes=5))
-               .not_valid_after(NOW + dt.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
-    return builder.sign(signer_key, hashes.SHA256()), key
-
-
-def _pem(pair: tuple[x509.Certificate, ec.EllipticCurvePrivateKey]) -> Pem:
-    cert, key = pair
-    return Pem(cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 
 @dataclass(frozen=True)
@@ -69,29 +38,27 @@ class Served:
     client: Pem
     rogue: Pem
     plugs: EspHomeDouble
+    refusals: RefusalLog
+    clock: ManualClock
 
 
 @pytest.fixture
 def served(tmp_path: Path, kube: KubeApiDouble, plugs: EspHomeDouble) -> Iterator[Served]:  # noqa: F811
     kube.put_object("Namespace", {"metadata": {"name": NS}})
-    ca, other_ca = _issue("sco test CA", ca=True), _issue("someone else's CA", ca=True)
-    server, client, rogue = _issue("plugpool", ca, server=True), _issue("cluster-autoscaler", ca), _issue(
-        "cluster-autoscaler", other_ca)
-    for name, pem in (("server", _pem(server)), ("ca", _pem(ca))):
-        (tmp_path / f"{name}.crt").write_bytes(pem.cert)
-        (tmp_path / f"{name}.key").write_bytes(pem.key)
+    pki = make_pki(tmp_path)
     data = config_dict({n: plugs.add_plug(n) for n in ("worker-1", "worker-2")})
     del data["insecureLoopback"]
-    data["tls"] = {"cert": str(tmp_path / "server.crt"), "key": str(tmp_path / "server.key"),
-                   "clientCA": str(tmp_path / "ca.crt")}
+    data["tls"] = pki.tls.model_dump(by_alias=True, mode="json")
     config = parse_config(data)
     cluster = KubernetesCluster(kube.client_configuration(), timeout=10.0)
     pool = PlugPool(config, EspHomePlugs(Credentials(username="admin", password="secret"), timeout=2.0,
                                          connect_timeout=2.0), cluster, tick=0.05)
     pool.start()
-    grpc_server, port = start_server(pool, "127.0.0.1:0", tls=config.tls)
+    clock = ManualClock()
+    refusals = RefusalLog(clock)
+    grpc_server, port = start_server(pool, "127.0.0.1:0", tls=config.tls, refusals=refusals)
     try:
-        yield Served(port, _pem(ca), _pem(client), _pem(rogue), plugs)
+        yield Served(port, pki.ca, pki.client, pki.rogue, plugs, refusals, clock)
     finally:
         grpc_server.stop(0).wait()
         pool.stop()
@@ -123,6 +90,32 @@ def test_only_a_client_certificate_from_the_configured_ca_switches_a_plug(served
             served.ca.cert, served.client.key, served.client.cert)) as channel:
         stub = pb_grpc.CloudProviderStub(channel)
         assert [g.id for g in stub.NodeGroups(pb.NodeGroupsRequest(), timeout=30).nodeGroups] == ["workers"]
+
+
+def _refused(served: Served, reason: str) -> int:
+    deadline = time.monotonic() + 10   # the front records the refusal on its own thread
+    while reason not in served.refusals.counts():
+        assert time.monotonic() < deadline, f"no refusal {reason!r}: {served.refusals.counts()}"
+        time.sleep(0.02)
+    return served.refusals.counts()[reason]
+
+
+def test_each_refused_handshake_of_a_grpc_client_is_logged_ppl020_and_counted_by_reason(
+        served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    address = f"127.0.0.1:{served.port}"
+    strangers = {
+        "no certificate": grpc.ssl_channel_credentials(served.ca.cert),
+        "unknown CA": grpc.ssl_channel_credentials(served.ca.cert, served.rogue.key, served.rogue.cert),
+    }
+    for reason, credentials in strangers.items():
+        with grpc.secure_channel(address, credentials) as channel:
+            assert _increase(channel) == "UNAVAILABLE", reason
+        assert _refused(served, reason) >= 1   # gRPC may retry the connection within the one call
+        served.clock.advance(10.0)   # past the rate limit: the next refusal from 127.0.0.1 gets its own line
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+             and r.getMessage().startswith("PPL020 refused TLS handshake from 127.0.0.1: ")]
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in lines] == list(strangers)
+    assert not any(served.plugs.is_on(n) for n in ("worker-1", "worker-2"))
 
 
 def test_the_configuration_refuses_plaintext_except_asked_for_on_loopback(tmp_path: Path) -> None:
