@@ -101,8 +101,9 @@ class RefusalLog:
                 return
             held_back = peer.held_back if peer is not None else 0
             self._peers[key] = _Peer(last_line=now)
-        more = f" ({held_back} more refused since the last line)" if held_back else ""
-        log.warning("PPL020 refused TLS handshake from %s: %s%s", key, refusal, more)
+            more = f" ({held_back} more refused since the last line)" if held_back else ""
+            # under the lock: whoever sees the count also finds the line written
+            log.warning("PPL020 refused TLS handshake from %s: %s%s", key, refusal, more)
 
     def _key(self, address: str, now: float) -> str:
         if address in self._peers or len(self._peers) < self._max_peers:
