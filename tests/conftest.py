@@ -63,6 +63,13 @@ def _signals_as_they_were() -> Iterator[None]:
         return
     handlers = {sig: signal.getsignal(sig) for sig in _SIGNALS}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    # a test's children start with SIGTERM and SIGHUP acted on and nothing blocked, whatever the worker inherited
+    # or a session-long fixture left (an ignored SIGTERM is inherited across exec: a stray `sleep` or a spawned
+    # `sco ingest` then outlives its SIGTERM); seen once in a clean-clone run with SigIgn 0x80004006
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if handlers[sig] is signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     yield
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for sig, handler in handlers.items():

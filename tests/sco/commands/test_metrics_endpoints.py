@@ -65,6 +65,7 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[bytes
             p.wait(15)
         except subprocess.TimeoutExpired:
             p.kill()
+            p.wait(15)   # reaped: a Popen left running warns when collected, in whichever test that happens
     for _, log in started:
         lines = log.with_suffix(".err").read_text().splitlines()
         assert lines, f"{log.stem} logged nothing"
