@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from testkit.jsonserver import LoopbackHttp, send_body
 
 __all__ = ["FakeSlurmrestd", "jwt"]
 
@@ -37,7 +38,7 @@ def jwt(user: str, exp: float, signature: str = "c2ln") -> str:
                                                                  "sun": user}), signature])
 
 
-class FakeSlurmrestd:
+class FakeSlurmrestd(LoopbackHttp):
     """Serves ``jobs`` and ``nodes`` (documents as ``squeue --json`` / ``sinfo --json`` print them) to requests
     carrying a token of ``tokens`` (token -> user)."""
 
@@ -57,20 +58,12 @@ class FakeSlurmrestd:
                                                  self.headers.get("X-SLURM-USER-TOKEN"))
                 if fake.mode == "slow":
                     time.sleep(fake.delay_s)
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, status, body, kind)
 
             def log_message(self, format: str, *args: object) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        super().__init__(Handler)
 
     def answer(self, path: str, user: str | None, token: str | None) -> tuple[int, bytes, str]:
         """What slurmrestd answers ``GET path``: status, body, content type."""
@@ -90,7 +83,3 @@ class FakeSlurmrestd:
     @staticmethod
     def _doc(what: str, errors: list[dict[str, Any]], items: list[dict[str, Any]]) -> bytes:
         return json.dumps({"meta": META, "errors": errors, what: items}, indent=2).encode()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
