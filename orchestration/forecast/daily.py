@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from ..store import ClickHouse, utc
-from .evaluate import Score, baseline_signals, brier, fit_baseline, log_loss, reliability_bins
+from .evaluate import Score, baseline_scores, brier, log_loss, reliability_bins
 from .features import TIME, feature_frame, labels
 from .history import LOOKBACK, cards_frame, pools_frame, reclaims_frame
 
@@ -77,15 +77,9 @@ def score_day(ch: ClickHouse, region: str, day: datetime, groups: Mapping[str, s
     if test.is_empty() or train.is_empty() or not w.sum():
         return None
     p = test["p"].to_numpy()
-    ty, tw = train[f"y_{HORIZON}"].to_numpy(), train["instances"].to_numpy().astype(float)
-    sig, tsig = baseline_signals(test), baseline_signals(train)
-    baselines = []
-    for name in sig:
-        q = fit_baseline(tsig[name], ty, tw)(sig[name])
-        baselines.append(Score(name, log_loss(q, y, w), brier(q, y, w)))
     versions = sorted(set(test["version"].to_list()))
     return DailyScore(day, len(test), ",".join(versions), Score("forecast", log_loss(p, y, w), brier(p, y, w)),
-                      tuple(baselines), reliability_bins(np.asarray(p), y, w))
+                      tuple(baseline_scores(train, test, HORIZON)), reliability_bins(np.asarray(p), y, w))
 
 
 def write_score(ch: ClickHouse, region: str, now: datetime, s: DailyScore) -> int:

@@ -19,8 +19,8 @@ from contracts.scoring import composite_score
 
 from .model import EPS, Forecaster
 
-__all__ = ["BASELINES", "Score", "baseline_signals", "brier", "fit_baseline", "log_loss", "reliability_bins",
-           "score_forecast"]
+__all__ = ["BASELINES", "Score", "baseline_scores", "baseline_signals", "brier", "fit_baseline", "log_loss",
+           "reliability_bins", "score_forecast"]
 
 
 def log_loss(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
@@ -100,10 +100,16 @@ def score_forecast(model: Forecaster, train: pl.DataFrame, test: pl.DataFrame, h
         raise ValueError("the held-out samples hold no instance: nothing to score")
     p = model.predict(test)[horizon]
     ours = Score("forecast", log_loss(p, y, w), brier(p, y, w))
+    return ours, baseline_scores(train, test, horizon), reliability_bins(p, y, w)
+
+
+def baseline_scores(train: pl.DataFrame, test: pl.DataFrame, horizon: int) -> list[Score]:
+    """Each baseline's score on ``test`` at ``horizon`` minutes, its isotonic map calibrated on ``train``."""
+    y, w = test[f"y_{horizon}"].to_numpy(), test["instances"].to_numpy().astype(float)
     ty, tw = train[f"y_{horizon}"].to_numpy(), train["instances"].to_numpy().astype(float)
     train_sig, test_sig = baseline_signals(train), baseline_signals(test)
     baselines = []
     for name in BASELINES:
         q = fit_baseline(train_sig[name], ty, tw)(test_sig[name])
         baselines.append(Score(name, log_loss(q, y, w), brier(q, y, w)))
-    return ours, baselines, reliability_bins(p, y, w)
+    return baselines
