@@ -319,22 +319,13 @@ def _table(runs: list[Run], strategies: tuple[str, ...]) -> None:
 def _waterfalls(runs: list[Run], strategies: tuple[str, ...]) -> None:
     """The waterfall per strategy, means over its seeds: from the ceiling the floors allow to the achieved net."""
     from controllers.replay.waterfall import ITEMS, NOT_MODELLED
-    from sco.commands.report import render_table
+    from sco.commands.simulate import print_waterfalls
 
     shown = [n for n in strategies if any(r.waterfall for r in runs if r.strategy == n)]
-    if not shown:
-        return
     mean = {n: {k: statistics.fmean(r.waterfall.get(k, 0.0) for r in runs if r.strategy == n and r.waterfall)
                 for k in ("ceiling", *ITEMS, *NOT_MODELLED, "net")} for n in shown}
-    rows = [["ceiling the floors allow", *(f"{mean[n]['ceiling']:.1f}" for n in shown)]]
-    rows += [[f"− {k}" + (" (not modelled)" if k in NOT_MODELLED else ""), *(f"{mean[n][k]:.1f}" for n in shown)]
-             for k in (*ITEMS, *NOT_MODELLED)]
-    rows.append(["= achieved net", *(f"{mean[n]['net']:.1f}" for n in shown)])
-    print("\nwhere the saving goes (points of the wanted work's guaranteed value, planning rates, mean over seeds):")
-    print(render_table(["", *shown], rows))
-    for n in shown:
-        biggest = max(ITEMS, key=lambda k: mean[n][k])
-        print(f"  {n}: the biggest bar is {biggest} ({mean[n][biggest]:.1f} points)")
+    print_waterfalls(mean, "where the saving goes (points of the wanted work's guaranteed value, planning rates, "
+                           "mean over seeds):")
 
 
 def common_seeds(runs: Sequence[Run], one: str, other: str) -> list[int]:

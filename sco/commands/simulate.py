@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["CPU_S_PER_DAY", "progress_bar", "register", "time_left"]
+__all__ = ["CPU_S_PER_DAY", "print_waterfalls", "progress_bar", "register", "time_left"]
 
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
@@ -101,7 +102,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if c.note:
             print(f"  claim {c.note}")
     _report(args, summaries, run)
-    _print_waterfalls(falls)
+    print_waterfalls(falls)
     return 0
 
 
@@ -168,9 +169,11 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
     return summaries, falls
 
 
-def _print_waterfalls(falls: dict[str, dict[str, float]]) -> None:
+def print_waterfalls(falls: Mapping[str, Mapping[str, float]],
+                     title: str = "Where the saving goes (points of the wanted work's guaranteed value, "
+                                  "planning rates):") -> None:
     """Where the saving goes, per strategy: from the ceiling the floors allow to the achieved net (points of the
-    wanted work's guaranteed value, planning rates), and the biggest bar."""
+    wanted work's guaranteed value, planning rates), and the biggest bar; a strategy without one is left out."""
     from controllers.replay.waterfall import ITEMS, NOT_MODELLED
 
     names = [n for n, w in falls.items() if w]
@@ -180,7 +183,7 @@ def _print_waterfalls(falls: dict[str, dict[str, float]]) -> None:
     rows += [[f"− {k}" + (" (not modelled)" if k in NOT_MODELLED else ""), *(f"{falls[n][k]:.1f}" for n in names)]
              for k in (*ITEMS, *NOT_MODELLED)]
     rows.append(["= achieved net", *(f"{falls[n]['net']:.1f}" for n in names)])
-    print("\nWhere the saving goes (points of the wanted work's guaranteed value, planning rates):")
+    print("\n" + title)
     print(render_table(["", *names], rows))
     for n in names:
         biggest = max(ITEMS, key=lambda k: falls[n][k])
