@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["held_by_session", "listening_inodes"]
+__all__ = ["held_by_session", "listening_inodes", "socket_inodes"]
 
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's "st" column
 _PROC = Path("/proc")
@@ -46,7 +46,8 @@ def _session(pid: int, proc_root: Path) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[3])
 
 
-def _socket_inodes(pid: int, proc_root: Path) -> set[str]:
+def socket_inodes(pid: int, proc_root: Path = _PROC) -> set[str]:
+    """The inodes of the sockets ``pid`` holds open (``PermissionError``: another account's process)."""
     out: set[str] = set()
     fds = proc_root / str(pid) / "fd"
     for fd in os.listdir(fds):
@@ -77,7 +78,7 @@ def held_by_session(port: int, leader: int, proc_root: Path = _PROC) -> bool | N
         if not entry.isdigit() or _session(int(entry), proc_root) != sid:
             continue
         try:
-            if _socket_inodes(int(entry), proc_root) & inodes:
+            if socket_inodes(int(entry), proc_root) & inodes:
                 return True
         except PermissionError:
             unknowable = True

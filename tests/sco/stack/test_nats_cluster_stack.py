@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sco.stack import bootstrap, manager, natsserver, services
+from sco.stack import bootstrap, listeners, manager, natsserver, services
 from sco.stack.credentials import NATS_ROUTE_USER
 from stores import nats as sco_nats
 from stores.config import load_urls
@@ -43,11 +43,7 @@ def _creds(home: Path) -> dict[str, Any]:
 
 def _listening(pid: int) -> set[tuple[str, int]]:
     """The (address, port) of every TCP socket ``pid`` listens on (from /proc: its socket inodes)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = str(fd.readlink()) if fd.is_symlink() else ""
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
+    inodes = listeners.socket_inodes(pid)
     found = set()
     for table, width in (("tcp", 8), ("tcp6", 32)):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
