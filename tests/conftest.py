@@ -77,6 +77,44 @@ def _signals_as_they_were() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+_SCO_ENV_AT_START: dict[str, str] = {}
+
+
+def _sco_environ() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith("SCO_")}
+
+
+@pytest.hookimpl(trylast=True)  # after the leftovers plugin has set the session's marker variable
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SCO_ENV_AT_START.update(_sco_environ())
+
+
+def put_back_sco_environ(start: dict[str, str]) -> list[str]:
+    """Puts the ``SCO_*`` variables back to ``start``; returns the names that had changed (none: nothing done)."""
+    now = _sco_environ()
+    changed = sorted(set(now) | set(start), key=str)
+    changed = [k for k in changed if now.get(k) != start.get(k)]
+    for k in changed:
+        if k in start:
+            os.environ[k] = start[k]
+        else:
+            os.environ.pop(k)
+    return changed
+
+
+@pytest.fixture(autouse=True)
+def _sco_environment_as_it_was() -> Iterator[None]:
+    """A test (or a fixture it set up, of any scope) that leaves an ``SCO_*`` variable behind errors here, and
+    the worker's environment is put back: ``load_urls`` puts the environment before a stack file, so a store URL
+    left by one test sends a later test in the same worker to the wrong server (seen once in CI: a stable-ports
+    test counted the analytics session's 596,742 events)."""
+    yield
+    changed = put_back_sco_environ(_SCO_ENV_AT_START)
+    if changed:
+        pytest.fail(f"this test left the environment changed: {', '.join(changed)} (use monkeypatch or "
+                    "mock.patch.dict so it is put back)", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _services_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A test without the ``services`` marker that starts a server in this process fails, naming the marker (so

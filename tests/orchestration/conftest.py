@@ -40,22 +40,39 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         ch.close()
         raise
     try:
-        with mock.patch.dict(os.environ, {"SCO_CLICKHOUSE_URL": ch.url, "SCO_POSTGRES_URL": pg.url}):
-            c = client(ch.url)
-            migrate_clickhouse(c)
-            c.close()
-            with connect(pg.url, autocommit=True) as conn:
-                migrate_postgres(conn)
-            yield Stack(ch.url, pg.url, root)
+        c = client(ch.url)
+        migrate_clickhouse(c)
+        c.close()
+        with connect(pg.url, autocommit=True) as conn:
+            migrate_postgres(conn)
+        yield Stack(ch.url, pg.url, root)
     finally:
         ch.close()
         pg.close()
 
 
+def _stores_in_environ(stack: Stack) -> Any:
+    return mock.patch.dict(os.environ, {"SCO_CLICKHOUSE_URL": stack.clickhouse_url,
+                                        "SCO_POSTGRES_URL": stack.postgres_url})
+
+
+@pytest.fixture(autouse=True)
+def _analytics_stores_for_this_test_only(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test on the analytics stack finds its stores in the environment, as the assets do in production; the
+    variables go when the test ends, so a later test in the same worker (a stack of its own, read through
+    ``load_urls``, which puts the environment first) never meets this session's ClickHouse."""
+    if "stack" not in request.fixturenames:
+        yield
+        return
+    with _stores_in_environ(request.getfixturevalue("stack")):
+        yield
+
+
 @pytest.fixture(scope="session")
 def materialised(stack: Stack) -> Stack:
     """History + worked example loaded, every asset materialised once (the order the schedules keep)."""
-    stack.history = load_history(stack)
-    load_worked_example(stack)
-    stack.results = materialise_everything(stack)
+    with _stores_in_environ(stack):
+        stack.history = load_history(stack)
+        load_worked_example(stack)
+        stack.results = materialise_everything(stack)
     return stack
