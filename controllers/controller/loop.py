@@ -57,7 +57,7 @@ class Controller:
         self.clock = clock
         self.desired = Desired(settings, self.contracts)
         self.memory = Memory.fresh(settings)
-        self.observer = Observer(provider, self.store, conn, source)
+        self.observer = Observer(provider, self.store, conn, source, settings.safety.idle_observations)
         self.actuator = Actuator(self.desired, provider, self.store, conn, revoker or LoggingRevoker(),
                                  webhook=webhook, agent_bundle=agent_bundle,
                                  agent_credentials=agent_credentials)

@@ -22,7 +22,7 @@ from . import approval_store, ledger, reads
 from .claims import ClaimSource
 from .model import Glance, Market, Observation, Observed, Purpose
 from .pgbatch import commit
-from .store import Store, state_of
+from .store import Store, idle_counter, state_of
 
 __all__ = ["Observer", "observe"]
 
@@ -60,8 +60,11 @@ def _observed(i: Instance) -> Observed | None:
 class Observer:
     """The reads of a pass (and the recording of what was seen) for one partition."""
 
-    def __init__(self, provider: Provider, store: Store, conn: Any, source: ClaimSource) -> None:
+    def __init__(self, provider: Provider, store: Store, conn: Any, source: ClaimSource,
+                 idle_cap: int | None = None) -> None:
         self.provider, self.store, self.conn, self.source = provider, store, conn, source
+        self.idle_cap = idle_cap   # idle observations are counted up to the breaker's threshold
+        self.rankings = reads.RankingMemo()   # the rankings in force, read again when the server's version changes
         self._catalogue: dict[str, Pool] | None = None
         self._seen: dict[int, tuple[Instance, Observed | None]] = {}   # the last listing, as observed (a memo)
         self.notices: dict[str, deque[datetime]] = defaultdict(deque)   # workload -> notice times (breach rate)
@@ -101,8 +104,8 @@ class Observer:
         idle = self.source.idle_nodes()
         card, reserved, headroom, card_at = self._offer()
         adopted = st.adopt([o for o in glance.instances if o.instance_id not in glance.rows], now)   # others have one
-        gone = st.send_observe_states(glance.instances, idle)
-        inputs = reads.send_inputs(c, st.region, now)
+        gone = st.send_observe_states(glance.instances, idle, self.idle_cap)
+        inputs = reads.send_inputs(c, st.region, now, self.rankings)
         others = reads.send_others_launched_since(c, st.region, st.partition, card_at)
         approvals = reads.send_approvals(c, st.region)
         committed = ledger.send_committed(c, now)
@@ -111,7 +114,7 @@ class Observer:
         unrevoked = reads.send_revocations_due(c, st.region, st.partition, now)
         commit(c)   # the listing's record committed, every result back: one round trip
         market = Market(self._pools(), card, reserved, headroom, inputs(), card_at, others())
-        rows = recorded(glance, idle, adopted())
+        rows = recorded(glance, idle, adopted(), self.idle_cap)
         return Observation(glance, rows, tuple(gone()), items, market, approvals(), committed(), fallback(),
                            tuple(answers()), tuple(unrevoked()))
 
@@ -137,20 +140,22 @@ _ACTIVE = ("launching", "running", "draining")   # a row in one of these whose i
 _ENDED = ("terminated", "lost")
 
 
-def recorded(glance: Glance, idle: set[str], adopted: Sequence[str]) -> dict[str, dict[str, Any]]:
+def recorded(glance: Glance, idle: set[str], adopted: Sequence[str], idle_cap: int | None = None
+             ) -> dict[str, dict[str, Any]]:
     """The rows ``Store.rows`` would read once a look recorded the listing (``Store.adopt`` made the rows
     ``adopted``, ``Store.observe_states`` refreshed the listed ones and ended the vanished), computed from the rows
     the glance read — the statements' effect on them, not a second read of the same rows: a listed instance's row
-    takes its status's state (unless terminated) and counts one more idle observation or none; an unlisted
-    launching, running or draining row is lost and, like every ended row not listed, not read; a row made now has
-    the instance's tags, its state and one idle observation if its node is idle."""
+    takes its status's state (unless terminated) and counts one more idle observation (up to ``idle_cap``) or
+    none; an unlisted launching, running or draining row is lost and, like every ended row not listed, not read;
+    a row made now has the instance's tags, its state and one idle observation if its node is idle."""
     listed = {o.instance_id: o for o in glance.instances}
+    cap = idle_counter(idle_cap)
     out: dict[str, dict[str, Any]] = {}
     for iid, r in glance.rows.items():
         o = listed.get(iid)
         if o is not None:
             out[iid] = dict(r) if r["state"] == "terminated" else {
-                **r, "state": state_of(o.status), "idle": int(r["idle"]) + 1 if o.name in idle else 0}
+                **r, "state": state_of(o.status), "idle": min(int(r["idle"]) + 1, cap) if o.name in idle else 0}
         elif r["state"] not in _ACTIVE and r["state"] not in _ENDED:
             out[iid] = dict(r)
     for iid in adopted:

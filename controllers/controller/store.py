@@ -23,7 +23,7 @@ from .fallback import Approval
 from .model import Gone, InputsInForce, Note, Observed
 from .pgbatch import atomic, commit, pipelined
 
-__all__ = ["InputsInForce", "Store", "close_breaker", "open_breakers", "plan_json"]
+__all__ = ["InputsInForce", "Store", "close_breaker", "idle_counter", "open_breakers", "plan_json"]
 
 
 def plan_json(p: WorkloadPlan) -> dict[str, Any]:
@@ -117,24 +117,34 @@ class Store:
              [o.hall for o in observed], [o.name for o in observed]))
         return lambda: [str(r[0]) for r in cur]
 
-    def observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> list[Gone]:
+    def observe_states(self, observed: Sequence[Observed], idle_names: set[str], idle_cap: int | None = None
+                       ) -> list[Gone]:
         """Refresh states and the idle-observation counters (``send_observe_states``) and return the rows that
         became ``lost``."""
-        return self.send_observe_states(observed, idle_names)()
+        return self.send_observe_states(observed, idle_names, idle_cap)()
 
-    def send_observe_states(self, observed: Sequence[Observed], idle_names: set[str]) -> reads.Reader[list[Gone]]:
-        """Refresh states and the idle-observation counters (reset when the scheduler reports work), in one
+    def send_observe_states(self, observed: Sequence[Observed], idle_names: set[str], idle_cap: int | None = None
+                            ) -> reads.Reader[list[Gone]]:
+        """Refresh states and the idle-observation counters (reset when the scheduler reports work; counted up to
+        ``idle_cap``, the breaker's threshold, past which more counting changes nothing it decides), in one
         statement; rows whose instance the provider no longer lists become ``lost`` — read back with the state
         they had (a notice seen, or none) and their launch time, so their credentials can be revoked (ADR-31)
-        and a loss without notice charged its wasted work. The two statements are sent; the reader waits."""
+        and a loss without notice charged its wasted work. The two statements are sent; the reader waits.
+
+        Only the rows that change are written: rewriting every listed row each pass (a new row version each)
+        made this the costliest statement of a pass in PostgreSQL, and an idle fleet's counters then never
+        stopped changing."""
         ids = reads.texts(o.instance_id for o in observed)
+        cap = idle_counter(idle_cap)
         with atomic(self.conn):
             self.conn.execute(
                 "UPDATE instances AS i SET state = u.state, updated_at = now(), idle_observations = CASE WHEN u.idle "
-                f"THEN i.idle_observations + 1 ELSE 0 END FROM unnest({reads.TEXTS}, {reads.TEXTS}, {reads.FLAGS}) "
-                "AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated'",
-                (ids, reads.texts(state_of(o.status) for o in observed),
-                 reads.flags(o.name in idle_names for o in observed)))
+                f"THEN least(i.idle_observations + 1, %s) ELSE 0 END FROM unnest({reads.TEXTS}, {reads.TEXTS}, "
+                f"{reads.FLAGS}) AS u(id, state, idle) WHERE i.instance_id = u.id AND i.state <> 'terminated' "
+                "AND (i.state <> u.state OR i.idle_observations <> CASE WHEN u.idle "
+                "THEN least(i.idle_observations + 1, %s) ELSE 0 END)",
+                (cap, ids, reads.texts(state_of(o.status) for o in observed),
+                 reads.flags(o.name in idle_names for o in observed), cap))
             gone = self.conn.execute(
                 "WITH g AS (SELECT instance_id, state FROM instances WHERE region = %s AND partition = %s AND "
                 "state IN ('launching', 'running', 'draining') AND NOT EXISTS (SELECT 1 FROM unnest("
@@ -283,6 +293,11 @@ class Store:
             self.conn.execute("UPDATE approval_requests SET state = 'expired', answered_at = %s WHERE workload = %s "
                               "AND region = %s AND state = 'pending'", (now, workload, self.region))
             enqueue(self.conn, event)
+
+
+def idle_counter(cap: int | None) -> int:
+    """The most idle observations a row counts (``cap``; None: no bound short of the column's)."""
+    return 2**31 - 1 if cap is None else max(1, cap)
 
 
 def state_of(status: str) -> str:

@@ -77,3 +77,33 @@ def test_the_rows_a_look_computes_are_the_rows_a_second_read_would_return(conn: 
     assert computed == store.rows([o.instance_id for o in listing])
     assert computed["i-idle"]["idle"] == 3 and computed["i-busy"]["idle"] == 0 and "i-vanished" not in computed
     assert sorted(adopted) == ["i-new", "i-new-idle"] and computed["i-new-idle"]["idle"] == 1
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3], ids=["cap 1", "cap 2", "cap 3"])
+def test_with_the_breakers_threshold_the_counters_stop_at_it_and_a_look_computes_what_a_read_returns(
+        conn: Any, cap: int) -> None:
+    for iid in ("i-idle", "i-at-cap", "i-over", "i-busy"):
+        _row(conn, iid, "running")
+    conn.execute("UPDATE instances SET idle_observations = CASE instance_id WHEN 'i-idle' THEN 1 "
+                 "WHEN 'i-at-cap' THEN %s WHEN 'i-over' THEN 5 ELSE 2 END", (cap,))
+    listing = tuple(_listed(i, "active") for i in ("i-idle", "i-at-cap", "i-over", "i-busy"))
+    idle = {"i-idle", "i-at-cap", "i-over"}
+    store = Store(conn, "r1", PARTITION)
+    glance = Glance(None, False, None, listing, store.rows([o.instance_id for o in listing]))
+    store.observe_states(listing, idle, cap)
+    computed = recorded(glance, idle, [], cap)
+    assert computed == store.rows([o.instance_id for o in listing])
+    assert {i: r["idle"] for i, r in computed.items()} == {"i-idle": min(2, cap), "i-at-cap": cap, "i-over": cap,
+                                                         "i-busy": 0}
+
+
+def test_a_row_the_listing_leaves_unchanged_is_not_written_again(conn: Any) -> None:
+    for iid in ("i-same", "i-capped", "i-counting", "i-noticed"):
+        _row(conn, iid, "running")
+    conn.execute("UPDATE instances SET idle_observations = 3 WHERE instance_id = 'i-capped'")
+    before = dict(conn.execute("SELECT instance_id, xmin::text FROM instances").fetchall())
+    listing = (_listed("i-same", "active"), _listed("i-capped", "active"), _listed("i-counting", "active"),
+               _listed("i-noticed", "notified"))
+    Store(conn, "r1", PARTITION).observe_states(listing, {"i-capped", "i-counting"}, 3)
+    after = dict(conn.execute("SELECT instance_id, xmin::text FROM instances").fetchall())
+    assert {i for i in before if before[i] != after[i]} == {"i-counting", "i-noticed"}
