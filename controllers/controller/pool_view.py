@@ -31,6 +31,9 @@ class PoolMemo:
     does not trust identities). A memo, not a memory: emptying it changes no decision, only the time a pass takes."""
 
     states: dict[str, tuple[Pool, _Key, PoolState]] = field(default_factory=dict)
+    # the last estimates with what they came from: the very evidence, forecast and catalogue objects (the rankings'
+    # memo hands a pass the same ones until the ranking changes) and the groups, compared by value
+    reclaim: tuple[object, object, object, dict[str, str], dict[str, float]] | None = None
 
 
 def refused_until_card(refused: Mapping[str, datetime], card_at: datetime | None) -> dict[str, datetime]:
@@ -84,8 +87,8 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     scores = {pid: full_pool_score(inputs.scores.get(pid), inputs.depth.get(pid), full_since=inputs.full_since.get(pid),
                                    card_at=market.free_at, free_now=market.free.get(pid, 0) - since[pid])
               for pid in inputs.full}
-    reclaim_p = reclaim_estimates(inputs, market.pools)
     memo = memo if memo is not None else PoolMemo()
+    reclaim_p = _reclaim_estimates_memo(inputs, market.pools, memo)
     before, now = memo.states, {}
     out = []
     for pid, p in market.pools.items():
@@ -117,6 +120,18 @@ def reclaim_estimates(inputs: InputsInForce, pools: Mapping[str, Pool]) -> dict[
     groups = {pid: inputs.groups.get(pid) or p.aggregate for pid, p in pools.items()}
     baseline = baseline_reclaim_p(inputs.exposure, groups) if inputs.exposure else {}
     return {**baseline, **inputs.forecast}
+
+
+def _reclaim_estimates_memo(inputs: InputsInForce, pools: Mapping[str, Pool], memo: PoolMemo) -> dict[str, float]:
+    """``reclaim_estimates``, or the memo's when its evidence, forecast and catalogue are the very objects and the
+    groups the same (the estimates are a pure function of them)."""
+    last = memo.reclaim
+    if (last is not None and last[0] is inputs.exposure and last[1] is inputs.forecast and last[2] is pools
+            and last[3] == inputs.groups):
+        return last[4]
+    out = reclaim_estimates(inputs, pools)
+    memo.reclaim = (inputs.exposure, inputs.forecast, pools, dict(inputs.groups), out)
+    return out
 
 
 def _room(market: Market, observed: Sequence[Observed], lost: set[str], planned: Mapping[tuple[str, str], int] | None,
