@@ -74,6 +74,11 @@ class Safety:
     _terminated: deque[datetime] = field(default_factory=deque)
     _acted: deque[tuple[datetime, int]] = field(default_factory=deque)
 
+    def copy(self) -> Safety:
+        """A copy whose changes leave this one alone: the windows' queues copied, the (frozen) config shared —
+        ``copy.deepcopy`` copied the config and every datetime too, a pass's costliest copy."""
+        return replace(self, _terminated=deque(self._terminated), _acted=deque(self._acted))
+
     @property
     def read_only(self) -> bool:
         """True during the first cycles after a start, when the controller only observes."""

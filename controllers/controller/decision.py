@@ -8,7 +8,6 @@ decided event; ``apply`` adds the events of what it did (placed, terminated, fal
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -71,7 +70,7 @@ class Memory:
 
     def copy(self) -> Memory:
         """A copy ``decide`` may change without touching this one; the memos are shared (they only speed passes up)."""
-        return Memory(copy.deepcopy(self.safety), copy.deepcopy(self.floor), self.previous, dict(self.short_since),
+        return Memory(self.safety.copy(), self.floor.copy(), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
                       self.mass_alarm, dict(self.refused_pools), self.pools, self.work)
 

@@ -47,6 +47,10 @@ class FloorKeeper:
     short_since: dict[str, datetime] = field(default_factory=dict)   # workload -> floor below plan since
     held: set[str] = field(default_factory=set)                      # workloads that have had their floor
 
+    def copy(self) -> FloorKeeper:
+        """A copy whose changes leave this one alone (the frozen config shared)."""
+        return FloorKeeper(self.config, dict(self.lost), dict(self.short_since), set(self.held))
+
     def update(self, observed: Sequence[Observed], now: datetime) -> list[Note]:
         """Note the halls lost and recovered since the last pass."""
         notes = []
