@@ -132,7 +132,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
     p.set_defaults(handler=_monitoring)
     r = sub.add_parser("render", help="one region's install (Secrets, ConfigMaps, overlay) for `kubectl apply -k`")
-    r.add_argument("--region", required=True)
+    r.add_argument("--region", required=True, help="the region this install serves (partitions, controllers, relay)")
     r.add_argument("--out", type=Path, required=True, help="directory to write")
     r.add_argument("--image", required=True, help="the image repository, e.g. registry.example.org/sco")
     r.add_argument("--release", required=True, help="the image tag; the migrate Job is named after it")
