@@ -10,7 +10,7 @@ scales the whole score. Every score lies in [0, 1], higher is better.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from contracts.scoring import WEIGHTS, WORST_INTERRUPTION_PCT_H, composite_score, price_ratio
 
@@ -34,8 +34,12 @@ class PoolInputs:
     instance_hours: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
-        """The inputs by name, as stored beside the score."""
-        return asdict(self)
+        """The inputs by name, as stored beside the score (every field a scalar: no deep copy, which
+        ``dataclasses.asdict`` makes and which was most of publishing a ranking)."""
+        return {name: getattr(self, name) for name in _INPUT_FIELDS}
+
+
+_INPUT_FIELDS = tuple(f.name for f in fields(PoolInputs))
 
 
 @dataclass(frozen=True)

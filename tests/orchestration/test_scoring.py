@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from orchestration.scoring import PoolInputs, interruption_stats, rank_pools, score
@@ -51,3 +53,9 @@ def test_the_depth_input_is_the_forecast_free_share_when_the_calendar_shows_less
     assert forward_share(10, 20, forward_free=2) == 0.1  # tenants booked within the horizon
     assert forward_share(10, 20, forward_free=15) == 0.5  # more room ahead does not count before it is there
     assert forward_share(10, 0, forward_free=5) == 0.0
+
+
+def test_the_inputs_stored_beside_a_score_are_every_field_by_name_as_dataclasses_gives_them() -> None:
+    p = PoolInputs(pool="p1", rate_eur_h=1.5, guaranteed_rate_eur_h=3.0, interruption_rate_pct_h=0.4,
+                   mean_time_between_h=None, forward_share=0.25, quota_headroom=0.5, reclaims=3, instance_hours=7.5)
+    assert list(p.as_dict().items()) == list(asdict(p).items())
