@@ -34,6 +34,9 @@ class PoolMemo:
     # the last estimates with what they came from: the very evidence, forecast and catalogue objects (the rankings'
     # memo hands a pass the same ones until the ranking changes) and the groups, compared by value
     reclaim: tuple[object, object, object, dict[str, str], dict[str, float]] | None = None
+    # everything the last pass's states were built from, and the states: a pass whose inputs equal them all gets
+    # the same list without a key built per pool (most passes between two rate cards)
+    last: tuple[tuple[object, ...], list[PoolState]] | None = None
 
 
 def refused_until_card(refused: Mapping[str, datetime], card_at: datetime | None) -> dict[str, datetime]:
@@ -89,6 +92,10 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
               for pid in inputs.full}
     memo = memo if memo is not None else PoolMemo()
     reclaim_p = _reclaim_estimates_memo(inputs, market.pools, memo)
+    built_from = (market.pools, available, excluded, inputs.probation, scores, inputs.scores, inputs.groups,
+                  reclaim_p)
+    if memo.last is not None and _same(memo.last[0], built_from):
+        return list(memo.last[1])
     before, now = memo.states, {}
     out = []
     for pid, p in market.pools.items():
@@ -100,7 +107,14 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
         now[pid] = (p, key, st)
         out.append(st)
     memo.states = now
-    return out
+    memo.last = (built_from, out)
+    return list(out)
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """The same inputs: each the very object or equal to it (the catalogue is compared by identity only, as the
+    per-pool memo does)."""
+    return a[0] is b[0] and all(x is y or x == y for x, y in zip(a[1:], b[1:], strict=True))
 
 
 def _state(p: Pool, key: _Key) -> PoolState:
