@@ -125,11 +125,16 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
     """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
     controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them)."""
     import psycopg
+    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
+    from threadpoolctl import threadpool_limits
 
     from orchestration.forecast.model import horizons_for
 
     horizons = horizons_for([c.checkpoint_interval_min for c in contracts])
-    with psycopg.connect(url, autocommit=True) as conn:
+    # one native thread (OpenMP, BLAS): the forecast's predictions are on one card's 231 rows, where the other
+    # threads only spin-wait (a tenth of the replay's CPU on two cores, more under load), and replays run side by
+    # side anyway
+    with threadpool_limits(limits=1), psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
                                          ranker=production_ranker(conn, config.region, horizons), progress=progress,
