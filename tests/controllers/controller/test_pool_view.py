@@ -26,6 +26,8 @@ def _passes() -> list[tuple[Market, list[Observed], set[str]]]:
     base = replace(market(free=50), free_at=T0)   # ours launched after the card: on it already, the room unchanged
     ranked = replace(base, inputs=InputsInForce({a: 0.9, b: 0.1}, {a: "g1"}, set(), set()))
     evidenced = replace(ranked, inputs=replace(ranked.inputs, exposure={a: (4.0, 10.0), b: (0.0, 80.0)}))
+    regrouped = replace(evidenced, inputs=replace(evidenced.inputs, groups={a: "g1", b: "g1"}))
+    forecast = replace(evidenced, inputs=replace(evidenced.inputs, forecast={b: 0.3}))
     return [(base, [], set()), (base, [], set()), (base, _ours(a, 3), set()),
             (replace(base, free={**base.free, a: 0}), _ours(a, 3), set()),
             (ranked, _ours(a, 3), set()), (ranked, _ours(a, 3), set()),
@@ -34,9 +36,7 @@ def _passes() -> list[tuple[Market, list[Observed], set[str]]]:
              _ours(a, 2), set()),
             (base, _ours(b, 1, after_card=False), {POOLS[0].pool_id}), (base, [], set()),
             # the reclaim evidence, then the groups it is shrunk towards (the same evidence object), then a forecast
-            (evidenced, [], set()), (replace(evidenced, inputs=replace(evidenced.inputs, groups={a: "g1", b: "g1"})),
-                                     [], set()),
-            (replace(evidenced, inputs=replace(evidenced.inputs, forecast={b: 0.3})), [], set()), (evidenced, [], set())]
+            (evidenced, [], set()), (regrouped, [], set()), (forecast, [], set()), (evidenced, [], set())]
 
 
 def test_with_the_memo_every_pass_gets_the_states_built_afresh() -> None:
