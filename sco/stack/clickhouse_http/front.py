@@ -16,6 +16,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
+from urllib.parse import parse_qsl, urlsplit
 
 from .deadlines import Deadlines, Unauthenticated
 from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status
@@ -40,7 +41,6 @@ class FrontHandler(BaseHTTPRequestHandler):
     """Deadlines on the request line, headers and body; the body read whole (bounded); errors answered."""
 
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms delayed-ACK stall
     server: FrontServer
 
     def log_message(self, format: str, *args: object) -> None:
@@ -54,11 +54,24 @@ class FrontHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        if self.server.address_family != socket.AF_UNIX:  # headers and body go out as two writes: no 40 ms stall
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.connection.settimeout(self.server.read_timeout_s)  # every read; the phases have totals besides
 
     def _peer(self) -> str:
         address = self.client_address
         return f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else "?"
+
+    def _target(self) -> tuple[str, dict[str, bytes]]:
+        """The request's path and URL parameters, the values as raw bytes (binary-safe SQL and parameters)."""
+        url = urlsplit(self.path)
+        return url.path, {k.encode("latin-1").decode(errors="replace"): v.encode("latin-1")
+                          for k, v in parse_qsl(url.query, keep_blank_values=True, encoding="latin-1")}
+
+    def _health_check(self, path: str, params: dict[str, bytes]) -> bool:
+        """``/ping``, ``/replicas_status`` and a bare ``GET /``: answered ``Ok.`` without credentials."""
+        return path in ("/ping", "/replicas_status") or (path == "/" and self.command in ("GET", "HEAD")
+                                                         and "query" not in params)
 
     def handle_one_request(self) -> None:
         """Wait (idle) for a request's first byte, then give its line and headers a total deadline."""

@@ -16,7 +16,6 @@ import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from .auth import load_users_file
 from .compression import choose_encoding
@@ -66,19 +65,15 @@ class _Handler(FrontHandler):
         return forwarded[:64] if forwarded else super()._peer()
 
     def _handle(self) -> None:
-        url = urlsplit(self.path)
-        params: dict[str, bytes] = {  # values as raw bytes: binary-safe SQL and parameters
-            k.encode("latin-1").decode(errors="replace"): v.encode("latin-1")
-            for k, v in parse_qsl(url.query, keep_blank_values=True, encoding="latin-1")}
-        if url.path in ("/ping", "/replicas_status") or (url.path == "/" and self.command in ("GET", "HEAD")
-                                                           and "query" not in params):
+        path, params = self._target()
+        if self._health_check(path, params):
             self._send(200, b"Ok.\n", {"Content-Type": "text/plain; charset=UTF-8"})
             return
         query_id = params.get("query_id", b"").decode(errors="replace")
         try:
             body = self._body_within_deadline()  # always drained: a refused request leaves the connection usable
-            if url.path != "/":
-                self._send(404, f"There is no handle {url.path}\n\nUse / or /ping for health checks.\n".encode(),
+            if path != "/":
+                self._send(404, f"There is no handle {path}\n\nUse / or /ping for health checks.\n".encode(),
                            {"Content-Type": "text/plain; charset=UTF-8"})
                 return
             try:
