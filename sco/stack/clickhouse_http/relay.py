@@ -84,7 +84,10 @@ class ResponseFraming:
                     self._line += view[used:used + end + 1]
                     used += end + 1
                     line, self._line = bytes(self._line), bytearray()
-                    self._on_line(line.rstrip(b"\r\n"))
+                    try:
+                        self._on_line(line.rstrip(b"\r\n"))
+                    except (ValueError, IndexError):  # not HTTP framing: passed on up to the close, never reused
+                        self._state, self._close = "eof", True
         return used
 
     def _on_line(self, line: bytes) -> None:
