@@ -177,7 +177,8 @@ def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, verbo
     if users_file is None and not no_auth:
         raise AuthConfigError()  # before the engine starts: nothing to undo
     users = load_users_file(users_file) if users_file is not None else None  # a bad file starts nothing
-    private = tempfile.mkdtemp(prefix="sco-clickhouse-engine-")  # 0700, this process's account
+    base = tempfile.gettempdir()  # a Unix socket's path has at most 107 bytes
+    private = tempfile.mkdtemp(prefix="sco-clickhouse-engine-", dir=base if len(base) <= 64 else "/tmp")  # 0700
     socket_path = os.path.join(private, "engine.sock")
     server: GuardServer | None = None
     try:
