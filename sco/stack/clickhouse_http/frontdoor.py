@@ -86,7 +86,7 @@ class _GuardHandler(FrontHandler):
             try:
                 engine.connect(self.server.engine_socket)
                 engine.sendall(request_head(self.command, self.path, self.request_version, self.headers.items(),
-                                            length, super()._peer()))
+                                            length, self._peer()))
                 while body is not None and (piece := body.read(_PIECE)):
                     engine.sendall(piece)
             except OSError as exc:

@@ -166,8 +166,9 @@ def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, ready
         load_users_file(users_file)  # a bad file is refused before the engine starts
     engine = ChdbEngine(data_dir)
     try:
-        server = ClickHouseHTTPServer(host, port, engine, verbose, users_file=users_file, no_auth=no_auth,
-                                      unix_socket=unix_socket)
+        # behind the guard every connection is the guard's, its client authenticated there: no cap but the connections'
+        bounds: dict[str, Any] = {"unix_socket": unix_socket, "max_unauthenticated": 256} if unix_socket else {}
+        server = ClickHouseHTTPServer(host, port, engine, verbose, users_file=users_file, no_auth=no_auth, **bounds)
     except BaseException:
         engine.close()
         raise
