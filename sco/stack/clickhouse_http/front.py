@@ -44,15 +44,18 @@ class FrontHandler(BaseHTTPRequestHandler):
     server: FrontServer
 
     def log_message(self, format: str, *args: object) -> None:
+        """Log a request on stderr only when the server is ``verbose``."""
         if self.server.verbose:
             super().log_message(format, *args)
 
     def address_string(self) -> str:
+        """The client's address for the request log (``?`` on a Unix socket without the guard's word)."""
         return self._peer()
 
     _deadline: int | None = None
 
     def setup(self) -> None:
+        """Bound every read by ``read_timeout_s``; on TCP, send small writes at once (no Nagle delay)."""
         super().setup()
         if self.server.address_family != socket.AF_UNIX:  # headers and body go out as two writes: no 40 ms stall
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
@@ -203,6 +206,7 @@ class FrontServer(ThreadingHTTPServer):
         self.unauthenticated = Unauthenticated(max_unauthenticated)
 
     def server_bind(self) -> None:
+        """Bind the socket: ``host:port``, or the Unix socket's path (no host-name lookup for it)."""
         if self.address_family == socket.AF_UNIX:  # HTTPServer's own would look the path up as a host name
             self.socket.bind(self.server_address)
             self.server_address = self.socket.getsockname()
