@@ -281,3 +281,22 @@ def test_the_relay_knows_a_complete_framed_response_from_one_cut_short(response:
     used = sum(framing.feed(response[i:i + 5]) for i in range(0, len(response), 5))  # in small pieces
     assert (framing.done, framing.reusable) == (done, reusable)
     assert used == len(response)
+
+
+@pytest.mark.services
+def test_a_client_that_goes_away_mid_query_gets_its_read_only_query_cancelled_in_the_engine(guarded: Guarded) -> None:
+    marker = f"gone_{os.getpid()}_{time.monotonic_ns()}"
+    running = (f"/?query=SELECT+count()+FROM+system.processes+WHERE+query+LIKE+'%25{marker}%25'"
+               "+AND+query+NOT+LIKE+'%25system.processes%25'")
+    parts = urlsplit(guarded.plain_url)
+    with socket.create_connection((parts.hostname or "127.0.0.1", int(parts.port or 0)), timeout=10) as sock:
+        sock.sendall(f"GET /?query=SELECT+sleepEachRow(0.5)+FROM+numbers(200)+SETTINGS+max_block_size%3D1+--+{marker}"
+                     f" HTTP/1.1\r\nHost: x\r\nAuthorization: {http_basic()}\r\n\r\n".encode())
+        deadline = time.monotonic() + 10
+        while http(guarded.url + running).body != b"1\n":
+            assert time.monotonic() < deadline, "the query never started"
+            time.sleep(0.1)
+    deadline = time.monotonic() + 10  # the guard passes the close on; the engine's DisconnectWatch cancels
+    while http(guarded.url + running).body != b"0\n":
+        assert time.monotonic() < deadline, "the query still runs 10 s after its client went away"
+        time.sleep(0.2)
