@@ -1,9 +1,11 @@
-"""``sco clickhouse serve``: a ClickHouse HTTP-protocol server over one chDB engine (standard library only).
+"""The engine's side of ``sco clickhouse serve``: a ClickHouse HTTP-protocol server over one chDB engine
+(standard library only).
 
 The process owns the chDB data directory (chDB refuses a second process), so clickhouse-connect,
 dbt-clickhouse (``driver: http``) and any number of Dagster processes reach the data through it. Every
 request is authenticated against the users file and its statement checked (:mod:`.gate`) before the engine
-sees it; production points ``SCO_CLICKHOUSE_URL`` at a real ClickHouse instead.
+sees it; production points ``SCO_CLICKHOUSE_URL`` at a real ClickHouse instead. Started as a process, it runs
+behind the guard (:mod:`.frontdoor`) on a private Unix socket; tests also run it in-process on TCP.
 """
 
 from __future__ import annotations
