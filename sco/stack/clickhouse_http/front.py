@@ -11,13 +11,15 @@ guard, or on TCP in tests) are made of them; neither this module nor anything it
 from __future__ import annotations
 
 import io
+import os
 import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from typing import IO, Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
+from .bodies import SPOOL_BYTES, spool
 from .deadlines import Deadlines, Unauthenticated
 from .protocol import DEFAULT_MAX_BODY, ClickHouseError, http_status
 
@@ -93,7 +95,7 @@ class FrontHandler(BaseHTTPRequestHandler):
             self.server.deadlines.disarm(self._deadline)
             self._deadline = None
 
-    def _body_within_deadline(self) -> bytes:
+    def _body_within_deadline(self) -> bytes | IO[bytes]:
         self.server.deadlines.disarm(self._deadline)
         self._deadline = self.server.deadlines.arm(self.connection, self.server.body_timeout_s, "body",
                                                    self._peer())
@@ -133,7 +135,9 @@ class FrontHandler(BaseHTTPRequestHandler):
                 raise self._truncated(f"a chunk of {size} bytes ended early")
             parts.append(chunk)
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | IO[bytes]:
+        """The request's body: bytes, or past ``SPOOL_BYTES`` of ``Content-Length`` a spooled file (the caller
+        closes it)."""
         limit = self.server.max_body_bytes
         try:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -147,6 +151,14 @@ class FrontHandler(BaseHTTPRequestHandler):
             if length > limit:
                 self.close_connection = True  # the body is not read: the connection cannot be reused
                 raise ClickHouseError.make(307, "TOO_LARGE_SIZE_COMPRESSED", f"request body over {limit} bytes")
+            if length > SPOOL_BYTES:  # kept out of memory past SPOOL_BYTES, as a decompressed body is
+                large = spool(self.rfile.read, length)
+                got = large.seek(0, os.SEEK_END)
+                large.seek(0)
+                if got < length:
+                    large.close()
+                    raise self._truncated(f"{got} of the {length} bytes of Content-Length arrived")
+                return large
             body = self.rfile.read(length) if length > 0 else b""
         except TimeoutError:
             self.close_connection = True

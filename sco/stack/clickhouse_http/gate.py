@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .access import OVERLAY_DATABASE, Access, names_a_path, overlay_source
 from .auth import NO_AUTH_USER, User, Users, authenticate, load_users_file
@@ -118,7 +118,7 @@ class Gate:
         """The user the request's credentials prove (:func:`.auth.authenticate`)."""
         return authenticate(self.users, params, headers)
 
-    def admit(self, params: Mapping[str, bytes], headers: Mapping[str, str], body: bytes,
+    def admit(self, params: Mapping[str, bytes], headers: Mapping[str, str], body: bytes | IO[bytes],
               max_body: int = DEFAULT_MAX_BODY) -> Request:
         """The engine's :class:`Request`, or the ClickHouse error that refuses it (nothing run)."""
         user = self.authenticate(params, headers)

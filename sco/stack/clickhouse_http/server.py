@@ -17,7 +17,7 @@ import socket
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 from .auth import load_users_file
 from .compression import choose_encoding
@@ -72,6 +72,7 @@ class _Handler(FrontHandler):
             self._send(200, b"Ok.\n", {"Content-Type": "text/plain; charset=UTF-8"})
             return
         query_id = params.get("query_id", b"").decode(errors="replace")
+        body: bytes | IO[bytes] = b""
         try:
             body = self._body_within_deadline()  # always drained: a refused request leaves the connection usable
             if path != "/":
@@ -90,6 +91,9 @@ class _Handler(FrontHandler):
             self._respond(request)
         except ClickHouseError as error:
             self._send_error(error, query_id)
+        finally:
+            if not isinstance(body, bytes):
+                body.close()  # a large body's spooled file, whatever became of the request
 
     def _respond(self, request: Request) -> None:
         """Run ``request`` and stream its output (``ClickHouseError`` only while nothing was sent)."""

@@ -4,6 +4,7 @@ private Unix socket (``sco.stack.clickhouse_http.frontdoor``)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -300,3 +301,15 @@ def test_a_client_that_goes_away_mid_query_gets_its_read_only_query_cancelled_in
     while http(guarded.url + running).body != b"0\n":
         assert time.monotonic() < deadline, "the query still runs 10 s after its client went away"
         time.sleep(0.2)
+
+
+@pytest.mark.services
+def test_a_large_plain_insert_passes_through_the_guard_in_spooled_files_not_in_its_memory(guarded: Guarded) -> None:
+    http(guarded.url + "/", b"CREATE TABLE IF NOT EXISTS plain (s String) ENGINE = Null")
+    before = vm_hwm_kib(guarded.guard.pid)
+    rows = b"x" * 99 + b"\n"
+    body = rows * ((48 << 20) // len(rows))  # 48 MiB, past the 8 MiB kept in memory
+    reply = http(guarded.url + "/?query=INSERT+INTO+plain+FORMAT+LineAsString", body)
+    assert reply.status == 200, reply.body[:300]
+    assert json.loads(reply.headers["X-ClickHouse-Summary"])["written_rows"] == str(len(body) // len(rows))
+    assert vm_hwm_kib(guarded.guard.pid) - before < 32 << 10  # not the 48 MiB body, nor a copy of it
