@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -125,18 +126,22 @@ def test_the_guard_refuses_a_gzip_bomb_with_307_its_peak_under_256_mib_and_the_e
 @pytest.mark.services
 def test_kill_9_of_the_guard_takes_the_engine_down_within_seconds() -> None:
     running = _start()
+    private = _engine_socket_dir(running)
     assert _stop(running, signal.SIGKILL) == -signal.SIGKILL
     assert _gone(running.engine, 5)
+    shutil.rmtree(private)  # nobody is left to remove it: a kill -9 leaves the empty directory and its socket
 
 
 @pytest.mark.services
 def test_the_guard_exits_non_zero_when_the_engine_exits() -> None:
     running = _start()
+    private = _engine_socket_dir(running)
     os.kill(running.engine, signal.SIGKILL)
     try:
         assert running.guard.wait(timeout=30) == 1
     finally:
         _stop(running)
+    assert not private.exists()  # the guard cleaned up on its way out
 
 
 @pytest.mark.services
