@@ -62,9 +62,11 @@ async def _publish(url: str, payloads: list[tuple[str, bytes, str]]) -> float:
 
 
 def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far, from ``/proc``."""
+    """CPU seconds (user + system) a process and its children (the front end's engine) have used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
+                for child in (task / "children").read_text().split()]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(_cpu_s(c) for c in children)
 
 
 class _Cpu:

@@ -24,6 +24,12 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _without_addopts() -> dict[str, str]:
+    """This environment without ``PYTEST_ADDOPTS``: an outer session's ``--basetemp`` there would make the inner
+    session clear the outer one's temporary directory, the inner test file with it."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+
+
 @pytest.fixture
 def marker() -> str:
     return uuid.uuid4().hex
@@ -117,7 +123,7 @@ def test_a_session_that_leaves_a_process_fails_unless_allowed(tmp_path: Path, al
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.support.leftovers", "-p", "no:cacheprovider",
                            "-q", "--basetemp", str(tmp_path / "inner"), "test_leaky.py"], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO), ALLOW_VAR: allow})
+                          env={**_without_addopts(), "PYTHONPATH": str(REPO), ALLOW_VAR: allow})
     pids = [int(pid) for pid in re.findall(r"^pid (\d+): sleep 60$", done.stdout, re.MULTILINE)]
     for pid in pids:
         _kill(pid)

@@ -19,6 +19,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import stat
@@ -30,8 +31,10 @@ from typing import Any, Literal
 from .errors import UsersFileError
 from .protocol import ClickHouseError
 
-__all__ = ["PROFILES", "Credentials", "User", "Users", "credentials", "hash_password", "load_users_file",
-           "write_users_file"]
+__all__ = ["NO_AUTH_USER", "PROFILES", "Credentials", "User", "Users", "authenticate", "credentials", "hash_password",
+           "load_users_file", "write_users_file"]
+
+log = logging.getLogger("sco.clickhouse.security")
 
 Profile = Literal["default", "readonly"]
 PROFILES: tuple[Profile, ...] = ("default", "readonly")
@@ -58,6 +61,9 @@ class Credentials:
     user: str
     password: str
     how: str  # "basic", "headers", "params" or "none": for the log line
+
+
+NO_AUTH_USER = User("default", "", "default")  # every client under --no-auth (tests and development only)
 
 
 def hash_password(password: str) -> str:
@@ -186,3 +192,17 @@ class Users:
         if not hmac.compare_digest(offered, expected) or user is None:  # same work for unknown users
             raise _denied(given.user[:64])
         return user
+
+
+def authenticate(users: Users | None, params: Mapping[str, bytes], headers: Mapping[str, str]) -> User:
+    """The user a request's credentials prove (``headers`` with lower-case names; everyone is the no-auth user when
+    ``users`` is None); a failure is logged (``CHS001``) and raised as ClickHouse's ``AUTHENTICATION_FAILED``."""
+    if users is None:
+        return NO_AUTH_USER
+    given = Credentials("default", "", "none")
+    try:
+        given = credentials(params, headers)
+        return users.authenticate(given)
+    except ClickHouseError:
+        log.warning("CHS001 user=%s refused: authentication failed (credentials from %s)", given.user[:64], given.how)
+        raise

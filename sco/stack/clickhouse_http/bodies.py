@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from sco.errors import ClickHouseError
 
-__all__ = ["MAX_QUERY_TEXT", "SPOOL_BYTES", "decompress", "decompress_stream", "too_large"]
+__all__ = ["MAX_QUERY_TEXT", "SPOOL_BYTES", "decompress", "decompress_stream", "spool", "too_large"]
 
 SPOOL_BYTES = 8 << 20  # decompressed bytes held in memory before the rest goes to a temporary file
 MAX_QUERY_TEXT = 64 << 20  # a query text (not an insert's data) is parsed from memory: no larger than this
@@ -72,9 +72,23 @@ def _factory(enc: str) -> Callable[[], Any] | None:
     return None
 
 
-def decompress_stream(body: bytes, encoding: str, limit: int) -> IO[bytes]:
-    """The decompressed body as a spooled file at offset 0 (see the module docstring)."""
+def decompress_stream(body: bytes | IO[bytes], encoding: str, limit: int) -> IO[bytes]:
+    """The decompressed body as a spooled file at offset 0 (see the module docstring).
+
+    ``body`` may be a spooled file already (a large body as :func:`spool` read it): without an encoding it is
+    returned as it is; a compressed one is read into memory and decompressed as bytes are.
+    """
     enc = encoding.strip().lower()
+    if not isinstance(body, bytes):
+        if enc in ("", "identity"):
+            if body.seek(0, 2) > limit:
+                body.close()
+                raise too_large(limit)
+            body.seek(0)
+            return body
+        with body:
+            body.seek(0)
+            body = body.read()
     sink: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the caller closes it
     try:
         if enc in ("", "identity"):
@@ -103,6 +117,18 @@ def decompress_stream(body: bytes, encoding: str, limit: int) -> IO[bytes]:
     except Exception as exc:
         sink.close()
         raise ClickHouseError.make(271, "CANNOT_DECOMPRESS", f"Cannot decompress {enc} body: {exc}") from exc
+    sink.seek(0)
+    return sink
+
+
+def spool(read: Callable[[int], bytes], length: int) -> IO[bytes]:
+    """``length`` bytes from ``read`` in a spooled file at offset 0 (``SPOOL_BYTES`` in memory, the rest on disk);
+    it holds fewer when ``read`` ran dry first."""
+    sink: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the caller closes it
+    left = length
+    while left > 0 and (piece := read(min(_PIECE, left))):
+        sink.write(piece)
+        left -= len(piece)
     sink.seek(0)
     return sink
 

@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .access import OVERLAY_DATABASE, Access, names_a_path, overlay_source
-from .auth import Credentials, User, Users, credentials, load_users_file
+from .auth import NO_AUTH_USER, User, Users, authenticate, load_users_file
 from .errors import AuthConfigError
 from .guard import Refusal, check_settings, decide
 from .policy import Policy, load_policy
@@ -33,7 +33,6 @@ from .values import literal_rows, rows_as_select, values_rows
 __all__ = ["NO_AUTH_USER", "AstReader", "Gate", "Parsed", "make_gate"]
 
 log = logging.getLogger("sco.clickhouse.security")
-NO_AUTH_USER = User("default", "", "default")  # every client under --no-auth (tests and development only)
 _MAX_OWNERS = 4096
 _MAX_QUERY_SIZE = 262144  # ClickHouse's max_query_size default: EXPLAIN AST of more fails without a verdict
 
@@ -116,20 +115,10 @@ class Gate:
         self._lock = threading.Lock()
 
     def authenticate(self, params: Mapping[str, bytes], headers: Mapping[str, str]) -> User:
-        """The user the request's credentials prove (everyone is the no-auth user when the server runs without users); a
-        failure is logged and raised as ClickHouse's ``AUTHENTICATION_FAILED``."""
-        if self.users is None:
-            return NO_AUTH_USER
-        given = Credentials("default", "", "none")
-        try:
-            given = credentials(params, headers)
-            return self.users.authenticate(given)
-        except ClickHouseError:
-            log.warning("CHS001 user=%s refused: authentication failed (credentials from %s)", given.user[:64],
-                        given.how)
-            raise
+        """The user the request's credentials prove (:func:`.auth.authenticate`)."""
+        return authenticate(self.users, params, headers)
 
-    def admit(self, params: Mapping[str, bytes], headers: Mapping[str, str], body: bytes,
+    def admit(self, params: Mapping[str, bytes], headers: Mapping[str, str], body: bytes | IO[bytes],
               max_body: int = DEFAULT_MAX_BODY) -> Request:
         """The engine's :class:`Request`, or the ClickHouse error that refuses it (nothing run)."""
         user = self.authenticate(params, headers)

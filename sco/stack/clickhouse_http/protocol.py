@@ -166,7 +166,7 @@ def _session_timeout(value: str) -> float:
     return timeout
 
 
-def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str], body: bytes,
+def parse_request(params: Mapping[str, str | bytes], headers: Mapping[str, str], body: bytes | IO[bytes],
                   max_body: int = DEFAULT_MAX_BODY) -> Request:
     """Build a :class:`Request` from the URL parameters, the headers and the (still encoded) body.
 

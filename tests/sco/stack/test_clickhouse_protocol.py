@@ -83,3 +83,24 @@ def test_a_binary_query_parameter_stays_bytes_and_the_session_timeout_is_read() 
     assert (request.params, request.session_timeout_s, request.session_check) == ({"s": b"\xff\x00"}, 5.0, True)
     with pytest.raises(ClickHouseError, match="Invalid session timeout: 'never'"):
         parse_request({"query": "SELECT 1", "session_timeout": "never"}, {}, b"")
+
+
+def test_a_body_already_in_a_spooled_file_is_decoded_from_it_or_passed_on_as_it_is() -> None:
+    import io
+    import os
+
+    from sco.stack.clickhouse_http.bodies import SPOOL_BYTES, decompress_stream, spool
+
+    data = os.urandom(1 << 20) * 12  # 12 MiB: past SPOOL_BYTES, compresses to about 1 MiB
+    assert len(data) > SPOOL_BYTES
+    with spool(io.BytesIO(data).read, len(data)) as plain:
+        assert decompress_stream(plain, "", 16 << 20) is plain and plain.read() == data  # no copy, no encoding
+    packed = gzip.compress(data, compresslevel=1)
+    with decompress_stream(spool(io.BytesIO(packed).read, len(packed)), "gzip", 16 << 20) as decoded:
+        assert decoded.read() == data
+    too_big = spool(io.BytesIO(data).read, len(data))
+    with pytest.raises(ClickHouseError) as refused:
+        decompress_stream(too_big, "identity", 8 << 20)
+    assert refused.value.code == 307 and too_big.closed
+    with spool(io.BytesIO(b"short").read, 100) as short:
+        assert short.read() == b"short"  # what arrived, for the caller to find short
