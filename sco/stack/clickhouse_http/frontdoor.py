@@ -44,6 +44,8 @@ __all__ = ["GuardServer", "serve"]
 log = logging.getLogger("sco.clickhouse.frontdoor")
 _PIECE = 1 << 20
 _ENGINE_START_S = 300.0
+_PREFIX = "sco-clickhouse-engine-"
+_PID_FILE = "guard.pid"
 
 
 def _engine_gone(detail: str) -> ClickHouseError:
@@ -178,7 +180,10 @@ def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, verbo
         raise AuthConfigError()  # before the engine starts: nothing to undo
     users = load_users_file(users_file) if users_file is not None else None  # a bad file starts nothing
     base = tempfile.gettempdir()  # a Unix socket's path has at most 107 bytes
-    private = tempfile.mkdtemp(prefix="sco-clickhouse-engine-", dir=base if len(base) <= 64 else "/tmp")  # 0700
+    base = base if len(base) <= 64 else "/tmp"
+    remove_stale_engine_dirs(base)
+    private = tempfile.mkdtemp(prefix=_PREFIX, dir=base)  # 0700
+    Path(private, _PID_FILE).write_text(str(os.getpid()))
     socket_path = os.path.join(private, "engine.sock")
     server: GuardServer | None = None
     try:
@@ -204,6 +209,49 @@ def serve(data_dir: str | None, host: str = "127.0.0.1", port: int = 8123, verbo
             _stop_engine(engine)
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def remove_stale_engine_dirs(base: str, now: float | None = None) -> list[str]:
+    """Remove this account's engine directories under ``base`` whose guard is gone (a ``kill -9`` leaves the empty
+    directory and its dead socket behind: nobody is left to remove it); the directories removed. A directory whose
+    guard has not written its pid yet is left alone for a minute (it may be starting now)."""
+    removed = []
+    now = time.time() if now is None else now
+    for entry in Path(base).glob(f"{_PREFIX}*"):
+        with contextlib.suppress(OSError, ValueError):
+            if entry.stat().st_uid != os.getuid() or not entry.is_dir():
+                continue
+            if _answers(entry / "engine.sock"):
+                continue   # a live engine (a guard from before the pid file, too)
+            pid_file = entry / _PID_FILE
+            if pid_file.exists() and _guard_alive(int(pid_file.read_text())):
+                continue
+            if not pid_file.exists() and now - entry.stat().st_mtime < 60:
+                continue
+            shutil.rmtree(entry)
+            removed.append(str(entry))
+    return removed
+
+
+def _answers(path: Path) -> bool:
+    """True when something accepts connections on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _guard_alive(pid: int) -> bool:
+    """True while a process ``pid`` runs: not gone, not a zombie (a guard killed with -9 stays one until its
+    parent reaps it). A pid reused by another program keeps a stale directory a while longer, which is harmless;
+    taking a live guard's directory would not be."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _serve_until_stopped(server: GuardServer, engine: subprocess.Popen[str]) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -129,7 +128,38 @@ def test_kill_9_of_the_guard_takes_the_engine_down_within_seconds() -> None:
     private = _engine_socket_dir(running)
     assert _stop(running, signal.SIGKILL) == -signal.SIGKILL
     assert _gone(running.engine, 5)
-    shutil.rmtree(private)  # nobody is left to remove it: a kill -9 leaves the empty directory and its socket
+    assert private.exists()  # nobody is left to remove it: a kill -9 leaves the empty directory and its socket
+    again = _start()    # the next guard removes it
+    try:
+        assert not private.exists() and _engine_socket_dir(again).exists()
+    finally:
+        assert _stop(again) == 0
+
+
+def test_only_this_accounts_engine_directories_whose_guard_is_gone_are_removed(tmp_path: Path) -> None:
+    from sco.stack.clickhouse_http.frontdoor import remove_stale_engine_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    zombie = subprocess.Popen(["sleep", "60"])   # killed, not reaped yet: as a guard after kill -9
+    zombie.kill()
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    names = ("dead", "zombie", "alive", "starting", "old")
+    dirs = {name: tmp_path / f"sco-clickhouse-engine-{name}" for name in names}
+    for d in dirs.values():
+        d.mkdir(mode=0o700)
+    (dirs["dead"] / "guard.pid").write_text(str(gone.pid))
+    (dirs["zombie"] / "guard.pid").write_text(str(zombie.pid))
+    (dirs["alive"] / "guard.pid").write_text(str(os.getpid()))
+    os.utime(dirs["old"], (time.time() - 120, time.time() - 120))   # no pid a minute after: never started
+    (tmp_path / "sco-clickhouse-engine-a-file").write_text("")
+    try:
+        removed = remove_stale_engine_dirs(str(tmp_path))
+    finally:
+        zombie.wait()
+    assert sorted(removed) == sorted(str(dirs[n]) for n in ("dead", "zombie", "old"))
+    assert dirs["alive"].exists() and dirs["starting"].exists()
 
 
 @pytest.mark.services
