@@ -169,8 +169,10 @@ class TlsFront:
             # either side closing ends the connection: HTTP/2 never half-closes
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            # the upstream connection first: a stop that cancels this task while it waits for the pumps below
+            # would skip whatever came after the wait (the connection leaked, found by a test's warning)
+            up_writer.transport.abort()
             for pump in pumps:
                 pump.cancel()
             await asyncio.gather(*pumps, return_exceptions=True)
-            up_writer.transport.abort()
 
