@@ -3,9 +3,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pandas as pd
+import pytest
 
 from orchestration.expectations import ledger_balances, no_negative_hours, rankings_cover_pools, scores_in_range
 from orchestration.ledger_inputs import LEDGER_COLUMNS
+
+# great_expectations' import and context cost each worker seconds: the full suite runs these
+pytestmark = pytest.mark.slow
 
 
 def _ledger(**override: object) -> pd.DataFrame:

@@ -10,6 +10,9 @@ import pytest
 
 from orchestration.mart_expectations import MARTS, mart_suite
 
+# great_expectations' import and context cost each worker seconds: the full suite runs these
+pytestmark = pytest.mark.slow
+
 pd = pytest.importorskip("pandas")
 
 

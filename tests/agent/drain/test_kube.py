@@ -142,6 +142,7 @@ def test_a_budget_still_blocking_when_the_drain_budget_is_spent_drains_locally_a
     assert "drain-local" in kinds and agent.reports[0].path == "local"
 
 
+@pytest.mark.slow  # seconds of real API latency
 def test_with_1_s_of_api_latency_the_local_path_is_taken_after_800_ms(tmp_path: Path, kube: KubeApiDouble) -> None:
     kube.put_object("Pod", pod("web-1", "kn1"))
     kube.set_latency(1.0)

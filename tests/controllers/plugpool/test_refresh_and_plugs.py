@@ -41,6 +41,7 @@ def test_a_slow_plug_times_out_quickly(plugs: EspHomeDouble) -> None:
     assert time.monotonic() - started < 5.0  # 0.3 s timeout, far from the 10 s answer even on a loaded machine
 
 
+@pytest.mark.slow  # seconds of real plug timeouts
 def test_plugs_are_read_in_parallel_and_an_unreadable_plug_keeps_its_last_known_state(
     rig_factory: Callable[..., Rig],
 ) -> None:
