@@ -140,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--days", type=float, default=30.0)
     parser.add_argument("--horizon-h", type=float, default=2.0)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="the replay cache's directory (default: controllers.replay.disk_cache.cache_dir())")
     args = parser.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
     contracts = [w.contract for w in check_repo(repo / "deploy" / "contracts").workloads]

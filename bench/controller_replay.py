@@ -56,15 +56,15 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
 
     from controllers.controller.loop import Controller
     from controllers.planning import Strategy
-    from controllers.replay import size_claims
-    from controllers.replay.from_region import trace_from_region
+    from controllers.replay import disk_cache, size_claims
+    from controllers.replay.from_region import cached_trace
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate import _compiled
     from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
 
     start = datetime(2026, 10, 1, tzinfo=UTC)
     contracts = _compiled(ROOT / "deploy" / "contracts")
-    trace = trace_from_region(RegionConfig(seed=seed), start, hours / 24, 7.0)
+    trace = cached_trace(RegionConfig(seed=seed), start, hours / 24, 7.0, disk_cache.cache_dir())
     claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
     first: list[tuple[float, float]] = []
     server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass

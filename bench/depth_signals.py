@@ -100,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--days", type=float, default=14.0)
     parser.add_argument("--horizon-h", type=float, default=2.0)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="the replay cache's directory (default: controllers.replay.disk_cache.cache_dir())")
     args = parser.parse_args(argv)
     start = datetime(2026, 10, 1, tzinfo=UTC)
     trace = recorded_trace(args.seed, args.days, 7.0, start, 4.0, 1.0, args.cache)

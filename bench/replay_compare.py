@@ -120,7 +120,7 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     from controllers.replay import size_claims
 
     start = datetime.fromisoformat(start_s)
-    trace = recorded_trace(seed, days, warmup, start, rate, price_demand, Path(cache_s))
+    trace = recorded_trace(seed, days, warmup, start, rate, price_demand, Path(cache_s) if cache_s else None)
     repo = Path(__file__).resolve().parents[1]
     contracts = [w.contract for w in check_repo(repo / "deploy" / "contracts").workloads]
     waits = {c.workload for c in contracts if c.fallback_policy is FallbackPolicy.NONE}
@@ -237,7 +237,8 @@ def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
 
 def _run_all(seeds: Sequence[int], args: argparse.Namespace, rate: float, price_demand: float, days: float,
              warmup: float, strategies: tuple[str, ...]) -> tuple[list[Run], list[str]]:
-    jobs = [(s, days, warmup, args.start, args.units, rate, price_demand, str(args.cache), strategies, args.engine)
+    jobs = [(s, days, warmup, args.start, args.units, rate, price_demand, str(args.cache or ""), strategies,
+             args.engine)
             for s in seeds]
     if args.jobs > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -458,7 +459,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--units", type=int, default=40)
     parser.add_argument("--rate", type=float, default=4.0, help="reclaim rate, %%/h (production ~4)")
     parser.add_argument("--jobs", type=int, default=1, help="seeds in parallel (processes)")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/sco-replay-traces"))
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="the replay cache's directory (default: controllers.replay.disk_cache.cache_dir())")
     parser.add_argument("--engine", choices=("replay", "controller"), default="controller",
                         help="controller (default since 4 Dec 2026): the production controller (sco simulate), a "
                              "pass a virtual minute on an embedded PostgreSQL; replay: the planner in the "

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import pickle
 import sys
 import time
 from datetime import datetime
@@ -20,22 +18,16 @@ def log(msg: str) -> None:
 
 
 def recorded_trace(seed: int, days: float, warmup: float, start: datetime, rate: float, price_demand: float,
-                   cache: Path) -> Any:
-    """The region's reclaim trace for one seed, recorded once and kept as a pickle under ``cache``."""
-    from controllers.replay.from_region import trace_from_region
+                   cache: Path | None) -> Any:
+    """The region's reclaim trace for one seed, recorded once and kept in the replay cache under ``cache``
+    (``controllers.replay.disk_cache``: keyed by the inputs and the code, refused unless private; None: its
+    default directory)."""
+    from controllers.replay import disk_cache
+    from controllers.replay.from_region import cached_trace
     from controllers.simregion.config import RegionConfig
 
-    name = f"trace-s{seed}-d{days:g}-w{warmup:g}-{start:%Y%m%d}-r{rate:g}-p{price_demand:g}.pkl"
-    path = cache / name
-    if path.exists():
-        return pickle.loads(path.read_bytes())
     began = time.monotonic()
-    log(f"seed {seed}: recording {days:g}+{warmup:g} days ({rate:g} %/h, price_demand {price_demand:g})")
     config = RegionConfig(seed=seed, reclaim_rate_pct_h=rate, price_demand=price_demand)
-    trace = trace_from_region(config, start, days, warmup)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(pickle.dumps(trace))
-    tmp.replace(path)
-    log(f"seed {seed}: {len(trace.reclaims):,} waves recorded in {time.monotonic() - began:.0f} s")
+    trace = cached_trace(config, start, days, warmup, cache or disk_cache.cache_dir())
+    log(f"seed {seed}: {len(trace.reclaims):,} waves recorded or read back in {time.monotonic() - began:.0f} s")
     return trace

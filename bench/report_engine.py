@@ -35,13 +35,13 @@ ENGINES = ("production path (baseline)", "report: controller over the history", 
 
 
 def _setup(seed: int, days: float, warmup: float, reclaimer: str) -> tuple[Any, list[Any], dict[str, int]]:
-    from controllers.replay import size_claims
-    from controllers.replay.from_region import trace_from_region
+    from controllers.replay import disk_cache, size_claims
+    from controllers.replay.from_region import cached_trace
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate import _compiled
 
     contracts = _compiled(ROOT / "deploy" / "contracts")
-    trace = trace_from_region(RegionConfig(seed=seed, strategy=reclaimer), START, days, warmup)
+    trace = cached_trace(RegionConfig(seed=seed, strategy=reclaimer), START, days, warmup, disk_cache.cache_dir())
     claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
     return trace, contracts, claims
 

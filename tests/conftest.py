@@ -80,6 +80,27 @@ def _signals_as_they_were() -> Iterator[None]:
 _SCO_ENV_AT_START: dict[str, str] = {}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The replays' disk cache in a directory of this run (the xdist workers inherit it), never the user's: what
+    one run's tests computed is reused within the run and never leaks into another or into ``~/.cache``."""
+    if "SCO_REPLAY_CACHE" not in os.environ:
+        import tempfile
+
+        os.environ["SCO_REPLAY_CACHE"] = _REPLAY_CACHE_MADE[0] = tempfile.mkdtemp(prefix="sco-test-replay-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's replay cache goes with the run (only the process that made it removes it)."""
+    if _REPLAY_CACHE_MADE[0]:
+        import shutil
+
+        shutil.rmtree(_REPLAY_CACHE_MADE[0], ignore_errors=True)
+        os.environ.pop("SCO_REPLAY_CACHE", None)
+
+
+_REPLAY_CACHE_MADE = [""]
+
+
 def _sco_environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("SCO_")}
 

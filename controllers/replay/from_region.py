@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 from contracts.pools import PurchaseModel
 from contracts.subjects import EventKind
@@ -19,9 +20,18 @@ from contracts.subjects import EventKind
 from ..simregion.config import RegionConfig
 from ..simregion.economics import price_factor
 from ..simregion.engine import RegionEngine, SimEvent
+from . import disk_cache
 from .trace import Reclaim, Trace
 
-__all__ = ["trace_from_region"]
+__all__ = ["cached_trace", "trace_from_region"]
+
+
+def cached_trace(config: RegionConfig, start: datetime, days: float, warmup_days: float,
+                 directory: Path | None) -> Trace:
+    """``trace_from_region(config, start, days, warmup_days)``, kept in the replay cache at ``directory`` (None: not
+    kept; callers pass ``disk_cache.cache_dir()``) and read from it when the same inputs and code recorded it."""
+    return disk_cache.cached("trace", (config.model_dump_json(), start.isoformat(), float(days), float(warmup_days)),
+                             lambda: trace_from_region(config, start, days, warmup_days), directory)
 
 
 def trace_from_region(config: RegionConfig, start: datetime, days: float, warmup_days: float = 7.0,

@@ -26,6 +26,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from contracts.cost_attributes import ATTR_WASTED_S, FINAL_MODES, lost_work_s
@@ -47,6 +48,7 @@ from ..simregion.config import RegionConfig
 from ..simregion.economics import price_factor
 from ..simregion.engine import SimEvent
 from ..simregion.region import SimulatedRegion
+from . import disk_cache
 from .engine import StepLoss, WorkloadOutcome, guaranteed_rate_per_unit
 
 __all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "partition_controller", "replay_region",
@@ -151,6 +153,11 @@ class _Run:
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
         self.engine.on_event.append(self._on_event)
         self.engine.on_rate_card.append(self._on_rate_card)
+
+    def detach(self) -> None:
+        """Take this run's hooks off the region (it ran the warm-up alone; the replay's run takes over)."""
+        self.engine.on_event.remove(self._on_event)
+        self.engine.on_rate_card.remove(self._on_rate_card)
 
     def _on_rate_card(self, t: float, rows: list[tuple[int, float, int, int]]) -> None:
         for i, _, free, cap in rows:
@@ -313,7 +320,7 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               pass_interval: timedelta = timedelta(seconds=60),
                               progress: Callable[[float], None] | None = None,
                               diagnostics: dict[str, int] | None = None, fast: bool = True,
-                              caps: Caps | None = None) -> dict[str, WorkloadOutcome]:
+                              caps: Caps | None = None, cache: Path | None = None) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
     partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
     ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
@@ -324,25 +331,51 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     lets the region hand out each listed ``Instance`` once per state; False runs the path before (every
     statement a round trip, every listing rebuilt): the equivalence test compares the two. ``caps``: the
     planner's caps (ADR-06's unless a diagnostic lifts them). Nobody resets an open termination breaker: it opens
-    only on a mass termination (``breaker.Safety``), and a replay that trips it says so in ``diagnostics``."""
+    only on a mass termination (``breaker.Safety``), and a replay that trips it says so in ``diagnostics``.
+    ``cache``: a directory where the region after its warm-up is kept, keyed by its inputs and code
+    (``disk_cache``; callers pass ``disk_cache.cache_dir()``), None to run the warm-up here."""
+    keep = getattr(ranker, "warm", None) is not None
+    region, clock, feeds = disk_cache.cached(
+        "warmup", (config.model_dump_json(), start.isoformat(), warmup_days, fast, keep),
+        lambda: warmed_region(config, start, warmup_days, fast=fast, keep_feeds=keep), cache)
+    return replay_region(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
+                         pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast,
+                         caps=caps, warmed=feeds)
+
+
+def warmed_region(config: RegionConfig, start: datetime, warmup_days: float, *, fast: bool = True,
+                  keep_feeds: bool = True) -> tuple[SimulatedRegion, VirtualClock, _Feeds]:
+    """The region run alone from ``start - warmup_days`` to ``start`` (room first), its clock, and the scorer's
+    feeds it showed (``keep_feeds``: every rate card's, for a ranker that warms up on them) — what
+    ``replay_region`` would hold after its warm-up, as a value the disk cache can keep (no hook of a run left on
+    the region)."""
     begin = start - timedelta(days=warmup_days)
     clock = VirtualClock(begin)
     region = SimulatedRegion(config.model_copy(update={"room_first": True}), clock, start=begin)
-    return replay_region(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
-                         pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast,
-                         caps=caps)
+    region.cache_listing = fast
+    run = _Run(region, {}, {})   # nothing of ours runs in the warm-up: only the feeds' hooks do anything
+    if keep_feeds:
+        run.feeds.warm = []
+    clock.advance_to(start)
+    region.sync()
+    run.detach()
+    return region, clock, run.feeds
 
 
 def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime, days: float,
                   contracts: Mapping[str, Contract], units: Mapping[str, int], conn: Any, *, strategy: Strategy | None,
                   ranker: Ranker | None, pass_interval: timedelta, progress: Callable[[float], None] | None,
-                  diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None) -> dict[str, WorkloadOutcome]:
+                  diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None,
+                  warmed: _Feeds | None = None) -> dict[str, WorkloadOutcome]:
     """The replay loop over ``region`` (the simulated region, or a recorded history: ``trace_region``) on
-    ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them."""
+    ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them. ``warmed``: the
+    feeds of a region that ran its warm-up already (``warmed_region``); None runs it here."""
     region.cache_listing = fast
     run = _Run(region, contracts, units)
     warm = getattr(ranker, "warm", None)
-    if warm is not None:
+    if warmed is not None:
+        run.feeds = warmed
+    elif warm is not None:
         run.feeds.warm = []
     clock.advance_to(start)
     region.sync()                                 # the warm-up: history for the scorer, nothing of ours

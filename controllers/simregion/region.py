@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from contracts.events import Event
 from contracts.pools import Pool, PoolCatalogue, PurchaseModel
@@ -107,6 +107,14 @@ class SimulatedRegion:
         self.engine.on_rate_card.append(self._keep_rate_card)
         self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before this cache
         self._listing: dict[tuple[str, bool], Instance] = {}   # was added; the equivalence test runs both)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its lock (a replay's warm-up kept on disk: ``controllers.replay.disk_cache``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
 
     @property
     def region(self) -> str:

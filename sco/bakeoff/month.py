@@ -1,7 +1,7 @@
 """One strategy-month through the production controller, as a ``contracts.bakeoff.StrategyMonth``.
 
-The region of one seed is recorded once (room-first, ~4 %/h, ``trace_from_region``) and cached on disk under a
-name made of every input that shapes it; each workload's claim is held to what the region lends its shape
+The region of one seed is recorded once (room-first, ~4 %/h, ``trace_from_region``) and cached on disk, keyed by
+every input that shapes it and the code; each workload's claim is held to what the region lends its shape
 (``size_claims``); the strategy is replayed through the controller (``run_controller_engine``: observe → decide →
 apply with the production scorer, planner, floor keeper, fallback arbiter and breaker) on a fresh embedded
 PostgreSQL. What a Dagster partition runs, in its own process or pod.
@@ -9,8 +9,6 @@ PostgreSQL. What a Dagster partition runs, in its own process or pod.
 
 from __future__ import annotations
 
-import os
-import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,27 +39,15 @@ class MonthSpec:
     price_demand: float = 0.0
     revision: str = ""
 
-    def trace_name(self) -> str:
-        """The cache file name: every input that shapes the recorded region."""
-        return (f"trace-s{self.seed}-d{self.days:g}-w{self.warmup_days:g}-{self.start:%Y%m%d}-r{self.rate_pct_h:g}"
-                f"-p{self.price_demand:g}.pkl")
-
 
 def record_trace(spec: MonthSpec, cache: Path) -> Any:
-    """The seed's recorded region, from the cache when it holds it (written whole: readers in other processes)."""
-    from controllers.replay.from_region import trace_from_region
+    """The seed's recorded region, from the replay cache under ``cache`` when it holds it (``disk_cache``: keyed by
+    every input that shapes it and by the code, written whole, refused unless the directory is private)."""
+    from controllers.replay.from_region import cached_trace
     from controllers.simregion.config import RegionConfig
 
-    path = cache / spec.trace_name()
-    if path.exists():
-        return pickle.loads(path.read_bytes())  # our own cache directory, written by this function only
     config = RegionConfig(seed=spec.seed, reclaim_rate_pct_h=spec.rate_pct_h, price_demand=spec.price_demand)
-    trace = trace_from_region(config, spec.start, spec.days, spec.warmup_days)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(pickle.dumps(trace))
-    tmp.replace(path)
-    return trace
+    return cached_trace(config, spec.start, spec.days, spec.warmup_days, cache)
 
 
 def strategy_month(spec: MonthSpec, contracts: Sequence[Contract], cache: Path,
@@ -79,7 +65,8 @@ def strategy_month(spec: MonthSpec, contracts: Sequence[Contract], cache: Path,
     pg = EmbeddedPostgres()
     try:
         outcomes = run_controller_engine(pg.database(), config, spec.start, spec.days, contracts, claims,
-                                         Strategy(spec.strategy), spec.warmup_days, progress, {}, caps=Caps())
+                                         Strategy(spec.strategy), spec.warmup_days, progress, {}, caps=Caps(),
+                                         cache=cache)
     finally:
         pg.close()
     return month_record(spec, Strategy(spec.strategy), outcomes, contracts, time.monotonic() - began)

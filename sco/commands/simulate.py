@@ -71,15 +71,15 @@ def time_left(seconds: float, done: float) -> str:
 
 def _simulate(args: argparse.Namespace) -> int:
     start = _checked_start(args)
-    from controllers.replay import size_claims
-    from controllers.replay.from_region import trace_from_region
+    from controllers.replay import disk_cache, size_claims
+    from controllers.replay.from_region import cached_trace
     from controllers.simregion.config import RegionConfig
 
     contracts = _compiled(args.contracts)
     began = time.monotonic()
     print(f"recording {args.days:g} days (+{args.warmup_days:g} warm-up) of the simulated region, seed {args.seed}…",
           file=sys.stderr)
-    trace = trace_from_region(RegionConfig(seed=args.seed), start, args.days, args.warmup_days)
+    trace = cached_trace(RegionConfig(seed=args.seed), start, args.days, args.warmup_days, disk_cache.cache_dir())
     print(f"  {len(trace.reclaims)} reclaim waves over {len(trace.pools)} pools "
           f"({time.monotonic() - began:.0f} s)", file=sys.stderr)
     sized = size_claims(trace, contracts, args.units)

@@ -120,14 +120,17 @@ class EmbeddedPostgres:
 def run_controller_engine(url: str, config: RegionConfig, start: datetime, days: float,
                           contracts: Sequence[Contract], units: Mapping[str, int], strategy: Strategy | None,
                           warmup_days: float = 7.0, progress: Callable[[float], None] | None = None,
-                          diagnostics: dict[str, int] | None = None, caps: Caps | None = None
-                          ) -> dict[str, WorkloadOutcome]:
+                          diagnostics: dict[str, int] | None = None, caps: Caps | None = None,
+                          cache: Path | None = None) -> dict[str, WorkloadOutcome]:
     """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
-    controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them)."""
+    controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them; ``cache``: where
+    the region after its warm-up is kept, None for ``disk_cache.cache_dir()``: ``SCO_REPLAY_CACHE=off`` turns it
+    off)."""
     import psycopg
     import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
     from threadpoolctl import threadpool_limits
 
+    from controllers.replay import disk_cache
     from orchestration.forecast.model import horizons_for
 
     horizons = horizons_for([c.checkpoint_interval_min for c in contracts])
@@ -138,7 +141,7 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
                                          ranker=production_ranker(conn, config.region, horizons), progress=progress,
-                                         diagnostics=diagnostics, caps=caps)
+                                         diagnostics=diagnostics, caps=caps, cache=cache or disk_cache.cache_dir())
 
 
 Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]
