@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent.httpwire import HttpError, request
+from testkit.httpraw import read_request
 
 
 @pytest.fixture
@@ -27,15 +28,10 @@ def raw_server() -> Iterator[tuple[str, list[bytes], list[bytes]]]:
             except OSError:
                 return
             with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(4096)
-                head, _, rest = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length")), 0)
-                while len(rest) < length:
-                    rest += conn.recv(4096)
-                received.append(head + b"\r\n\r\n" + rest)
+                request = read_request(conn)
+                if request is None:
+                    continue
+                received.append(request)
                 conn.sendall(responses.pop(0))
 
     threading.Thread(target=serve, daemon=True).start()

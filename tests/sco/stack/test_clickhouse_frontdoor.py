@@ -29,6 +29,7 @@ from sco.stack.clickhouse_http.front import PEER_HEADER
 from sco.stack.clickhouse_http.frontdoor import GuardServer
 from sco.stack.clickhouse_http.relay import ResponseFraming
 from testkit.clickhouse import WRITER
+from testkit.httpraw import read_request
 from testkit.paths import REPO
 from tests.sco.stack.frontend_helpers import PASSWORDS, streamed, users_file
 from tests.stores.helpers import http
@@ -253,15 +254,10 @@ class _FakeEngine:
             except OSError:
                 return
             with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length:"))
-                while len(body) < length:
-                    body += conn.recv(65536)
-                self.requests.append(head + b"\r\n\r\n" + body)
+                request = read_request(conn)
+                if request is None:
+                    continue
+                self.requests.append(request)
                 conn.sendall(self.reply)
 
     def close(self) -> None:
