@@ -82,19 +82,24 @@ def test_the_rankings_asset_publishes_the_forecast_in_force_beside_the_score(reg
     assert "reclaim_p_1h" in json.loads(kept[0][0])
 
 
-def test_the_daily_refit_saves_a_model_versioned_by_its_window(region: Stack) -> None:
+def _refit(stack: Stack, as_of: datetime) -> None:
+    """The daily refit asset materialised as of ``as_of``: the model the rankings asset then reads."""
     from dagster import materialize
 
     from orchestration.defs.catalogue.assets import pool_catalogue
     from orchestration.defs.rankings.forecast import reclaim_forecast_model
+
+    res = {**stack.resources(), "settings": _settings(stack, as_of)}
+    result = materialize([pool_catalogue, reclaim_forecast_model], resources=res, selection=[reclaim_forecast_model])
+    assert result.success
+
+
+def test_the_daily_refit_saves_a_model_versioned_by_its_window(region: Stack) -> None:
     from orchestration.forecast.model import load
 
     versions = []
     for as_of in (DAY, DAY + timedelta(hours=6)):
-        res = {**region.resources(), "settings": _settings(region, as_of)}
-        result = materialize([pool_catalogue, reclaim_forecast_model], resources=res,
-                             selection=[reclaim_forecast_model])
-        assert result.success
+        _refit(region, as_of)
         saved = load(region.root / "forecast-r9" / f"{REGION}.pkl")
         assert saved is not None and saved.trained_until <= as_of
         versions.append(saved.version)
@@ -102,6 +107,7 @@ def test_the_daily_refit_saves_a_model_versioned_by_its_window(region: Stack) ->
 
 
 def test_the_check_scores_yesterdays_forecast_and_fails_when_it_is_worse_than_a_baseline(region: Stack) -> None:
+    _refit(region, DAY)   # its own model, whichever test of the module ran before it
     _publish_day(region, timedelta(minutes=30))
     result = _materialise(region, START + timedelta(days=4), checks=True)
     (evaluation,) = result.get_asset_check_evaluations()
@@ -111,7 +117,9 @@ def test_the_check_scores_yesterdays_forecast_and_fails_when_it_is_worse_than_a_
     best = min(ll for ll, _ in meta["baselines"].value.values())
     assert evaluation.passed == (ours < best and meta["forecast_brier"].value < min(
         b for _, b in meta["baselines"].value.values()))
-    assert evaluation.passed, evaluation.description
+    # whether the model fitted up to midnight beats the baselines on this 24-pool history is the model's quality,
+    # not the check's (it ties the best baseline's Brier score here); a model fitted hours into the day it is scored
+    # on, as this test used to read when the refit test ran before it, had seen part of that day
     # the same day published with a forecast that says every pool is about to go: the check fails
     ch = region.ch()
     rows = ch.rows("SELECT ranked_at, generation, region, pool, rank, score, interruption_rate_pct_h, discount, "
