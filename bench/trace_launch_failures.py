@@ -31,7 +31,7 @@ _LAUNCH = SimulatedRegion.launch
 _STATES = decide_module.pool_states_for
 
 
-def _states(market: Any, observed: Any, lost: Any) -> Any:
+def _states(market: Any, observed: Any, lost: Any, *rest: Any) -> Any:
     """Per pass: the pools excluded as full, and (the evidence for moving units out of them) our live instances
     and new notices in full pools and elsewhere; at a pool's first full pass, whether the card showed room."""
     for pid in market.inputs.full - FULL:
@@ -46,7 +46,7 @@ def _states(market: Any, observed: Any, lost: Any) -> Any:
         if o.status == "notified" and o.instance_id not in NOTIFIED:
             NOTIFIED.add(o.instance_id)
             COUNTS[f"notices-{where}"] += 1
-    return _STATES(market, observed, lost)
+    return _STATES(market, observed, lost, *rest)
 
 
 def _launch(self: SimulatedRegion, request: Any) -> Any:
