@@ -67,12 +67,15 @@ def pool_states_for(market: Market, observed: Sequence[Observed], lost: set[str]
     of the pool (the fleet simulation after its hall reclaim).
 
     A pool excluded because launches were refused (``inputs.full``) is full, not dangerous: it stays eligible
-    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. What
-    we hold there counts only as far as the previous plans (``planned``: instances per workload and pool) want
-    it: a workload's surplus there is not room for another's plan (the fleet simulation at 2,000: with
-    the surplus's termination held by a tripped breaker, the planner gave its room to other workloads, whose
-    launches were refused every pass until the partition's whole token budget went on them). A pool being
-    reclaimed (``inputs.excluded``) is ineligible: its units move away.
+    with no room beyond what we hold there, so the planner keeps the units it holds and places no new ones. In a
+    full pool and in every reclaimable pool, what we hold counts only as far as the previous plans (``planned``:
+    instances per workload and pool) want it: a workload's surplus there keeps its room until it is terminated
+    (three idle passes at least, or longer behind the breaker), so it is not room for another's plan (the fleet
+    simulation at 2,000: with the surplus's termination held by a tripped breaker, the planner gave its room to
+    other workloads, whose launches were refused every pass until the partition's whole token budget went on them;
+    the replay of seed 1 through the controller: 39 of a day's 83 refused launches went into pools whose card
+    showed no room, the room being our own surplus). A pool being reclaimed (``inputs.excluded``) is ineligible:
+    its units move away.
 
     A reclaimable pool that refused a launch of ours for capacity (``refused``: pool -> when, the ones no rate card
     taken since has answered, ``refused_until_card``) has its room treated the same way from the first refusal,
@@ -162,12 +165,13 @@ def _room(market: Market, observed: Sequence[Observed], lost: set[str], planned:
     inputs = market.inputs
     full = inputs.full | {pid for pid in refused or {} if pid in market.pools
                           and market.pools[pid].purchase_model is PurchaseModel.RECLAIMABLE}
-    if planned is not None:   # a full pool: what we hold there as far as the previous plans want it
+    if planned is not None:   # a reclaimable pool: what we hold there as far as the previous plans want it
+        counted = full | {pid for pid, p in market.pools.items() if p.purchase_model is PurchaseModel.RECLAIMABLE}
         wanted: dict[str, int] = defaultdict(int)
         for (w, pid), n in held.items():
-            if pid in full:
+            if pid in counted:
                 wanted[pid] += min(n, planned.get((w, pid), 0))
-        ours.update({pid: wanted[pid] for pid in full})
+        ours.update({pid: wanted[pid] for pid in counted})
     available = {}
     for pid, p in market.pools.items():
         if pid in full:
