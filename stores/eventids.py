@@ -9,11 +9,12 @@ none. A row whose id is stored with the same digest is a repeat (acknowledged, n
 redelivery), with another digest a conflict (dead-lettered with reason ``conflicting-event-id``, the payload
 kept in the dead letter).
 
-A batch costs one request when all is well: :func:`insert_new` sends the first row of each id (:func:`by_id`)
-as external data and ClickHouse stores those whose ids are not in ``event_ids`` (a primary-key lookup of the
-batch's ids), its view recording them. When ClickHouse reports every row and its id written, every row was
-new and is stored. Otherwise (a redelivery, a reused id, a short write) :func:`stored_as` asks, row by row,
-whether its id is stored with the same digest — the answer the ingest acts on.
+A batch costs one request when all is well: :func:`insert_new` inserts the first row of each id (:func:`by_id`)
+into ``events_ingest``, a Null table whose view stores in ``events`` the rows whose ids are not in
+``event_ids`` (a primary-key lookup of the block's ids). When ClickHouse reports every row written three times
+(``events_ingest``, ``events``, ``event_ids``), every row was new and is stored. Otherwise (a redelivery, a
+reused id, a short write) :func:`stored_as` asks, row by row, whether its id is stored with the same digest —
+the answer the ingest acts on.
 """
 
 from __future__ import annotations
@@ -24,22 +25,21 @@ from typing import Any
 
 from .eventrows import EVENT_COLUMNS, INSERT_FORMAT, encode_rows
 
-__all__ = ["BATCH", "CONFLICT", "DIGEST_SQL", "INSERT_NEW", "STRUCTURE", "TABLE", "VIEW", "ById", "by_id",
+__all__ = ["BATCH", "CONFLICT", "DIGEST_SQL", "INGEST_TABLE", "STRUCTURE", "TABLE", "VIEW", "WRITES", "ById", "by_id",
            "insert_new", "stored_as", "written_rows"]
 
 TABLE = "event_ids"
 VIEW = "event_ids_of_events"  # events -> event_ids (migration 0006)
+INGEST_TABLE = "events_ingest"  # Null; its view stores the rows with new ids in events (migration 0006)
+WRITES = 3  # rows written per new row: events_ingest, events, event_ids
 CONFLICT = "conflicting-event-id"
-BATCH = "batch"  # the external table a request's rows travel in
+BATCH = "batch"  # the external table :func:`stored_as` sends the rows in
 # The digest of a row as stored (every column but the id), as the view computes it; the same text as in
 # migration 0006 (tests/stores/test_eventids.py holds them together).
 DIGEST_SQL = ("lower(hex(substring(SHA256(toString(tuple(kind, time, region, partition, pool, instance, workload, "
               "contract_version, cause, drill, source, attributes))), 1, 16)))")
 _TYPES = {"time": "DateTime64(3, 'UTC')", "drill": "Bool"}  # every other column: String (LowCardinality or not)
 STRUCTURE = [f"{column} {_TYPES.get(column, 'String')}" for column in EVENT_COLUMNS]
-_COLUMNS = ", ".join(EVENT_COLUMNS)
-INSERT_NEW = (f"INSERT INTO events ({_COLUMNS}) SELECT {_COLUMNS} FROM {BATCH} WHERE event_id NOT IN "
-              f"(SELECT event_id FROM {TABLE} WHERE event_id IN (SELECT event_id FROM {BATCH}))")
 _STORED_AS = (f"SELECT n, notEmpty(stored.digests), has(stored.digests, {DIGEST_SQL}) FROM {BATCH} LEFT JOIN "
               f"(SELECT event_id, groupUniqArray(digest) AS digests FROM {TABLE} "
               f"WHERE event_id IN (SELECT event_id FROM {BATCH}) GROUP BY event_id) AS stored USING event_id")
@@ -88,10 +88,10 @@ def _external(rows: Sequence[list[Any]], structure: list[str]) -> Any:
 def insert_new(client: Any, rows: Sequence[list[Any]]) -> int | None:
     """Store the rows whose ids are not in ``event_ids`` (one request; the ids one each: :func:`by_id`).
 
-    Returns the rows ClickHouse reports written — into ``events`` and, by the view, ``event_ids``: twice the
-    rows stored — or ``None`` when it does not say.
+    Returns the rows ClickHouse reports written — into ``events_ingest`` all, into ``events`` and ``event_ids``
+    those stored — or ``None`` when it does not say.
     """
-    return written_rows(client.command(INSERT_NEW, external_data=_external(rows, STRUCTURE)))
+    return written_rows(client.raw_insert(INGEST_TABLE, EVENT_COLUMNS, encode_rows(rows), fmt=INSERT_FORMAT))
 
 
 def stored_as(client: Any, rows: Sequence[list[Any]]) -> list[bool | None]:

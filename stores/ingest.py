@@ -166,10 +166,11 @@ class Ingest:
     async def _fetch(self) -> list[Any]:
         return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
-    async def _settle(self, messages: list[Any]) -> int:
-        """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery."""
+    async def _settle(self, messages: list[Any], batch: Batch | None = None) -> int:
+        """Insert, dead-letter and acknowledge one batch (``batch``: ``messages`` split already); on failure nak it
+        for a prompt redelivery."""
         try:
-            batch = split_batch(messages, self.clock())
+            batch = batch or split_batch(messages, self.clock())
             if batch.rows:
                 await asyncio.to_thread(self._insert_rows, batch)
             if batch.dead:
@@ -195,12 +196,12 @@ class Ingest:
         return await self._settle(messages) if messages else 0
 
     def _insert(self, rows: list[list[Any]]) -> int | None:
-        """One request: the rows whose ids are not stored yet go into ``events`` (``stores.eventids``).
+        """One insert: the rows whose ids are not stored yet go into ``events`` (``stores.eventids``).
 
         The rows travel as one ``JSONCompactColumns`` body that ClickHouse parses in C++ (``stores.eventrows``):
-        no Native serialisation in Python, no datetime objects. Returns the rows ClickHouse reports written
-        (``events`` and ``event_ids``), ``None`` when it does not say. clickhouse-connect may resend it on a
-        dropped connection: the ids the first attempt stored are then skipped.
+        no Native serialisation in Python, no datetime objects. Returns the rows ClickHouse reports written,
+        ``None`` when it does not say. clickhouse-connect may resend it on a dropped connection: the ids the
+        first attempt stored are then skipped.
         """
         return eventids.insert_new(self.client, rows)
 
@@ -219,7 +220,7 @@ class Ingest:
         batch.dead += sent.dead
         refused = {id(msg): why for msg, why in sent.dead}
         batch.rows, batch.good = [], []
-        if written == 2 * len(sent.rows) and not found.other:  # every first row and its id written: all new
+        if written == eventids.WRITES * len(sent.rows) and not found.other:  # each first row stored, its id too
             batch.rows, batch.good = sent.rows, sent.good
             stored = {id(msg) for msg in sent.good}
         else:
@@ -245,7 +246,7 @@ class Ingest:
             raise InsertNotConfirmed(f"ClickHouse confirmed {len(mine) - missing} of {len(mine)} rows inserted into "
                                      "events; the batch is not acknowledged and comes back (check the server's log)")
         # how many of the rows stored with their own digest are new is what ClickHouse wrote; which, it does not say
-        new = len(sent.rows) if written is None else written // 2
+        new = len(sent.rows) if written is None else (written - len(sent.rows)) // (eventids.WRITES - 1)
         stored: set[int] = set()
         for row, msg, same in zip(sent.rows, sent.good, mine, strict=True):
             if not same:
@@ -321,7 +322,8 @@ class Ingest:
     async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
         """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing).
 
-        Pipelined: the next batch is fetched while the previous one is inserted and acknowledged.
+        Pipelined: the next batch is fetched and validated while the previous one is inserted and acknowledged
+        (inserts stay one at a time, in order: a batch's ids are compared with what the previous batches stored).
         Raises ``IngestDisconnected`` as soon as the NATS connection is closed for good.
         """
         stop = stop or asyncio.Event()
@@ -333,6 +335,10 @@ class Ingest:
                     messages = await self._fetch()
                 except Exception as exc:
                     await self._retry(exc)
+                batch = None
+                if messages and pending is not None:  # validated while the previous batch's insert runs in its thread
+                    with contextlib.suppress(Exception):  # _settle splits it again and naks it on the error
+                        batch = split_batch(messages, self.clock())
                 if pending is not None:
                     try:
                         await pending
@@ -341,7 +347,7 @@ class Ingest:
                         await self._retry(exc)
                     pending = None
                 if messages:
-                    pending = asyncio.create_task(self._settle(messages))
+                    pending = asyncio.create_task(self._settle(messages, batch))
                 elif idle_exit and await self._idle():
                     return
             if pending is not None:

@@ -52,14 +52,25 @@ def test_the_external_rows_have_the_events_tables_columns_and_types(clickhouse_m
 
 
 @pytest.mark.services
+def test_the_ingest_table_has_the_events_tables_columns(clickhouse_migrated_url: str) -> None:
+    client = clickhouse.client(clickhouse_migrated_url)
+    try:
+        ingest, events = (client.query(f"DESCRIBE TABLE {table}").result_rows for table in (eventids.INGEST_TABLE,
+                                                                                         "events"))
+    finally:
+        client.close()
+    assert [tuple(row[:2]) for row in ingest] == [tuple(row[:2]) for row in events]
+
+
+@pytest.mark.services
 def test_an_insert_stores_only_rows_whose_ids_are_new_and_the_view_records_them_with_their_digest(
         clickhouse_migrated_url: str) -> None:
     stored, new = _rows([make_event(i) for i in range(3)]), _rows([make_event(i) for i in range(3, 5)])
     conflicting = _rows([make_event(0, region="r2")])
     client = clickhouse.client(clickhouse_migrated_url)
     try:
-        assert eventids.insert_new(client, stored) == 2 * 3  # events and event_ids
-        assert eventids.insert_new(client, [*stored, *new, *conflicting]) == 2 * 2  # only the two new ids
+        assert eventids.insert_new(client, stored) == 3 * 3  # events_ingest, events, event_ids
+        assert eventids.insert_new(client, [*stored, *new, *conflicting]) == 6 + 2 * 2  # only the two new ids
         assert client.command("SELECT count() FROM events") == 5
         assert client.command("SELECT count() FROM event_ids") == 5
         assert eventids.stored_as(client, [*new, *conflicting, *_rows([make_event(9)]), stored[1]]) == [
@@ -79,7 +90,7 @@ def test_an_event_whose_id_was_lost_after_its_insert_is_stored_again_and_collaps
         eventids.insert_new(client, rows)
         client.command("TRUNCATE TABLE event_ids")  # what the crash leaves
         assert eventids.stored_as(client, rows) == [None] * 4
-        assert eventids.insert_new(client, rows) == 2 * 4
+        assert eventids.insert_new(client, rows) == 3 * 4
         assert client.command("SELECT count() FROM events FINAL") == 4
         assert eventids.stored_as(client, rows) == [True] * 4
     finally:
