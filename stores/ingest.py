@@ -167,8 +167,10 @@ class Ingest:
         return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
     async def _settle(self, messages: list[Any], batch: Batch | None = None) -> int:
-        """Insert, dead-letter and acknowledge one batch (``batch``: ``messages`` split already); on failure nak it
-        for a prompt redelivery."""
+        """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery.
+
+        ``batch``: ``messages`` split already (``run`` validates the next batch while the previous is inserted).
+        """
         try:
             batch = batch or split_batch(messages, self.clock())
             if batch.rows:
