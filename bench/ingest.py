@@ -9,8 +9,9 @@ pydantic `Event` for anything not canonical), one `JSONCompactColumns` insert ov
 `events_ingest`, whose views store the rows with new ids and record the ids (`stores.eventids`) — acknowledge
 the batch in one write). Baseline in the same run: inserting the same rows (built by pydantic,
 untimed) straight into the front end with clickhouse-connect, row-oriented in 2,000-row batches as a plain
-client would (no NATS, no validation), into an events table without the view. Target (DESIGN §6): ingest ≥ 0.5× the baseline rate. The machine's load moves both
-figures; compare the ratio, measured in one run. Exit 0 on PASS, 1 on FAIL, 2 when a figure cannot be
+client would (no NATS, no validation), into an events table without the view that records event ids. Target
+(DESIGN §6): ingest ≥ 0.5× the baseline rate. The machine's load moves both figures; compare the ratio,
+measured in one run. Exit 0 on PASS, 1 on FAIL, 2 when a figure cannot be
 produced (events missing in ClickHouse, a service not starting).
 """
 
