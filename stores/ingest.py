@@ -166,10 +166,13 @@ class Ingest:
     async def _fetch(self) -> list[Any]:
         return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
-    async def _settle(self, messages: list[Any], batch: Batch | None = None) -> int:
+    async def _settle(self, messages: list[Any], batch: Batch | None = None, stored: asyncio.Event | None = None
+                      ) -> int:
         """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery.
 
-        ``batch``: ``messages`` split already (``run`` validates the next batch while the previous is inserted).
+        ``batch``: ``messages`` split already (``run`` validates the next batch while the previous is inserted);
+        ``stored``: set when the insert and the dead letters are over, done or failed (``run`` then starts the
+        next insert while this batch is acknowledged).
         """
         try:
             batch = batch or split_batch(messages, self.clock())
@@ -182,6 +185,9 @@ class Ingest:
                 for msg in messages:
                     await msg.nak(delay=1)
             raise
+        finally:
+            if stored is not None:
+                stored.set()
         await ack_all(self.nc, [*batch.good, *batch.repeats])
         for msg, _ in batch.dead:
             await msg.term()
@@ -324,12 +330,15 @@ class Ingest:
     async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
         """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing).
 
-        Pipelined: the next batch is fetched and validated while the previous one is inserted and acknowledged
-        (inserts stay one at a time, in order: a batch's ids are compared with what the previous batches stored).
-        Raises ``IngestDisconnected`` as soon as the NATS connection is closed for good.
+        Pipelined: the next batch is fetched and validated while the previous one is inserted, and inserted while
+        the one before is acknowledged (inserts stay one at a time, in order: a batch's ids are compared with what
+        the previous batches stored). Raises ``IngestDisconnected`` as soon as the NATS connection is closed for
+        good.
         """
         stop = stop or asyncio.Event()
-        pending: asyncio.Task[int] | None = None
+        pending: asyncio.Task[int] | None = None  # the batch being inserted (then acknowledged)
+        stored = asyncio.Event()  # set when its insert is over
+        acking: asyncio.Task[int] | None = None  # the batch before it: inserted, being acknowledged
         try:
             while not stop.is_set():
                 messages: list[Any] = []
@@ -342,21 +351,37 @@ class Ingest:
                     with contextlib.suppress(Exception):  # _settle splits it again and naks it on the error
                         batch = split_batch(messages, self.clock())
                 if pending is not None:
-                    try:
-                        await pending
-                        self.failures = 0
-                    except Exception as exc:
-                        await self._retry(exc)
-                    pending = None
+                    await stored.wait()
+                    if acking is not None:  # one acknowledgement on its way at most
+                        await self._settled(acking)
+                    acking, pending = pending, None
+                    if acking.done():  # its insert failed: back off before the next one
+                        await self._settled(acking)
+                        acking = None
                 if messages:
-                    pending = asyncio.create_task(self._settle(messages, batch))
-                elif idle_exit and await self._idle():
+                    stored = asyncio.Event()
+                    pending = asyncio.create_task(self._settle(messages, batch, stored))
+                    continue
+                if acking is not None:
+                    await self._settled(acking)
+                    acking = None
+                if idle_exit and await self._idle():
                     return
-            if pending is not None:
-                await pending
+            for task in (acking, pending):
+                if task is not None:
+                    await task
         finally:
-            if pending is not None and not pending.done():
-                pending.cancel()  # leaving on an error: its messages stay unacknowledged and come back
+            for task in (pending, acking):
+                if task is not None and not task.done():
+                    task.cancel()  # leaving on an error: its messages stay unacknowledged and come back
+
+    async def _settled(self, task: asyncio.Task[int]) -> None:
+        """Wait for a batch's settling; its failure is retried as any (backoff), or raised when it must be."""
+        try:
+            await task
+            self.failures = 0
+        except Exception as exc:
+            await self._retry(exc)
 
     async def _idle(self) -> bool:
         """Nothing left for this consumer: an empty fetch alone may be a slow one on a loaded machine."""
