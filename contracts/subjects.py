@@ -120,8 +120,11 @@ def event_subject_problem(subject: str, region: object, kind: object, instance: 
     without an instance token (``sco.events.<region>.<kind>``: only the region, the relay and the controller
     may publish those) binds region and kind only — the form events had before subjects named the instance.
     """
-    with_instance = event_subject(str(region), str(kind), str(instance) if instance else None)
-    if subject == with_instance or subject == event_subject(str(region), str(kind)):
+    base = event_subject(str(region), str(kind))  # the ingest asks this of every event: each token made once
+    if subject == base:
+        return None
+    with_instance = f"{base}.{_token(str(instance))}" if instance else base
+    if subject == with_instance:
         return None
     return f"subject-mismatch: published on {subject!r}, the body's region/kind/instance belong on {with_instance!r}"
 

@@ -8,8 +8,14 @@ Keeper runs the same files rendered here, statement by statement:
   '{replica}'[, args])``, and ``t`` a ``Distributed`` table over it, sharded by a hash of the sorting key, so
   every copy of one row (one ``event_id``) lands on one shard and ``ReplacingMergeTree``/``FINAL`` still collapse
   them. Readers and writers keep using ``t``.
-* ``CREATE MATERIALIZED VIEW v TO t AS SELECT … FROM s`` runs per shard: ``TO t_local … FROM s_local``.
-* ``ALTER TABLE t …`` alters ``t_local`` and ``t`` on the cluster (a column added to both).
+* ``CREATE MATERIALIZED VIEW v TO t AS SELECT … FROM s`` runs per shard: ``TO t_local … FROM s_local``. A view
+  whose source is not such a table (``events_ingest``, a Null table a client inserts into) runs on every host as
+  written: it writes into the Distributed ``t``, which routes each row to its shard, and reads the Distributed
+  tables it names.
+* ``CREATE TABLE x AS t ENGINE = Null`` (a table that keeps nothing, for its views) is created on every host.
+* ``ALTER TABLE t …`` alters ``t_local`` and ``t`` on the cluster (a column added to both); ``TRUNCATE TABLE t``
+  empties ``t_local`` on the cluster.
+* ``INSERT INTO t SELECT …`` (a backfill) runs once, as written, through the Distributed tables.
 
 Pure text in, text out; the test parses every rendered statement with the engine's own parser (chDB
 ``formatQuery``).
@@ -32,6 +38,10 @@ _ENGINE = re.compile(r"\bENGINE\s*=\s*(\w*MergeTree)(\(([^()]*)\))?", re.I)
 _ORDER = re.compile(r"\bORDER BY\s+(\([^()]*\)|[\w.]+)", re.I)
 _VIEW = re.compile(r"^\s*CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS", re.I | re.M)
 _ALTER = re.compile(r"^\s*ALTER TABLE (\w+) ", re.I | re.M)
+_NULL = re.compile(r"\A\s*CREATE TABLE IF NOT EXISTS (\w+) AS (\w+) ENGINE = Null\s*\Z", re.I)
+_TRUNCATE = re.compile(r"\A\s*TRUNCATE TABLE (?:IF EXISTS )?(\w+)\s*\Z", re.I)
+_BACKFILL = re.compile(r"\A\s*INSERT INTO \w+\s+SELECT\b", re.I)
+_SOURCE = re.compile(r"\bFROM\s+(\w+)", re.I)
 
 
 def _local(name: str) -> str:
@@ -63,6 +73,9 @@ def _create_view(statement: str, cluster: str, tables: set[str]) -> list[str]:
         raise ClusterRenderError(f"a materialized view without TO: {statement[:120]!r}")
     view, target = head.group(1), head.group(2)
     body = statement[head.end():]
+    source = _SOURCE.search(body)
+    if source is None or source.group(1) not in tables:  # over a per-host table: as written, on every host
+        return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} ON CLUSTER {cluster} TO {target} AS{body}"]
     for table in tables:  # the view reads what is inserted into this shard's local table
         body = re.sub(rf"\bFROM\s+{table}\b", f"FROM {_local(table)}", body, flags=re.I)
     return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} ON CLUSTER {cluster} TO {_local(target)} AS{body}"]
@@ -91,6 +104,13 @@ def render_for_cluster(sql: str, cluster: str, tables: set[str] | None = None) -
             out += _create_view(code, cluster, known)
         elif _ALTER.search(code):
             out += _alter(code, cluster)
+        elif (null := _NULL.match(code)) is not None:
+            out.append(f"CREATE TABLE IF NOT EXISTS {null.group(1)} ON CLUSTER {cluster} AS {null.group(2)} "
+                       "ENGINE = Null")
+        elif (truncate := _TRUNCATE.match(code)) is not None and truncate.group(1) in known:
+            out.append(f"TRUNCATE TABLE IF EXISTS {_local(truncate.group(1))} ON CLUSTER {cluster}")
+        elif _BACKFILL.match(code):
+            out.append(code)
         else:
             raise ClusterRenderError(f"no cluster form for: {code[:120]!r}")
     return out

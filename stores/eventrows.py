@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,23 @@ INSERT_FORMAT = "JSONCompactColumns"  # what :func:`encode_rows` writes
 EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 FUTURE_SLACK = dt.timedelta(hours=1)
 
-_ATTRIBUTES = json.JSONEncoder(sort_keys=True).encode  # = json.dumps(..., sort_keys=True), one encoder for all
+
+def _sorted_json() -> Callable[[Any], str]:
+    """``json.dumps(value, sort_keys=True)`` with the json module's C encoder built once.
+
+    ``JSONEncoder.encode`` builds that encoder again on every call, which costs more than encoding an event's
+    few attributes (~5.7 -> 2.4 us an event here; the ingest does it for every event).
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the encoder as it is
+        return json.JSONEncoder(sort_keys=True).encode
+    # markers None: no check for circular references (attributes are flat); otherwise json.dumps' arguments
+    encoder = make(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", True,
+                   False, True)
+    return lambda value: "".join(encoder(value, 0))
+
+
+_ATTRIBUTES = _sorted_json()  # = json.dumps(..., sort_keys=True)
 # ``Event``'s fields, spelled out so that the fast path needs no pydantic: the ingest process imports pydantic
 # only for the first payload that is not canonical (the import was a second of a restart under
 # load). tests/stores/test_eventrows.py checks it against ``Event.model_fields``.

@@ -1,8 +1,9 @@
 """The ingest: a durable JetStream pull consumer that batches lifecycle events into ClickHouse.
 
 A batch is acknowledged only after ClickHouse confirmed its insert — the insert's ``X-ClickHouse-Summary``
-must report every row written, an HTTP 200 alone is not enough — so a crash at any point redelivers rather
-than loses; a redelivered event lands twice until the ReplacingMergeTree merges it (read with ``FINAL`` or
+must report every row and its id written, or ``event_ids`` must hold every row (``stores.eventids``); an HTTP
+200 alone is not enough — so a crash at any point redelivers rather than loses; an event whose id was not
+recorded before the crash lands twice until the ReplacingMergeTree merges it (read with ``FINAL`` or
 ``count(DISTINCT event_id)``). A message that is not a valid ``contracts.events.Event``, whose time is outside
 the sane window (before 2000-01-01, more than an hour ahead), or that ClickHouse rejects on its own, is
 dead-lettered — recorded in ``events_dead_letter`` and published to ``sco.deadletter.events`` (whole, or as
@@ -87,16 +88,6 @@ def _dead_letter_of(msg: Any, reason: str) -> DeadLetter:
                       data=bytes(msg.data), reason=reason)
 
 
-def _written(summary: Any) -> int | None:
-    """Rows the server says it wrote, from clickhouse-connect's ``QuerySummary`` (``None``: not reported)."""
-    raw = getattr(summary, "summary", None) or {}
-    value = raw.get("written_rows") if isinstance(raw, dict) else None
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 _CODE = re.compile(r"Code: (\d+)")
 # ClickHouse error codes that describe the server's state, never the rows: the batch is retried, not
 # dead-lettered (rows dead-lettered for such an error were acknowledged and missing).
@@ -175,10 +166,16 @@ class Ingest:
     async def _fetch(self) -> list[Any]:
         return await self._puller.fetch(self.batch_size, self.fetch_timeout)
 
-    async def _settle(self, messages: list[Any]) -> int:
-        """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery."""
+    async def _settle(self, messages: list[Any], batch: Batch | None = None, stored: asyncio.Event | None = None
+                      ) -> int:
+        """Insert, dead-letter and acknowledge one batch; on failure nak it for a prompt redelivery.
+
+        ``batch``: ``messages`` split already (``run`` validates the next batch while the previous is inserted);
+        ``stored``: set when the insert and the dead letters are over, done or failed (``run`` then starts the
+        next insert while this batch is acknowledged).
+        """
         try:
-            batch = split_batch(messages, self.clock())
+            batch = batch or split_batch(messages, self.clock())
             if batch.rows:
                 await asyncio.to_thread(self._insert_rows, batch)
             if batch.dead:
@@ -188,6 +185,9 @@ class Ingest:
                 for msg in messages:
                     await msg.nak(delay=1)
             raise
+        finally:
+            if stored is not None:
+                stored.set()
         await ack_all(self.nc, [*batch.good, *batch.repeats])
         for msg, _ in batch.dead:
             await msg.term()
@@ -203,49 +203,115 @@ class Ingest:
         messages = await self._fetch()
         return await self._settle(messages) if messages else 0
 
-    def _insert(self, rows: list[list[Any]]) -> None:
-        """One insert, confirmed: the server must report every row written when it reports the count."""
-        # One JSONCompactColumns body that ClickHouse parses in C++ (``stores.eventrows``); no Native serialisation
-        # in Python, no datetime objects. clickhouse-connect may resend it on a dropped connection: a duplicate
-        # at worst, which the ReplacingMergeTree collapses.
-        summary = self.client.raw_insert("events", EVENT_COLUMNS, encode_rows(rows), fmt=INSERT_FORMAT)
-        written = _written(summary)
-        if written is not None and written < len(rows):  # more is fine: a materialized view's rows count too
-            raise InsertNotConfirmed(f"ClickHouse confirmed {written} of {len(rows)} rows inserted into events; "
-                                     "the batch is not acknowledged and comes back (check the server's log)")
+    def _insert(self, rows: list[list[Any]]) -> int | None:
+        """One insert: the rows whose ids are not stored yet go into ``events`` (``stores.eventids``).
+
+        The rows travel as one ``JSONCompactColumns`` body that ClickHouse parses in C++ (``stores.eventrows``):
+        no Native serialisation in Python, no datetime objects. Returns the rows ClickHouse reports written,
+        ``None`` when it does not say. clickhouse-connect may resend it on a dropped connection: the ids the
+        first attempt stored are then skipped.
+        """
+        return eventids.insert_new(self.client, rows)
 
     def _insert_rows(self, batch: Batch) -> None:
-        """Store the batch's rows once per event id (``stores.eventids``), then record their ids."""
-        eventids.settle_ids(batch, eventids.stored_digests(self.client, (row[0] for row in batch.rows)))
-        if batch.rows:
-            self._insert_checked(batch)
-            eventids.record(self.client, batch.rows)
+        """Store the batch's rows once per event id (``stores.eventids``), in one request when all are new.
 
-    def _insert_checked(self, batch: Batch) -> None:
+        The first row of each id is sent; when ClickHouse reports every one of them and its id written, the
+        batch is done. Otherwise each row is compared with what ``event_ids`` holds: stored with the same digest
+        (now or before) is acknowledged, with another dead-lettered, not stored at all fails the batch — it is
+        acknowledged only when ClickHouse holds every row (``InsertNotConfirmed``, the batch comes back).
+        """
+        rows, msgs = batch.rows, batch.good
+        found = eventids.by_id(rows)
+        sent = Batch(rows=[rows[i] for i in found.first], good=[msgs[i] for i in found.first])
+        written = self._insert_checked(sent)
+        batch.dead += sent.dead
+        refused = {id(msg): why for msg, why in sent.dead}
+        batch.rows, batch.good = [], []
+        if written == eventids.WRITES * len(sent.rows) and not found.other:  # each first row stored, its id too
+            batch.rows, batch.good = sent.rows, sent.good
+            stored = {id(msg) for msg in sent.good}
+        else:
+            stored = self._compare(batch, sent, written, [(rows[i], msgs[i]) for i, _ in found.other])
+        for index, first in found.same:  # the same row again: as its first fared
+            if id(msgs[first]) in refused:
+                batch.dead.append((msgs[index], refused[id(msgs[first])]))
+            elif id(msgs[first]) in stored:
+                batch.repeats.append(msgs[index])
+            else:
+                self._conflict(batch, msgs[index], rows[index])
+
+    def _compare(self, batch: Batch, sent: Batch, written: int | None, others: list[tuple[list[Any], Any]]
+                 ) -> set[int]:
+        """Sort the sent rows and the batch's other rows under their ids by what ``event_ids`` holds.
+
+        Fills ``batch`` (stored, repeats, conflicts) and returns the ``id()`` of the sent messages stored.
+        """
+        verdicts = eventids.stored_as(self.client, [*sent.rows, *(row for row, _ in others)])
+        mine, theirs = verdicts[: len(sent.rows)], verdicts[len(sent.rows):]
+        missing = mine.count(None)
+        if missing:
+            raise InsertNotConfirmed(f"ClickHouse confirmed {len(mine) - missing} of {len(mine)} rows inserted into "
+                                     "events; the batch is not acknowledged and comes back (check the server's log)")
+        # how many of the rows stored with their own digest are new is what ClickHouse wrote; which, it does not say
+        new = len(sent.rows) if written is None else (written - len(sent.rows)) // (eventids.WRITES - 1)
+        stored: set[int] = set()
+        for row, msg, same in zip(sent.rows, sent.good, mine, strict=True):
+            if not same:
+                self._conflict(batch, msg, row)
+                continue
+            stored.add(id(msg))
+            if len(batch.rows) < new:
+                batch.rows.append(row)
+                batch.good.append(msg)
+            else:
+                batch.repeats.append(msg)
+        for (row, msg), same in zip(others, theirs, strict=True):
+            if same:
+                batch.repeats.append(msg)
+            else:  # stored with another digest, or not at all: it differs from its id's first row in the batch
+                self._conflict(batch, msg, row)
+        return stored
+
+    @staticmethod
+    def _conflict(batch: Batch, msg: Any, row: list[Any]) -> None:
+        batch.dead.append((msg, f"{eventids.CONFLICT}: {row[0]} is stored with other content"))
+
+    def _insert_checked(self, batch: Batch) -> int | None:
+        """Insert ``batch``'s rows; the rows ClickHouse reports written (``None``: not said).
+
+        When ClickHouse refuses the batch's data, the rows go one by one and those it refuses move to
+        ``batch.dead``.
+        """
         from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
+        if not batch.rows:
+            return 0
         try:
-            self._insert(batch.rows)
+            return self._insert(batch.rows)
         except OperationalError:
             raise  # ClickHouse unreachable: nothing is acknowledged, the batch comes back
         except DatabaseError as exc:
             if not refuses_the_data(exc):
                 raise  # the server's state (missing table, read-only, memory…), not the rows: retry later
-            # ClickHouse refused the batch's data: insert one by one and dead-letter the rows it refuses.
-            keep_rows, keep_msgs = [], []
-            for row, msg in zip(batch.rows, batch.good, strict=True):
-                try:
-                    self._insert([row])
-                except OperationalError:
+        # ClickHouse refused the batch's data: insert one by one and dead-letter the rows it refuses.
+        keep_rows, keep_msgs = [], []
+        written: int | None = 0
+        for row, msg in zip(batch.rows, batch.good, strict=True):
+            try:
+                one = self._insert([row])
+            except OperationalError:
+                raise
+            except DatabaseError as row_exc:
+                if not refuses_the_data(row_exc):
                     raise
-                except DatabaseError as row_exc:
-                    if not refuses_the_data(row_exc):
-                        raise
-                    batch.dead.append((msg, f"rejected by ClickHouse: {str(row_exc).splitlines()[0][:300]}"))
-                    continue
-                keep_rows.append(row)
-                keep_msgs.append(msg)
-            batch.rows, batch.good = keep_rows, keep_msgs
+                batch.dead.append((msg, f"rejected by ClickHouse: {str(row_exc).splitlines()[0][:300]}"))
+                continue
+            written = None if written is None or one is None else written + one
+            keep_rows.append(row)
+            keep_msgs.append(msg)
+        batch.rows, batch.good = keep_rows, keep_msgs
+        return written
 
     async def _dead_letter(self, dead: list[tuple[Any, str]]) -> None:
         """Record, then publish (whole or as a reference) every dead letter; both durable before any term."""
@@ -264,11 +330,15 @@ class Ingest:
     async def run(self, stop: asyncio.Event | None = None, idle_exit: bool = False) -> None:
         """Loop until ``stop`` is set (or, with ``idle_exit``, until a fetch finds nothing).
 
-        Pipelined: the next batch is fetched while the previous one is inserted and acknowledged.
-        Raises ``IngestDisconnected`` as soon as the NATS connection is closed for good.
+        Pipelined: the next batch is fetched and validated while the previous one is inserted, and inserted while
+        the one before is acknowledged (inserts stay one at a time, in order: a batch's ids are compared with what
+        the previous batches stored). Raises ``IngestDisconnected`` as soon as the NATS connection is closed for
+        good.
         """
         stop = stop or asyncio.Event()
-        pending: asyncio.Task[int] | None = None
+        pending: asyncio.Task[int] | None = None  # the batch being inserted (then acknowledged)
+        stored = asyncio.Event()  # set when its insert is over
+        acking: asyncio.Task[int] | None = None  # the batch before it: inserted, being acknowledged
         try:
             while not stop.is_set():
                 messages: list[Any] = []
@@ -276,22 +346,42 @@ class Ingest:
                     messages = await self._fetch()
                 except Exception as exc:
                     await self._retry(exc)
+                batch = None
+                if messages and pending is not None:  # validated while the previous batch's insert runs in its thread
+                    with contextlib.suppress(Exception):  # _settle splits it again and naks it on the error
+                        batch = split_batch(messages, self.clock())
                 if pending is not None:
-                    try:
-                        await pending
-                        self.failures = 0
-                    except Exception as exc:
-                        await self._retry(exc)
-                    pending = None
+                    await stored.wait()
+                    if acking is not None:  # one acknowledgement on its way at most
+                        await self._settled(acking)
+                    acking, pending = pending, None
+                    if acking.done():  # its insert failed: back off before the next one
+                        await self._settled(acking)
+                        acking = None
                 if messages:
-                    pending = asyncio.create_task(self._settle(messages))
-                elif idle_exit and await self._idle():
+                    stored = asyncio.Event()
+                    pending = asyncio.create_task(self._settle(messages, batch, stored))
+                    continue
+                if acking is not None:
+                    await self._settled(acking)
+                    acking = None
+                if idle_exit and await self._idle():
                     return
-            if pending is not None:
-                await pending
+            for task in (acking, pending):
+                if task is not None:
+                    await task
         finally:
-            if pending is not None and not pending.done():
-                pending.cancel()  # leaving on an error: its messages stay unacknowledged and come back
+            for task in (pending, acking):
+                if task is not None and not task.done():
+                    task.cancel()  # leaving on an error: its messages stay unacknowledged and come back
+
+    async def _settled(self, task: asyncio.Task[int]) -> None:
+        """Wait for a batch's settling; its failure is retried as any (backoff), or raised when it must be."""
+        try:
+            await task
+            self.failures = 0
+        except Exception as exc:
+            await self._retry(exc)
 
     async def _idle(self) -> bool:
         """Nothing left for this consumer: an empty fetch alone may be a slow one on a loaded machine."""

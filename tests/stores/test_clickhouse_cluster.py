@@ -25,12 +25,14 @@ def test_every_rendered_statement_parses_with_the_clickhouse_engine() -> None:
     assert len(statements) > 20
     for statement in statements:
         formatted = _parses(statement)
-        assert "ON CLUSTER sco_cluster" in formatted, formatted[:200]
+        assert "ON CLUSTER sco_cluster" in formatted or formatted.startswith("INSERT INTO event_ids SELECT"), \
+            formatted[:200]  # DDL on every host; the one backfill once, through the Distributed tables
 
 
 def test_each_table_becomes_a_replicated_local_table_and_a_distributed_one_sharded_by_its_sorting_key() -> None:
     created = {m.group(1) for mig in pending("clickhouse") for m in re.finditer(
-        r"CREATE TABLE IF NOT EXISTS (\w+)", mig.sql)}
+        r"CREATE TABLE IF NOT EXISTS (\w+)\s*\(", mig.sql)}  # tables of rows (not events_ingest, AS events Null)
+    assert {"events", "event_ids", "rankings"} <= created
     rendered = "\n".join(s for _, group in render_migrations("c1") for s in group)
     for table in created:
         local = (rf"CREATE TABLE IF NOT EXISTS {table}_local ON CLUSTER c1 \(.*?ENGINE = Replicated\w*MergeTree"
@@ -54,6 +56,18 @@ def test_engines_keep_their_arguments_and_alters_reach_both_tables(sql: str, exp
     assert any(expected in s for s in out), out
     if sql.startswith("ALTER"):
         assert out[0].startswith("ALTER TABLE t_local ON CLUSTER c ADD COLUMN")
+
+
+def test_the_ingest_table_and_its_view_are_per_host_over_the_distributed_tables_and_event_ids_per_shard() -> None:
+    rendered = dict(render_migrations("c1"))["0006_event_ids_view.sql"]
+    assert rendered[0] == "TRUNCATE TABLE IF EXISTS event_ids_local ON CLUSTER c1"
+    assert rendered[1].startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_of_events ON CLUSTER c1 TO "
+                                  "event_ids_local AS") and "FROM events_local" in rendered[1]
+    assert rendered[2].startswith("INSERT INTO event_ids\nSELECT") and rendered[2].endswith("FROM events")
+    assert rendered[3] == "CREATE TABLE IF NOT EXISTS events_ingest ON CLUSTER c1 AS events ENGINE = Null"
+    assert rendered[4].startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS events_of_new_ids ON CLUSTER c1 TO events "
+                                  "AS")  # the Distributed events: each row to its shard
+    assert "FROM event_ids WHERE" in rendered[4] and "_local" not in rendered[4]  # ids looked up on every shard
 
 
 def test_a_statement_without_a_cluster_form_or_a_bad_cluster_name_is_refused_with_the_statement() -> None:

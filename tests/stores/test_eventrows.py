@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from contracts.events import Event
+from stores import eventrows
 from stores.eventrows import (
     EARLIEST,
     EVENT_COLUMNS,
@@ -204,3 +205,11 @@ def test_a_time_outside_the_sane_window_names_the_window(when: dt.datetime, prob
 def test_the_edges_of_the_window_are_inside() -> None:
     assert time_problem(EARLIEST, NOW) is None
     assert time_problem(NOW + dt.timedelta(hours=1), NOW) is None
+
+
+@pytest.mark.parametrize("attributes", [
+    {}, {"units": 3, "tier": "t2"}, {"b": True, "a": False, "n": None, "big": 10 ** 30, "neg": -7},
+    {"é": "ü\x7f\n\"\\/", "\x00": "", "日本": "\ud7ff\U0001f600"},
+])
+def test_the_attributes_column_is_what_json_dumps_with_sorted_keys_writes(attributes: dict[str, Any]) -> None:
+    assert eventrows._ATTRIBUTES(attributes) == json.dumps(attributes, sort_keys=True)

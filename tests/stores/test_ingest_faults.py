@@ -15,7 +15,7 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from contracts.events import Event
 from contracts.subjects import EVENTS_STREAM
-from stores import clickhouse
+from stores import clickhouse, eventids
 from stores import nats as sco_nats
 from stores.deadletter import PREFIX_BYTES, REFERENCE_HEADER
 from stores.errors import IngestDisconnected, InsertNotConfirmed
@@ -171,11 +171,11 @@ class _HalfStored:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def __getattr__(self, name: str) -> Any:  # every other call (the event-id lookups) goes to the real client
+    def __getattr__(self, name: str) -> Any:  # every other call (the event-id comparison) goes to the real client
         return getattr(self.client, name)
 
     def raw_insert(self, table: str, columns: Any, body: bytes, **kwargs: Any) -> Any:
-        if table != "events":
+        if table != eventids.INGEST_TABLE:
             return self.client.raw_insert(table, columns, body, **kwargs)
         data = orjson.loads(body)  # the ingest sends columns (JSONCompactColumns)
         half = [column[: max(1, len(column) // 2)] for column in data]
