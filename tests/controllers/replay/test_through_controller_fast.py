@@ -3,7 +3,7 @@
 The path before: every statement its own round trip, every listing rebuilt, every instance row read each pass
 (``fast=False`` and ``Store.rows`` ignoring the listing). The faster path: each pass's statements in psycopg's
 pipeline mode, the region's listing built once per instance state, only the rows a pass uses. On a busy trace
-(20 %/h reclaims, 30 % without notice: launches, losses, exclusions, re-plans) both must write the same outbox,
+(20 %/h reclaims, 30 % without notice: launches, losses, terminations, re-plans) both must write the same outbox,
 the same plans and instance rows, and give the same outcomes. A faster path that got one thing wrong — a listing
 that kept an instance's status from before its notice — is caught by the same comparison."""
 
@@ -85,7 +85,7 @@ def test_the_faster_replay_writes_the_same_events_plans_and_rows_and_gives_the_s
         _before(m)
         before = _replay(b, fast=False)
     kinds = {e[0] for e in fast["events"]}
-    assert {"placed", "lost", "excluded"} <= kinds and len(fast["plans"]) > 2   # a busy trace: much decided
+    assert {"placed", "lost", "terminated"} <= kinds and len(fast["plans"]) > 2   # a busy trace: much decided
     assert any(r[3] in ("terminated", "lost") for r in fast["rows"])           # ended rows the fast pass skips
     for key in ("events", "plans", "rows", "outcomes", "diagnostics"):
         assert fast[key] == before[key], key
