@@ -54,18 +54,12 @@ RANDOM_KEYS = ("reservation", "request", "decision")   # uuid4s the controller m
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")   # event ids (evidence)
 
 
-def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
-    """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
-    import psycopg
-
-    from controllers.controller.loop import Controller
-    from controllers.planning import Strategy
+def _inputs(hours: float, seed: int) -> tuple[datetime, Any, dict[str, int]]:
+    """The replay's start, the repository's contracts and the claims ``sco simulate`` would size on the trace."""
     from controllers.replay import size_claims
     from controllers.replay.from_region import trace_from_region
     from controllers.simregion.config import RegionConfig
-    from sco.commands import simulate_controller
     from sco.commands.simulate import _compiled
-    from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
 
     start = datetime(2026, 10, 1, tzinfo=UTC)
     contracts = _compiled(ROOT / "deploy" / "contracts")
@@ -75,17 +69,13 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
         trace = cached_trace(RegionConfig(seed=seed), start, hours / 24, 7.0, disk_cache.cache_dir())
     except ImportError:   # a baseline tree from before the replay cache
         trace = trace_from_region(RegionConfig(seed=seed), start, hours / 24, 7.0)
-    claims = {c.workload: c.units for c in size_claims(trace, contracts, 40)}
-    first: list[tuple[float, float]] = []
-    server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass
-    trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
-    in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
-    in_ranker = [0.0]  # CPU seconds in the five-minute ranking and its forecast (production: a Dagster asset)
-    in_bench = [0.0]   # CPU seconds of this bench's own reading of the backend's /proc files
-    step, wait = Controller.step, psycopg.Connection.wait
-    ranker_of = simulate_controller.production_ranker
+    return start, contracts, {c.workload: c.units for c in size_claims(trace, contracts, 40)}
 
-    def timed_ranker(*args: Any, **kwargs: Any) -> Any:
+
+def _timed_ranker(ranker_of: Any, first: list[Any], in_ranker: list[float]) -> Any:
+    """``production_ranker`` whose rankings add their CPU seconds to ``in_ranker`` once the first pass began."""
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
         inner = ranker_of(*args, **kwargs)
 
         def rank(now: Any, feeds: Any) -> None:
@@ -98,6 +88,28 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
         if hasattr(inner, "warm"):
             rank.warm = inner.warm   # type: ignore[attr-defined]
         return rank
+    return timed
+
+
+def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
+    """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
+    import psycopg
+
+    from controllers.controller.loop import Controller
+    from controllers.planning import Strategy
+    from controllers.simregion.config import RegionConfig
+    from sco.commands import simulate_controller
+    from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
+
+    start, contracts, claims = _inputs(hours, seed)
+    first: list[tuple[float, float]] = []
+    server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass
+    trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
+    in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
+    in_ranker = [0.0]  # CPU seconds in the five-minute ranking and its forecast (production: a Dagster asset)
+    in_bench = [0.0]   # CPU seconds of this bench's own reading of the backend's /proc files
+    step, wait = Controller.step, psycopg.Connection.wait
+    ranker_of = simulate_controller.production_ranker
     prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
 
     def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
@@ -125,7 +137,7 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
 
     Controller.step = timed_step   # type: ignore[method-assign]
     psycopg.Connection.wait = counted_wait   # type: ignore[method-assign]
-    simulate_controller.production_ranker = timed_ranker
+    simulate_controller.production_ranker = _timed_ranker(ranker_of, first, in_ranker)
     pg = EmbeddedPostgres()
     try:
         url = pg.database()
