@@ -108,8 +108,9 @@ class Actuator:
         self.store.emit([self._event(n, now) for n in run.notes])
         self.store.cycle(self.s.holder, now, decision.read_only, run.launched, run.terminated, decision.held,
                          decision.generation)
+        quiet = decision.quiet and not run.notes and not run.launched and not run.terminated
         return PassReport(True, decision.read_only, decision.generation, run.launched, run.terminated, decision.held,
-                          run.throttled, tuple(n.kind for n in run.notes), decision.requeue_after)
+                          run.throttled, tuple(n.kind for n in run.notes), decision.requeue_after, quiet)
 
     def _one(self, action: object, run: _Run, now: datetime) -> None:
         if isinstance(action, Publish):

@@ -139,8 +139,19 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
                          unclaimed_workloads(work.claims, observed, seen.market.pools, partition=s.partition))
         actions += [Publish(n) for n in mem.floor.check(planned.plans, observed, now)]
     deadlines = fallback_deadlines(wanted, desired) + [t + s.floor.hall_memory for t in mem.floor.lost.values()]
-    return Decision(tuple(actions), mem, gated.read_only, planned.generation,
-                    gated.held_launches + gated.held_terminations, gated, requeue_after(deadlines, now))
+    deadlines += [t for t in (seen.market.inputs.changes_at, seen.glance.notices_age_at) if t is not None]
+    held = gated.held_launches + gated.held_terminations
+    return Decision(tuple(actions), mem, gated.read_only, planned.generation, held, gated,
+                    requeue_after(deadlines, now), _quiet(actions, seen, planned, held, gated.read_only))
+
+
+def _quiet(actions: Sequence[Action], seen: Observation, planned: PlanSet, held: int, read_only: bool) -> bool:
+    """Whether a pass decided nothing and its look recorded nothing: no action beyond rewriting the claims and the
+    plans of no re-planned workload, nothing held or read-only, nothing gone, no row changed (no idle observation
+    counted, no state, no adoption). The pass after such a pass, on the same inputs, decides the same until a
+    timed rule's deadline (``requeue_after``): ``Controller.due``."""
+    return (not read_only and not held and not planned.replanned and not seen.gone and not seen.unrevoked
+            and all(isinstance(a, WriteClaims | WritePlans) for a in actions) and seen.rows == seen.glance.rows)
 
 
 def _planned(previous: PlanSet | None) -> dict[tuple[str, str], int] | None:

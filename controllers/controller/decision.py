@@ -163,6 +163,8 @@ class Decision:
     held: int                          # launches and terminations held back by the safety rules
     gated: Gated | None = None         # what the safety gate allowed; None when the pass holds everything
     requeue_after: timedelta | None = None
+    # nothing to do and nothing recorded: another pass on the same inputs before ``requeue_after`` decides the same
+    quiet: bool = False
 
     @property
     def notes(self) -> tuple[Note, ...]:

@@ -36,7 +36,7 @@ from .settings import ControllerSettings, PassReport
 from .store import Store
 from .userdata import AgentCredentials
 
-__all__ = ["Controller", "ControllerSettings", "PassReport", "alertmanager_payload", "observe"]
+__all__ = ["Controller", "ControllerSettings", "PassReport", "alertmanager_payload", "observe", "quiet_until"]
 
 
 class Controller:
@@ -64,6 +64,7 @@ class Controller:
         self._lease = lease or lease_mod.acquire
         self.last: Decision | None = None
         self.metrics = metrics(self.desired) if metrics is not None else None
+        self._quiet_until: datetime | None = None   # after a quiet pass: when a timed rule may change the decision
 
     # --- what it talks to (replaceable, e.g. by a test) ---------------------------------------------
     @property
@@ -113,6 +114,7 @@ class Controller:
         a pass decides and applies with one desired state (level-triggered, ADR-10)."""
         self.contracts = {k: c for k, c in contracts.items() if c.partition == self.s.partition}
         self.desired = Desired(self.s, self.contracts)
+        self._quiet_until = None
         self.actuator.desired = self.desired
         if self.metrics is not None:
             self.metrics.use(self.desired)
@@ -121,6 +123,16 @@ class Controller:
     def record_notice(self, workload: str, at: datetime) -> None:
         """Fed by the waker from lifecycle events: the breach-rate signal."""
         self.observer.record_notice(workload, at)
+        self._quiet_until = None
+
+    def due(self, now: datetime, woken: bool) -> bool:
+        """Whether a pass at ``now`` can decide anything the last pass did not (ADR-10: the cost of evaluation
+        follows change). Not after a quiet pass (``PassReport.quiet``: it decided, recorded and did nothing) unless
+        ``woken`` — the caller saw an input change: the provider's listing or rate card, the rankings or exclusions
+        in force, the claims — or a timed rule's deadline came (``requeue_after``: fallback, hall memory, an
+        exclusion's end, a notice leaving the breach window), or half the lease's term passed (the lease is renewed
+        by passes). A caller that cannot tell when its inputs change passes every interval, as the live loop does."""
+        return woken or self._quiet_until is None or now >= self._quiet_until
 
     # --- one pass ------------------------------------------------------------------------------------
     def step(self) -> PassReport:
@@ -135,6 +147,7 @@ class Controller:
             raise
         if self.metrics is not None:
             self.metrics.record(replace(view, seconds=time.perf_counter() - started))
+        self._quiet_until = quiet_until(view.report, view.now, self.s.lease_ttl)
         return view.report
 
     def _step(self) -> PassView:
@@ -154,3 +167,13 @@ class Controller:
         self.memory = decision.memory
         self.last = decision
         return PassView(self.actuator.apply(decision, now), 0.0, now, decision, seen)
+
+
+def quiet_until(report: PassReport, now: datetime, lease_ttl: timedelta) -> datetime | None:
+    """After a pass at ``now``: until when another pass on unchanged inputs would decide the same — the soonest
+    timed rule (``requeue_after``), at most half the lease's term (a pass renews it); None after a pass that was
+    not quiet (the next pass is due whatever changed)."""
+    if not report.quiet:
+        return None
+    renew = lease_ttl / 2
+    return now + min(report.requeue_after or renew, renew)

@@ -143,6 +143,8 @@ class InputsInForce:
     exposure: dict[str, tuple[float, float]] = field(default_factory=dict)
     # P(reclaim within 1 h) the ranking forecasts per pool (``rankings_in_force.reclaim_p_1h``), where it does
     forecast: dict[str, float] = field(default_factory=dict)
+    # the soonest an exclusion or its probation ends: the sets above change then with nothing else changing
+    changes_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class Glance:
     instances: tuple[Observed, ...]
     rows: Mapping[str, Mapping[str, Any]]   # instance rows before this pass records the listing
     notices: Mapping[str, int] = field(default_factory=dict)   # per workload, in the breach window
+    notices_age_at: datetime | None = None   # the soonest a notice leaves the breach window (``notices`` changes)
 
 
 @dataclass(frozen=True)

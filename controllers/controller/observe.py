@@ -82,17 +82,21 @@ class Observer:
         # the first pass reads every row (``begin``: did the partition ever hold an instance?); later passes
         # only the rows a pass uses (``Store.rows``)
         rows = reads.send_rows(c, st.region, st.partition, None if want_generation else [o.instance_id for o in listed])
-        return Glance(tenure, breaker_open(), base() if base else None, tuple(listed), rows(),
-                      self._notices_since(now - breach_window))
+        counts, ages_at = self._notices_since(now - breach_window)
+        return Glance(tenure, breaker_open(), base() if base else None, tuple(listed), rows(), counts,
+                      None if ages_at is None else ages_at + breach_window)
 
-    def _notices_since(self, cutoff: datetime) -> dict[str, int]:
-        """Forget notices older than the window (oldest first, as they came) and count the rest."""
+    def _notices_since(self, cutoff: datetime) -> tuple[dict[str, int], datetime | None]:
+        """Forget notices older than the window (oldest first, as they came) and count the rest; the oldest kept."""
         out = {}
+        oldest: datetime | None = None
         for workload, q in list(self.notices.items()):
             while q and q[0] <= cutoff:
                 q.popleft()
             out[workload] = len(q)
-        return out
+            if q and (oldest is None or q[0] < oldest):
+                oldest = q[0]
+        return out, oldest
 
     def look(self, glance: Glance, now: datetime) -> Observation:
         """Record the listing and read the rest: the provider first, then every statement sent before any result is

@@ -111,6 +111,7 @@ def send_inputs(conn: Any, region: str, now: datetime, memo: RankingMemo | None 
         excluded: set[str] = set()
         probation: set[str] = set()
         full: dict[str, datetime] = {}
+        ends: list[datetime] = []
         for pool, until, prob, cause, at in held:
             if until is None or now < until:
                 if cause == FULL:
@@ -119,7 +120,9 @@ def send_inputs(conn: Any, region: str, now: datetime, memo: RankingMemo | None 
                     excluded.add(pool)
             elif prob is not None and now < prob and cause != FULL:
                 probation.add(pool)
-        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth, exposure, forecast)
+            ends += [t for t in (until, prob) if t is not None and t > now]
+        return InputsInForce(scores, groups, excluded, probation, set(full), full, depth, exposure, forecast,
+                             min(ends, default=None))
     return read
 
 

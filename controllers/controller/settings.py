@@ -48,3 +48,4 @@ class PassReport:
     throttled: bool = False
     events: tuple[str, ...] = ()
     requeue_after: timedelta | None = None   # advisory: the soonest a timed rule can change the decision
+    quiet: bool = False   # decided nothing, recorded nothing (``Decision.quiet``) and did nothing

@@ -153,6 +153,8 @@ class _Run:
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
         self.engine.on_event.append(self._on_event)
         self.engine.on_rate_card.append(self._on_rate_card)
+        self.offer: tuple[object, ...] = ()   # the rate card and reservations the last pass was offered
+        self.woken = True   # an input of the controllers changed since their last pass (``Controller.due``)
 
     def detach(self) -> None:
         """Take this run's hooks off the region (it ran the warm-up alone; the replay's run takes over)."""
@@ -327,9 +329,11 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     ``excluded``, ``breaker-tripped``, ...) and of the passes that held actions back.
 
     ``fast`` (the default) runs each pass's statements in psycopg's pipeline mode — the controller's code and
-    statements are the same, sent without waiting for the results nobody reads, one round trip per read — and
-    lets the region hand out each listed ``Instance`` once per state; False runs the path before (every
-    statement a round trip, every listing rebuilt): the equivalence test compares the two. ``caps``: the
+    statements are the same, sent without waiting for the results nobody reads, one round trip per read — lets
+    the region hand out each listed ``Instance`` once per state, and skips a controller's pass after a quiet one
+    while none of its inputs changed and no timed rule is due (``Controller.due``); False runs the path before
+    (every statement a round trip, every listing rebuilt, every pass taken): the equivalence test compares the
+    two. ``caps``: the
     planner's caps (ADR-06's unless a diagnostic lifts them). Nobody resets an open termination breaker: it opens
     only on a mass termination (``breaker.Safety``), and a replay that trips it says so in ``diagnostics``.
     ``cache``: a directory where the region after its warm-up is kept, keyed by its inputs and code
@@ -392,7 +396,7 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     # controller commits what it records in its own round trips, ``pgbatch``), not at the end of every pass
     with pipelined(conn) if fast else nullcontext():
         while now < end:
-            ranked_at = _pass(run, ctls, outbox, ranker, ranked_at, now, step_s)
+            ranked_at = _pass(run, ctls, outbox, ranker, ranked_at, now, step_s, every=not fast)
             now += pass_interval
             clock.advance_to(now)
             region.sync()
@@ -409,28 +413,47 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     if diagnostics is not None:
         diagnostics.update(outbox.kinds)
         diagnostics["passes-holding-actions"] = outbox.held
+        diagnostics["controller-passes"] = outbox.passes
     return run.outcome
 
 
 def _pass(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], outbox: _Outbox, ranker: Ranker | None,
-          ranked_at: datetime | None, now: datetime, step_s: int) -> datetime | None:
+          ranked_at: datetime | None, now: datetime, step_s: int, every: bool = False) -> datetime | None:
     """One replay pass at ``now``: the ranking when due, each partition's controller, the relay and the tallies
     (no operator: the breaker paces a surplus and opens only on a mass termination). Returns when the ranking was
-    last published."""
+    last published.
+
+    A controller whose last pass was quiet takes this one only when an input changed (``_woken``) or a timed rule
+    is due (``Controller.due``); ``every``: each controller takes every pass."""
     region = run.region
     if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
         ranker(now, run.feed_list(timedelta(minutes=30)))
         ranked_at = now
+        run.woken = True
+    woken = _woken(run) or every
     names = {i.name for i in region.list_instances()}
     plans: dict[str, Any] = {}
     for ctl, source in ctls:
-        source.names = names
-        report = ctl.step()
-        outbox.held += 1 if report.held else 0
+        if ctl.due(now, woken):
+            source.names = names
+            report = ctl.step()
+            outbox.held += 1 if report.held else 0
+            outbox.passes += 1
         plans.update(ctl.previous.plans if ctl.previous else {})
     outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
     run.accrue(region.list_instances(), plans, step_s)
     return ranked_at
+
+
+def _woken(run: _Run) -> bool:
+    """Whether the controllers' inputs changed since their last pass: an event of one of our instances, a ranking
+    published (``run.woken``), a new rate card or another reservation (other tenants' committed instances). Each
+    is read from the region as the controllers' observer reads it; cleared for the next pass."""
+    offer = (run.region.rate_card(), *run.region.reservations())
+    changed = run.woken or len(offer) != len(run.offer) or any(a is not b for a, b in zip(offer, run.offer,
+                                                                                          strict=True))
+    run.offer, run.woken = offer, False
+    return changed
 
 
 def _feed_events(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], stream: ExclusionStream,
@@ -440,6 +463,7 @@ def _feed_events(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], 
     for ev in run.events:
         if not ev.workload:
             continue   # another tenant's instance: on a real provider our lifecycle stream never sees it
+        run.woken = True
         event = region.to_event(ev)
         stream.feed(event, now)
         if ev.kind is EventKind.NOTICE and ev.workload and not ev.drill:
@@ -453,7 +477,7 @@ class _Outbox:
     """The outbox as the relay would publish it: each new controller event to the exclusion watcher, counted."""
 
     def __init__(self, conn: Any, stream: ExclusionStream) -> None:
-        self.conn, self.stream, self.last, self.held = conn, stream, 0, 0
+        self.conn, self.stream, self.last, self.held, self.passes = conn, stream, 0, 0, 0
         self.kinds: dict[str, int] = defaultdict(int)
 
     def feed(self, now: datetime) -> None:

@@ -36,6 +36,10 @@ def test_an_exclusion_keeps_its_cause_through_the_table_and_only_a_reclaimed_poo
     assert {pool: ex.cause for pool, ex in active.items()} == {"p-full": FULL, "p-reclaimed": RECLAIM}
     after = store.inputs(NOW + timedelta(hours=1, minutes=30))   # cool-off over: only a reclaimed pool is on probation
     assert (after.excluded, after.full, after.probation) == (set(), set(), {"p-reclaimed"})
+    # when the sets change with nothing else changing: the soonest end of an exclusion, then of its probation
+    assert inputs.changes_at == NOW + timedelta(hours=1)
+    assert after.changes_at == NOW + timedelta(hours=2)
+    assert store.inputs(NOW + timedelta(hours=3)).changes_at is None
 
 
 def _row(conn: Any, iid: str, partition: str, launched: datetime, state: str = "running", pool: str = "p1") -> None:

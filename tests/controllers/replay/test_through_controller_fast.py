@@ -20,6 +20,7 @@ import pytest
 
 from controllers.controller.store import Store
 from controllers.planning import Strategy
+from controllers.replay import through_controller
 from controllers.replay.through_controller import replay_through_controller
 from controllers.simregion.config import RegionConfig
 from controllers.simregion.region import SimulatedRegion
@@ -87,8 +88,27 @@ def test_the_faster_replay_writes_the_same_events_plans_and_rows_and_gives_the_s
     kinds = {e[0] for e in fast["events"]}
     assert {"placed", "lost", "terminated"} <= kinds and len(fast["plans"]) > 2   # a busy trace: much decided
     assert any(r[3] in ("terminated", "lost") for r in fast["rows"])           # ended rows the fast pass skips
+    # the faster path skips the passes after a quiet one while nothing changed; the path before takes them all
+    taken, every = fast["diagnostics"].pop("controller-passes"), before["diagnostics"].pop("controller-passes")
+    assert every == 4 * 60 and taken < every   # one partition, a pass a minute (the last one is not counted)
     for key in ("events", "plans", "rows", "outcomes", "diagnostics"):
         assert fast[key] == before[key], key
+
+
+@pytest.mark.slow
+def test_a_replay_that_skips_passes_without_waking_on_changed_inputs_is_told_apart_from_the_path_before(
+        two_databases: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: skipping every pass after a quiet one until a timed rule is due, whatever the
+    region did (no wake on events, rate cards, reservations or rankings), decides otherwise."""
+    a, b = two_databases
+    with monkeypatch.context() as m:
+        m.setattr(through_controller, "_woken", lambda run: False)
+        wrong = _replay(a, fast=True)
+    with monkeypatch.context() as m:
+        _before(m)
+        before = _replay(b, fast=False)
+    assert wrong["diagnostics"]["controller-passes"] < before["diagnostics"]["controller-passes"]
+    assert wrong["events"] != before["events"] or wrong["rows"] != before["rows"]
 
 
 @pytest.mark.slow
