@@ -78,14 +78,14 @@ class RankingMemo:
                   dict[str, float]] = field(default_factory=lambda: ({}, {}, {}, {}))
 
 
-# The rows come back only when the region's rankings are not the version the memo holds: the number of rows and
-# the transactions that wrote them (a ranking is replaced in one transaction, ``orchestration.store``; any
-# insert, update or delete changes one or the other). Unchanged, one row of NULLs answers: between two rankings
-# (5 min) four passes in five read 231 rows and their JSON for nothing (the pass's second costliest statement).
+# The rows come back only when the region's rankings are not the version the memo holds: ``in_force_versions``,
+# bumped by every statement that changes the region's rows (a trigger; a ranking is replaced in one transaction,
+# ``orchestration.store``). Unchanged, one row of NULLs answers: between two rankings (5 min) four passes in five
+# read 231 rows and their JSON for nothing.
 # The forecast column is read through the row's JSON: a database without it (before the forecast's migration)
 # answers NULL instead of failing, and the baseline estimate stands in (``pool_view.reclaim_estimates``).
-_RANKED = ("WITH v AS (SELECT count(*)::text || ':' || coalesce(string_agg(DISTINCT xmin::text, ',' "
-           "ORDER BY xmin::text), '') AS version FROM rankings_in_force WHERE region = %s) "
+_RANKED = ("WITH v AS (SELECT coalesce((SELECT version FROM in_force_versions WHERE tbl = 'rankings_in_force' "
+           "AND region = %s), 0)::text AS version) "
            "SELECT v.version, r.pool, r.score, (r.inputs->>'forward_share')::float8, "
            "(r.inputs->>'quota_headroom')::float8, (r.inputs->>'reclaims')::float8, "
            "(r.inputs->>'instance_hours')::float8, (to_jsonb(r)->>'reclaim_p_1h')::float8 "

@@ -433,14 +433,17 @@ def _pass(run: _Run, ctls: Sequence[tuple[Controller, ReplayScheduler]], outbox:
     woken = _woken(run) or every
     names = {i.name for i in region.list_instances()}
     plans: dict[str, Any] = {}
+    stepped = False
     for ctl, source in ctls:
         if ctl.due(now, woken):
             source.names = names
             report = ctl.step()
             outbox.held += 1 if report.held else 0
             outbox.passes += 1
+            stepped = True
         plans.update(ctl.previous.plans if ctl.previous else {})
-    outbox.feed(now)   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+    if stepped:   # the controllers' events (launch-failed: thrash) reach the watcher as in production
+        outbox.feed(now)
     run.accrue(region.list_instances(), plans, step_s)
     return ranked_at
 

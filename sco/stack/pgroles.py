@@ -29,7 +29,7 @@ __all__ = ["FLEET_TABLES", "GRANTS", "create_roles", "grant", "grant_component"]
 FLEET_TABLES = ("instances", "claims", "plans", "breakers", "spend_reservations", "spends", "partition_leases",
                 "approval_requests", "approval_decisions", "controller_cycles", "controller_bundles", "exclusions",
                 "contracts_in_force")
-IN_FORCE = ("rankings_in_force", "correlation_groups")
+IN_FORCE = ("rankings_in_force", "correlation_groups", "in_force_versions")
 _RW = "SELECT, INSERT, UPDATE, DELETE"
 
 # role key (PG_ROLES) -> [(privileges, tables)]

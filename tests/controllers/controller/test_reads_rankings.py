@@ -91,3 +91,29 @@ def test_a_region_without_a_ranking_reads_none_and_then_the_first_one_the_analyt
     assert _rows_sent(conn, memo)[1].scores == {}
     replace_in_force(_Pg(pg_migrated_url), "rankings_in_force", "r1", COLUMNS[:6], [("r1", "p1", 1, 0.7, 1, NOW)])
     assert _rows_sent(conn, memo)[1].scores == {"p1": 0.7}
+
+
+def _version(conn: Any) -> int:
+    row = conn.execute("SELECT version FROM in_force_versions WHERE tbl = 'rankings_in_force' AND region = 'r1'"
+                       ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def test_a_replacement_of_many_rows_bumps_the_version_once_a_statement_and_keeps_every_value_exact(
+        conn: Any, pg_migrated_url: str) -> None:
+    """The version a pass compares moves with each statement, not each row (231 bumps a ranking would cost more
+    than the scan they replace); the values go through text and come back as they were written."""
+    columns = (*COLUMNS, "reclaim_p_1h", "reclaim_p", "model_version")
+    rows = [("r1", f"p{i:03d}", i, 1 / (i + 3), 7, NOW, json.dumps({"forward_share": i / 7}),
+             None if i % 5 == 0 else 0.1 + i / 1e9, json.dumps({"60": {"notice": 0.25}}), "m1")
+            for i in range(1, 232)]
+    replace_in_force(_Pg(pg_migrated_url), "rankings_in_force", "r1", columns, rows[:3])
+    before = _version(conn)
+    assert before == 1   # the first: an INSERT (the DELETE found no row of the region: nothing changed)
+    replace_in_force(_Pg(pg_migrated_url), "rankings_in_force", "r1", columns, rows)
+    assert _version(conn) == before + 2   # the DELETE and the INSERT
+    got = conn.execute(f"SELECT {', '.join(columns)} FROM rankings_in_force WHERE region = 'r1' ORDER BY rank"
+                       ).fetchall()
+    assert [(*r[:6], json.dumps(r[6]), r[7], json.dumps(r[8]), r[9]) for r in got] == rows
+    replace_in_force(_Pg(pg_migrated_url), "rankings_in_force", "r1", columns, [])
+    assert _version(conn) == before + 3 and _rows_sent(conn, RankingMemo())[1].scores == {}
