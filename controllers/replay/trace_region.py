@@ -67,6 +67,7 @@ class TraceEngine:
         self.live: list[dict[str, Inst]] = [{} for _ in self.specs]
         self.by_id: dict[str, Inst] = {}
         self.owned: dict[str, Inst] = {}
+        self.owned_changes = 0   # ``Engine.owned_changes``
         self.aggregates: dict[str, list[int]] = {}
         for i, s in enumerate(self.specs):
             if self._reclaimable(i):
@@ -131,6 +132,7 @@ class TraceEngine:
         self.by_id[inst.id] = inst
         if inst.owned:
             self.owned[inst.id] = inst
+            self.owned_changes += 1
 
     def delete(self, instance_id: str) -> None:
         """Forget an instance (one unknown is no error)."""
@@ -138,7 +140,8 @@ class TraceEngine:
         if inst is None:
             return
         del self.live[inst.pool][inst.id]
-        self.owned.pop(inst.id, None)
+        if self.owned.pop(inst.id, None) is not None:
+            self.owned_changes += 1
         self.emit(terminated(inst, self.specs[inst.pool].pool.pool_id, self.now))
 
     def capacity(self, i: int, t: float) -> int:
@@ -259,6 +262,7 @@ class TraceEngine:
             self.delete(inst.id)
             return
         inst.notice_at, inst.terminate_at = self.now, self.now + self.config.notice_s
+        self.owned_changes += inst.owned
         for fn in self.on_notice:
             fn(inst)
         self.emit(SimEvent(EventKind.NOTICE, self.now, pool.pool_id, inst.id, cause, drill, *owner_of(inst),

@@ -47,6 +47,7 @@ class RegionEngine:
         self.live: list[dict[str, Inst]] = [{} for _ in self.specs]
         self.by_id: dict[str, Inst] = {}
         self.owned: dict[str, Inst] = {}   # the orchestrator's instances of ``by_id``, in the same order
+        self.owned_changes = 0   # counts every change of ``owned``'s listing: one came, went or got its notice
         self.aggregates: dict[str, list[int]] = {}
         for i, s in enumerate(self.specs):
             if s.pool.purchase_model is PurchaseModel.RECLAIMABLE:
@@ -147,6 +148,7 @@ class RegionEngine:
         self.by_id[inst.id] = inst
         if inst.owned:
             self.owned[inst.id] = inst
+            self.owned_changes += 1
         if self._reclaimable(inst.pool):
             self._reclaimable_live += 1
             if not inst.doomed:
@@ -158,7 +160,8 @@ class RegionEngine:
         self._pool_area(inst.pool)
         del self.live[inst.pool][inst.id]
         del self.by_id[inst.id]
-        self.owned.pop(inst.id, None)
+        if self.owned.pop(inst.id, None) is not None:
+            self.owned_changes += 1
         if self._reclaimable(inst.pool):
             self._reclaimable_live -= 1
             if not inst.doomed:
@@ -374,6 +377,7 @@ class RegionEngine:
             self._op_delete(inst.id)
             return
         inst.notice_at, inst.terminate_at = self.now, self.now + c.notice_s
+        self.owned_changes += inst.owned
         for fn in self.on_notice:
             fn(inst)
         self._emit(SimEvent(EventKind.NOTICE, self.now, pool.pool_id, inst.id, cause, drill, *owner,

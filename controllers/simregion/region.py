@@ -58,6 +58,7 @@ class Engine(Protocol):
     live: list[dict[str, Inst]]
     by_id: dict[str, Inst]
     owned: dict[str, Inst]
+    owned_changes: int   # bumped whenever ``owned``'s listing changes: one came, went or got its notice
     aggregates: dict[str, list[int]]
     start: datetime
     now: float
@@ -107,6 +108,8 @@ class SimulatedRegion:
         self.engine.on_rate_card.append(self._keep_rate_card)
         self.cache_listing = True        # False: build every listed ``Instance`` afresh (the path before this cache
         self._listing: dict[tuple[str, bool], Instance] = {}   # was added; the equivalence test runs both)
+        # the listings handed out since our instances last changed (``RegionEngine.owned_changes``), per tag filter
+        self._listings: tuple[int, dict[tuple[tuple[str, str], ...], tuple[Instance, ...]]] = (-1, {})
         self._reservations: dict[str | None, tuple[tuple[int, ...], tuple[Reservation, ...]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -246,13 +249,25 @@ class SimulatedRegion:
         controller lists every instance several times a pass)."""
         self.sync()
         with self.lock:
-            out = []
             wanted = tuple((k, str(v)) for k, v in (tags or {}).items())
-            for inst in self._owned():
-                if wanted and not _matches(tuple(inst.tags), wanted):
-                    continue
-                out.append(self._listed(inst))
-            return tuple(out)
+            if self.cache_listing:   # the same tuple again while none of ours came, went or got its notice
+                version, memo = self._listings
+                if version != self.engine.owned_changes:
+                    memo = {}
+                    self._listings = (self.engine.owned_changes, memo)
+                hit = memo.get(wanted)
+                if hit is None:
+                    hit = memo[wanted] = self._listed_matching(wanted)
+                return hit
+            return self._listed_matching(wanted)
+
+    def _listed_matching(self, wanted: tuple[tuple[str, str], ...]) -> tuple[Instance, ...]:
+        out = []
+        for inst in self._owned():
+            if wanted and not _matches(tuple(inst.tags), wanted):
+                continue
+            out.append(self._listed(inst))
+        return tuple(out)
 
     def _listed(self, inst: Inst) -> Instance:
         if not self.cache_listing:

@@ -9,6 +9,7 @@ PostgreSQL (``sco.stack.services.start_postgres``, one fresh migrated database p
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue as queues
 import shutil
 import tempfile
@@ -136,7 +137,10 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
     horizons = horizons_for([c.checkpoint_interval_min for c in contracts])
     # one native thread (OpenMP, BLAS): the forecast's predictions are on one card's 231 rows, where the other
     # threads only spin-wait (a tenth of the replay's CPU on two cores, more under load), and replays run side by
-    # side anyway
+    # side anyway. Polars reads its pool's size once, when first imported: a process that has not imported it yet
+    # (``sco simulate``, the benches) gets one thread there too (its features on one card: 13 ms of CPU a call
+    # instead of 21)
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
     with threadpool_limits(limits=1), psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,

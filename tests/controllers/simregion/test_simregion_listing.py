@@ -38,3 +38,23 @@ def test_with_the_cache_off_every_listing_is_built_afresh_and_equal_to_the_cache
     region.cache_listing = False
     fresh = region.list_instances()
     assert fresh == cached and all(a is not b for a, b in zip(fresh, cached, strict=True))
+
+
+def test_the_listing_is_the_same_tuple_until_one_of_ours_comes_goes_or_gets_its_notice() -> None:
+    region, ids = _launch()
+    first = region.list_instances({"partition": "r1/batch"})
+    assert region.list_instances({"partition": "r1/batch"}) is first
+    assert region.list_instances() is not first and region.list_instances() == first   # another filter, its own
+    for change in (lambda: region.reclaim((ids[0],), drill=True), lambda: region.terminate(ids[1]),
+                   lambda: _launch_more(region)):
+        before = region.list_instances()
+        change()
+        after = region.list_instances()
+        assert after is not before and after != before
+        assert region.list_instances() is after
+
+
+def _launch_more(region: SimulatedRegion) -> None:
+    pool = next(p.pool_id for p in region.catalogue().pools if p.purchase_model is PurchaseModel.RECLAIMABLE)
+    region.launch(LaunchRequest(pool_id=pool, count=1, owner=OwnerTags(workload="etl", pool=pool,
+                                                                      partition="r1/batch", generation=1)))
