@@ -333,9 +333,9 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     the region hand out each listed ``Instance`` once per state, and skips a controller's pass after a quiet one
     while none of its inputs changed and no timed rule is due (``Controller.due``); False runs the path before
     (every statement a round trip, every listing rebuilt, every pass taken): the equivalence test compares the
-    two. ``caps``: the
-    planner's caps (ADR-06's unless a diagnostic lifts them). Nobody resets an open termination breaker: it opens
-    only on a mass termination (``breaker.Safety``), and a replay that trips it says so in ``diagnostics``.
+    two. ``caps``: the planner's caps (ADR-06's unless a diagnostic lifts them). Nobody resets an open termination
+    breaker: it opens only on a mass termination (``breaker.Safety``), and a replay that trips it says so in
+    ``diagnostics``.
     ``cache``: a directory where the region after its warm-up is kept, keyed by its inputs and code
     (``disk_cache``; callers pass ``disk_cache.cache_dir()``), None to run the warm-up here."""
     keep = getattr(ranker, "warm", None) is not None
