@@ -3,7 +3,7 @@ ONE PRODUCTION CONTROLLER PROCESS PER PARTITION (``fleet_worker``), the region's
 between them (ADR-12, ``split_budget``: a bucket each), one hall-wide reclaim.
 
 The coordinator owns the simulated region on a ``VirtualClock`` (``through_controller``'s room-first region and
-``_Run`` feeds, its exclusion watcher and outbox feed, the injected ranker every 5 min) and serves it over the
+``ReplayRun`` feeds, its exclusion watcher and outbox feed, the injected ranker every 5 min) and serves it over the
 provider API (``RegionService``, which also publishes its notices to NATS when given a URL). The controllers run
 in lockstep rounds: every process takes one pass at the round's virtual time, concurrently; then
 
@@ -41,7 +41,8 @@ from ..simregion.service import RegionService
 from .fleet_figures import FleetFigures, _Latency
 from .fleet_scenario import FleetPlan, fleet_region, fleet_workloads, steady_arrivals
 from .fleet_worker import PassOrder, PassResult, WorkerSpec, worker_main
-from .through_controller import RANK_EVERY, Ranker, _Outbox, _Run
+from .replay_run import OutboxRelay, Ranker, ReplayRun
+from .through_controller import RANK_EVERY
 
 __all__ = ["CLOCK_RULE", "FleetFigures", "FleetPlan", "FleetSim", "fleet_region", "fleet_workloads"]
 
@@ -105,7 +106,7 @@ class FleetSim:
         begin = START - timedelta(hours=1)
         self.clock = VirtualClock(begin)
         self.region = SimulatedRegion(self.config, self.clock, start=begin)
-        self.run = _Run(self.region, self.contracts, {w: plan.claim_units for w in self.by_workload})
+        self.run = ReplayRun(self.region, self.contracts, {w: plan.claim_units for w in self.by_workload})
         self.clock.advance_to(START)
         self.region.sync()                    # the warm-up: an hour of the region alone
         self.run.events.clear()
@@ -174,7 +175,7 @@ class FleetSim:
         reclaim_at = START + timedelta(seconds=plan.build_max_s + plan.steady_s)   # set when the build ends
         end = reclaim_at + timedelta(seconds=plan.after_s)
         stream = ExclusionStream(Store(self.conn, self.config.region, "fleet/watcher", actor="exclusion-watcher"))
-        outbox = _Outbox(self.conn, stream)
+        outbox = OutboxRelay(self.conn, stream)
         arrivals, ranked_at, reclaimed, building = deque(self.arrivals), None, False, True
         placed, progressed = 0, now   # build units placed so far; when the build last placed one
         while now < end:
