@@ -153,6 +153,8 @@ class ReplayRun:
         o.wasted_s += round(wasted) * k
 
     def feed_list(self, horizon: timedelta) -> list[PoolFeed]:
+        """Each reclaimable pool's scorer inputs now (the ranker's five-minute call), forward capacity ``horizon``
+        ahead; the reclaims since the previous call are handed out once."""
         ahead = {f.pool_id: f.expected_free_instances for f in self.region.forward_capacity(horizon)}
         rate_card = self.region.rate_card()
         card = {e.pool_id: e for e in rate_card.entries}
@@ -217,6 +219,8 @@ class ReplayRun:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
 
     def finish(self, conn: Any) -> None:
+        """Close the tallies: each workload's worst five minutes, and the wasted work of its no-notice losses
+        from the controller's own ``lost`` events in the outbox on ``conn``."""
         for (w, b), pools_lost in sorted(self.lost_by_pool.items()):
             o, lost = self.outcome[w], sum(pools_lost.values())
             if o.worst_step is None or min(lost, o.units) > o.worst_step_loss_units:
@@ -242,6 +246,8 @@ class OutboxRelay:
         self.kinds: dict[str, int] = defaultdict(int)
 
     def feed(self, now: datetime) -> None:
+        """Read the outbox's new events, count them by kind, and hand the controllers' own to the exclusion
+        watcher (its own events are not fed back)."""
         rows = self.conn.execute("SELECT id, payload FROM outbox WHERE id > %s ORDER BY id", (self.last,)).fetchall()
         for n, payload in rows:
             self.last = max(self.last, int(n))
