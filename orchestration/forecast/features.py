@@ -86,17 +86,16 @@ def _snapshot_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataF
     if not spans:
         return rows
     now = rows["time"][0]
-    # one lazy query, collected once: every span counted in one pass over the widest window (a filter, a group-by
-    # and a join a span, each an eager polars call on a small frame, were most of a replay's forecast)
-    frame = reclaims.lazy().filter(pl.col("time") <= now).select("time", "pool")
+    frame = reclaims.filter(pl.col("time") <= now).select("time", "pool")
     if key != "pool":
-        frame = frame.join(pools.lazy().select("pool", key), on="pool", how="inner").select("time", key)
+        frame = frame.join(pools.select("pool", key), on="pool", how="inner").select("time", key)
+    # every span counted in one pass over the widest window: a filter, a group-by and a join a span, each a
+    # polars call on a small frame, were most of a replay's forecast
     widest = max(width for _, width in spans)
     counts = (frame.filter(pl.col("time") > now - widest).group_by(key)
               .agg([(pl.col("time") > now - width).sum().cast(pl.Int64).alias(name) for name, width in spans]))
     names = [name for name, _ in spans]
-    return (rows.lazy().join(counts, on=key, how="left", maintain_order="left")
-            .with_columns(pl.col(n).fill_null(0) for n in names).collect())
+    return rows.join(counts, on=key, how="left").with_columns(pl.col(n).fill_null(0) for n in names)
 
 
 def _shares(cards: pl.DataFrame, by: str) -> pl.Expr:
