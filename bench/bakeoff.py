@@ -29,9 +29,9 @@ from bench._cli import stop_on_signals
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _partition(home: str, clickhouse_url: str, seed: str, strategy: str, settings: dict[str, Any]) -> float:
-    """Materialise one partition of ``strategy_month`` as its own run on the instance at ``home``; its wall."""
-    os.environ["DAGSTER_HOME"] = home
+def _partition(clickhouse_url: str, seed: str, strategy: str, settings: dict[str, Any]) -> float:
+    """Materialise one partition of ``strategy_month`` as its own run on the instance at ``$DAGSTER_HOME``; its
+    wall."""
     from dagster import DagsterInstance, MultiPartitionKey, materialize
 
     from orchestration.defs.bakeoff.assets import strategy_month
@@ -48,9 +48,8 @@ def _partition(home: str, clickhouse_url: str, seed: str, strategy: str, setting
     return time.perf_counter() - started
 
 
-def _comparison(home: str, clickhouse_url: str, revision: str) -> list[dict[str, Any]]:
+def _comparison(clickhouse_url: str, revision: str) -> list[dict[str, Any]]:
     """Build ``fct_strategy_comparison`` (dbt, through the ``finance_models`` asset) and read it for ``revision``."""
-    os.environ["DAGSTER_HOME"] = home
     from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
     from orchestration.defs.bakeoff.assets import strategy_month
@@ -72,17 +71,16 @@ def _comparison(home: str, clickhouse_url: str, revision: str) -> list[dict[str,
         c.close()
 
 
-def _run_all(home: str, url: str, args: argparse.Namespace, settings: dict[str, Any]) -> None:
+def _run_all(url: str, args: argparse.Namespace, settings: dict[str, Any]) -> None:
     """Every partition, ``--jobs`` at a time; progress on stderr."""
     todo = [(s, st) for s in args.seeds.split(",") for st in args.strategies.split(",")]
-    os.environ["DAGSTER_HOME"] = home
     from dagster import DagsterInstance
 
     with DagsterInstance.get():   # the storage made once here: two runs making it at once stamp two schema heads
         pass
     began = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        running = {pool.submit(_partition, home, url, s, st, settings): (s, st) for s, st in todo}
+        running = {pool.submit(_partition, url, s, st, settings): (s, st) for s, st in todo}
         for done, fut in enumerate(as_completed(running), start=1):
             seed, strategy = running[fut]
             wall = fut.result()
@@ -113,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         home = Path(tmp) / "dagster"
         home.mkdir()
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")   # SQLite storage here, no telemetry
+        os.environ["DAGSTER_HOME"] = str(home)   # this process's instance, and the workers' (they inherit it)
         server = start_clickhouse(Path(tmp) / "ch")
         try:
             c = client(server.url)
@@ -120,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             c.close()
             started = time.perf_counter()
             try:
-                _run_all(str(home), server.url, args, settings)
-                rows = _comparison(str(home), server.url, args.revision)
+                _run_all(server.url, args, settings)
+                rows = _comparison(server.url, args.revision)
             except Exception as exc:   # a figure that cannot be produced
                 print(f"FAIL  the bake-off did not complete: {exc}", file=sys.stderr)
                 return 2
