@@ -68,7 +68,8 @@ def window_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFram
     """``rows`` (``time`` and ``key``'s column) plus one count column per (name, width): the reclaims of the
     row's ``key`` in (t - w, t], or in (t, t + w] when ``forward``."""
     if not forward and rows["time"].n_unique() == 1:
-        return _snapshot_counts(rows, reclaims, pools, key, spans)
+        return _snapshot_counts(rows, _pool_counts(reclaims, rows["time"][0], [w for _, w in spans]), pools, key,
+                                spans)
     cum = _cumulative(reclaims, pools, key)
     out = rows.with_columns(pl.col(key).alias("key"))
     out = _count_at(out, cum, pl.col("time"), "_now")
@@ -79,23 +80,41 @@ def window_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFram
     return out.drop("_now", "key")
 
 
-def _snapshot_counts(rows: pl.DataFrame, reclaims: pl.DataFrame, pools: pl.DataFrame, key: str,
+def _width(width: timedelta) -> str:
+    return f"_w{int(width.total_seconds())}"
+
+
+def _pool_counts(reclaims: pl.DataFrame, now: Any, widths: Sequence[timedelta]) -> pl.DataFrame:
+    """Per pool, the reclaims in (now - w, now] for every width (one column each, ``_width``'s name): the one pass
+    over the reclaims a snapshot makes; an aggregate's, group's or hall's count is the sum of its pools'."""
+    widest = max(widths)
+    return (reclaims.filter((pl.col("time") <= now) & (pl.col("time") > now - widest)).group_by("pool")
+            .agg([(pl.col("time") > now - w).sum().cast(pl.Int64).alias(_width(w)) for w in sorted(set(widths))]))
+
+
+def _snapshot_counts(rows: pl.DataFrame, per_pool: pl.DataFrame, pools: pl.DataFrame, key: str,
                      spans: Sequence[tuple[str, timedelta]]) -> pl.DataFrame:
-    """``window_counts`` of rows that share one card time (the replay's five-minute call): the same counts,
-    filtered and grouped instead of read off cumulative counts (a tenth of the work for one card)."""
+    """``window_counts`` of rows that share one card time (the replay's five-minute call), from ``_pool_counts``:
+    the same counts, summed over the key's pools instead of read off cumulative counts (polars calls on a week
+    of reclaims, four keys a card, were most of a replay's forecast)."""
     if not spans:
         return rows
-    now = rows["time"][0]
-    frame = reclaims.filter(pl.col("time") <= now).select("time", "pool")
-    if key != "pool":
-        frame = frame.join(pools.select("pool", key), on="pool", how="inner").select("time", key)
-    # every span counted in one pass over the widest window: a filter, a group-by and a join a span, each a
-    # polars call on a small frame, were most of a replay's forecast
-    widest = max(width for _, width in spans)
-    counts = (frame.filter(pl.col("time") > now - widest).group_by(key)
-              .agg([(pl.col("time") > now - width).sum().cast(pl.Int64).alias(name) for name, width in spans]))
+    cols = [pl.col(_width(w)).alias(name) for name, w in spans]
+    if key == "pool":
+        counts = per_pool.select("pool", *cols)
+    else:
+        counts = (per_pool.join(pools.select("pool", key), on="pool", how="inner").group_by(key)
+                  .agg(pl.col(_width(w)).sum().alias(name) for name, w in spans))
     names = [name for name, _ in spans]
     return rows.join(counts, on=key, how="left").with_columns(pl.col(n).fill_null(0) for n in names)
+
+
+# the window counts each feature reads, per key: (column, width)
+_SPANS: tuple[tuple[str, tuple[tuple[str, timedelta], ...]], ...] = (
+    ("pool", tuple((f"_p{k}", w) for k, w in WINDOWS)),
+    ("aggregate", (("_a1h", timedelta(hours=1)), ("_a24h", timedelta(hours=24)), ("_a7d", timedelta(days=7)))),
+    ("group", (("_g6h", timedelta(hours=6)), ("_g24h", timedelta(hours=24)))),
+    ("hall", (("hall_reclaims_24h", timedelta(hours=24)),)))
 
 
 def _shares(cards: pl.DataFrame, by: str) -> pl.Expr:
@@ -113,6 +132,8 @@ def feature_frame(cards: pl.DataFrame, pools: pl.DataFrame, reclaims: pl.DataFra
     per = pl.max_horizontal(pl.col("instances"), 1).cast(pl.Float64)
     cap = pl.col("capacity").cast(pl.Float64)
     hour = pl.col("time").dt.hour().cast(pl.Float64) + pl.col("time").dt.minute().cast(pl.Float64) / 60.0
+    per_pool = (_pool_counts(reclaims, frame["time"][0], [w for _, spans in _SPANS for _, w in spans])
+                if len(frame) and frame["time"].n_unique() == 1 else None)   # one card: one pass for every key
     frame = frame.with_columns(
         pl.when(pl.col("guaranteed_rate_eur_h") > 0).then(pl.col("rate_eur_h") / pl.col("guaranteed_rate_eur_h"))
         .otherwise(1.0).alias("price_ratio"),
@@ -125,12 +146,9 @@ def feature_frame(cards: pl.DataFrame, pools: pl.DataFrame, reclaims: pl.DataFra
         (2 * math.pi * hour / 24).sin().alias("hour_sin"), (2 * math.pi * hour / 24).cos().alias("hour_cos"),
         pl.col("time").dt.weekday().cast(pl.Float64).alias("weekday"),
         pl.when(cap > 0).then(pl.col("instances") / cap).otherwise(1.0).alias("occupancy"))
-    frame = window_counts(frame, reclaims, pools, "pool", [(f"_p{k}", w) for k, w in WINDOWS])
-    frame = window_counts(frame, reclaims, pools, "aggregate",
-                          [("_a1h", timedelta(hours=1)), ("_a24h", timedelta(hours=24)), ("_a7d", timedelta(days=7))])
-    frame = window_counts(frame, reclaims, pools, "group", [("_g6h", timedelta(hours=6)),
-                                                            ("_g24h", timedelta(hours=24))])
-    frame = window_counts(frame, reclaims, pools, "hall", [("hall_reclaims_24h", timedelta(hours=24))])
+    for key, spans in _SPANS:
+        frame = (window_counts(frame, reclaims, pools, key, spans) if per_pool is None
+                 else _snapshot_counts(frame, per_pool, pools, key, spans))
     agg_n = pl.max_horizontal(pl.col("instances").sum().over("time", "aggregate"), 1).cast(pl.Float64)
     grp_n = pl.max_horizontal(pl.col("instances").sum().over("time", "group"), 1).cast(pl.Float64)
     frame = frame.with_columns(

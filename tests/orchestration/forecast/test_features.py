@@ -3,6 +3,7 @@ each window, the shares of pool, aggregate and hall, the forward share, and the 
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -47,6 +48,28 @@ def test_a_snapshot_and_a_history_get_the_same_features_at_the_same_card() -> No
     history = feature_frame(_cards(times), POOLS, reclaims).filter(pl.col("time") == T0).sort("pool")
     snapshot = feature_frame(_cards([T0]), POOLS, reclaims).sort("pool")
     assert history.select(FEATURES).rows() == snapshot.select(FEATURES).rows()
+
+
+def test_a_snapshot_counts_every_key_as_the_history_does_on_a_random_week_of_many_pools() -> None:
+    # the snapshot sums its pools' counts for an aggregate, group or hall; the history counts the key's reclaims
+    rng = random.Random(7)
+    names = [f"p{i}" for i in range(12)]
+    pools = pl.DataFrame({"pool": names, "aggregate": [f"a{i % 4}" for i in range(12)],
+                          "hall": [f"h{i % 2}" for i in range(12)], "vcpu": [2 + i % 3 for i in range(12)],
+                          "group": [f"g{i % 3}" for i in range(12)]})
+    # reclaims of a pool missing from the catalogue ("zz") count for no aggregate, group or hall
+    rows = [(-timedelta(minutes=rng.randrange(0, 8 * 24 * 60)), rng.choice([*names, "zz"]), rng.random() < 0.8)
+            for _ in range(400)]
+    rows += [(timedelta(0), "p3", True), (-timedelta(hours=1), "p3", True), (timedelta(minutes=5), "p4", True)]
+    reclaims = _reclaims(rows)
+    times = [T0 - timedelta(minutes=5), T0]
+    cards = pl.DataFrame([(t, p, 1.0, 2.0, 3, 10, 5, None) for t in times for p in names],
+                         schema=["time", "pool", "rate_eur_h", "guaranteed_rate_eur_h", "free", "capacity",
+                                 "instances", "forward_free"], orient="row")
+    history = feature_frame(cards, pools, reclaims).filter(pl.col("time") == T0).sort("pool")
+    snapshot = feature_frame(cards.filter(pl.col("time") == T0), pools, reclaims).sort("pool")
+    assert history.select(FEATURES).rows() == snapshot.select(FEATURES).rows()
+    assert snapshot["hall_reclaims_24h"].sum() > 0 and snapshot["pool_rate_7d"].n_unique() > 3
 
 
 def test_the_shares_of_pool_aggregate_and_hall_are_weighed_in_vcpu() -> None:
