@@ -29,7 +29,10 @@ class ReplayForecaster:
     def __init__(self, horizons_min: Sequence[int], refit_every: timedelta = REFIT_EVERY) -> None:
         self.horizons = tuple(horizons_min)
         self.refit_every = refit_every
-        self.cards: list[tuple[Any, ...]] = []
+        # the cards as frames: one per ``add`` since the last fit, and the window kept at it (a week of cards rebuilt
+        # from tuples at each fit cost more than the fit's features)
+        self.kept: pl.DataFrame | None = None
+        self.added: list[pl.DataFrame] = []
         self.reclaims: list[tuple[datetime, str, bool]] = []
         self.recent: pl.DataFrame | None = None   # the reclaims the features read, kept as a frame between calls
         self.pools: dict[str, tuple[str, str, str, int, str]] = {}
@@ -37,15 +40,18 @@ class ReplayForecaster:
         self.last_fit: datetime | None = None
         self.fit_error = ""
 
-    def add(self, now: datetime, feeds: Sequence[PoolFeed]) -> None:
-        """Keep one rate card's feeds (the card's own time when it has one)."""
+    def add(self, now: datetime, feeds: Sequence[PoolFeed]) -> pl.DataFrame:
+        """Keep one rate card's feeds (the card's own time when it has one); the card as a frame."""
+        from orchestration.forecast.features import CARD_SCHEMA
+
+        card = pl.DataFrame([(f.card_at or now, f.pool, f.rate_eur_h, f.guaranteed_rate_eur_h, f.free, f.capacity,
+                              f.instances, float(f.forward_free)) for f in feeds], schema=CARD_SCHEMA, orient="row")
+        self.added.append(card)
         for f in feeds:
-            at = f.card_at or now
-            self.cards.append((at, f.pool, f.rate_eur_h, f.guaranteed_rate_eur_h, f.free, f.capacity, f.instances,
-                               float(f.forward_free)))
             self.reclaims.extend((t, f.pool, notice) for t, notice in f.new_reclaims)
             if f.pool not in self.pools:
                 self.pools[f.pool] = (f.pool, f.aggregate, f.hall, f.vcpu, f.aggregate)
+        return card
 
     def warm(self, history: Sequence[tuple[datetime, Sequence[PoolFeed]]]) -> None:
         """Keep the warm-up's feeds, oldest first, so the first fit has the week a deployed ranking would have had."""
@@ -53,17 +59,26 @@ class ReplayForecaster:
             self.add(when, feeds)
 
     def _frames(self, since: datetime) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        from orchestration.forecast.features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA
+        from orchestration.forecast.features import POOL_SCHEMA, RECLAIM_SCHEMA
 
-        cards = pl.DataFrame(self.cards, schema=CARD_SCHEMA, orient="row").filter(pl.col("time") > since)
+        cards = self._cards().filter(pl.col("time") > since)
         pools = pl.DataFrame(list(self.pools.values()), schema=POOL_SCHEMA, orient="row")
         reclaims = pl.DataFrame(self.reclaims, schema=RECLAIM_SCHEMA, orient="row")
         return cards, pools, reclaims
 
+    def _cards(self) -> pl.DataFrame:
+        """Every card kept, oldest first, as one frame."""
+        from orchestration.forecast.features import CARD_SCHEMA
+
+        frames = [f for f in (self.kept, *self.added) if f is not None]
+        self.kept = pl.concat(frames) if frames else pl.DataFrame(schema=CARD_SCHEMA)
+        self.added = []
+        return self.kept
+
     def _prune(self, now: datetime) -> None:
         """Keep what the next fit and the features still read: the training window and the longest window."""
         keep = now - TRAIN - timedelta(days=8)
-        self.cards = [c for c in self.cards if c[0] > keep]
+        self.kept = self._cards().filter(pl.col("time") > keep)
         self.reclaims = [r for r in self.reclaims if r[0] > keep]
 
     def refit(self, now: datetime) -> None:
@@ -84,15 +99,14 @@ class ReplayForecaster:
 
     def forecast(self, now: datetime, feeds: Sequence[PoolFeed]) -> dict[str, Any]:
         """Each pool's ``PoolForecast`` now (empty while no model could be fitted)."""
-        from orchestration.forecast.features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame
+        from orchestration.forecast.features import POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame
         from orchestration.forecast.history import LOOKBACK, forecast_frame
 
-        self.add(now, feeds)
+        latest = self.add(now, feeds)
         if self.last_fit is None or now - self.last_fit >= self.refit_every:
             self.refit(now)
         if self.model is None:
             return {}
-        latest = pl.DataFrame(self.cards[-len(feeds):], schema=CARD_SCHEMA, orient="row")
         since = now - LOOKBACK - timedelta(hours=1)
         new = [(t, f.pool, notice) for f in feeds for t, notice in f.new_reclaims]
         if self.recent is None:   # built from the rows once; afterwards each call adds its few new ones
