@@ -61,6 +61,7 @@ class RegionEngine:
         self.slot_vcpu = {a: sum(self.specs[i].slots * self.specs[i].pool.vcpu for i in pools) or 1
                           for a, pools in self.aggregates.items()}
         self.live_vcpu: dict[str, int] = dict.fromkeys(self.aggregates, 0)  # reclaimable, not doomed
+        self.used_vcpu: dict[str, int] = dict.fromkeys(self.aggregates, 0)  # every live instance's, doomed too
         self.now = 0.0
         self.stats = Stats()
         self.pool_reclaims = [0] * len(self.specs)
@@ -151,6 +152,7 @@ class RegionEngine:
             self.owned_changes += 1
         if self._reclaimable(inst.pool):
             self._reclaimable_live += 1
+            self.used_vcpu[self.agg_of[inst.pool]] += inst.vcpu
             if not inst.doomed:
                 self.live_vcpu[self.agg_of[inst.pool]] += inst.vcpu
 
@@ -164,6 +166,7 @@ class RegionEngine:
             self.owned_changes += 1
         if self._reclaimable(inst.pool):
             self._reclaimable_live -= 1
+            self.used_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
             if not inst.doomed:
                 self.live_vcpu[self.agg_of[inst.pool]] -= inst.vcpu
 
@@ -189,6 +192,14 @@ class RegionEngine:
         if t < self.hall_down_until[spec.pool.hall]:
             return 0
         return int(spec.slots * self._factor(spec.pool.aggregate, t))
+
+    def _capacities(self, agg: str, t: float) -> list[int]:
+        """``capacity`` of each pool of ``agg`` at ``t``, the aggregate's factor computed once."""
+        pools = self.aggregates[agg]
+        if t < self.hall_down_until[self.specs[pools[0]].pool.hall]:
+            return [0] * len(pools)
+        factor = self._factor(agg, t)
+        return [int(self.specs[i].slots * factor) for i in pools]
 
     def overflow_vcpu(self, agg: str, t: float) -> int:
         """vCPU of reclaimable work in the aggregate beyond what its room holds at ``t`` (0: it all fits)."""
@@ -412,10 +423,9 @@ class RegionEngine:
         t = self.now
         for agg, pools in self.aggregates.items():
             u_g = self.demand.utilisation(agg, t)
-            used = sum(inst.vcpu for i in pools for inst in self.live[i].values()) + self.held_vcpu(agg, t)
+            used = self.used_vcpu[agg] + self.held_vcpu(agg, t)
             u = min(1.0, 0.7 * u_g + 0.3 * min(1.0, used / self.slot_vcpu[agg]))
-            for i in pools:
-                cap = self.capacity(i, t)  # 0 while the hall is down
+            for i, cap in zip(pools, self._capacities(agg, t), strict=True):  # 0 while the hall is down
                 rows.append((i, u, max(cap - len(self.live[i]), 0), cap))
         for fn in self.on_rate_card:
             fn(t, rows)
