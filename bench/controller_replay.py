@@ -3,7 +3,8 @@ baseline tree (default: ``main``, exported with ``git archive``) in the same run
 
 Each side runs in its own process, the same command on its own code: the full simulated region (seed 1, 231 pools,
 the repository's contracts, claims sized as ``sco simulate`` sizes them) replayed ``--hours`` through one
-production controller per partition on a fresh embedded PostgreSQL, strategy depth-first, a pass every 60 s of
+production controller per partition on a fresh embedded PostgreSQL, strategy depth-first (``--strategy``: expected-cost
+reads the forecast, so its hash covers the forecast too), a pass every 60 s of
 virtual time. A pass is one replay pass (both partitions' controllers, the region, the tallies); the warm-up (7
 days of the region alone) and the set-up are timed apart. Wall and CPU (``time.process_time`` of the replaying
 process; PostgreSQL's own CPU is not in it) are printed side by side: the machine may be shared.
@@ -91,7 +92,8 @@ def _timed_ranker(ranker_of: Any, first: list[Any], in_ranker: list[float]) -> A
     return timed
 
 
-def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
+def _measure(hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first"
+             ) -> dict[str, Any]:
     """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
     import psycopg
 
@@ -144,7 +146,7 @@ def _measure(hours: float, seed: int, profile: str | None = None) -> dict[str, A
         t0, c0 = time.perf_counter(), time.process_time()
         diagnostics: dict[str, int] = {}
         out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
-                                    Strategy.DEPTH_FIRST, 7.0, None, diagnostics)
+                                    Strategy(strategy), 7.0, None, diagnostics)
         t1, c1 = time.perf_counter(), time.process_time()
         replay_trips = trips["all"] - trips["after_first"]
         digest = _decisions(url, out)
@@ -216,12 +218,19 @@ def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
     return {"events": len(events), "plans": len(plans), "decisions_sha256": hashlib.sha256(blob).hexdigest()}
 
 
-def _side(tree: Path, hours: float, seed: int, profile: str | None = None) -> dict[str, Any]:
+def _strategies() -> list[Any]:
+    from controllers.planning import Strategy
+
+    return list(Strategy)
+
+
+def _side(tree: Path, hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first"
+          ) -> dict[str, Any]:
     """Run ``_measure`` on ``tree``'s code in a child process (this file's code drives it)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
            "runpy.run_path(sys.argv[0], run_name='__main__')", __file__, "--child", "--hours", str(hours),
-           "--seed", str(seed), *(["--profile", profile] if profile else [])]
+           "--seed", str(seed), "--strategy", strategy, *(["--profile", profile] if profile else [])]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the replay on {tree} failed:\n{done.stderr[-3000:]}")
@@ -296,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.controller_replay")
     p.add_argument("--hours", type=float, default=2.0, help="virtual hours replayed (a pass a minute)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--strategy", default="depth-first", choices=[s.value for s in _strategies()],
+                   help="the planner's strategy (expected-cost reads the forecast, so its hash covers it too)")
     p.add_argument("--baseline-ref", default="main", help="the git ref measured as 'before' ('' to skip)")
     p.add_argument("--expect-decisions", default="",
                    help="the decisions hash (a prefix will do) the tree must give, e.g. a baseline's from an earlier "
@@ -312,16 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.child:   # a SIGTERM ends it through ``finally``: the embedded PostgreSQL is stopped
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        print(json.dumps(_measure(args.hours, args.seed, args.profile or None)))
+        print(json.dumps(_measure(args.hours, args.seed, args.profile or None, args.strategy)))
         return 0
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-          f"{args.hours:g} h replayed at full scale (seed {args.seed}, depth-first)")
+          f"{args.hours:g} h replayed at full scale (seed {args.seed}, {args.strategy})")
     try:
-        sides = {"after": _side(ROOT, args.hours, args.seed, args.profile or None)}
+        sides = {"after": _side(ROOT, args.hours, args.seed, args.profile or None, args.strategy)}
         if args.baseline_ref:
             with tempfile.TemporaryDirectory(prefix="sco-bench-base-") as d:
                 _export(args.baseline_ref, Path(d))
-                sides["before"] = _side(Path(d), args.hours, args.seed)
+                sides["before"] = _side(Path(d), args.hours, args.seed, strategy=args.strategy)
     except (RuntimeError, subprocess.CalledProcessError, ValueError) as exc:
         print(f"no figure: {exc}", file=sys.stderr)
         return 2
