@@ -91,6 +91,12 @@ class ReplayRun:
         self.held_now: dict[str, dict[str, int]] = {}
         self.fallback_live: dict[str, bool] = {}
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
+        # an instance's workload and purpose, from the tags and metadata it was launched with (they never change)
+        self.whose: dict[str, tuple[str | None, str]] = {}
+        # one instance-step's cost per pool at the card's rate (for the card read last) and at the planning rate:
+        # each product once a pass, not once an instance (the same Decimals, added in the same order)
+        self._card_costs: tuple[object, int, dict[str, Decimal]] = (None, 0, {})
+        self._plan_costs: dict[tuple[str, int], Decimal] = {}
         self.engine.on_event.append(self._on_event)
         self.engine.on_rate_card.append(self._on_rate_card)
         self.offer: tuple[object, ...] = ()   # the rate card and reservations the last pass was offered
@@ -170,33 +176,41 @@ class ReplayRun:
 
     def accrue(self, listed: Sequence[Instance], plans: Mapping[str, Any], step_s: int) -> None:
         """One pass's worth of held capacity, delivered units, fallback and money, per workload."""
-        rates = {e.pool_id: e.rate_eur_h for e in self.region.rate_card().entries}
+        card = self.region.rate_card()
+        if self._card_costs[0] is not card or self._card_costs[1] != step_s:   # a card compared by identity
+            self._card_costs = (card, step_s, {})
+        costs, rates = self._card_costs[2], None
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
         by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
         planning: dict[str, Decimal] = defaultdict(Decimal)   # this step's reclaimable spend at planning rates
         for i in listed:
-            owner = i.owner
-            c = self.by_workload.get(owner.workload) if owner else None
+            workload, purpose = self.whose.get(i.instance_id) or self._who(i)
+            c = self.by_workload.get(workload) if workload else None
             if c is None or i.status != "active" or i.pool_id is None:
                 continue
             o, pool = self.outcome[c.workload], self.pools[i.pool_id]
-            purpose = i.metadata.get("sco_purpose", "reclaimable")
             key = (c.workload, i.pool_id)
             if key not in self.units_of:
                 self.units_of[key] = units_per_instance(pool, c)
             held[c.workload][purpose] += self.units_of[key]
-            rate = rates.get(i.pool_id, pool.rate_eur_h)
+            cost = costs.get(i.pool_id)
+            if cost is None:
+                rates = rates if rates is not None else {e.pool_id: e.rate_eur_h for e in card.entries}
+                cost = costs[i.pool_id] = rates.get(i.pool_id, pool.rate_eur_h) * step_h
             if purpose == "reclaimable":
                 by_pool[c.workload][i.pool_id] += self.units_of[key]
                 o.instance_s += step_s
-                o.reclaimable_cost += rate * step_h
-                o.reclaimable_cost_planning += pool.rate_eur_h * step_h
-                planning[c.workload] += pool.rate_eur_h * step_h
+                o.reclaimable_cost += cost
+                at_plan = self._plan_costs.get((i.pool_id, step_s))
+                if at_plan is None:
+                    at_plan = self._plan_costs[(i.pool_id, step_s)] = pool.rate_eur_h * step_h
+                o.reclaimable_cost_planning += at_plan
+                planning[c.workload] += at_plan
             elif purpose == "floor":
-                o.floor_cost += rate * step_h
+                o.floor_cost += cost
             else:
-                o.fallback_cost += rate * step_h
+                o.fallback_cost += cost
         self.held_now = by_pool
         for w, o in self.outcome.items():
             want = self.units.get(w, 0)
@@ -217,6 +231,12 @@ class ReplayRun:
             wp = plans.get(w)
             if wp is not None:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
+
+    def _who(self, i: Instance) -> tuple[str | None, str]:
+        owner = i.owner
+        self.whose[i.instance_id] = who = (owner.workload if owner else None,
+                                           i.metadata.get("sco_purpose", "reclaimable"))
+        return who
 
     def finish(self, conn: Any) -> None:
         """Close the tallies: each workload's worst five minutes, and the wasted work of its no-notice losses
