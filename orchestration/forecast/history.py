@@ -19,7 +19,7 @@ from ..catalogue import load_catalogue
 from ..rankings import RECLAIM_FILTER
 from ..store import ClickHouse, utc
 from .features import CARD_SCHEMA, POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame, labels
-from .model import Forecaster, fit
+from .model import Forecaster, fit, training_cards
 
 __all__ = ["LOOKBACK", "PoolForecast", "cards_frame", "declared_horizons", "forecast_frame", "latest_features",
            "pools_frame", "reclaims_frame", "train_from_history"]
@@ -70,10 +70,11 @@ def train_from_history(ch: ClickHouse, region: str, now: datetime, days: int, ho
     reclaims = reclaims_frame(ch, region, start - LOOKBACK, now)
     if cards.is_empty():
         raise ValueError(f"no rate card between {start.isoformat()} and {now.isoformat()}: nothing to fit")
+    cards, window = training_cards(cards, horizons, now)
     frame = labels(feature_frame(cards, pools_frame(ch, region, groups), reclaims), reclaims, horizons, until=now)
     if frame.is_empty():
         raise ValueError(f"no sample before {now.isoformat()} whose horizon has ended: nothing to fit")
-    return fit(frame, horizons)
+    return fit(frame, horizons, window)
 
 
 def forecast_frame(model: Forecaster, features: pl.DataFrame) -> dict[str, PoolForecast]:

@@ -12,16 +12,16 @@ import json
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from .features import FEATURES
+from .features import FEATURES, TIME
 
-__all__ = ["EPS", "PARAMS", "Forecaster", "binary_rows", "fit", "horizons_for", "load", "save"]
+__all__ = ["EPS", "PARAMS", "Forecaster", "binary_rows", "fit", "horizons_for", "load", "save", "training_cards"]
 
 EPS = 1e-4   # probabilities are held to [EPS, 1 - EPS]: a forecast of 0 or 1 scores an infinite log-loss
 PARAMS: Mapping[str, Any] = {"learning_rate": 0.1, "max_iter": 100, "max_bins": 63, "max_leaf_nodes": 15,
@@ -81,14 +81,36 @@ def _version(start: datetime, end: datetime, horizons: Sequence[int], samples: i
     return "hgb-" + hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def fit(train: pl.DataFrame, horizons_min: Sequence[int]) -> Forecaster:
-    """Fit on ``train`` (``features.feature_frame`` rows with ``features.labels``' columns). Raises ValueError when
-    the window holds no reclaim or no instance (nothing to learn from)."""
+def _sampled(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows a fit learns from: every ``SAMPLE_EVERY_MIN``-th minute's, or all of them when none falls on one."""
+    sample = frame.filter((frame["time"].dt.minute() % SAMPLE_EVERY_MIN) == 0) if SAMPLE_EVERY_MIN > 5 else frame
+    return sample if len(sample) else frame
+
+
+def training_cards(cards: pl.DataFrame, horizons_min: Sequence[int], until: datetime
+                   ) -> tuple[pl.DataFrame, tuple[datetime, datetime] | None]:
+    """The cards a fit at ``until`` learns from, chosen before any feature is computed — those whose longest horizon
+    has ended (``features.labels`` drops the rest), sampled as ``fit`` samples — and the window the ended ones span
+    (the model's version names it; None when none has ended). A feature row depends only on its own card time, so
+    the features and labels of these cards are the rows ``fit`` would have kept from the whole window's: a sixth
+    of the work of a training frame."""
+    longest = timedelta(minutes=max(horizons_min))
+    ended = cards.filter(pl.col("time") + longest <= pl.lit(until).cast(TIME))
+    if ended.is_empty():
+        return ended, None
+    start, end = ended["time"].min(), ended["time"].max()
+    assert isinstance(start, datetime) and isinstance(end, datetime)
+    return _sampled(ended), (start, end)
+
+
+def fit(train: pl.DataFrame, horizons_min: Sequence[int], window: tuple[datetime, datetime] | None = None
+        ) -> Forecaster:
+    """Fit on ``train`` (``features.feature_frame`` rows with ``features.labels``' columns; ``window``: the training
+    window's first and last card, default ``train``'s). Raises ValueError when the window holds no reclaim or no
+    instance (nothing to learn from)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    minute = train["time"].dt.minute()
-    sample = train.filter((minute % SAMPLE_EVERY_MIN) == 0) if SAMPLE_EVERY_MIN > 5 else train
-    sample = sample if len(sample) else train
+    sample = _sampled(train)
     x = sample.select(FEATURES).to_numpy().astype(np.float64)
     w = sample["instances"].to_numpy().astype(np.float64)
     models, nn_share = {}, {}
@@ -100,7 +122,7 @@ def fit(train: pl.DataFrame, horizons_min: Sequence[int]) -> Forecaster:
         models[h] = HistGradientBoostingClassifier(**PARAMS).fit(xx, yy, sample_weight=ww)
         nn = float((w * sample[f"y_{h}_nn"].to_numpy()).sum())
         nn_share[h] = (nn + 0.5) / (float((w * y).sum()) + 1.0)
-    start, end = train["time"].min(), train["time"].max()
+    start, end = window or (train["time"].min(), train["time"].max())
     assert isinstance(start, datetime) and isinstance(end, datetime)
     # the window's own data in the version too: two regions (or seeds) over the same dates are two models
     data = hashlib.sha256(x.tobytes() + sample.select(f"y_{h}" for h in horizons_min).to_numpy().tobytes()).hexdigest()

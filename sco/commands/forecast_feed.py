@@ -85,13 +85,14 @@ class ReplayForecaster:
         """Fit the model afresh on the training window before ``now``; with too little history the previous model stays
         and ``fit_error`` says why."""
         from orchestration.forecast.features import feature_frame, labels
-        from orchestration.forecast.model import fit
+        from orchestration.forecast.model import fit, training_cards
 
         self._prune(now)
         cards, pools, reclaims = self._frames(now - TRAIN)
         try:
+            cards, window = training_cards(cards, self.horizons, now)
             frame = labels(feature_frame(cards, pools, reclaims), reclaims, self.horizons, until=now)
-            self.model = fit(frame, self.horizons)
+            self.model = fit(frame, self.horizons, window)
             self.fit_error = ""
         except ValueError as exc:   # too little history yet: the columns stay NULL until there is enough
             self.fit_error = str(exc)

@@ -61,3 +61,22 @@ def test_the_model_beats_every_baseline_on_days_it_was_not_fitted_on() -> None:
     for b in baselines:
         assert ours.log_loss < b.log_loss and ours.brier < b.brier, (ours, b)
     assert bins and 0 < model.no_notice_share[60] < 0.1   # the region's 2 % of reclaims without notice
+
+
+@pytest.mark.slow
+def test_the_training_cards_chosen_before_the_features_fit_the_very_model_the_whole_window_fits() -> None:
+    from orchestration.forecast.features import feature_frame, labels
+    from orchestration.forecast.model import training_cards
+    from testkit.forecast_history import START, simulated_history
+
+    cards, pools, reclaims = simulated_history(seed=6, days=3, pools=20)
+    until = START + timedelta(days=2, minutes=17)   # some cards' horizons end after it, some not
+    whole = fit(labels(feature_frame(cards, pools, reclaims), reclaims, [45, 60], until=until), [45, 60])
+    chosen, window = training_cards(cards, [45, 60], until)
+    assert window is not None and chosen["time"].n_unique() < cards["time"].n_unique() / 5
+    sampled = fit(labels(feature_frame(chosen, pools, reclaims), reclaims, [45, 60], until=until), [45, 60], window)
+    assert (sampled.version, sampled.samples, sampled.trained_from, sampled.trained_until, sampled.no_notice_share) \
+        == (whole.version, whole.samples, whole.trained_from, whole.trained_until, whole.no_notice_share)
+    probe = feature_frame(cards.filter(pl.col("time") == cards["time"].max()), pools, reclaims)
+    for h in (45, 60):
+        assert np.array_equal(sampled.predict(probe)[h], whole.predict(probe)[h])
