@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
     report.add_argument("--units", type=int, default=40, help="units each workload claims in the replay (40)")
     report.add_argument("--replay-engine", choices=("controller", "model"), default="controller",
                         help="controller (default): the production controller over the history, on an embedded "
-                             "PostgreSQL (about a minute of CPU a replayed day); model: the replay-only model, "
+                             "PostgreSQL (about half a minute a replayed day); model: the replay-only model, "
                              "seconds, a comparison of workloads and not a forecast")
     report.add_argument("--clickhouse", default=None,
                         help="ClickHouse URL with the pool history (default SCO_CLICKHOUSE_URL / the stack's "

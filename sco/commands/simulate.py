@@ -17,7 +17,7 @@ from .report import render_table
 __all__ = ["CPU_S_PER_DAY", "print_waterfalls", "progress_bar", "register", "time_left"]
 
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
-CPU_S_PER_DAY = 70  # the controller engine, 14 workloads × 40 units: 30-35 min of CPU a 30-day month (benchmarks.md)
+CPU_S_PER_DAY = 35  # the controller engine, 14 workloads × 40 units: 15-20 min of wall a 30-day month (benchmarks.md)
 
 
 def register(sub: Any) -> None:
