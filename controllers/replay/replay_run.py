@@ -93,9 +93,9 @@ class ReplayRun:
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
         # an instance's workload and purpose, from the tags and metadata it was launched with (they never change)
         self.whose: dict[str, tuple[str | None, str]] = {}
-        # one instance-step's cost per pool at the card's rate (for the card read last) and at the planning rate:
-        # each product once a pass, not once an instance (the same Decimals, added in the same order)
-        self._card_costs: tuple[object, int, dict[str, Decimal]] = (None, 0, {})
+        # the card read last, its rates by pool, and one instance-step's cost per pool at them and at the planning
+        # rate: each product once a card, not once an instance (the same Decimals, added in the same order)
+        self._card_costs: tuple[object, int, dict[str, Decimal], dict[str, Decimal]] = (None, 0, {}, {})
         self._plan_costs: dict[tuple[str, int], Decimal] = {}
         self.engine.on_event.append(self._on_event)
         self.engine.on_rate_card.append(self._on_rate_card)
@@ -178,8 +178,8 @@ class ReplayRun:
         """One pass's worth of held capacity, delivered units, fallback and money, per workload."""
         card = self.region.rate_card()
         if self._card_costs[0] is not card or self._card_costs[1] != step_s:   # a card compared by identity
-            self._card_costs = (card, step_s, {})
-        costs, rates = self._card_costs[2], None
+            self._card_costs = (card, step_s, {e.pool_id: e.rate_eur_h for e in card.entries}, {})
+        _, _, rates, costs = self._card_costs
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
         by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
@@ -196,7 +196,6 @@ class ReplayRun:
             held[c.workload][purpose] += self.units_of[key]
             cost = costs.get(i.pool_id)
             if cost is None:
-                rates = rates if rates is not None else {e.pool_id: e.rate_eur_h for e in card.entries}
                 cost = costs[i.pool_id] = rates.get(i.pool_id, pool.rate_eur_h) * step_h
             if purpose == "reclaimable":
                 by_pool[c.workload][i.pool_id] += self.units_of[key]
