@@ -17,6 +17,7 @@ report left a workload out).
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ch.start()
         url = ch.create_database()
-        wrote = _history(url, args.seed, int(-(-(args.days + args.warmup_days) // 1)), end)
+        wrote = _history(url, args.seed, math.ceil(args.days + args.warmup_days), end)
         print(f"history: {args.days + args.warmup_days:g} days written in {wrote:.0f} s", file=sys.stderr)
         controller_s, out = _report(url, args.days, args.warmup_days, "controller")
         model_s, model_out = _report(url, args.days, args.warmup_days, "model")
