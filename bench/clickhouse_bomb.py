@@ -44,10 +44,17 @@ def vm_hwm_kib(pid: int) -> int:
     raise RuntimeError(f"no VmHWM for pid {pid}")
 
 
+def _children(task: Path) -> list[str]:
+    """The child pids one thread of the guard started; none when the thread ended since the listing."""
+    try:
+        return (task / "children").read_text().split()
+    except FileNotFoundError:
+        return []
+
+
 def engine_pid(guard: int) -> int:
     """The guard's child: the engine."""
-    children = [int(pid) for task in Path(f"/proc/{guard}/task").iterdir()
-                for pid in (task / "children").read_text().split()]
+    children = [int(pid) for task in Path(f"/proc/{guard}/task").iterdir() for pid in _children(task)]
     if len(children) != 1:
         raise RuntimeError(f"the guard {guard} has {len(children)} children, not the one engine")
     return children[0]
