@@ -29,9 +29,11 @@ from bench._cli import stop_on_signals
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _partition(clickhouse_url: str, seed: str, strategy: str, settings: dict[str, Any]) -> float:
+def _partition(clickhouse_url: str, seed: str, strategy: str, settings: dict[str, Any]
+               ) -> tuple[float, dict[str, Any]]:
     """Materialise one partition of ``strategy_month`` as its own run on the instance at ``$DAGSTER_HOME``; its
-    wall."""
+    wall and the figures its materialisation recorded (printed as each partition ends, so a month of runs that
+    fails later has not lost them)."""
     from dagster import DagsterInstance, MultiPartitionKey, materialize
 
     from orchestration.defs.bakeoff.assets import strategy_month
@@ -45,7 +47,8 @@ def _partition(clickhouse_url: str, seed: str, strategy: str, settings: dict[str
                                         "bakeoff": BakeoffSettings(**settings)})
     if not result.success:
         raise RuntimeError(f"seed {seed} {strategy}: the run failed (dagster run {result.run_id})")
-    return time.perf_counter() - started
+    (mat,) = result.asset_materializations_for_node("strategy_month")
+    return time.perf_counter() - started, {k: v.value for k, v in mat.metadata.items()}
 
 
 def _comparison(clickhouse_url: str, revision: str) -> list[dict[str, Any]]:
@@ -83,9 +86,10 @@ def _run_all(url: str, args: argparse.Namespace, settings: dict[str, Any]) -> No
         running = {pool.submit(_partition, url, s, st, settings): (s, st) for s, st in todo}
         for done, fut in enumerate(as_completed(running), start=1):
             seed, strategy = running[fut]
-            wall = fut.result()
+            wall, figures = fut.result()
+            shown = " ".join(f"{k}={v:.4g}" for k, v in figures.items() if isinstance(v, int | float))
             print(f"[{time.perf_counter() - began:6.0f} s] {done}/{len(todo)} seed {seed} {strategy}: "
-                  f"{wall:.0f} s", file=sys.stderr, flush=True)
+                  f"{wall:.0f} s  {shown}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
