@@ -16,9 +16,15 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["MAX_RECORD_BYTES", "StrategyMonth", "parse_strategy_month"]
+__all__ = ["MAX_RECORD_BYTES", "WATERFALL_POINTS", "StrategyMonth", "parse_strategy_month"]
 
 MAX_RECORD_BYTES = 64 * 1024  # a record is a few hundred bytes; anything far larger is not one
+# ADR-26's waterfall, from the ceiling the floors allow down to the achieved net: each item (as the replay's
+# ``controllers.replay.waterfall`` names it) and the record's field holding the points of the wanted work's
+# guaranteed value it takes, at the planning rates
+WATERFALL_POINTS = {"floor": "floor_pts", "fallback spend": "fallback_pts", "shortfall": "shortfall_pts",
+                    "wasted work": "wasted_work_pts", "surplus and make-before-break overlap": "overlap_pts",
+                    "depth premium": "depth_premium_pts", "fit and pool rates": "fit_pts"}
 
 
 class StrategyMonth(BaseModel):
@@ -42,9 +48,21 @@ class StrategyMonth(BaseModel):
     worst_step_pct: float = Field(ge=0, le=100, description="largest share of one claim lost in one 5-min step")
     worst_workload: str = Field(default="", max_length=200)
     seconds: float = Field(ge=0, description="wall seconds the run took")
+    # the waterfall (``WATERFALL_POINTS``); 0 in records written before it was stored
+    floor_pts: float = Field(default=0.0, description="floor beyond its share of the work at the guaranteed rate")
+    fallback_pts: float = Field(default=0.0, description="guaranteed hours bought for reclaimable work")
+    shortfall_pts: float = Field(default=0.0, description="the saving the work not delivered would have made")
+    wasted_work_pts: float = Field(default=0.0, description="work redone, at the guaranteed rate")
+    overlap_pts: float = Field(default=0.0, description="surplus and make-before-break overlap")
+    depth_premium_pts: float = Field(default=0.0, description="ADR-08's premium over price-first")
+    fit_pts: float = Field(default=0.0, description="units an instance leaves unused, pools dearer than planned")
+    achieved_pts: float = Field(default=0.0, description="the waterfall's foot: ceiling_pct less every item, the net "
+                                                         "as points of the wanted (not the useful) work's value")
+    workloads_outside: int = Field(default=0, ge=0, description="workloads outside their own declared contract")
+    outside: str = Field(default="", max_length=4000, description="each such workload's verdict line and its cause, one a line")
 
     @field_validator("interruptions_pct_h", "wasted_pct", "shortfall_pct", "net_pct", "net_planning_pct",
-                     "ceiling_pct", "worst_step_pct", "seconds")
+                     "ceiling_pct", "worst_step_pct", "seconds", *WATERFALL_POINTS.values(), "achieved_pts")
     @classmethod
     def _finite(cls, v: float) -> float:
         if not math.isfinite(v):

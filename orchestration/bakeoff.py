@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from contracts.bakeoff import StrategyMonth, parse_strategy_month
+from contracts.bakeoff import WATERFALL_POINTS, StrategyMonth, parse_strategy_month
 
 from .errors import BakeoffError
 
@@ -26,7 +26,9 @@ SEEDS = ("1", "2", "3", "4")
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "single-cheapest")
 COLUMNS = ("revision", "seed", "strategy", "days", "warmup_days", "interruptions_pct_h", "interruptions",
            "wasted_pct", "shortfall_pct", "shortfall_wait_pct", "net_pct", "net_planning_pct", "ceiling_pct",
-           "worst_step_pct", "worst_workload", "seconds", "recorded_at")
+           "worst_step_pct", "worst_workload", "seconds", *WATERFALL_POINTS.values(), "achieved_pts", "workloads_outside",
+           "outside",
+           "recorded_at")
 
 
 @dataclass(frozen=True)

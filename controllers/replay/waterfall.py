@@ -30,12 +30,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
+from contracts.bakeoff import WATERFALL_POINTS
+
 from .engine import WorkloadOutcome
 
 __all__ = ["ITEMS", "NOT_MODELLED", "waterfall"]
 
-ITEMS = ("floor", "fallback spend", "shortfall", "wasted work", "surplus and make-before-break overlap",
-         "depth premium", "fit and pool rates")
+ITEMS = tuple(WATERFALL_POINTS)   # the record a bake-off stores names the same items
 NOT_MODELLED = ("replacement", "storage", "orchestrator")
 
 

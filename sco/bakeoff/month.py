@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from contracts.bakeoff import StrategyMonth
+from contracts.bakeoff import WATERFALL_POINTS, StrategyMonth
 from contracts.schema import Contract, FallbackPolicy
 
 ADR03_START = datetime(2026, 10, 1, tzinfo=UTC)  # the first replayed day of the documented months
@@ -36,7 +36,7 @@ class MonthSpec:
     start: datetime = ADR03_START
     units: int = 40
     rate_pct_h: float = 4.0
-    price_demand: float = 0.0
+    price_demand: float = 1.0   # the region's own default, as ``sco simulate`` and ``bench.replay_compare`` record it
     revision: str = ""
 
 
@@ -75,7 +75,8 @@ def strategy_month(spec: MonthSpec, contracts: Sequence[Contract], cache: Path,
 def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], contracts: Sequence[Contract],
                  seconds: float) -> StrategyMonth:
     """The record of one replay's outcomes: the comparison table's columns and the ceiling the floors allow."""
-    from controllers.replay import summarise
+    from controllers.replay import summarise, workload_verdicts
+    from controllers.replay.waterfall import waterfall
     from controllers.simregion.economics import PLANNING_RATE_SHARE
 
     s = summarise(strategy, outcomes)
@@ -89,6 +90,8 @@ def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], co
     saved = sum((v * (1 - Decimal(min(100, floors.get(w, 0))) / 100) * (1 - PLANNING_RATE_SHARE)
                  for w, v in value.items()), Decimal(0))
     total = sum(value.values(), Decimal(0))
+    falls = waterfall(outcomes, floors, PLANNING_RATE_SHARE)
+    outside = [v.line() for v in workload_verdicts(outcomes, {c.workload: c for c in contracts}) if not v.passed]
     return StrategyMonth(
         seed=spec.seed, strategy=spec.strategy, days=spec.days, warmup_days=spec.warmup_days, revision=spec.revision,
         interruptions_pct_h=s.interruption_rate_pct_h, interruptions=s.interruptions, wasted_pct=s.wasted_pct,
@@ -97,4 +100,9 @@ def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], co
         ceiling_pct=float(100 * saved / total) if total else 0.0, worst_step_pct=min(100.0, s.worst_step_loss_pct),
         worst_workload=(f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
                         f"{worst.interruption_rate_pct_h:.2f} %/h") if worst else "",
-        seconds=seconds)
+        seconds=seconds, workloads_outside=len(outside), outside=_bounded("\n".join(outside), 4000),
+        achieved_pts=falls.get("net", 0.0), **{field: falls.get(item, 0.0) for item, field in WATERFALL_POINTS.items()})
+
+
+def _bounded(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"

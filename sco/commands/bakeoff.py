@@ -138,7 +138,28 @@ def render_table(rows: list[dict[str, Any]], ours: str = "expected-cost", baseli
                                   lead >= TARGETS["lead_points"]))
             lines.append(_verdict(f"interruptions/h below {baseline} on every seed ({o['seeds_less_interrupted']} "
                                   f"of {o['seeds']} against it)", o["seeds_less_interrupted"] == o["seeds"]))
-    return "\n".join(lines)
+        if "max_workloads_outside" in o:
+            lines.append(_verdict(f"every workload within its own contract (worst seed: {o['max_workloads_outside']} "
+                                  "outside)", o["max_workloads_outside"] == 0))
+            lines += [f"      {line}" for line in str(o["outside_worst_seed"]).splitlines() if line]
+    return "\n".join(lines + _waterfalls(rows))
+
+
+def _waterfalls(rows: list[dict[str, Any]]) -> list[str]:
+    """The model's waterfall per strategy (means over seeds), as ``sco simulate`` prints one; none for a model
+    built before the waterfall was stored."""
+    from contracts.bakeoff import WATERFALL_POINTS
+    from controllers.replay.waterfall import NOT_MODELLED
+
+    from .simulate import waterfall_lines
+
+    falls = {r["strategy"]: {"ceiling": r["ceiling_pct"], "net": r["achieved_pts"],
+                             **{item: r[field] for item, field in WATERFALL_POINTS.items()},
+                             **dict.fromkeys(NOT_MODELLED, 0.0)}
+             for r in rows if all(field in r for field in (*WATERFALL_POINTS.values(), "achieved_pts"))}
+    lines = waterfall_lines(falls, "Where the saving goes (points of the wanted work's guaranteed value, planning "
+                                   "rates, means over seeds):")
+    return ["", *lines] if lines else []
 
 
 def _verdict(what: str, ok: bool) -> str:

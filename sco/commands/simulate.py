@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["CPU_S_PER_DAY", "print_waterfalls", "progress_bar", "register", "time_left"]
+__all__ = ["CPU_S_PER_DAY", "print_waterfalls", "progress_bar", "register", "time_left", "waterfall_lines"]
 
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 35  # the controller engine, 14 workloads × 40 units: 15-20 min of wall a 30-day month (benchmarks.md)
@@ -172,22 +172,29 @@ def _run_strategies(args: argparse.Namespace, trace: Any, contracts: list[Any], 
 def print_waterfalls(falls: Mapping[str, Mapping[str, float]],
                      title: str = "Where the saving goes (points of the wanted work's guaranteed value, "
                                   "planning rates):") -> None:
+    """Print ``waterfall_lines``; nothing when no strategy has a waterfall."""
+    lines = waterfall_lines(falls, title)
+    if lines:
+        print("\n" + "\n".join(lines))
+
+
+def waterfall_lines(falls: Mapping[str, Mapping[str, float]], title: str) -> list[str]:
     """Where the saving goes, per strategy: from the ceiling the floors allow to the achieved net (points of the
     wanted work's guaranteed value, planning rates), and the biggest bar; a strategy without one is left out."""
     from controllers.replay.waterfall import ITEMS, NOT_MODELLED
 
     names = [n for n, w in falls.items() if w]
     if not names:
-        return
+        return []
     rows = [["ceiling the floors allow", *(f"{falls[n]['ceiling']:.1f}" for n in names)]]
     rows += [[f"− {k}" + (" (not modelled)" if k in NOT_MODELLED else ""), *(f"{falls[n][k]:.1f}" for n in names)]
              for k in (*ITEMS, *NOT_MODELLED)]
     rows.append(["= achieved net", *(f"{falls[n]['net']:.1f}" for n in names)])
-    print("\n" + title)
-    print(render_table(["", *names], rows))
+    lines = [title, render_table(["", *names], rows)]
     for n in names:
         biggest = max(ITEMS, key=lambda k: falls[n][k])
-        print(f"  {n}: the biggest bar is {biggest} ({falls[n][biggest]:.1f} points)")
+        lines.append(f"  {n}: the biggest bar is {biggest} ({falls[n][biggest]:.1f} points)")
+    return lines
 
 
 def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:

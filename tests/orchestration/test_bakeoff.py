@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from contracts.bakeoff import WATERFALL_POINTS
 from orchestration import bakeoff
 from orchestration.bakeoff import RunSettings, run_partition
 from orchestration.errors import BakeoffError
@@ -79,6 +80,14 @@ def test_the_bakeoff_partitions_land_in_clickhouse_and_the_dbt_model_compares_th
                                                                           ("price-first", 1, "test-rev")]
     assert [round(t["net_planning_pct"], 6) for t in table] == [round(r[4], 6) for r in rows]
     assert table[1]["seeds_less_interrupted"] == 0  # price-first is never interrupted less than itself
+    # where the saving went lands with each row and adds up, through the model too
+    bars = list(WATERFALL_POINTS.values())
+    stored = ch.rows(f"SELECT ceiling_pct, achieved_pts, {', '.join(bars)} FROM strategy_months FINAL "
+                     "WHERE revision = 'test-rev' ORDER BY strategy")
+    assert all(r[0] > 0 and r[0] - sum(r[2:]) == pytest.approx(r[1], abs=1e-6) for r in stored)
+    assert [round(t["achieved_pts"], 6) for t in table] == [round(r[1], 6) for r in stored]
     printed = render_table(table)
     assert "expected-cost" in printed and ("PASS  shortfall" in printed or "FAIL  shortfall" in printed)
     assert "net ≥ price-first + 3 points" in printed
+    assert "= achieved net" in printed and "expected-cost: the biggest bar is" in printed
+    assert "within its own contract (worst seed:" in printed

@@ -25,6 +25,17 @@ select
     toFloat64(max(l.wasted_pct)) as max_wasted_pct,
     toFloat64(max(l.worst_step_pct)) as worst_step_pct,
     toFloat64(avg(l.ceiling_pct)) as ceiling_pct,
+    -- where the saving went, item by item (means over seeds; ceiling − these = the achieved net, to rounding)
+    toFloat64(avg(l.floor_pts)) as floor_pts,
+    toFloat64(avg(l.fallback_pts)) as fallback_pts,
+    toFloat64(avg(l.shortfall_pts)) as shortfall_pts,
+    toFloat64(avg(l.wasted_work_pts)) as wasted_work_pts,
+    toFloat64(avg(l.overlap_pts)) as overlap_pts,
+    toFloat64(avg(l.depth_premium_pts)) as depth_premium_pts,
+    toFloat64(avg(l.fit_pts)) as fit_pts,
+    toFloat64(avg(l.achieved_pts)) as achieved_pts,
+    toUInt32(max(l.workloads_outside)) as max_workloads_outside,
+    CAST(argMax(l.outside, l.workloads_outside) AS String) as outside_worst_seed,
     toUInt32(countIf(b.seed is not null and l.interruptions_pct_h < b.base_rate)) as seeds_less_interrupted
 from longest as l
 left join baseline as b on l.seed = b.seed

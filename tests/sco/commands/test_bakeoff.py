@@ -60,3 +60,25 @@ def test_bad_arguments_are_one_line_with_a_stable_code(argv: list[str], code: st
     assert main(["bakeoff", "run", "--seed", "1", "--strategy", "depth-first", *argv]) == 2
     err = capsys.readouterr().err
     assert code in err and "Traceback" not in err
+
+
+def test_the_model_s_waterfall_is_printed_per_strategy_with_its_biggest_bar_and_the_workloads_outside() -> None:
+    bars = {"floor_pts": 9.1, "fallback_pts": 2.0, "shortfall_pts": 0.1, "wasted_work_pts": 0.4, "overlap_pts": 1.2,
+            "depth_premium_pts": 0.8, "fit_pts": 0.6, "achieved_pts": 41.8}
+    ours = _row("expected-cost", **bars, max_workloads_outside=1,  # type: ignore[arg-type]
+                outside_worst_seed="FAIL  param-search-hpc: wasted 3.20 % > 3 %; cause: requeued units\n"
+                                   "FAIL  ci-runners: 6.1 %/h > 5 %/h declared")
+    base = _row("price-first", **{**bars, "overlap_pts": 0.4, "fallback_pts": 11.5},  # type: ignore[arg-type]
+                max_workloads_outside=0, outside_worst_seed="")
+    printed = render_table([ours, base])
+    assert "FAIL  every workload within its own contract (worst seed: 1 outside)" in printed
+    assert ("\n      FAIL  param-search-hpc: wasted 3.20 % > 3 %; cause: requeued units"
+            "\n      FAIL  ci-runners") in printed
+    assert "− surplus and make-before-break overlap" in printed and "= achieved net" in printed
+    assert "expected-cost: the biggest bar is floor (9.1 points)" in printed
+    assert "price-first: the biggest bar is fallback spend (11.5 points)" in printed
+
+
+def test_a_model_built_before_the_waterfall_was_stored_prints_the_table_without_one() -> None:
+    printed = render_table([_row("expected-cost"), _row("price-first")])
+    assert "achieved net" not in printed and "within its own contract" not in printed
