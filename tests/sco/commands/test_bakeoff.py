@@ -11,7 +11,7 @@ from sco.cli import main
 from sco.commands.bakeoff import render_table
 
 
-def _row(strategy: str, **change: float) -> dict[str, object]:
+def _row(strategy: str, **change: object) -> dict[str, object]:
     row: dict[str, object] = {"strategy": strategy, "seeds": 4, "days": 30.0, "revision": "r",
                               "interruptions_pct_h": 1.5, "max_interruptions_pct_h": 1.8, "net_planning_pct": 45.0,
                               "min_net_planning_pct": 43.0, "net_pct": 44.0, "max_shortfall_pct": 0.05,
@@ -65,10 +65,10 @@ def test_bad_arguments_are_one_line_with_a_stable_code(argv: list[str], code: st
 def test_the_model_s_waterfall_is_printed_per_strategy_with_its_biggest_bar_and_the_workloads_outside() -> None:
     bars = {"floor_pts": 9.1, "fallback_pts": 2.0, "shortfall_pts": 0.1, "wasted_work_pts": 0.4, "overlap_pts": 1.2,
             "depth_premium_pts": 0.8, "fit_pts": 0.6, "achieved_pts": 41.8}
-    ours = _row("expected-cost", **bars, max_workloads_outside=1,  # type: ignore[arg-type]
+    ours = _row("expected-cost", **bars, max_workloads_outside=1,
                 outside_worst_seed="FAIL  param-search-hpc: wasted 3.20 % > 3 %; cause: requeued units\n"
                                    "FAIL  ci-runners: 6.1 %/h > 5 %/h declared")
-    base = _row("price-first", **{**bars, "overlap_pts": 0.4, "fallback_pts": 11.5},  # type: ignore[arg-type]
+    base = _row("price-first", **{**bars, "overlap_pts": 0.4, "fallback_pts": 11.5},
                 max_workloads_outside=0, outside_worst_seed="")
     printed = render_table([ours, base])
     assert "FAIL  every workload within its own contract (worst seed: 1 outside)" in printed
