@@ -59,7 +59,7 @@ class StrategyMonth(BaseModel):
     achieved_pts: float = Field(default=0.0, description="the waterfall's foot: ceiling_pct less every item, the net "
                                                          "as points of the wanted (not the useful) work's value")
     workloads_outside: int = Field(default=0, ge=0, description="workloads outside their own declared contract")
-    outside: str = Field(default="", max_length=4000, description="each such workload's verdict line and its cause, one a line")
+    outside: str = Field(default="", max_length=4000, description="each such workload's verdict and cause, a line each")
 
     @field_validator("interruptions_pct_h", "wasted_pct", "shortfall_pct", "net_pct", "net_planning_pct",
                      "ceiling_pct", "worst_step_pct", "seconds", *WATERFALL_POINTS.values(), "achieved_pts")

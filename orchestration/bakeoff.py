@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,9 +27,8 @@ SEEDS = ("1", "2", "3", "4")
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "single-cheapest")
 COLUMNS = ("revision", "seed", "strategy", "days", "warmup_days", "interruptions_pct_h", "interruptions",
            "wasted_pct", "shortfall_pct", "shortfall_wait_pct", "net_pct", "net_planning_pct", "ceiling_pct",
-           "worst_step_pct", "worst_workload", "seconds", *WATERFALL_POINTS.values(), "achieved_pts", "workloads_outside",
-           "outside",
-           "recorded_at")
+           "worst_step_pct", "worst_workload", "seconds", *WATERFALL_POINTS.values(), "achieved_pts",
+           "workloads_outside", "outside", "recorded_at")
 
 
 @dataclass(frozen=True)
@@ -64,24 +64,46 @@ def run_partition(seed: str, strategy: str, settings: RunSettings, env: Mapping[
            "--rate", f"{settings.rate_pct_h:g}", "--cache", settings.cache_dir, "--revision", settings.revision]
     if settings.contracts_dir:
         cmd += ["--contracts", settings.contracts_dir]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=settings.timeout_s, check=False,
-                              env={**os.environ, **(env or {})})
-    except subprocess.TimeoutExpired:
+    code, stdout, stderr = _run_streaming(cmd, {**os.environ, **(env or {})}, settings.timeout_s,
+                                          log.info if log is not None else None)
+    if code is None:
         raise BakeoffError("BAK010", f"seed {seed} {strategy}: no record after {settings.timeout_s:.0f} s; "
-                                     "raise RunSettings.timeout_s or shorten days") from None
-    for line in proc.stderr.splitlines():
-        if log is not None:
-            log.info(line)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
-        raise BakeoffError("BAK010", f"seed {seed} {strategy}: `sco bakeoff run` exited {proc.returncode}: {tail}")
-    lines = proc.stdout.strip().splitlines()
+                                     "raise RunSettings.timeout_s or shorten days")
+    if code != 0:
+        tail = "\n".join(stderr[-8:])
+        raise BakeoffError("BAK010", f"seed {seed} {strategy}: `sco bakeoff run` exited {code}: {tail}")
+    lines = stdout.strip().splitlines()
     try:
         return parse_strategy_month(lines[-1] if lines else "")
     except ValueError as exc:
         raise BakeoffError("BAK011", f"seed {seed} {strategy}: the command's last line is not a strategy-month "
                                      f"record ({exc})") from None
+
+
+def _run_streaming(cmd: list[str], env: Mapping[str, str], timeout_s: float, show: Callable[[str], object] | None
+                   ) -> tuple[int | None, str, list[str]]:
+    """Run ``cmd``; each stderr line goes to ``show`` as it is written (a month's progress reaches the run's log
+    while it runs, not at its end). Its exit code (None: killed after ``timeout_s``), stdout and stderr lines."""
+    out: list[str] = []
+    err: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(env)) as proc:
+        stdout, stderr = proc.stdout, proc.stderr
+        assert stdout is not None and stderr is not None
+        reader = threading.Thread(target=lambda: out.append(stdout.read()), daemon=True)
+        reader.start()
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            for line in stderr:
+                err.append(line.rstrip("\n"))
+                if show is not None:
+                    show(err[-1])
+            code = proc.wait()
+            reader.join()
+        finally:
+            timed_out = not timer.is_alive()
+            timer.cancel()
+    return (None if timed_out and code < 0 else code), "".join(out), err
 
 
 def row(record: StrategyMonth, recorded_at: datetime) -> list[Any]:

@@ -18,6 +18,7 @@ from orchestration.errors import BakeoffError
 from .helpers import Stack
 
 SHORT = {"days": 0.1, "warmup_days": 0.25, "units": 4}  # minutes of CPU: the mechanism, not a month's figures
+RECORD = Path(__file__).with_name("bakeoff_record.json")
 
 
 def _fake_sco(tmp_path: Path, body: str) -> str:
@@ -39,6 +40,34 @@ def test_a_partition_that_prints_no_record_raises_bak011(tmp_path: Path, monkeyp
     monkeypatch.setattr(bakeoff, "sco_executable", lambda: _fake_sco(tmp_path, "print('{\"seed\": 1}')"))
     with pytest.raises(BakeoffError, match=r"^BAK011 seed 2 price-first: .*strategy"):
         run_partition("2", "price-first", RunSettings())
+
+
+def test_a_partition_s_progress_reaches_the_log_while_the_command_still_runs(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # the fake prints a progress line, then waits until that line reached the log: a runner that logs only when
+    # the command has ended would never let it finish (the timeout fails the test, BAK010)
+    seen = tmp_path / "seen"
+    body = ("import os, time\nprint('seed 1 price-first:  10% after 60 s, ~540 s left', file=sys.stderr, flush=True)\n"
+            f"while not os.path.exists({str(seen)!r}):\n    time.sleep(0.05)\n"
+            "print(open(" + repr(str(RECORD)) + ").read())")
+    monkeypatch.setattr(bakeoff, "sco_executable", lambda: _fake_sco(tmp_path, body))
+    lines: list[str] = []
+
+    class Log:
+        def info(self, line: str) -> None:
+            lines.append(line)
+            seen.touch()
+
+    record = run_partition("1", "price-first", RunSettings(timeout_s=120.0), log=Log())
+    assert lines == ["seed 1 price-first:  10% after 60 s, ~540 s left"]
+    assert record.strategy == "price-first" and record.net_planning_pct == 42.0
+
+
+def test_a_partition_that_outlives_its_timeout_is_killed_and_raises_bak010(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bakeoff, "sco_executable", lambda: _fake_sco(tmp_path, "import time\ntime.sleep(600)"))
+    with pytest.raises(BakeoffError, match=r"^BAK010 seed 1 depth-first: no record after 1 s"):
+        run_partition("1", "depth-first", RunSettings(timeout_s=1.0))
 
 
 @pytest.mark.slow
