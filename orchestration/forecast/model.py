@@ -21,6 +21,7 @@ import polars as pl
 
 from .binning import one_sort_per_feature
 from .features import FEATURES, TIME
+from .forest import Forest, compile_forest
 
 __all__ = ["EPS", "PARAMS", "Forecaster", "binary_rows", "fit", "horizons_for", "load", "save", "training_cards"]
 
@@ -60,14 +61,33 @@ class Forecaster:
     trained_until: datetime
     samples: int
     features: tuple[str, ...] = field(default=FEATURES)
+    # each horizon's model compiled by ``forest`` on first use: a cache, never pickled (``__getstate__``), so a
+    # saved model's bytes are what they were
+    _forests: dict[int, Forest] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def predict(self, frame: pl.DataFrame) -> dict[int, np.ndarray]:
         """Per horizon, P(an instance of the row's pool is reclaimed within it), one value per row of ``frame``
-        (a ``features.feature_frame``)."""
+        (a ``features.feature_frame``): the model's ``predict_proba``, computed by ``forest`` (the same floats)."""
         x = frame.select(self.features).to_numpy().astype(np.float64)
         if not len(x):
             return {h: np.zeros(0) for h in self.horizons_min}
-        return {h: np.clip(self.models[h].predict_proba(x)[:, 1], EPS, 1 - EPS) for h in self.horizons_min}
+        return {h: np.clip(self._forest(h).predict_proba1(x), EPS, 1 - EPS) for h in self.horizons_min}
+
+    def _forest(self, horizon: int) -> Forest:
+        model = self.models[horizon]
+        forest = self._forests.get(horizon)
+        if forest is None or forest.model is not model:   # compiled from a model another has replaced since
+            forest = self._forests[horizon] = compile_forest(model)
+        return forest
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_forests", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._forests = {}   # a pickle never holds the cache, an old one no more than a new one
 
     def split(self, p: float, horizon: int) -> dict[str, float]:
         """``p`` (reclaimed within ``horizon``) split into with notice and without."""
