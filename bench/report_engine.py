@@ -55,7 +55,7 @@ def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, re
     from controllers.replay import ReplayConfig, replay, summarise
     from controllers.replay.trace_region import replay_trace_through_controller
     from controllers.simregion.config import RegionConfig
-    from sco.commands.simulate_controller import production_ranker, run_controller_engine
+    from sco.commands.simulate_controller import contract_ranker, one_native_thread, run_controller_engine
 
     trace, contracts, claims = setup
     began = time.process_time()
@@ -65,9 +65,9 @@ def _run(engine: int, url: str | None, seed: int, days: float, warmup: float, re
         out = run_controller_engine(url, config, START, days, contracts, claims, None, warmup)
     elif engine == 1:
         assert url is not None
-        with psycopg.connect(url, autocommit=True) as conn:
+        with one_native_thread(), psycopg.connect(url, autocommit=True) as conn:   # ranked as the report ranks
             out = replay_trace_through_controller(trace, {c.ref: c for c in contracts}, claims, conn,
-                                                  ranker=production_ranker(conn, "r1"))
+                                                  ranker=contract_ranker(conn, "r1", contracts))
     else:
         out = replay(trace, contracts, claims, ReplayConfig())
     return summarise(ENGINES[engine], out), time.process_time() - began  # type: ignore[arg-type]

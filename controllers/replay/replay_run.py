@@ -125,7 +125,7 @@ class ReplayRun:
             out.append(PoolFeed(p.pool_id, round(g * price_factor(u, self.region.config.price_demand), 4), g, free,
                                 cap, max(e.capacity(i, t + 1800.0) - n, 0), self.feeds.reclaims.get(p.pool_id, 0),
                                 round(self.feeds.seconds.get(p.pool_id, 0.0) / 3600, 3), when, p.aggregate, p.hall,
-                                p.vcpu, n, tuple(self.feeds.new.pop(p.pool_id, ()))))
+                                p.vcpu, e.instances(i), tuple(self.feeds.new.pop(p.pool_id, ()))))
         return out
 
     def _on_event(self, ev: SimEvent) -> None:
@@ -170,7 +170,7 @@ class ReplayRun:
             out.append(PoolFeed(pid, float(e.rate_eur_h), float(e.guaranteed_rate_eur_h), free, cap,
                                 ahead.get(pid, free), self.feeds.reclaims.get(pid, 0),
                                 round(self.feeds.seconds.get(pid, 0.0) / 3600, 3), rate_card.time, p.aggregate,
-                                p.hall, p.vcpu, len(self.engine.live[self.engine.index[pid]]),
+                                p.hall, p.vcpu, self.engine.instances(self.engine.index[pid]),
                                 tuple(self.feeds.new.pop(pid, ()))))
         return out
 

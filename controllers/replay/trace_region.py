@@ -152,6 +152,10 @@ class TraceEngine:
         """Free slots of pool ``i`` now."""
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
 
+    def instances(self, i: int) -> int:
+        """Instances in pool ``i`` now, every tenant's: the other tenants' its last card counted, and ours."""
+        return self._others[i] + len(self.live[i])
+
     def intensity(self, agg: str, t: float) -> float:
         """Guaranteed demand's intensity: flat in a recorded trace."""
         return 1.0

@@ -214,6 +214,10 @@ class RegionEngine:
         """Free slots of pool ``i`` now."""
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
 
+    def instances(self, i: int) -> int:
+        """Instances in pool ``i`` now, every tenant's (each is one of ``live``'s here)."""
+        return len(self.live[i])
+
     def _populate(self) -> None:
         rng = self._refill
         for i, spec in enumerate(self.specs):

@@ -84,6 +84,8 @@ class Engine(Protocol):
         """Remove an instance."""
     def free(self, i: int) -> int:
         """Free slots of pool ``i`` now."""
+    def instances(self, i: int) -> int:
+        """Instances in pool ``i`` now, every tenant's (the ranking's features read it)."""
     def capacity(self, i: int, t: float) -> int:
         """Pool ``i``'s reclaimable slots at second ``t``."""
     def intensity(self, agg: str, t: float) -> float:

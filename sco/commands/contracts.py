@@ -157,6 +157,7 @@ def _replay(args: argparse.Namespace, contracts: list[Any]) -> str:
         for region in sorted({c.partition.split("/")[0] for c in contracts}):
             mine = [c for c in contracts if c.partition.split("/")[0] == region]
             trace = read_trace(client, ReplayWindow(region, args.replay_days, args.warmup_days))
+            ranking = ""
             if args.replay_engine == "model":
                 outcomes, notes = replay_contracts(trace, mine, args.units)
             else:
@@ -164,10 +165,10 @@ def _replay(args: argparse.Namespace, contracts: list[Any]) -> str:
                 print(f"replaying {args.replay_days:g} days of {region}'s history through the production "
                       f"controller: about {max(minutes, 1):.0f} min on an idle core (--replay-engine model: "
                       "seconds, not a forecast)", file=sys.stderr)
-                outcomes, notes = replay_contracts_through_controller(trace, mine, args.units,
-                                                                      progress_bar(f"replay {region}"))
+                outcomes, notes, ranking = replay_contracts_through_controller(trace, mine, args.units,
+                                                                               progress_bar(f"replay {region}"))
                 print(file=sys.stderr)
-            out.append(render_replay(trace, outcomes, notes, args.replay_engine))
+            out.append(render_replay(trace, outcomes, notes, args.replay_engine, ranking))
     finally:
         client.close()
     return "\n\n".join(out)

@@ -149,15 +149,17 @@ def replay_contracts(trace: Trace, contracts: Sequence[Contract], units: int = 4
 
 def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contract], units: int = 40,
                                         progress: Callable[[float], None] | None = None
-                                        ) -> tuple[dict[str, WorkloadOutcome], tuple[str, ...]]:
+                                        ) -> tuple[dict[str, WorkloadOutcome], tuple[str, ...], str]:
     """Each workload's outcome on ``trace`` through the production controller (the default): one production
-    ``Controller`` per partition, the production scorer every five minutes, on a fresh embedded PostgreSQL that
-    is thrown away afterwards; the region is the history (``TraceRegion``)."""
+    ``Controller`` per partition, the production ranking every five minutes — the scorer and the reclaim forecast
+    at the contracts' horizons, fitted on the warm-up's history and refitted daily, as the ranking asset publishes
+    them — on a fresh embedded PostgreSQL that is thrown away afterwards; the region is the history
+    (``TraceRegion``). Also the sizing notes and a line on the forecast the ranking published."""
     import psycopg
 
     from controllers.replay.trace_region import replay_trace_through_controller
 
-    from .simulate_controller import EmbeddedPostgres, production_ranker
+    from .simulate_controller import EmbeddedPostgres, contract_ranker, forecast_note, one_native_thread
 
     sized = size_claims(trace, contracts, units)
     region = trace.pools[0].region if trace.pools else "r1"
@@ -168,17 +170,18 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
                        f"{str(exc).strip()[:300]}; install the venv's PostgreSQL (`make venv`), or pass "
                        "--replay-engine model (seconds, not a forecast) or --no-replay") from None
     try:
-        with psycopg.connect(pg.database(), autocommit=True) as conn:
+        with one_native_thread(), psycopg.connect(pg.database(), autocommit=True) as conn:
+            ranker = contract_ranker(conn, region, contracts)
             outcomes = replay_trace_through_controller(
                 trace, {c.ref: c for c in contracts}, {c.workload: c.units for c in sized}, conn,
-                ranker=production_ranker(conn, region), progress=progress)
+                ranker=ranker, progress=progress)
     finally:
         pg.close()
-    return outcomes, tuple(c.note for c in sized if c.note)
+    return outcomes, tuple(c.note for c in sized if c.note), forecast_note(ranker)
 
 
 def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: Sequence[str],
-                  engine: str = "controller") -> str:
+                  engine: str = "controller", ranking: str = "") -> str:
     """The replay's report as text: a row per workload outcome, then the notes."""
     days = trace.days or 1.0
     rows = []
@@ -194,6 +197,8 @@ def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: 
     out.append(render_table(["workload", "units", "interruptions", "rate", "wasted work", "fallback starts",
                              "shortfall", "net saving", "net %"], rows))
     out += [f"  claim {n}" for n in notes]
+    if ranking:
+        out.append(f"  {ranking}")
     out.append(_approximations(engine))
     return "\n".join(out)
 

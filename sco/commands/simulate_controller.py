@@ -27,7 +27,8 @@ from controllers.replay import WorkloadOutcome
 from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
 
-__all__ = ["EmbeddedPostgres", "production_ranker", "run_controller_engine", "run_in_processes"]
+__all__ = ["EmbeddedPostgres", "contract_ranker", "forecast_note", "one_native_thread", "production_ranker",
+           "run_controller_engine", "run_in_processes"]
 
 WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
 
@@ -86,6 +87,43 @@ def production_ranker(conn: Any, region: str, horizons_min: Sequence[int] | None
     return _Ranker(rank, forecaster) if forecaster is not None else rank
 
 
+def contract_ranker(conn: Any, region: str, contracts: Sequence[Contract]) -> Ranker:
+    """``production_ranker`` with the reclaim forecast at the horizons ``contracts`` declare (one hour and the
+    longest checkpoint interval), as the ranking asset publishes it: what every replay of the production path
+    ranks with."""
+    from orchestration.forecast.model import horizons_for
+
+    return production_ranker(conn, region, horizons_for([c.checkpoint_interval_min for c in contracts]))
+
+
+def forecast_note(ranker: Ranker) -> str:
+    """One line on the forecast ``ranker`` published: its horizons and last model, or why none was fitted."""
+    forecaster = getattr(ranker, "forecaster", None)
+    if forecaster is None:
+        return "ranking: the production scorer, no reclaim forecast"
+    horizons = "/".join(str(h) for h in forecaster.horizons)
+    if forecaster.model is None:
+        return (f"ranking: the production scorer; its reclaim forecast ({horizons} min) was never fitted: "
+                f"{forecaster.fit_error or 'no rate card yet'}")
+    return (f"ranking: the production scorer with the reclaim forecast at {horizons} min, refitted daily "
+            f"(last model {forecaster.model.version}, fitted on {forecaster.model.samples:,} samples)")
+
+
+@contextmanager
+def one_native_thread() -> Iterator[None]:
+    """One native thread (OpenMP, BLAS, polars) for what runs inside: the forecast's predictions are on one card's
+    231 rows, where the other threads only spin-wait (a tenth of the replay's CPU on two cores, more under load),
+    and replays run side by side anyway. Polars reads its pool's size once, when first imported: a process that
+    has not imported it yet (``sco simulate``, the benches) gets one thread there too (its features on one card:
+    13 ms of CPU a call instead of 21)."""
+    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
+    from threadpoolctl import threadpool_limits
+
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    with threadpool_limits(limits=1):
+        yield
+
+
 class EmbeddedPostgres:
     """One embedded PostgreSQL (fsync, synchronous_commit and full_page_writes off: a replay's database is thrown
     away) with a fresh migrated database per ``database()``."""
@@ -128,23 +166,13 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
     the region after its warm-up is kept, None for ``disk_cache.cache_dir()``: ``SCO_REPLAY_CACHE=off`` turns it
     off)."""
     import psycopg
-    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
-    from threadpoolctl import threadpool_limits
 
     from controllers.replay import disk_cache
-    from orchestration.forecast.model import horizons_for
 
-    horizons = horizons_for([c.checkpoint_interval_min for c in contracts])
-    # one native thread (OpenMP, BLAS): the forecast's predictions are on one card's 231 rows, where the other
-    # threads only spin-wait (a tenth of the replay's CPU on two cores, more under load), and replays run side by
-    # side anyway. Polars reads its pool's size once, when first imported: a process that has not imported it yet
-    # (``sco simulate``, the benches) gets one thread there too (its features on one card: 13 ms of CPU a call
-    # instead of 21)
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
-    with threadpool_limits(limits=1), psycopg.connect(url, autocommit=True) as conn:
+    with one_native_thread(), psycopg.connect(url, autocommit=True) as conn:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days,
-                                         ranker=production_ranker(conn, config.region, horizons), progress=progress,
+                                         ranker=contract_ranker(conn, config.region, contracts), progress=progress,
                                          diagnostics=diagnostics, caps=caps, cache=cache or disk_cache.cache_dir())
 
 

@@ -135,3 +135,13 @@ def test_the_rate_card_and_forward_capacity_are_the_historys_own() -> None:
     ahead = {f.pool_id: f for f in region.forward_capacity(timedelta(minutes=30))}
     assert ahead[A].expected_free_instances == 3, "no calendar in the history: the free room now"
     assert region.catalogue().source == "trace:r1"
+
+
+def test_a_pools_instances_are_the_other_tenants_its_card_counted_and_ours() -> None:
+    # the ranking's forecast weighs a pool's reclaims by its instances: counting only ours, a history with none of
+    # ours yet has no instance anywhere and the forecast is never fitted
+    region, _, _ = _region(_trace())
+    e = region.trace_engine
+    assert e.instances(e.index[A]) == 20 and e.instances(e.index[B]) == 10
+    _launch(region, A, 3)
+    assert e.instances(e.index[A]) == 23

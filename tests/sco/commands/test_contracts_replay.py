@@ -62,6 +62,10 @@ def test_the_report_replays_the_history_in_clickhouse_through_the_production_con
     assert len(workloads) == 14 and {w.split("@")[0] for w in workloads} == set(rows)
     assert "Replay engine: the production controller" in out.stdout and "replay-only model" not in out.stdout
     assert "the region is the recorded history" in out.stdout, "its approximations are stated"
+    # ranked as the ranking asset ranks: the scorer and the reclaim forecast at the contracts' horizons
+    # (a day of warm-up is history enough for a fit; a report without the forecast placed on another signal)
+    assert re.search(r"ranking: the production scorer with the reclaim forecast at 45/60 min, refitted daily "
+                     r"\(last model hgb-[0-9a-f]{16}, fitted on [\d,]+ samples\)", out.stdout), out.stdout[-3000:]
     assert "through the production controller" in out.stderr and "100 %" in out.stderr, "with progress"
     placed = [line for line in rows.values() if "€" in line and "/day)" in line]
     assert len(placed) == 14
