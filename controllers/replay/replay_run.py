@@ -161,7 +161,7 @@ class ReplayRun:
     def feed_list(self, horizon: timedelta) -> list[PoolFeed]:
         """Each reclaimable pool's scorer inputs now (the ranker's five-minute call), forward capacity ``horizon``
         ahead; the reclaims since the previous call are handed out once."""
-        ahead = {f.pool_id: f.expected_free_instances for f in self.region.forward_capacity(horizon)}
+        ahead = self.region.forward_free(horizon)
         rate_card = self.region.rate_card()
         card = {e.pool_id: e for e in rate_card.entries}
         out = []

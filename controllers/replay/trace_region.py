@@ -152,6 +152,10 @@ class TraceEngine:
         """Free slots of pool ``i`` now."""
         return max(self.capacity(i, self.now) - len(self.live[i]), 0)
 
+    def capacities(self, agg: str, t: float) -> list[int]:
+        """``capacity`` at ``t`` of each pool of ``aggregates[agg]``, in that order."""
+        return [self.capacity(i, t) for i in self.aggregates[agg]]
+
     def instances(self, i: int) -> int:
         """Instances in pool ``i`` now, every tenant's: the other tenants' its last card counted, and ours."""
         return self._others[i] + len(self.live[i])
@@ -303,6 +307,12 @@ class TraceRegion(SimulatedRegion):
         """The catalogue, its source naming the trace."""
         found = super().catalogue()
         return found.model_copy(update={"source": f"trace:{self.region}"})
+
+    def forward_free(self, horizon: timedelta) -> dict[str, int]:
+        """No calendar in the history: each reclaimable pool's free room now."""
+        self.sync()
+        e = self.trace_engine
+        return {e.specs[i].pool.pool_id: e.free(i) for pools in e.aggregates.values() for i in pools}
 
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
         """No calendar in the history: the free room now, and the pool's observed reclaim chance over ``horizon``."""

@@ -193,7 +193,7 @@ class RegionEngine:
             return 0
         return int(spec.slots * self._factor(spec.pool.aggregate, t))
 
-    def _capacities(self, agg: str, t: float) -> list[int]:
+    def capacities(self, agg: str, t: float) -> list[int]:
         """``capacity`` of each pool of ``agg`` at ``t``, the aggregate's factor computed once."""
         pools = self.aggregates[agg]
         if t < self.hall_down_until[self.specs[pools[0]].pool.hall]:
@@ -429,7 +429,7 @@ class RegionEngine:
             u_g = self.demand.utilisation(agg, t)
             used = self.used_vcpu[agg] + self.held_vcpu(agg, t)
             u = min(1.0, 0.7 * u_g + 0.3 * min(1.0, used / self.slot_vcpu[agg]))
-            for i, cap in zip(pools, self._capacities(agg, t), strict=True):  # 0 while the hall is down
+            for i, cap in zip(pools, self.capacities(agg, t), strict=True):  # 0 while the hall is down
                 rows.append((i, u, max(cap - len(self.live[i]), 0), cap))
         for fn in self.on_rate_card:
             fn(t, rows)

@@ -88,6 +88,8 @@ class Engine(Protocol):
         """Instances in pool ``i`` now, every tenant's (the ranking's features read it)."""
     def capacity(self, i: int, t: float) -> int:
         """Pool ``i``'s reclaimable slots at second ``t``."""
+    def capacities(self, agg: str, t: float) -> list[int]:
+        """``capacity`` at ``t`` of each pool of ``aggregates[agg]``, in that order."""
     def intensity(self, agg: str, t: float) -> float:
         """Guaranteed demand's intensity on ``agg`` at ``t``."""
     def pool_rate_pct_h(self, i: int) -> float:
@@ -209,18 +211,27 @@ class SimulatedRegion:
         self._reservations[business_unit] = (in_use, out)
         return out
 
+    def forward_free(self, horizon: timedelta) -> dict[str, int]:
+        """Each reclaimable pool's expected free instances ``horizon`` ahead: ``forward_capacity``'s figure without
+        its models (the replay's ranking feed reads this alone, every five minutes of a month)."""
+        self.sync()
+        e = self.engine
+        later = e.now + horizon.total_seconds()
+        return {e.specs[i].pool.pool_id: max(cap - len(e.live[i]), 0)
+                for agg, pools in e.aggregates.items() for i, cap in zip(pools, e.capacities(agg, later), strict=True)}
+
     def forward_capacity(self, horizon: timedelta) -> tuple[ForwardCapacity, ...]:
         """Expected free reclaimable capacity per pool over the next ``horizon``."""
-        self.sync()
+        free_later = self.forward_free(horizon)
         e, h = self.engine, horizon.total_seconds()
         out = []
+        later = e.now + h
+        start, end = e.at(e.now), e.at(later)
         for agg, pools in e.aggregates.items():
-            later = e.now + h
             lam = self.config.reclaim_rate_pct_h / 100.0 * h / 3600.0 * e.intensity(agg, later)
             for i in pools:
-                free_later = max(e.capacity(i, later) - len(e.live[i]), 0)
-                out.append(ForwardCapacity(pool_id=e.specs[i].pool.pool_id, start=e.at(e.now), end=e.at(later),
-                                           expected_free_instances=free_later,
+                pid = e.specs[i].pool.pool_id
+                out.append(ForwardCapacity(pool_id=pid, start=start, end=end, expected_free_instances=free_later[pid],
                                            reclaim_probability=round(1.0 - math.exp(-lam), 4)))
         return tuple(out)
 

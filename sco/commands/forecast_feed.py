@@ -100,7 +100,7 @@ class ReplayForecaster:
 
     def forecast(self, now: datetime, feeds: Sequence[PoolFeed]) -> dict[str, Any]:
         """Each pool's ``PoolForecast`` now (empty while no model could be fitted)."""
-        from orchestration.forecast.features import POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame
+        from orchestration.forecast.features import POOL_SCHEMA, RECLAIM_SCHEMA, feature_frame, time_lit
         from orchestration.forecast.history import LOOKBACK, forecast_frame
 
         latest = self.add(now, feeds)
@@ -115,7 +115,7 @@ class ReplayForecaster:
             self.recent = pl.DataFrame(recent, schema=RECLAIM_SCHEMA, orient="row")
         elif new:
             self.recent = pl.concat([self.recent, pl.DataFrame(new, schema=RECLAIM_SCHEMA, orient="row")])
-        self.recent = self.recent.filter(pl.col("time") > since)
+        self.recent = self.recent.filter(pl.col("time") > time_lit(since))
         features = feature_frame(latest, pl.DataFrame(list(self.pools.values()), schema=POOL_SCHEMA, orient="row"),
                                  self.recent)
         return forecast_frame(self.model, features)

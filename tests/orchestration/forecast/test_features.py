@@ -132,3 +132,20 @@ def test_a_history_counts_the_same_window_as_a_snapshot_at_each_card(ago: timede
     rows = _cards([T0 - timedelta(hours=3), T0]).filter(pl.col("pool") == "a")
     out = window_counts(rows, _reclaims([(-ago, "a", True)]), POOLS, "pool", [("n", timedelta(hours=1))])
     assert out.sort("time")["n"].to_list() == [0, counted]
+
+
+def test_a_time_literal_compares_as_polars_own_literal_of_the_same_instant() -> None:
+    from datetime import timezone
+
+    from orchestration.forecast.features import RECLAIM_SCHEMA, time_lit
+
+    base = datetime(2026, 10, 1, 12, 0, 0, 123456, tzinfo=UTC)
+    times = [base + timedelta(microseconds=k) for k in range(-3000, 3000, 7)] + [base, base + timedelta(days=400)]
+    frame = pl.DataFrame([(t, "p", True) for t in times], schema=RECLAIM_SCHEMA, orient="row")   # ms column
+    for when in (base, base + timedelta(microseconds=500), base - timedelta(milliseconds=1),
+                 base.astimezone(timezone(timedelta(hours=-5)))):
+        ours = frame.select((pl.col("time") > time_lit(when)).alias("gt"),
+                            (pl.col("time") <= time_lit(when)).alias("le"))
+        theirs = frame.select((pl.col("time") > when).alias("gt"), (pl.col("time") <= when).alias("le"))
+        assert ours.equals(theirs), when
+        assert 0 < ours["gt"].sum() < len(frame)
