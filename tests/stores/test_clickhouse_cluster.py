@@ -85,3 +85,12 @@ def test_sco_clickhouse_migrate_prints_the_cluster_ddl_and_refuses_cluster_witho
     bad = subprocess.run([sys.executable, "-m", "sco", "clickhouse", "migrate", "--cluster", "prod"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--cluster NAME and --print go together" in bad.stderr
+
+
+def test_an_alter_whose_table_name_ends_its_line_alters_the_local_and_the_distributed_table() -> None:
+    from stores.clickhouse_cluster import render_for_cluster
+
+    out = render_for_cluster("ALTER TABLE strategy_months\n    ADD COLUMN IF NOT EXISTS x Float64 DEFAULT 0;", "sco")
+    assert [" ".join(s.split()) for s in out] == [
+        "ALTER TABLE strategy_months_local ON CLUSTER sco ADD COLUMN IF NOT EXISTS x Float64 DEFAULT 0",
+        "ALTER TABLE strategy_months ON CLUSTER sco ADD COLUMN IF NOT EXISTS x Float64 DEFAULT 0"]
