@@ -11,11 +11,16 @@ from contracts.findings import Severity
 __all__ = ["render_report", "render_table"]
 
 
+def _numeric(cell: str) -> bool:
+    """A number, negative ones included (``-0.4``), is right-aligned."""
+    return cell[:1].isdigit() or (cell[:1] == "-" and cell[1:2].isdigit())
+
+
 def render_table(headers: list[str], rows: list[list[str]]) -> str:
     """``rows`` under ``headers`` as aligned plain-text columns (numbers right-aligned)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) if c[:1].isdigit() else c.ljust(w)
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) if _numeric(c) else c.ljust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
