@@ -16,9 +16,10 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["MAX_RECORD_BYTES", "WATERFALL_POINTS", "StrategyMonth", "parse_strategy_month"]
+__all__ = ["MAX_OUTSIDE_CHARS", "MAX_RECORD_BYTES", "WATERFALL_POINTS", "StrategyMonth", "parse_strategy_month"]
 
 MAX_RECORD_BYTES = 64 * 1024  # a record is a few hundred bytes; anything far larger is not one
+MAX_OUTSIDE_CHARS = 4000      # the verdict lines of the workloads outside their contract, cut to this
 # ADR-26's waterfall, from the ceiling the floors allow down to the achieved net: each item (as the replay's
 # ``controllers.replay.waterfall`` names it) and the record's field holding the points of the wanted work's
 # guaranteed value it takes, at the planning rates
@@ -59,7 +60,8 @@ class StrategyMonth(BaseModel):
     achieved_pts: float = Field(default=0.0, description="the waterfall's foot: ceiling_pct less every item, the net "
                                                          "as points of the wanted (not the useful) work's value")
     workloads_outside: int = Field(default=0, ge=0, description="workloads outside their own declared contract")
-    outside: str = Field(default="", max_length=4000, description="each such workload's verdict and cause, a line each")
+    outside: str = Field(default="", max_length=MAX_OUTSIDE_CHARS,
+                         description="each such workload's verdict and cause, a line each")
 
     @field_validator("interruptions_pct_h", "wasted_pct", "shortfall_pct", "net_pct", "net_planning_pct",
                      "ceiling_pct", "worst_step_pct", "seconds", *WATERFALL_POINTS.values(), "achieved_pts")

@@ -103,6 +103,8 @@ def _run_streaming(cmd: list[str], env: Mapping[str, str], timeout_s: float, sho
         finally:
             timed_out = not timer.is_alive()
             timer.cancel()
+            if proc.poll() is None:   # the log raised: the month is not left running for Popen to wait on
+                proc.kill()
     return (None if timed_out and code < 0 else code), "".join(out), err
 
 

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from contracts.bakeoff import WATERFALL_POINTS, StrategyMonth
+from contracts.bakeoff import MAX_OUTSIDE_CHARS, WATERFALL_POINTS, StrategyMonth
 from contracts.schema import Contract, FallbackPolicy
 
 ADR03_START = datetime(2026, 10, 1, tzinfo=UTC)  # the first replayed day of the documented months
@@ -100,7 +100,7 @@ def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], co
         ceiling_pct=float(100 * saved / total) if total else 0.0, worst_step_pct=min(100.0, s.worst_step_loss_pct),
         worst_workload=(f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
                         f"{worst.interruption_rate_pct_h:.2f} %/h") if worst else "",
-        seconds=seconds, workloads_outside=len(outside), outside=_bounded("\n".join(outside), 4000),
+        seconds=seconds, workloads_outside=len(outside), outside=_bounded("\n".join(outside), MAX_OUTSIDE_CHARS),
         achieved_pts=falls.get("net", 0.0), **{field: falls.get(item, 0.0) for item, field in WATERFALL_POINTS.items()})
 
 
