@@ -34,8 +34,10 @@ run's set-up short), PostgreSQL backend CPU a pass, round trips a pass, the same
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -44,7 +46,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +79,16 @@ def _inputs(hours: float, seed: int) -> tuple[datetime, Any, dict[str, int]]:
 
 
 def _timed_ranker(ranker_of: Any, first: list[Any], in_ranker: list[float]) -> Any:
-    """``production_ranker`` whose rankings add their CPU seconds to ``in_ranker`` once the first pass began."""
+    """``production_ranker`` (a tree from before the ranking worker) whose rankings add their CPU seconds to
+    ``in_ranker`` once the first pass began."""
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         inner = ranker_of(*args, **kwargs)
 
-        def rank(now: Any, feeds: Any) -> None:
+        def rank(now: Any, feeds: Any) -> Any:
             c = time.process_time()
             try:
-                inner(now, feeds)
+                return inner(now, feeds)
             finally:
                 in_ranker[0] += time.process_time() - c if first else 0.0
 
@@ -92,8 +98,37 @@ def _timed_ranker(ranker_of: Any, first: list[Any], in_ranker: list[float]) -> A
     return timed
 
 
-def _measure(hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first"
-             ) -> dict[str, Any]:
+def _timed_worker(worker_of: Any, first: list[Any], in_ranker: list[float], in_worker: list[float]) -> Any:
+    """``ranking_worker`` whose rankings add this process's CPU seconds (reading the exclusions, handing the feeds
+    over, publishing the rows) to ``in_ranker`` once the first pass began, and the worker's own CPU seconds from
+    the first pass on to ``in_worker``."""
+
+    @contextmanager
+    def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with worker_of(*args, **kwargs) as worker:
+            start = [0.0]
+
+            def rank(now: Any, feeds: Any) -> Any:
+                c = time.process_time()
+                if first and not start[0]:
+                    start[0] = worker.cpu_s()
+                publish = worker(now, feeds)
+                in_ranker[0] += time.process_time() - c if first else 0.0
+
+                def timed_publish() -> None:
+                    c = time.process_time()
+                    publish()
+                    in_ranker[0] += time.process_time() - c
+                return timed_publish
+
+            rank.warm = worker.warm   # type: ignore[attr-defined]
+            yield rank
+            in_worker[0] += worker.cpu_s() - start[0]
+    return timed
+
+
+def _measure(hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first",
+             latency_min: float = 0.0) -> dict[str, Any]:
     """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
     import psycopg
 
@@ -109,9 +144,14 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
     trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
     in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
     in_ranker = [0.0]  # CPU seconds in the five-minute ranking and its forecast (production: a Dagster asset)
+    in_worker = [0.0]  # CPU seconds of the ranking worker's process (a tree with one)
     in_bench = [0.0]   # CPU seconds of this bench's own reading of the backend's /proc files
     step, wait = Controller.step, psycopg.Connection.wait
-    ranker_of = simulate_controller.production_ranker
+    ranking_home: types.ModuleType = simulate_controller   # where ``contract_ranker`` finds the in-process ranker
+    with contextlib.suppress(ImportError):   # a tree with the ranking worker keeps it beside the worker
+        ranking_home = importlib.import_module("sco.commands.replay_ranking")
+    ranker_of = ranking_home.production_ranker
+    worker_of = getattr(simulate_controller, "ranking_worker", None)
     prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
 
     def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
@@ -139,21 +179,26 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
 
     Controller.step = timed_step   # type: ignore[method-assign]
     psycopg.Connection.wait = counted_wait   # type: ignore[method-assign]
-    simulate_controller.production_ranker = _timed_ranker(ranker_of, first, in_ranker)
+    setattr(ranking_home, "production_ranker", _timed_ranker(ranker_of, first, in_ranker))  # noqa: B010
+    if worker_of is not None:
+        simulate_controller.ranking_worker = _timed_worker(worker_of, first, in_ranker, in_worker)
     pg = EmbeddedPostgres()
     try:
         url = pg.database()
         t0, c0 = time.perf_counter(), time.process_time()
         diagnostics: dict[str, int] = {}
+        latency: dict[str, Any] = {"rank_latency": timedelta(minutes=latency_min)} if latency_min else {}
         out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
-                                    Strategy(strategy), 7.0, None, diagnostics)
+                                    Strategy(strategy), 7.0, None, diagnostics, **latency)
         t1, c1 = time.perf_counter(), time.process_time()
         replay_trips = trips["all"] - trips["after_first"]
         digest = _decisions(url, out)
     finally:
         Controller.step = step   # type: ignore[method-assign]
         psycopg.Connection.wait = wait   # type: ignore[method-assign]
-        simulate_controller.production_ranker = ranker_of
+        setattr(ranking_home, "production_ranker", ranker_of)  # noqa: B010
+        if worker_of is not None:
+            simulate_controller.ranking_worker = worker_of
         pg.close()
     if prof is not None and profile:
         prof.dump_stats(profile)
@@ -162,6 +207,7 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
             "setup_wall_s": first[0][0] - t0, "setup_cpu_s": first[0][1] - c0,
             "pass_wall_s": (t1 - first[0][0]) / passes, "pass_cpu_s": (c1 - first[0][1] - in_bench[0]) / passes,
             "pass_step_cpu_s": in_steps[0] / passes, "pass_ranker_cpu_s": in_ranker[0] / passes,
+            "pass_worker_cpu_s": in_worker[0] / passes,
             "pass_pg_cpu_s": sum(b[0] - a[0] for a, b in server.values()) / passes,
             "pass_pg_waits": sum(b[1] - a[1] for a, b in server.values()) / passes,
             "pass_round_trips": replay_trips / passes, "pass_controller_round_trips": trips["in_step"] / passes,
@@ -224,13 +270,14 @@ def _strategies() -> list[Any]:
     return list(Strategy)
 
 
-def _side(tree: Path, hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first"
-          ) -> dict[str, Any]:
+def _side(tree: Path, hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first",
+          latency_min: float = 0.0) -> dict[str, Any]:
     """Run ``_measure`` on ``tree``'s code in a child process (this file's code drives it)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
            "runpy.run_path(sys.argv[0], run_name='__main__')", __file__, "--child", "--hours", str(hours),
-           "--seed", str(seed), "--strategy", strategy, *(["--profile", profile] if profile else [])]
+           "--seed", str(seed), "--strategy", strategy, "--rank-latency-min", str(latency_min),
+           *(["--profile", profile] if profile else [])]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the replay on {tree} failed:\n{done.stderr[-3000:]}")
@@ -246,7 +293,8 @@ def _line(name: str, ref: str, s: dict[str, Any]) -> str:
     return (f"{name:6s} ({'ref ' + ref if name == 'before' else 'this tree'}): "
             f"{s['pass_wall_s']:.4f} s a pass wall ({s['pass_cpu_s'] * 1000:.1f} ms CPU here: "
             f"{s.get('pass_step_cpu_s', 0) * 1000:.1f} in the controllers' steps, "
-            f"{s.get('pass_ranker_cpu_s', 0) * 1000:.1f} in the ranking and its forecast, "
+            f"{s.get('pass_ranker_cpu_s', 0) * 1000:.1f} in the ranking and its forecast"
+            f"{_worker(s)}, "
             f"{_rest(s) * 1000:.1f} in the region and the tallies; "
             f"{s['pass_pg_cpu_s'] * 1000:.1f} ms in PostgreSQL's backend; {s['pass_round_trips']:.1f} round trips, "
             f"{s['pass_controller_round_trips']:.1f} of them the controllers', the backend waited "
@@ -254,6 +302,14 @@ def _line(name: str, ref: str, s: dict[str, Any]) -> str:
             f"({s['pass_cpu_s'] * 1440 / 60:.1f} CPU); set-up + warm-up {s['setup_wall_s']:.0f} s wall "
             f"({s['setup_cpu_s']:.0f} CPU); {s['events']} events, {s['plans']} plans, "
             f"decisions {s['decisions_sha256'][:12]}")
+
+
+def _worker(s: dict[str, Any]) -> str:
+    """The ranking worker's own CPU a pass, where the tree has one (what is left here is handing it the feeds and
+    publishing its rows)."""
+    if not s.get("pass_worker_cpu_s"):
+        return ""
+    return f" (+ {s['pass_worker_cpu_s'] * 1000:.1f} in the ranking worker's process, beside this one)"
 
 
 def _rest(s: dict[str, Any]) -> float:
@@ -319,20 +375,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", type=float, default=None, help="seconds of wall a pass, after (none by default: the "
                                                               "machine may be shared)")
     p.add_argument("--profile", default="", help="write cProfile stats of this tree's controller passes here")
+    p.add_argument("--rank-latency-min", type=float, default=0.0,
+                   help="minutes from a ranking's inputs to its being in force (0: at once, as the docs' hashes; "
+                        "more: a worker process ranks meanwhile), both sides")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:   # a SIGTERM ends it through ``finally``: the embedded PostgreSQL is stopped
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        print(json.dumps(_measure(args.hours, args.seed, args.profile or None, args.strategy)))
+        print(json.dumps(_measure(args.hours, args.seed, args.profile or None, args.strategy,
+                                  args.rank_latency_min)))
         return 0
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"{args.hours:g} h replayed at full scale (seed {args.seed}, {args.strategy})")
     try:
-        sides = {"after": _side(ROOT, args.hours, args.seed, args.profile or None, args.strategy)}
+        sides = {"after": _side(ROOT, args.hours, args.seed, args.profile or None, args.strategy,
+                                args.rank_latency_min)}
         if args.baseline_ref:
             with tempfile.TemporaryDirectory(prefix="sco-bench-base-") as d:
                 _export(args.baseline_ref, Path(d))
-                sides["before"] = _side(Path(d), args.hours, args.seed, strategy=args.strategy)
+                sides["before"] = _side(Path(d), args.hours, args.seed, strategy=args.strategy,
+                                        latency_min=args.rank_latency_min)
     except (RuntimeError, subprocess.CalledProcessError, ValueError) as exc:
         print(f"no figure: {exc}", file=sys.stderr)
         return 2

@@ -180,7 +180,8 @@ class FleetSim:
         placed, progressed = 0, now   # build units placed so far; when the build last placed one
         while now < end:
             if self.ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
-                self.ranker(now, self.run.feed_list(timedelta(minutes=30)))
+                self.ranker(now, self.run.feed_list(timedelta(minutes=30)))()   # in force at once: this
+                # simulation times the fleet's passes, not the ranking's latency
                 ranked_at = now
             if not reclaimed and now >= reclaim_at:
                 self._hall_reclaim(service, stream, now)

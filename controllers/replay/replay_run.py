@@ -53,10 +53,11 @@ class PoolFeed:
     new_reclaims: tuple[tuple[datetime, bool], ...] = ()
 
 
-# Called every five minutes with each pool's feed. A ranker with a ``warm`` method is first handed the warm-up's
-# feeds, one list per rate card (``warm(list of (time, feeds))``), so it starts with the history a deployed
-# ranking would have.
-Ranker = Callable[[datetime, Sequence[PoolFeed]], None]
+# Called every five minutes with each pool's feed; returns what publishes the ranking it computed from them, which
+# the replay calls when it puts that ranking in force (``through_controller.RankingClock``): a ranker may
+# compute it elsewhere meanwhile. A ranker with a ``warm`` method is first handed the warm-up's feeds, one list per
+# rate card (``warm(list of (time, feeds))``), so it starts with the history a deployed ranking would have.
+Ranker = Callable[[datetime, Sequence[PoolFeed]], Callable[[], None]]
 
 
 @dataclass

@@ -20,6 +20,7 @@ idle (work is fungible units: the idle rule delays a termination by three passes
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
@@ -44,8 +45,16 @@ from . import disk_cache
 from .engine import WorkloadOutcome
 from .replay_run import Feeds, OutboxRelay, PoolFeed, Ranker, ReplayRun
 
-__all__ = ["APPROXIMATIONS", "PoolFeed", "Ranker", "ReplayScheduler", "partition_controller", "replay_region",
-           "replay_through_controller"]
+__all__ = [
+    "APPROXIMATIONS",
+    "PoolFeed",
+    "Ranker",
+    "RankingClock",
+    "ReplayScheduler",
+    "partition_controller",
+    "replay_region",
+    "replay_through_controller",
+]
 
 APPROXIMATIONS = (
     "the controller's passes every 60 s of virtual time (live: 5 s); no agent runs: a noticed instance counts as "
@@ -53,10 +62,44 @@ APPROXIMATIONS = (
     "contract writes one); no boot time (an instance delivers from the pass that launched it); the scheduler "
     "double reports every node idle, so a surplus node goes after three passes; credentials revocation is "
     "recorded, not called; the ranking is re-published every 5 min from the region's events since the warm-up "
-    "began (ClickHouse not used); no token budget on provider calls; no operator: the termination breaker paces "
-    "a surplus at ADR-12's 2 % per 10 min and opens only on a mass termination, which would stay open")
+    "began (ClickHouse not used), in force at once unless a latency is given; no token budget on provider calls; "
+    "no operator: the termination breaker paces a surplus at ADR-12's 2 % per 10 min and opens only on a mass "
+    "termination, which would stay open")
 
 RANK_EVERY = timedelta(minutes=5)
+# A ranking computed from the region at t is in force from the first pass at or after t + ``rank_latency``. None
+# by default (the figures and decisions hashes of docs/benchmarks.md are at none); in production the ranking
+# asset's run (launched, reading the history, scoring, forecasting, publishing) stands between its inputs and its
+# rows, and a latency lets a ranker compute elsewhere meanwhile (``sco.commands.replay_ranking.RankingWorker``).
+
+
+class RankingClock:
+    """When the next ranking is due, and the rankings computed but not yet in force (oldest first): each in force
+    ``latency`` after the region it was computed from, but the first at once (the asset ran through the warm-up, so
+    a ranking is in force when the controllers start)."""
+
+    def __init__(self, latency: timedelta = timedelta(0)) -> None:
+        self.latency = latency
+        self.ranked_at: datetime | None = None
+        self.pending: deque[tuple[datetime, Callable[[], None]]] = deque()
+
+    def land(self, now: datetime) -> bool:
+        """Publish every ranking whose latency has passed by ``now``; whether one was."""
+        landed = False
+        while self.pending and self.pending[0][0] <= now:
+            self.pending.popleft()[1]()
+            landed = True
+        return landed
+
+    def due(self, now: datetime) -> bool:
+        """Whether a ranking is computed from the region at ``now``."""
+        return self.ranked_at is None or now - self.ranked_at >= RANK_EVERY
+
+    def begin(self, now: datetime, publish: Callable[[], None]) -> None:
+        """A ranking computed from the region at ``now``; ``publish`` puts it in force."""
+        first = self.ranked_at is None
+        self.ranked_at = now
+        self.pending.append((now if first else now + self.latency, publish))
 
 
 class ReplayScheduler:
@@ -112,7 +155,8 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
                               pass_interval: timedelta = timedelta(seconds=60),
                               progress: Callable[[float], None] | None = None,
                               diagnostics: dict[str, int] | None = None, fast: bool = True,
-                              caps: Caps | None = None, cache: Path | None = None) -> dict[str, WorkloadOutcome]:
+                              caps: Caps | None = None, cache: Path | None = None,
+                              rank_latency: timedelta = timedelta(0)) -> dict[str, WorkloadOutcome]:
     """Replay ``days`` of the region (after ``warmup_days`` it runs alone) through one production controller per
     partition on ``conn`` (a migrated, empty PostgreSQL database; autocommit). ``contracts`` by ref.
     ``diagnostics``, when given, receives the count of the controllers' events by kind (``launch-failed``,
@@ -127,14 +171,15 @@ def replay_through_controller(config: RegionConfig, start: datetime, days: float
     breaker: it opens only on a mass termination (``breaker.Safety``), and a replay that trips it says so in
     ``diagnostics``.
     ``cache``: a directory where the region after its warm-up is kept, keyed by its inputs and code
-    (``disk_cache``; callers pass ``disk_cache.cache_dir()``), None to run the warm-up here."""
+    (``disk_cache``; callers pass ``disk_cache.cache_dir()``), None to run the warm-up here. ``rank_latency``: how
+    long after its inputs a ranking is in force (``RankingClock``)."""
     keep = getattr(ranker, "warm", None) is not None
     region, clock, feeds = disk_cache.cached(
         "warmup", (config.model_dump_json(), start.isoformat(), warmup_days, fast, keep),
         lambda: warmed_region(config, start, warmup_days, fast=fast, keep_feeds=keep), cache)
     return replay_region(region, clock, start, days, contracts, units, conn, strategy=strategy, ranker=ranker,
                          pass_interval=pass_interval, progress=progress, diagnostics=diagnostics, fast=fast,
-                         caps=caps, warmed=feeds)
+                         caps=caps, warmed=feeds, rank_latency=rank_latency)
 
 
 def warmed_region(config: RegionConfig, start: datetime, warmup_days: float, *, fast: bool = True,
@@ -160,7 +205,8 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
                   contracts: Mapping[str, Contract], units: Mapping[str, int], conn: Any, *, strategy: Strategy | None,
                   ranker: Ranker | None, pass_interval: timedelta, progress: Callable[[float], None] | None,
                   diagnostics: dict[str, int] | None, fast: bool, caps: Caps | None,
-                  warmed: Feeds | None = None) -> dict[str, WorkloadOutcome]:
+                  warmed: Feeds | None = None, rank_latency: timedelta = timedelta(0)
+                  ) -> dict[str, WorkloadOutcome]:
     """The replay loop over ``region`` (the simulated region, or a recorded history: ``trace_region``) on
     ``clock`` from ``start`` for ``days``; the options as ``replay_through_controller`` takes them. ``warmed``: the
     feeds of a region that ran its warm-up already (``warmed_region``); None runs it here."""
@@ -181,12 +227,12 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
     stream = ExclusionStream(ctls[0][0].store)
     outbox = OutboxRelay(conn, stream)
     step_s = int(pass_interval.total_seconds())
-    end, now, ranked_at = start + timedelta(days=days), start, None
+    end, now, ranking = start + timedelta(days=days), start, RankingClock(rank_latency)
     # fast: one pipeline for the whole replay — a pass's statements wait only where a result is read (each
     # controller commits what it records in its own round trips, ``pgbatch``), not at the end of every pass
     with pipelined(conn) if fast else nullcontext():
         while now < end:
-            ranked_at = _pass(run, ctls, outbox, ranker, ranked_at, now, step_s, every=not fast)
+            _pass(run, ctls, outbox, ranker, ranking, now, step_s, every=not fast)
             now += pass_interval
             clock.advance_to(now)
             region.sync()
@@ -208,18 +254,17 @@ def replay_region(region: SimulatedRegion, clock: VirtualClock, start: datetime,
 
 
 def _pass(run: ReplayRun, ctls: Sequence[tuple[Controller, ReplayScheduler]], outbox: OutboxRelay,
-          ranker: Ranker | None, ranked_at: datetime | None, now: datetime, step_s: int, every: bool = False
-          ) -> datetime | None:
-    """One replay pass at ``now``: the ranking when due, each partition's controller, the relay and the tallies
-    (no operator: the breaker paces a surplus and opens only on a mass termination). Returns when the ranking was
-    last published.
+          ranker: Ranker | None, ranking: RankingClock, now: datetime, step_s: int, every: bool = False) -> None:
+    """One replay pass at ``now``: a ranking begun when due, the rankings whose latency passed put in force, each
+    partition's controller, the relay and the tallies (no operator: the breaker paces a surplus and opens only on
+    a mass termination).
 
     A controller whose last pass was quiet takes this one only when an input changed (``_woken``) or a timed rule
     is due (``Controller.due``); ``every``: each controller takes every pass."""
     region = run.region
-    if ranker is not None and (ranked_at is None or now - ranked_at >= RANK_EVERY):
-        ranker(now, run.feed_list(timedelta(minutes=30)))
-        ranked_at = now
+    if ranker is not None and ranking.due(now):
+        ranking.begin(now, ranker(now, run.feed_list(timedelta(minutes=30))))
+    if ranking.land(now):
         run.woken = True
     woken = _woken(run) or every
     names = {i.name for i in region.list_instances()}
@@ -236,7 +281,6 @@ def _pass(run: ReplayRun, ctls: Sequence[tuple[Controller, ReplayScheduler]], ou
     if stepped:   # the controllers' events (launch-failed: thrash) reach the watcher as in production
         outbox.feed(now)
     run.accrue(region.list_instances(), plans, step_s)
-    return ranked_at
 
 
 def _woken(run: ReplayRun) -> bool:

@@ -159,7 +159,8 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
 
     from controllers.replay.trace_region import replay_trace_through_controller
 
-    from .simulate_controller import EmbeddedPostgres, contract_ranker, forecast_note, one_native_thread
+    from .replay_ranking import contract_ranker, forecast_note
+    from .simulate_controller import EmbeddedPostgres, one_native_thread
 
     sized = size_claims(trace, contracts, units)
     region = trace.pools[0].region if trace.pools else "r1"
@@ -175,9 +176,10 @@ def replay_contracts_through_controller(trace: Trace, contracts: Sequence[Contra
             outcomes = replay_trace_through_controller(
                 trace, {c.ref: c for c in contracts}, {c.workload: c.units for c in sized}, conn,
                 ranker=ranker, progress=progress)
+            note = forecast_note(ranker)
     finally:
         pg.close()
-    return outcomes, tuple(c.note for c in sized if c.note), forecast_note(ranker)
+    return outcomes, tuple(c.note for c in sized if c.note), note
 
 
 def render_replay(trace: Trace, outcomes: Mapping[str, WorkloadOutcome], notes: Sequence[str],

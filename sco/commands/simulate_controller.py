@@ -1,9 +1,8 @@
 """``sco simulate --engine controller``: the replay through the production controller (one code path).
 
-Wires what the controllers layer cannot import: the production scorer (``orchestration.scoring.rank_pools`` on
-``PoolInputs`` built the way ``orchestration.rankings.gather_inputs`` builds them, published with
-``publish_in_force``, with the reclaim forecast beside it: ``sco.commands.forecast_feed``) and an embedded
-PostgreSQL (``sco.stack.services.start_postgres``, one fresh migrated database per strategy run).
+Wires what the controllers layer cannot import: the production ranking with its reclaim forecast
+(``sco.commands.replay_ranking``, computed by a worker process beside the replay) and an embedded PostgreSQL
+(``sco.stack.services.start_postgres``, one fresh migrated database per strategy run).
 """
 
 from __future__ import annotations
@@ -16,98 +15,21 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 from contracts.schema import Contract
 from controllers.planning import Caps, Strategy
 from controllers.replay import WorkloadOutcome
-from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
+from controllers.replay.through_controller import Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
 
+from .replay_ranking import contract_ranker, forecast_note, production_ranker, ranking_worker
+
 __all__ = ["EmbeddedPostgres", "contract_ranker", "forecast_note", "one_native_thread", "production_ranker",
-           "run_controller_engine", "run_in_processes"]
-
-WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
-
-
-class _Pg:
-    """``orchestration.store.Postgres``'s one method the publisher uses, on the replay's connection."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        yield self.conn
-
-
-class _Ranker:
-    """A ``Ranker`` whose forecaster is warmed with the replay's warm-up feeds."""
-
-    def __init__(self, rank: Callable[[datetime, Sequence[PoolFeed]], None], forecaster: Any) -> None:
-        self.rank, self.forecaster = rank, forecaster
-
-    def __call__(self, now: datetime, feeds: Sequence[PoolFeed]) -> None:
-        self.rank(now, feeds)
-
-    def warm(self, history: Sequence[tuple[datetime, Sequence[PoolFeed]]]) -> None:
-        self.forecaster.warm(history)
-
-
-def production_ranker(conn: Any, region: str, horizons_min: Sequence[int] | None = None) -> Ranker:
-    """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, published to PostgreSQL; a pool
-    excluded because launches were refused has no depth until a card taken after the refusals shows room. With
-    ``horizons_min`` (None: no forecast), each pool's reclaim forecast (``sco.commands.forecast_feed``) is published
-    beside the score, its model fitted on the warm-up's feeds and refitted daily."""
-    from contracts.scoring import full_pool_share
-    from orchestration.rankings import excluded_pools, forward_share, full_since, publish_in_force
-    from orchestration.scoring import PoolInputs, interruption_stats, rank_pools
-
-    from .forecast_feed import ReplayForecaster
-
-    pg = _Pg(conn)
-    forecaster = ReplayForecaster(horizons_min) if horizons_min else None
-
-    def rank(now: datetime, feeds: Sequence[PoolFeed]) -> None:
-        stats = interruption_stats({f.pool: f.reclaims for f in feeds}, {f.pool: f.instance_hours for f in feeds},
-                                   WINDOW_DAYS * 24.0)
-        full = full_since(excluded_pools(pg, region, now))
-        inputs = [PoolInputs(pool=f.pool, rate_eur_h=f.rate_eur_h, guaranteed_rate_eur_h=f.guaranteed_rate_eur_h,
-                             interruption_rate_pct_h=stats.get(f.pool, (0.0, None))[0],
-                             mean_time_between_h=stats.get(f.pool, (0.0, None))[1],
-                             forward_share=full_pool_share(forward_share(f.free, f.capacity, f.forward_free),
-                                                           full_since=full.get(f.pool), card_at=f.card_at,
-                                                           free_now=f.free),
-                             reclaims=f.reclaims, instance_hours=f.instance_hours) for f in feeds]
-        forecast = forecaster.forecast(now, feeds) if forecaster is not None else None
-        publish_in_force(pg, region, now, rank_pools(inputs), forecast)
-    return _Ranker(rank, forecaster) if forecaster is not None else rank
-
-
-def contract_ranker(conn: Any, region: str, contracts: Sequence[Contract]) -> Ranker:
-    """``production_ranker`` with the reclaim forecast at the horizons ``contracts`` declare (one hour and the
-    longest checkpoint interval), as the ranking asset publishes it: what every replay of the production path
-    ranks with."""
-    from orchestration.forecast.model import horizons_for
-
-    return production_ranker(conn, region, horizons_for([c.checkpoint_interval_min for c in contracts]))
-
-
-def forecast_note(ranker: Ranker) -> str:
-    """One line on the forecast ``ranker`` published: its horizons and last model, or why none was fitted."""
-    forecaster = getattr(ranker, "forecaster", None)
-    if forecaster is None:
-        return "ranking: the production scorer, no reclaim forecast"
-    horizons = "/".join(str(h) for h in forecaster.horizons)
-    if forecaster.model is None:
-        return (f"ranking: the production scorer; its reclaim forecast ({horizons} min) was never fitted: "
-                f"{forecaster.fit_error or 'no rate card yet'}")
-    return (f"ranking: the production scorer with the reclaim forecast at {horizons} min, refitted daily "
-            f"(last model {forecaster.model.version}, fitted on {forecaster.model.samples:,} samples)")
-
+           "ranking_worker", "run_controller_engine", "run_in_processes"]
 
 @contextmanager
 def one_native_thread() -> Iterator[None]:
@@ -160,20 +82,29 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
                           contracts: Sequence[Contract], units: Mapping[str, int], strategy: Strategy | None,
                           warmup_days: float = 7.0, progress: Callable[[float], None] | None = None,
                           diagnostics: dict[str, int] | None = None, caps: Caps | None = None,
-                          cache: Path | None = None) -> dict[str, WorkloadOutcome]:
+                          cache: Path | None = None, rank_latency: timedelta = timedelta(0)
+                          ) -> dict[str, WorkloadOutcome]:
     """One strategy's replay through the controller on the migrated database at ``url`` (``diagnostics``: the
     controllers' events by kind; ``caps``: the planner's, ADR-06's unless a diagnostic lifts them; ``cache``: where
     the region after its warm-up is kept, None for ``disk_cache.cache_dir()``: ``SCO_REPLAY_CACHE=off`` turns it
-    off)."""
+    off). ``rank_latency``: how long after its inputs a ranking is in force; with one, a worker process computes
+    the rankings meanwhile (without, there is nothing to overlap and they are computed here)."""
     import psycopg
 
     from controllers.replay import disk_cache
 
-    with one_native_thread(), psycopg.connect(url, autocommit=True) as conn:
+    with one_native_thread(), psycopg.connect(url, autocommit=True) as conn, \
+            _ranker(conn, config.region, contracts, rank_latency) as ranker:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
-                                         strategy=strategy, warmup_days=warmup_days,
-                                         ranker=contract_ranker(conn, config.region, contracts), progress=progress,
-                                         diagnostics=diagnostics, caps=caps, cache=cache or disk_cache.cache_dir())
+                                         strategy=strategy, warmup_days=warmup_days, ranker=ranker,
+                                         progress=progress, diagnostics=diagnostics, caps=caps,
+                                         cache=cache or disk_cache.cache_dir(), rank_latency=rank_latency)
+
+
+def _ranker(conn: Any, region: str, contracts: Sequence[Contract], latency: timedelta
+            ) -> AbstractContextManager[Ranker]:
+    return ranking_worker(conn, region, contracts) if latency else nullcontext(contract_ranker(conn, region,
+                                                                                               contracts))
 
 
 Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]
