@@ -7,6 +7,11 @@ with its PASS/FAIL lines.
 
     .venv/bin/python -m bench.bakeoff [--days 1] [--seeds 1,2,3,4]
         [--strategies expected-cost,depth-first,price-first,single-cheapest] [--jobs 2] [--revision REV]
+        [--keep DIR]
+
+``--keep DIR`` keeps the Dagster instance and the ClickHouse data in ``DIR`` instead of a temporary directory: a
+bake-off stopped early keeps the rows of the partitions that ended, and a later run with the same ``DIR`` and
+revision adds its partitions' rows to them (the table is the model over all of them).
 
 The baseline the verdicts name is price-first under the same caps, measured in the same run. Progress (each
 partition's start and end, with its wall) goes to stderr. Exit 0 when every verdict passes, 1 on a FAIL, 2 when
@@ -20,7 +25,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +99,17 @@ def _run_all(url: str, args: argparse.Namespace, settings: dict[str, Any]) -> No
                   f"{wall:.0f} s  {shown}", file=sys.stderr, flush=True)
 
 
+@contextmanager
+def _workdir(keep: Path | None) -> Iterator[str]:
+    """``keep`` (created when missing, kept afterwards), or a temporary directory removed afterwards."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield str(keep)
+        return
+    with tempfile.TemporaryDirectory(prefix="sco-bakeoff-") as tmp:
+        yield tmp
+
+
 def main(argv: list[str] | None = None) -> int:
     stop_on_signals()   # a timeout's SIGTERM stops the servers this bench starts
     p = argparse.ArgumentParser(prog="bench.bakeoff")
@@ -102,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strategies", default="expected-cost,depth-first,price-first,single-cheapest")
     p.add_argument("--jobs", type=int, default=2, help="partitions at a time (one process each)")
     p.add_argument("--revision", default="bench", help="the revision the rows are stored under")
+    p.add_argument("--keep", type=Path, default=None,
+                   help="keep the Dagster instance and ClickHouse data here (a later run adds to them)")
     args = p.parse_args(argv)
 
     from sco.commands.bakeoff import render_table
@@ -111,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = {"days": args.days, "warmup_days": args.warmup_days, "units": args.units,
                 "revision": args.revision, "cache_dir": str(Path.home() / ".cache" / "sco" / "bakeoff-traces")}
-    with tempfile.TemporaryDirectory(prefix="sco-bakeoff-") as tmp:
+    with _workdir(args.keep) as tmp:
         home = Path(tmp) / "dagster"
-        home.mkdir()
+        home.mkdir(exist_ok=True)
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")   # SQLite storage here, no telemetry
         os.environ["DAGSTER_HOME"] = str(home)   # this process's instance, and the workers' (they inherit it)
         server = start_clickhouse(Path(tmp) / "ch")
