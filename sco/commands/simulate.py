@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,10 @@ def register(sub: Any) -> None:
                         "replay-only model, minutes for a month but not the production path (its figures differ)")
     p.add_argument("--jobs", type=int, default=1,
                    help="--engine controller: replay up to N strategies at once, each in its own process (1)")
+    p.add_argument("--rank-latency-min", type=float, default=0.0,
+                   help="--engine controller: minutes from a ranking's inputs to its being in force (0, at once: "
+                        "the figures in docs/benchmarks.md; the ranking asset's run takes a few in production; with "
+                        "a latency a worker process computes the rankings beside the replay)")
     p.set_defaults(handler=_simulate)
 
 
@@ -116,6 +120,8 @@ def _checked_start(args: argparse.Namespace) -> datetime:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     if args.units < 1:
         raise CliError(f"--units must be at least 1, got {args.units}")
+    if not 0 <= args.rank_latency_min <= 60:
+        raise CliError(f"--rank-latency-min must be between 0 and 60 minutes, got {args.rank_latency_min:g}")
     for form in ("%Y-%m-%d", "%Y-%m-%dT%H:%M"):
         try:
             return datetime.strptime(args.start, form).replace(tzinfo=UTC)
@@ -246,6 +252,7 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
 
     from .simulate_controller import EmbeddedPostgres, run_controller_engine, run_in_processes
 
+    latency = timedelta(minutes=args.rank_latency_min)
     pg = EmbeddedPostgres()
     # a SIGTERM ends the run through ``finally`` (``Run.close``), so the embedded PostgreSQL is stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -257,14 +264,14 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
         def __call__(self, strategy: Any, progress: Any) -> Any:
             seen = self.diagnostics[str(strategy or "contract")] = {}
             return run_controller_engine(pg.database(), RegionConfig(seed=args.seed), start, args.days, contracts,
-                                         claims, strategy, args.warmup_days, progress, seen)
+                                         claims, strategy, args.warmup_days, progress, seen, rank_latency=latency)
 
         def parallel(self, names: Any, jobs: int) -> dict[str, Any]:
             """The strategies in up to ``jobs`` processes at once, one progress line a report."""
             shown = _progress_line(names)
             try:
                 done = run_in_processes(pg, names, jobs, RegionConfig(seed=args.seed), start, args.days, contracts,
-                                        claims, args.warmup_days, shown)
+                                        claims, args.warmup_days, shown, rank_latency=latency)
             except RuntimeError as exc:
                 raise CliError(str(exc)) from None
             for name in names:   # in the table's order, whichever finished first

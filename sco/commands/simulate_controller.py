@@ -118,13 +118,15 @@ class Databases(Protocol):
 
 
 def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime, days: float,
-           contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float) -> None:
+           contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float,
+           rank_latency: timedelta = timedelta(0)) -> None:
     """One strategy's replay in its own process; progress, then the outcomes and diagnostics, on ``out``."""
     try:
         diagnostics: dict[str, int] = {}
         outcomes = run_controller_engine(url, config, start, days, contracts, units,
                                          None if name == "contract" else Strategy(name), warmup_days,
-                                         lambda done: out.put(("progress", name, done)), diagnostics)
+                                         lambda done: out.put(("progress", name, done)), diagnostics,
+                                         rank_latency=rank_latency)
         out.put(("done", name, (outcomes, diagnostics)))
     except BaseException as exc:   # reported to the parent, which stops the others
         out.put(("error", name, f"{type(exc).__name__}: {exc}"))
@@ -132,7 +134,8 @@ def _child(out: Any, name: str, url: str, config: RegionConfig, start: datetime,
 
 def run_in_processes(pg: Databases, names: Sequence[str], jobs: int, config: RegionConfig, start: datetime,
                      days: float, contracts: Sequence[Contract], units: Mapping[str, int], warmup_days: float,
-                     progress: Callable[[Mapping[str, float], float], None]) -> dict[str, Outcomes]:
+                     progress: Callable[[Mapping[str, float], float], None],
+                     rank_latency: timedelta = timedelta(0)) -> dict[str, Outcomes]:
     """The strategies ``names`` replayed through the controller in up to ``jobs`` processes at once, each on its
     own database of ``pg``; ``progress(done share per strategy, seconds)`` on every report. Raises RuntimeError
     when a replay fails (the others are stopped)."""
@@ -148,7 +151,8 @@ def run_in_processes(pg: Databases, names: Sequence[str], jobs: int, config: Reg
             while pending and len(running) < max(1, jobs):
                 name = pending.pop(0)
                 running[name] = ctx.Process(target=_child, args=(out, name, pg.database(), config, start, days,
-                                                                 list(contracts), dict(units), warmup_days))
+                                                                 list(contracts), dict(units), warmup_days,
+                                                                 rank_latency))
                 running[name].start()
             try:
                 kind, name, payload = out.get(timeout=5)

@@ -10,7 +10,9 @@ from tests.support.cli import sco
 
 @pytest.mark.parametrize(("args", "needle"), [(["--days", "0"], "--days must be between 0 and 400, got 0"),
                                               (["--units", "0"], "--units must be at least 1, got 0"),
-                                              (["--start", "yesterday"], "--start must be YYYY-MM-DD")])
+                                              (["--start", "yesterday"], "--start must be YYYY-MM-DD"),
+                                              (["--rank-latency-min", "-1"],
+                                               "--rank-latency-min must be between 0 and 60 minutes, got -1")])
 def test_bad_input_is_refused_in_one_line(args: list[str], needle: str) -> None:
     result = sco("simulate", *args)
     assert result.returncode == 2 and needle in result.stderr and "Traceback" not in result.stderr

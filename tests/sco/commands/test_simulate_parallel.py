@@ -65,3 +65,29 @@ def test_a_replay_that_fails_in_its_process_is_reported_and_the_others_are_stopp
     with pytest.raises(RuntimeError, match="the replay of depth-first failed"):
         run_in_processes(_Broken(postgres_server), NAMES, 1, BUSY, START, 1 / 24, CONTRACTS, UNITS, 0.1,
                          lambda shares, _: None)
+
+
+@pytest.mark.slow
+def test_a_ranking_latency_reaches_each_strategys_process_and_is_ranked_by_a_worker_there(
+        postgres_server: PostgresProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--rank-latency-min``: the processes replay with the latency (what the same replay gives alone with it),
+    and run_controller_engine ranks in a worker exactly when there is a latency to overlap."""
+    from datetime import timedelta
+
+    from sco.commands import simulate_controller
+
+    dbs, latency = _Databases(postgres_server), timedelta(minutes=2)
+    done = run_in_processes(dbs, ("price-first",), 1, BUSY, START, 2 / 24, CONTRACTS, UNITS, 0.1,
+                            lambda *_: None, rank_latency=latency)
+    workers: list[Any] = []
+    real = simulate_controller.ranking_worker
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        workers.append(args)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(simulate_controller, "ranking_worker", counted)
+    alone = run_controller_engine(dbs.database(), BUSY, START, 2 / 24, CONTRACTS, UNITS, Strategy.PRICE_FIRST, 0.1,
+                                  rank_latency=latency)
+    assert len(workers) == 1 and _figures(done["price-first"][0]) == _figures(alone)
+    run_controller_engine(dbs.database(), BUSY, START, 1 / 24, CONTRACTS, UNITS, Strategy.PRICE_FIRST, 0.1)
+    assert len(workers) == 1   # at once: ranked in this process
