@@ -228,6 +228,7 @@ def _report(args: argparse.Namespace, summaries: list[Any], run: Any) -> None:
         print(f"Engine: the production controller. Approximations: {APPROXIMATIONS}.")
         print("  the replay's own embedded PostgreSQL runs with fsync, synchronous_commit and full_page_writes off "
               "(its databases are thrown away); each pass's statements go in psycopg's pipeline mode")
+        print(f"  ranking latency: {_latency_note(args.rank_latency_min)}")
         kinds = ("placed", "replaced", "launch-failed", "excluded", "excluded-full", "lost", "fallback-started",
                  "breaker-tripped", "passes-holding-actions")
         for name, seen in run.diagnostics.items():
@@ -281,6 +282,14 @@ def _engine(args: argparse.Namespace, contracts: list[Any], claims: dict[str, in
         def close(self) -> None:
             pg.close()
     return Run()
+
+
+def _latency_note(minutes: float) -> str:
+    """How long after its inputs the replay put each ranking in force."""
+    if not minutes:
+        return "none, each ranking in force at the pass that computed it (--rank-latency-min 0)"
+    return (f"{minutes:g} min from a ranking's inputs to its being in force, the first at once; computed by a "
+            "worker process beside the replay")
 
 
 def _progress_line(names: Any) -> Any:

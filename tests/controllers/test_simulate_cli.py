@@ -44,11 +44,12 @@ def test_the_controller_engine_runs_the_production_controller_and_says_what_it_a
     import re
 
     result = sco("simulate", "--days", "0.02", "--warmup-days", "0.1",  # the default engine: the controller
-                 "--strategy", "depth-first", "--units", "8")
+                 "--strategy", "depth-first", "--units", "8", "--rank-latency-min", "2")
     assert result.returncode == 0, result.stderr
     assert "the production controller, a pass a virtual minute: about" in result.stderr
     assert "Engine: the production controller. Approximations:" in result.stdout
     assert "no agent runs" in result.stdout and "passes every 60 s of virtual time" in result.stdout
+    assert "ranking latency: 2 min from a ranking's inputs to its being in force" in result.stdout
     placed = re.search(r"^  depth-first: placed (\d+), .* breaker-tripped (\d+)", result.stdout, re.MULTILINE)
     assert placed is not None and int(placed.group(1)) > 0
     assert re.search(r"^depth-first +\d+", result.stdout, re.MULTILINE)  # a baseline now: ours is expected-cost
@@ -61,5 +62,5 @@ def test_the_start_may_be_a_day_or_a_time_of_day_so_a_short_window_can_be_the_bu
 
     from sco.commands.simulate import _checked_start
 
-    args = argparse.Namespace(days=0.25, warmup_days=7, jobs=1, units=40, start=start)
+    args = argparse.Namespace(days=0.25, warmup_days=7, jobs=1, units=40, start=start, rank_latency_min=0.0)
     assert (_checked_start(args).day, _checked_start(args).hour) == (1, hour)
