@@ -116,15 +116,12 @@ def _controller_engine(seed: int, rate: float, price_demand: float, start: datet
 def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
     seed, days, warmup, start_s, units, rate, price_demand, cache_s, strategies, engine = job
     from contracts.compiler import check_repo
-    from contracts.schema import FallbackPolicy
     from controllers.replay import size_claims
 
     start = datetime.fromisoformat(start_s)
     trace = recorded_trace(seed, days, warmup, start, rate, price_demand, Path(cache_s) if cache_s else None)
     repo = Path(__file__).resolve().parents[1]
     contracts = [w.contract for w in check_repo(repo / "deploy" / "contracts").workloads]
-    waits = {c.workload for c in contracts if c.fallback_policy is FallbackPolicy.NONE}
-    by_name = {c.workload: c for c in contracts}
     sized = size_claims(trace, contracts, units)
     claims = {s.workload: s.units for s in sized}
     runs = []
@@ -133,7 +130,7 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
                if engine == "controller" else None)
     try:
         for name in strategies:
-            runs.append(_one_run(seed, name, trace, contracts, claims, through, waits, by_name, tty))
+            runs.append(_one_run(seed, name, trace, contracts, claims, through, tty))
     finally:
         if through is not None:
             through.close()
@@ -141,11 +138,11 @@ def _seed_runs(job: Job) -> tuple[list[Run], list[str]]:
 
 
 def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dict[str, int], through: Any,
-             waits: set[str], by_name: dict[str, Any], tty: bool) -> Run:
+             tty: bool) -> Run:
     """One strategy on one seed's trace: the replay model, or the production controller when ``through``."""
     from controllers.planning import Caps, Strategy
-    from controllers.replay import ReplayConfig, replay, summarise
-    from controllers.simregion.economics import PLANNING_RATE_SHARE
+    from controllers.replay import ReplayConfig, replay
+    from controllers.replay.figures import run_figures
 
     began = time.monotonic()
     strategy = (Strategy.PRICE_FIRST if name == PF_THREE_HALLS else Strategy.DEPTH_FIRST if name in VARIANTS
@@ -159,27 +156,11 @@ def _one_run(seed: int, name: str, trace: Any, contracts: list[Any], claims: dic
                      progress=_progress(seed, name, tty))
     if tty:
         print(file=sys.stderr)
-    s = summarise(strategy, out)
-    short_wait = sum(o.shortfall_s for o in out.values() if o.workload in waits)
-    short_all = sum(o.shortfall_s for o in out.values())
-    worst = max((o for o in out.values() if o.wanted_s),
-                key=lambda o: (o.shortfall_s / o.wanted_s, o.interruptions))
-    value = {c.workload: Decimal(outcome.wanted_s) * outcome.guaranteed_rate_per_unit
-             for c in contracts if (outcome := out[c.workload]).wanted_s}
-    saved = sum(v * (1 - Decimal(min(100, by_name[w].floor_pct)) / 100) * (1 - PLANNING_RATE_SHARE)
-                for w, v in value.items())
-    ceiling = float(100 * saved / sum(value.values())) if value else 0.0
-    worst_txt = (f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
-                 f"{worst.interruption_rate_pct_h:.2f} %/h")
-    from controllers.replay import workload_verdicts
-    from controllers.replay.waterfall import waterfall
-
-    falls = waterfall(out, {c.workload: c.floor_pct for c in contracts}, PLANNING_RATE_SHARE)
-    judged = workload_verdicts(out, by_name)
+    f = run_figures(strategy, out, contracts)
+    s, judged = f.summary, f.verdicts
     run = Run(seed, name, s.interruption_rate_pct_h, s.interruptions, s.wasted_pct, s.shortfall_pct,
-              s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, worst_txt, time.monotonic() - began,
-              100.0 * short_wait / short_all if short_all else 0.0, ceiling, falls,
-              [v.workload for v in judged if not v.passed])
+              s.net_pct, s.net_planning_pct, s.worst_step_loss_pct, f.worst_workload, time.monotonic() - began,
+              f.shortfall_wait_pct, f.ceiling_pct, f.waterfall, [v.workload for v in f.outside])
     log(f"seed {seed} {name}: {s.interruption_rate_pct_h:.2f} %/h, shortfall {s.shortfall_pct:.3f} %, "
         f"wasted {s.wasted_pct:.2f} %, net {s.net_pct:.1f} % / planning {s.net_planning_pct:.1f} %, "
         f"worst 5-min {s.worst_step_loss_pct:.0f} % ({time.monotonic() - began:.0f} s)")

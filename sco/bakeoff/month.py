@@ -13,12 +13,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from contracts.bakeoff import MAX_OUTSIDE_CHARS, WATERFALL_POINTS, StrategyMonth
-from contracts.schema import Contract, FallbackPolicy
+from contracts.schema import Contract
 
 ADR03_START = datetime(2026, 10, 1, tzinfo=UTC)  # the first replayed day of the documented months
 
@@ -75,31 +74,16 @@ def strategy_month(spec: MonthSpec, contracts: Sequence[Contract], cache: Path,
 def month_record(spec: MonthSpec, strategy: Any, outcomes: Mapping[str, Any], contracts: Sequence[Contract],
                  seconds: float) -> StrategyMonth:
     """The record of one replay's outcomes: the comparison table's columns and the ceiling the floors allow."""
-    from controllers.replay import summarise, workload_verdicts
-    from controllers.replay.waterfall import waterfall
-    from controllers.simregion.economics import PLANNING_RATE_SHARE
+    from controllers.replay.figures import run_figures
 
-    s = summarise(strategy, outcomes)
-    waits = {c.workload for c in contracts if c.fallback_policy is FallbackPolicy.NONE}
-    short_wait = sum(o.shortfall_s for o in outcomes.values() if o.workload in waits)
-    short_all = sum(o.shortfall_s for o in outcomes.values())
-    wanted = [o for o in outcomes.values() if o.wanted_s]
-    worst = max(wanted, key=lambda o: (o.shortfall_s / o.wanted_s, o.interruptions)) if wanted else None
-    floors = {c.workload: c.floor_pct for c in contracts}
-    value = {w: Decimal(o.wanted_s) * o.guaranteed_rate_per_unit for w, o in outcomes.items() if o.wanted_s}
-    saved = sum((v * (1 - Decimal(min(100, floors.get(w, 0))) / 100) * (1 - PLANNING_RATE_SHARE)
-                 for w, v in value.items()), Decimal(0))
-    total = sum(value.values(), Decimal(0))
-    falls = waterfall(outcomes, floors, PLANNING_RATE_SHARE)
-    outside = [v.line() for v in workload_verdicts(outcomes, {c.workload: c for c in contracts}) if not v.passed]
+    f = run_figures(strategy, outcomes, contracts)
+    s, falls, outside = f.summary, f.waterfall, [v.line() for v in f.outside]
     return StrategyMonth(
         seed=spec.seed, strategy=spec.strategy, days=spec.days, warmup_days=spec.warmup_days, revision=spec.revision,
         interruptions_pct_h=s.interruption_rate_pct_h, interruptions=s.interruptions, wasted_pct=s.wasted_pct,
-        shortfall_pct=s.shortfall_pct, shortfall_wait_pct=100.0 * short_wait / short_all if short_all else 0.0,
-        net_pct=s.net_pct, net_planning_pct=s.net_planning_pct,
-        ceiling_pct=float(100 * saved / total) if total else 0.0, worst_step_pct=min(100.0, s.worst_step_loss_pct),
-        worst_workload=(f"{worst.workload} short {100 * worst.shortfall_s / worst.wanted_s:.2f} %, "
-                        f"{worst.interruption_rate_pct_h:.2f} %/h") if worst else "",
+        shortfall_pct=s.shortfall_pct, shortfall_wait_pct=f.shortfall_wait_pct,
+        net_pct=s.net_pct, net_planning_pct=s.net_planning_pct, ceiling_pct=f.ceiling_pct,
+        worst_step_pct=min(100.0, s.worst_step_loss_pct), worst_workload=f.worst_workload,
         seconds=seconds, workloads_outside=len(outside), outside=_bounded("\n".join(outside), MAX_OUTSIDE_CHARS),
         achieved_pts=falls.get("net", 0.0), **{field: falls.get(item, 0.0) for item, field in WATERFALL_POINTS.items()})
 
