@@ -13,6 +13,7 @@ the same rows in force at the same pass (``tests/sco/commands/test_replay_rankin
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from contracts.schema import Contract
 from controllers.replay.through_controller import PoolFeed, Ranker
 
 __all__ = ["RankingComputer", "RankingWorker", "contract_horizons", "contract_ranker", "forecast_note",
-           "production_ranker", "ranking_worker"]
+           "one_native_thread", "production_ranker", "ranking_worker"]
 
 WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
 Rows = list[tuple[object, ...]]
@@ -90,6 +91,21 @@ class RankingComputer:
                 f"(last model {f.model.version}, fitted on {f.model.samples:,} samples)")
 
 
+@contextmanager
+def one_native_thread() -> Iterator[None]:
+    """One native thread (OpenMP, BLAS, polars) for what runs inside: the forecast's predictions are on one card's
+    231 rows, where the other threads only spin-wait (a tenth of the replay's CPU on two cores, more under load),
+    and replays run side by side anyway. Polars reads its pool's size once, when first imported: a process that
+    has not imported it yet (``sco simulate``, the benches) gets one thread there too (its features on one card:
+    13 ms of CPU a call instead of 21)."""
+    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
+    from threadpoolctl import threadpool_limits
+
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    with threadpool_limits(limits=1):
+        yield
+
+
 def _full(pg: _Pg, region: str, now: datetime) -> dict[str, datetime]:
     from orchestration.rankings import excluded_pools, full_since
 
@@ -149,8 +165,6 @@ def forecast_note(ranker: Ranker) -> str:
 
 def _serve(pipe: Any, region: str, horizons_min: Sequence[int] | None) -> None:
     """The worker's loop: one answer per request, in order; an error's traceback is the answer."""
-    from .simulate_controller import one_native_thread
-
     with one_native_thread():
         computer = RankingComputer(region, horizons_min)
         while True:

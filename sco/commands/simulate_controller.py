@@ -8,14 +8,13 @@ Wires what the controllers layer cannot import: the production ranking with its 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue as queues
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,25 +25,10 @@ from controllers.replay import WorkloadOutcome
 from controllers.replay.through_controller import Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
 
-from .replay_ranking import contract_ranker, forecast_note, production_ranker, ranking_worker
+from .replay_ranking import contract_ranker, forecast_note, one_native_thread, production_ranker, ranking_worker
 
 __all__ = ["EmbeddedPostgres", "contract_ranker", "forecast_note", "one_native_thread", "production_ranker",
            "ranking_worker", "run_controller_engine", "run_in_processes"]
-
-@contextmanager
-def one_native_thread() -> Iterator[None]:
-    """One native thread (OpenMP, BLAS, polars) for what runs inside: the forecast's predictions are on one card's
-    231 rows, where the other threads only spin-wait (a tenth of the replay's CPU on two cores, more under load),
-    and replays run side by side anyway. Polars reads its pool's size once, when first imported: a process that
-    has not imported it yet (``sco simulate``, the benches) gets one thread there too (its features on one card:
-    13 ms of CPU a call instead of 21)."""
-    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so that the limit below reaches it)
-    from threadpoolctl import threadpool_limits
-
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
-    with threadpool_limits(limits=1):
-        yield
-
 
 class EmbeddedPostgres:
     """One embedded PostgreSQL (fsync, synchronous_commit and full_page_writes off: a replay's database is thrown
