@@ -126,7 +126,6 @@ class _InProcess:
         self.pg, self.computer = _Pg(conn), computer
         # the replay keeps the warm-up's feeds only for a ranker with a ``warm`` (its cache key says so too)
         self.warm = computer.warm if computer.forecaster is not None else None
-        self.forecaster = computer.forecaster
 
     def __call__(self, now: datetime, feeds: Sequence[PoolFeed]) -> Callable[[], None]:
         rows = self.computer.rows(now, feeds, _full(self.pg, self.computer.region, now))
