@@ -57,3 +57,16 @@ def test_without_a_forecast_the_columns_stay_null_and_the_scores_are_those_with_
     without = _replay(conn, None)
     assert all(r[3] is None and r[4] is None and r[5] is None for r in without)
     assert [r[:3] for r in without] == [r[:3] for r in with_forecast]
+
+
+@pytest.mark.slow
+def test_the_forecasts_frames_stay_one_chunk_however_many_rankings_added_to_them(conn: Any) -> None:
+    """A chunk a ranking kept for the week made each later ranking's filters and counts walk ~2,000 chunks by the
+    replay's second week (0.6 → 10 ms a polars call): the frames the forecast keeps are one chunk each."""
+    ranker = production_ranker(conn, BUSY.region, (60,))
+    replay_through_controller(BUSY, START, 0.25, {ETL.ref: ETL}, {"etl": 10}, conn, strategy=Strategy.DEPTH_FIRST,
+                              warmup_days=1.5, ranker=ranker)
+    forecaster = ranker.computer.forecaster   # type: ignore[attr-defined]
+    assert forecaster.model is not None and forecaster.recent is not None and forecaster.kept is not None
+    assert forecaster.recent.height > 100   # a busy region: reclaims added ranking after ranking
+    assert (forecaster.recent.n_chunks(), forecaster.kept.n_chunks()) == (1, 1)
