@@ -127,6 +127,27 @@ def _timed_worker(worker_of: Any, first: list[Any], in_ranker: list[float], in_w
     return timed
 
 
+@contextmanager
+def _timed_rankers(first: list[Any], in_ranker: list[float], in_worker: list[float]) -> Iterator[None]:
+    """The tree's rankers timed while inside (``_timed_ranker``, ``_timed_worker``), put back on the way out."""
+    from sco.commands import simulate_controller
+
+    ranking_home: types.ModuleType = simulate_controller   # where ``contract_ranker`` finds the in-process ranker
+    with contextlib.suppress(ImportError):   # a tree with the ranking worker keeps it beside the worker
+        ranking_home = importlib.import_module("sco.commands.replay_ranking")
+    ranker_of = ranking_home.production_ranker
+    worker_of = getattr(simulate_controller, "ranking_worker", None)
+    setattr(ranking_home, "production_ranker", _timed_ranker(ranker_of, first, in_ranker))  # noqa: B010
+    if worker_of is not None:
+        simulate_controller.ranking_worker = _timed_worker(worker_of, first, in_ranker, in_worker)
+    try:
+        yield
+    finally:
+        setattr(ranking_home, "production_ranker", ranker_of)  # noqa: B010
+        if worker_of is not None:
+            simulate_controller.ranking_worker = worker_of
+
+
 def _measure(hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first",
              latency_min: float = 0.0) -> dict[str, Any]:
     """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
@@ -135,7 +156,6 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
     from controllers.controller.loop import Controller
     from controllers.planning import Strategy
     from controllers.simregion.config import RegionConfig
-    from sco.commands import simulate_controller
     from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
 
     start, contracts, claims = _inputs(hours, seed)
@@ -147,11 +167,6 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
     in_worker = [0.0]  # CPU seconds of the ranking worker's process (a tree with one)
     in_bench = [0.0]   # CPU seconds of this bench's own reading of the backend's /proc files
     step, wait = Controller.step, psycopg.Connection.wait
-    ranking_home: types.ModuleType = simulate_controller   # where ``contract_ranker`` finds the in-process ranker
-    with contextlib.suppress(ImportError):   # a tree with the ranking worker keeps it beside the worker
-        ranking_home = importlib.import_module("sco.commands.replay_ranking")
-    ranker_of = ranking_home.production_ranker
-    worker_of = getattr(simulate_controller, "ranking_worker", None)
     prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
 
     def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
@@ -179,26 +194,21 @@ def _measure(hours: float, seed: int, profile: str | None = None, strategy: str 
 
     Controller.step = timed_step   # type: ignore[method-assign]
     psycopg.Connection.wait = counted_wait   # type: ignore[method-assign]
-    setattr(ranking_home, "production_ranker", _timed_ranker(ranker_of, first, in_ranker))  # noqa: B010
-    if worker_of is not None:
-        simulate_controller.ranking_worker = _timed_worker(worker_of, first, in_ranker, in_worker)
     pg = EmbeddedPostgres()
     try:
         url = pg.database()
         t0, c0 = time.perf_counter(), time.process_time()
         diagnostics: dict[str, int] = {}
         latency: dict[str, Any] = {"rank_latency": timedelta(minutes=latency_min)} if latency_min else {}
-        out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
-                                    Strategy(strategy), 7.0, None, diagnostics, **latency)
+        with _timed_rankers(first, in_ranker, in_worker):
+            out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
+                                        Strategy(strategy), 7.0, None, diagnostics, **latency)
         t1, c1 = time.perf_counter(), time.process_time()
         replay_trips = trips["all"] - trips["after_first"]
         digest = _decisions(url, out)
     finally:
         Controller.step = step   # type: ignore[method-assign]
         psycopg.Connection.wait = wait   # type: ignore[method-assign]
-        setattr(ranking_home, "production_ranker", ranker_of)  # noqa: B010
-        if worker_of is not None:
-            simulate_controller.ranking_worker = worker_of
         pg.close()
     if prof is not None and profile:
         prof.dump_stats(profile)
