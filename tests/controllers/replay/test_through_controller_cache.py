@@ -12,29 +12,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from controllers.planning import Strategy
 from controllers.replay import through_controller
 from controllers.replay.through_controller import replay_through_controller
 from sco.commands.simulate_controller import production_ranker
-from stores import migrate
 from testkit.postgres import PostgresProcess
 from tests.controllers.replay.test_through_controller_fast import BUSY, ETL, START, TRAIN, UNITS, _written
+from tests.support.postgres import migrated_connections
 
 
 @pytest.fixture
 def three_databases(postgres_server: PostgresProcess) -> Iterator[list[Any]]:
-    urls = [postgres_server.create_database() for _ in range(3)]
-    conns = [psycopg.connect(u, autocommit=True) for u in urls]
-    try:
-        for c in conns:
-            migrate.migrate_postgres(c)
+    with migrated_connections(postgres_server, 3) as conns:
         yield conns
-    finally:
-        for c in conns:
-            c.close()
 
 
 def _replay(conn: Any, cache: Path | None) -> dict[str, Any]:

@@ -12,16 +12,15 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
 import pytest
 
 from controllers.planning import Strategy
 from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
 from sco.commands.replay_ranking import RankingWorker, production_ranker
-from stores import migrate
 from testkit.builders import contract
 from testkit.postgres import PostgresProcess
+from tests.support.postgres import migrated_connections
 
 START = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ETL = contract("etl", "T3")
@@ -35,14 +34,8 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 @pytest.fixture
 def databases(postgres_server: PostgresProcess) -> Iterator[list[Any]]:
-    conns = [psycopg.connect(postgres_server.create_database(), autocommit=True) for _ in range(2)]
-    try:
-        for c in conns:
-            migrate.migrate_postgres(c)
+    with migrated_connections(postgres_server, 2) as conns:
         yield conns
-    finally:
-        for c in conns:
-            c.close()
 
 
 class _Published:
