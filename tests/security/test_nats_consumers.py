@@ -6,7 +6,7 @@ event acknowledged behind its back, none missing, no replay forced. Each keeps i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import nats
@@ -60,6 +60,13 @@ async def _ingest_holds_one_unacked(server: NatsProcess) -> tuple[Any, Any]:
     return ingest, held
 
 
+async def _until(done: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Wait until ``done()`` or a generous deadline: a loaded machine delivers late, never not at all."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not done() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+
+
 async def _attempt(label: str, action: Any, out: dict[str, str]) -> None:
     try:
         await action
@@ -95,10 +102,8 @@ async def _intrude(server: NatsProcess, user: str, ack_subject: str) -> tuple[di
         ConsumerConfig(filter_subject="sco.events.nowhere.>"), named=True), timeout=1.0), out)
     await _attempt("delete", js.delete_consumer(EVENTS_STREAM, CONSUMER), out)
     await nc.flush(timeout=2)
-    for _ in range(100):  # the -ERR for the acknowledgement arrives after the flush's PONG
-        if any(ack_subject.lower() in e.lower() for e in errors):
-            break
-        await asyncio.sleep(0.02)
+    # the -ERR for the acknowledgement arrives after the flush's PONG
+    await _until(lambda: any(ack_subject.lower() in e.lower() for e in errors))
     await nc.close()
     return out, errors
 
@@ -118,8 +123,7 @@ def test_no_credential_but_the_ingests_touches_its_consumer_and_it_loses_nothing
         try:
             tried = {user: await _intrude(stack_nats, user, held.reply) for user in INTRUDERS}
             info = await ingest.jetstream().consumer_info(EVENTS_STREAM, CONSUMER)
-            await held.ack()  # the ingest's own acknowledgement still counts
-            await asyncio.sleep(0.2)
+            await held.ack_sync()  # the ingest's own acknowledgement still counts; the server confirms it
             return tried, info, await ingest.jetstream().consumer_info(EVENTS_STREAM, CONSUMER)
         finally:
             await ingest.close()
@@ -152,9 +156,11 @@ def test_the_exclusion_watcher_keeps_its_own_consumer_and_an_observer_its_core_s
         controller = await _connect(stack_nats, "controller", controller_errors)
         sub = await controller.jetstream().pull_subscribe("sco.events.r1.>", durable="sco-exclusion-r1",
                                                           stream=EVENTS_STREAM)
-        for m in await sub.fetch(EVENTS, timeout=5):
-            await m.ack()
-        await controller.flush()
+        taken = 0
+        while taken < EVENTS:  # a fetch may return fewer than asked; each ack waits for the server's confirmation
+            for m in await sub.fetch(EVENTS - taken, timeout=30):
+                await m.ack_sync()
+                taken += 1
         acked = (await controller.jetstream().consumer_info(EVENTS_STREAM, "sco-exclusion-r1")).ack_floor.stream_seq
         await controller.close()
         watcher_errors: list[str] = []
@@ -170,18 +176,12 @@ def test_the_exclusion_watcher_keeps_its_own_consumer_and_an_observer_its_core_s
         for n in range(EVENTS):
             await region.publish(f"sco.events.r1.placed.i-{n}", b"{}")
         await region.close()
-        for _ in range(250):
-            if len(seen) >= EVENTS:
-                break
-            await asyncio.sleep(0.02)
+        await _until(lambda: len(seen) >= EVENTS)
         refused: list[str] = []  # nats-py's ordered consumer: the legacy creation subject no component has
         await _attempt("ordered", watcher.jetstream(timeout=1.0).subscribe(
             "sco.events.r1.>", cb=collect, ordered_consumer=True, stream=EVENTS_STREAM), {})
         await watcher.flush()
-        for _ in range(100):
-            if watcher_errors:
-                break
-            await asyncio.sleep(0.02)
+        await _until(lambda: bool(watcher_errors))
         refused = list(watcher_errors)
         await watcher.close()
         return acked, controller_errors, len(seen), refused
