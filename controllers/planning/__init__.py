@@ -1,6 +1,17 @@
 """Placement planning (ADR-06, 07, 08, 22): pure functions, no I/O."""
 
-from .model import Allocation, Caps, Claim, PlanSet, PoolState, Purpose, Strategy, WorkloadPlan, units_per_instance
+from .model import (
+    Allocation,
+    Caps,
+    Claim,
+    PlanSet,
+    PoolState,
+    Purpose,
+    Strategy,
+    WorkloadPlan,
+    reads_forecast,
+    units_per_instance,
+)
 from .planner import PlannerConfig, plan, priority
 from .scores import composite_score, pool_states
 
@@ -18,5 +29,6 @@ __all__ = [
     "plan",
     "pool_states",
     "priority",
+    "reads_forecast",
     "units_per_instance",
 ]

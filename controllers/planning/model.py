@@ -27,6 +27,7 @@ __all__ = [
     "Strategy",
     "WorkloadPlan",
     "allocation",
+    "reads_forecast",
     "units_per_instance",
     "workload_plan",
 ]
@@ -40,6 +41,15 @@ class Strategy(StrEnum):
     PRICE_FIRST = "price-first"              # cheapest rate per unit first, same caps
     CAPACITY_OPTIMISED = "capacity-optimised"  # most available capacity first, same caps
     SINGLE_CHEAPEST = "single-cheapest"      # everything in the cheapest pool, no caps
+
+
+def reads_forecast(strategy: Strategy | None) -> bool:
+    """Whether a planner run with ``strategy`` reads the ranking's reclaim forecast.
+
+    None is each contract's own strategy, expected-cost by default. Only expected-cost prices a pool's P(reclaim);
+    the baselines order pools by rate, depth or capacity, and the forecast weighs nothing in them (rate + p x 0).
+    """
+    return strategy is None or strategy is Strategy.EXPECTED_COST
 
 
 class Purpose(StrEnum):

@@ -78,17 +78,18 @@ def run_controller_engine(url: str, config: RegionConfig, start: datetime, days:
     from controllers.replay import disk_cache
 
     with one_native_thread(), psycopg.connect(url, autocommit=True) as conn, \
-            _ranker(conn, config.region, contracts, rank_latency) as ranker:
+            _ranker(conn, config.region, contracts, rank_latency, strategy) as ranker:
         return replay_through_controller(config, start, days, {c.ref: c for c in contracts}, units, conn,
                                          strategy=strategy, warmup_days=warmup_days, ranker=ranker,
                                          progress=progress, diagnostics=diagnostics, caps=caps,
                                          cache=cache or disk_cache.cache_dir(), rank_latency=rank_latency)
 
 
-def _ranker(conn: Any, region: str, contracts: Sequence[Contract], latency: timedelta
+def _ranker(conn: Any, region: str, contracts: Sequence[Contract], latency: timedelta, strategy: Strategy | None
             ) -> AbstractContextManager[Ranker]:
-    return ranking_worker(conn, region, contracts) if latency else nullcontext(contract_ranker(conn, region,
-                                                                                               contracts))
+    if latency:
+        return ranking_worker(conn, region, contracts, strategy)
+    return nullcontext(contract_ranker(conn, region, contracts, strategy))
 
 
 Outcomes = tuple[dict[str, WorkloadOutcome], dict[str, int]]

@@ -44,6 +44,7 @@ from controllers.planning import (
     floor,
     plan,
     planner,
+    reads_forecast,
     waterfill,
 )
 
@@ -226,3 +227,30 @@ def test_kept_plans_follow_the_room_as_the_oracle_says_when_other_tenants_take_i
         same(ours, theirs)
         moved += sum(1 for name in ours.replanned if prev.plans[name].shortfall_units == 0)
     assert moved > 0  # complete plans were re-planned because of the room alone
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_only_a_strategy_that_reads_the_forecast_plans_differently_when_the_forecast_changes(
+        strategy: Strategy) -> None:
+    """What lets the replay skip the forecast for the baselines (``replay_ranking.forecast_horizons``): their plans
+    are the very same, from scratch and incrementally, with no forecast or another one; expected-cost's are not."""
+    rng = random.Random(41)
+    pools = region(rng, 150)
+    claims = [claim(rng, f"wk-{i:03d}") for i in range(60)]
+    config = PlannerConfig(strategy=strategy)
+    unforecast = [replace(s, reclaim_p_1h=None) for s in pools]
+    other = [replace(s, reclaim_p_1h=rng.choice([0.0, 0.02, 0.3, 0.9])) for s in pools]
+    plans = [plan(claims, p, NOW, config=config) for p in (pools, unforecast, other)]
+    if reads_forecast(strategy):
+        with pytest.raises(AssertionError):
+            same(plans[0], plans[2])
+        return
+    same(plans[0], plans[1])
+    same(plans[0], plans[2])
+    later_claims, later_pools = step(rng, claims, pools)
+    later = [plan(later_claims, [replace(s, reclaim_p_1h=f(s)) for s in later_pools], NOW + timedelta(minutes=1),
+                  previous=prev, config=config)
+             for prev, f in ((plans[0], lambda s: s.reclaim_p_1h), (plans[1], lambda s: None),
+                             (plans[2], lambda s: 0.5))]
+    same(later[0], later[1])
+    same(later[0], later[2])

@@ -17,7 +17,7 @@ import pytest
 from controllers.planning import Strategy
 from controllers.replay.through_controller import PoolFeed, Ranker, replay_through_controller
 from controllers.simregion.config import RegionConfig
-from sco.commands.replay_ranking import RankingWorker, production_ranker
+from sco.commands.replay_ranking import RankingWorker, contract_horizons, forecast_horizons, production_ranker
 from testkit.builders import contract
 from testkit.postgres import PostgresProcess
 from tests.support.postgres import migrated_connections
@@ -55,9 +55,10 @@ class _Published:
         return logged
 
 
-def _replay(conn: Any, ranker: Ranker, latency: timedelta) -> dict[str, Any]:
+def _replay(conn: Any, ranker: Ranker, latency: timedelta, strategy: Strategy = Strategy.EXPECTED_COST
+            ) -> dict[str, Any]:
     out = replay_through_controller(BUSY, START, 3 / 24, {c.ref: c for c in (ETL, TRAIN)}, UNITS, conn,
-                                    strategy=Strategy.EXPECTED_COST, warmup_days=1.5, ranker=ranker,
+                                    strategy=strategy, warmup_days=1.5, ranker=ranker,
                                     rank_latency=latency)
     events = []
     for (payload,) in conn.execute("SELECT payload FROM outbox ORDER BY id"):
@@ -96,6 +97,34 @@ def test_the_worker_puts_in_force_the_rows_this_process_would_at_the_same_passes
 
 
 _CLOCK = [START]   # the time of the replay's pass running now
+
+
+def test_the_replay_forecasts_only_for_a_planner_that_reads_the_forecast() -> None:
+    contracts = [ETL, TRAIN]
+    assert forecast_horizons(contracts, None) == (contract_horizons(contracts), "no reclaim forecast")
+    assert forecast_horizons(contracts, Strategy.EXPECTED_COST)[0] == contract_horizons(contracts)
+    assert forecast_horizons(contracts, Strategy.PRICE_FIRST) == (
+        None, "no reclaim forecast (price-first does not read one)")
+
+
+@pytest.mark.slow
+def test_depth_first_decides_the_same_without_the_forecast_and_expected_cost_does_not(
+        postgres_server: PostgresProcess) -> None:
+    """Through the production controller: the forecast the replay skips for a baseline changes none of its
+    events, plans or outcomes; the same swap changes expected-cost's (so the comparison can see a change)."""
+    with migrated_connections(postgres_server, 4) as (a, b, c, d):
+        runs = {(strategy, horizons): _replay(conn, production_ranker(conn, BUSY.region, horizons), timedelta(0),
+                                              strategy)
+                for conn, strategy, horizons in ((a, Strategy.DEPTH_FIRST, HORIZONS), (b, Strategy.DEPTH_FIRST, None),
+                                                 (c, Strategy.EXPECTED_COST, HORIZONS),
+                                                 (d, Strategy.EXPECTED_COST, None))}
+    with_, without = runs[(Strategy.DEPTH_FIRST, HORIZONS)], runs[(Strategy.DEPTH_FIRST, None)]
+    assert with_["ranked"][0][4] is not None and without["ranked"][0][4] is None
+    assert {e[0] for e in with_["events"]} >= {"placed", "terminated"} and len(with_["plans"]) > 2
+    for key in ("events", "plans", "outcomes"):
+        assert without[key] == with_[key], key
+    cost_with, cost_without = runs[(Strategy.EXPECTED_COST, HORIZONS)], runs[(Strategy.EXPECTED_COST, None)]
+    assert (cost_with["events"], cost_with["plans"]) != (cost_without["events"], cost_without["plans"])
 
 
 @pytest.fixture(autouse=True)
