@@ -6,7 +6,7 @@ event acknowledged behind its back, none missing, no replay forced. Each keeps i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import nats
@@ -17,6 +17,7 @@ from stores import nats as sco_nats
 from stores.ingest import CONSUMER, EVENT_SUBJECT
 from stores.nats import EVENTS_STREAM
 from testkit.nats import NatsProcess
+from tests.support.wait import until
 
 pytestmark = pytest.mark.services
 INTRUDERS = ("controller", "watcher", "region", "relay")
@@ -60,13 +61,6 @@ async def _ingest_holds_one_unacked(server: NatsProcess) -> tuple[Any, Any]:
     return ingest, held
 
 
-async def _until(done: Callable[[], bool], seconds: float = 60.0) -> None:
-    """Wait until ``done()`` or a generous deadline: a loaded machine delivers late, never not at all."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not done() and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.02)
-
-
 async def _attempt(label: str, action: Any, out: dict[str, str]) -> None:
     try:
         await action
@@ -103,7 +97,7 @@ async def _intrude(server: NatsProcess, user: str, ack_subject: str) -> tuple[di
     await _attempt("delete", js.delete_consumer(EVENTS_STREAM, CONSUMER), out)
     await nc.flush(timeout=2)
     # the -ERR for the acknowledgement arrives after the flush's PONG
-    await _until(lambda: any(ack_subject.lower() in e.lower() for e in errors))
+    await until(lambda: any(ack_subject.lower() in e.lower() for e in errors))
     await nc.close()
     return out, errors
 
@@ -176,12 +170,12 @@ def test_the_exclusion_watcher_keeps_its_own_consumer_and_an_observer_its_core_s
         for n in range(EVENTS):
             await region.publish(f"sco.events.r1.placed.i-{n}", b"{}")
         await region.close()
-        await _until(lambda: len(seen) >= EVENTS)
+        await until(lambda: len(seen) >= EVENTS)
         refused: list[str] = []  # nats-py's ordered consumer: the legacy creation subject no component has
         await _attempt("ordered", watcher.jetstream(timeout=1.0).subscribe(
             "sco.events.r1.>", cb=collect, ordered_consumer=True, stream=EVENTS_STREAM), {})
         await watcher.flush()
-        await _until(lambda: bool(watcher_errors))
+        await until(lambda: bool(watcher_errors))
         refused = list(watcher_errors)
         await watcher.close()
         return acked, controller_errors, len(seen), refused
