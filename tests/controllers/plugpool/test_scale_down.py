@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from controllers.plugpool.proto import externalgrpc_pb2 as pb
 from tests.controllers.plugpool.helpers import NS, Rig
@@ -10,6 +11,10 @@ from tests.support.wait import wait_for
 
 DELETING, RUNNING = pb.InstanceStatus.instanceDeleting, pb.InstanceStatus.instanceRunning
 POD = "plugpool-poweroff-worker-1"
+# For the tests that make the node NotReady themselves: the rig's 1 s notReadyTimeout could pass while a loaded
+# machine is still on the set-up steps, and the flow would go on without the NotReady they check for.
+# test_a_node_that_never_goes_not_ready_... keeps the short one: the timeout firing is what it checks.
+NOT_READY_BY_THE_TEST = "60s"
 
 
 def _running(rig: Rig, name: str = "worker-1") -> None:
@@ -20,8 +25,9 @@ def _running(rig: Rig, name: str = "worker-1") -> None:
 
 
 def test_a_drained_node_is_powered_off_by_a_privileged_pod_then_the_plug_goes_off_and_the_node_is_deleted(
-    rig: Rig,
+    rig_factory: Callable[..., Rig],
 ) -> None:
+    rig = rig_factory(notReadyTimeout=NOT_READY_BY_THE_TEST)
     _running(rig)
     rig.taint("worker-1")  # cluster-autoscaler taints, drains, then asks
     rig.delete_nodes("worker-1")
@@ -57,8 +63,9 @@ def test_a_drained_node_is_powered_off_by_a_privileged_pod_then_the_plug_goes_of
 
 
 def test_the_node_is_deleted_only_after_its_poweroff_pod_is_gone_and_meanwhile_is_not_used_for_scale_up(
-    rig: Rig,
+    rig_factory: Callable[..., Rig],
 ) -> None:
+    rig = rig_factory(notReadyTimeout=NOT_READY_BY_THE_TEST)
     _running(rig)
     rig.taint("worker-1")
     rig.delete_nodes("worker-1")
