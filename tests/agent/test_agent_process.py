@@ -55,7 +55,8 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
                                  "--metrics-port", str(port)], cwd=REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 10
+            # generous deadlines, left as soon as the condition holds: a loaded machine boots and drains late
+            deadline = time.monotonic() + 60
             body = ""
             while time.monotonic() < deadline and "\nsco_agent_nats_connected 1" not in body:
                 try:
@@ -76,7 +77,7 @@ def test_the_agent_process_drains_its_node_on_a_notice_and_ships_every_event(tmp
                 await nc.close()
 
             asyncio.run(notify())
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 120
             kinds: list[str] = []
             while time.monotonic() < deadline and "credentials-revoked" not in kinds:
                 kinds = [e["kind"] for e in asyncio.run(stream_events(events_nats.url))]
