@@ -22,6 +22,7 @@ from agent.httpwire import exchange
 from distributor import Catalog, Distributor, PasswordTable, digest
 from distributor.limits import Limits
 from tests.agent.helpers import make_bundle, new_keys, workload_entry, write_bundle_dir
+from tests.support.wait import wait_for
 
 ISSUED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 PARTITIONS = ("r1/slurm-hpc", "r1/k8s-a", "r2/slurm-hpc")
@@ -50,12 +51,26 @@ class Running:
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[Running]:
+def bundles(tmp_path: Path) -> Path:
     keys = new_keys()
     for partition in PARTITIONS:
         raw, sig = make_bundle(keys, partition, 3, [workload_entry("etl")], issued_at=ISSUED)
         write_bundle_dir(tmp_path / partition, raw, sig)
-    server = Running(tmp_path, Limits(deadline_s=1.5, max_connections=4))
+    return tmp_path
+
+
+@pytest.fixture
+def running(bundles: Path) -> Iterator[Running]:
+    server = Running(bundles, Limits(deadline_s=1.5, max_connections=4))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def capped(bundles: Path) -> Iterator[Running]:
+    """The connection cap alone: a deadline no idle connection reaches during the test, however loaded the
+    machine, so none of them is freed by the deadline before the request past the cap arrives."""
+    server = Running(bundles, Limits(deadline_s=600.0, max_connections=4))
     yield server
     server.close()
 
@@ -87,18 +102,20 @@ def test_a_drip_fed_request_is_closed_at_the_total_deadline(running: Running,
 
 
 def test_connections_past_the_cap_get_503_and_the_server_answers_once_they_are_gone(
-        running: Running, caplog: pytest.LogCaptureFixture) -> None:
+        capped: Running, caplog: pytest.LogCaptureFixture) -> None:
+    gate = capped.server.gate
     with caplog.at_level(logging.WARNING, logger="distributor.limits"):
-        idle = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(4)]
-        time.sleep(0.2)
-        status, _, body = exchange("GET", running.url + "/r1/slurm-hpc/agent-bundle.json",
+        idle = [socket.create_connection(("127.0.0.1", capped.port)) for _ in range(4)]
+        wait_for(lambda: gate.open == 4, 60, what="the server admitted the four idle connections")
+        status, _, body = exchange("GET", capped.url + "/r1/slurm-hpc/agent-bundle.json",
                                    headers=_basic("agent.r1.i-hpc"))
         assert status == 503 and b"DST002" in body
         for s in idle:
             s.close()
-        time.sleep(0.3)
-    status, _, _ = exchange("GET", running.url + "/r1/slurm-hpc/agent-bundle.json", headers=_basic("agent.r1.i-hpc"))
+        wait_for(lambda: gate.open == 0, 60, what="the server counted the four closes")  # not a sleep: load
+    status, _, _ = exchange("GET", capped.url + "/r1/slurm-hpc/agent-bundle.json", headers=_basic("agent.r1.i-hpc"))
     assert status == 200 and "DST002" in caplog.text
+    assert gate.expired == 0  # the slots were freed by the closes, not by the deadline
 
 
 def test_an_agent_reads_only_its_own_partitions_bundle(running: Running, caplog: pytest.LogCaptureFixture) -> None:
