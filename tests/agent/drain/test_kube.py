@@ -19,6 +19,7 @@ from agent.runtime import Agent
 from sco.demo.kubeapi import KubeApiDouble
 from tests.agent.helpers import agent_config, make_bundle, new_keys, node_identity, notice_doc, workload_entry
 from tests.agent.kube_extras import AuthRecordingKubeApi
+from tests.support.wait import wait_for
 
 NODE = node_identity(node="kn1", instance="i-kn1", scheduler="kubernetes", partition="r1/k8s-batch")
 
@@ -115,8 +116,11 @@ def test_an_eviction_refused_by_a_pod_disruption_budget_is_retried_on_429_until_
     kube.put_object("PodDisruptionBudget", {"metadata": {"name": "web", "namespace": "team"},
                                             "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
 
-    def replacement_becomes_ready() -> None:  # the scheduler starts a replacement elsewhere after ~1.5 s
-        time.sleep(1.5)
+    def replacement_becomes_ready() -> None:
+        # the scheduler starts a replacement elsewhere once the budget has refused an eviction: waited for (not a
+        # 1.5 s sleep that a loaded machine may spend before the first eviction), so a 429 always comes first
+        wait_for(lambda: any(r.status == 429 for r in kube.requests_matching("POST", r"/pods/web-1/eviction$")),
+                 60, what="the PodDisruptionBudget refused the first eviction (429)")
         kube.put_object("Pod", pod("web-3", "kn2"))
 
     agent, _, actuator = run_notice(tmp_path, kube, [workload_entry("web", budget=8, scheduler="kubernetes")],
