@@ -4,6 +4,7 @@ stay one at a time and in order, and at most one acknowledgement is on its way."
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -39,6 +40,8 @@ def test_a_batch_is_inserted_while_the_one_before_is_acknowledged_and_never_two_
     index = {id(msg): b for b, batch in enumerate(batches) for msg in batch}
     log: list[tuple[str, int]] = []
     inserting: list[int] = []
+    # set when batch b's insert has begun: the acknowledgement of batch b - 1 waits for it (below)
+    insert_began = [threading.Event() for _ in batches]
     ingest = Ingest(_Js(), client=None)
     waiting = iter(batches)
 
@@ -53,11 +56,18 @@ def test_a_batch_is_inserted_while_the_one_before_is_acknowledged_and_never_two_
         inserting.append(b)
         assert len(inserting) == 1, f"batch {b} inserted while batch {inserting[0]} is"
         log.append(("insert", b))
+        insert_began[b].set()
         inserting.remove(b)
 
     async def ack_all(nc: Any, msgs: list[Any]) -> None:
-        await asyncio.sleep(0.05)  # a slow acknowledgement: the next insert does not wait for it
-        log.append(("acked", index[id(msgs[0])]))
+        b = index[id(msgs[0])]
+        log.append(("ack", b))
+        if b + 1 < len(batches):
+            # A slow acknowledgement, slow until the next insert has begun: the ordering no longer rests on a
+            # 50 ms sleep outracing the insert's thread. Were the next insert to wait for this acknowledgement,
+            # the wait would give up after 60 s and log the acknowledgement first: the asserts below fail.
+            await asyncio.to_thread(insert_began[b + 1].wait, 60)
+        log.append(("acked", b))
 
     monkeypatch.setattr(ingest, "_fetch", fetch)
     monkeypatch.setattr(ingest, "_idle", idle)
@@ -66,7 +76,10 @@ def test_a_batch_is_inserted_while_the_one_before_is_acknowledged_and_never_two_
     asyncio.run(ingest.run(idle_exit=True))
 
     assert [b for step, b in log if step == "insert"] == [0, 1, 2, 3]
-    assert [b for step, b in log if step == "acked"] == [0, 1, 2, 3]
+    # sent in batch order, each once (the last one, with no next insert to wait for, may end before the one
+    # before it: two acknowledgements may overlap, one of them awaited before the next insert)
+    assert [b for step, b in log if step == "ack"] == [0, 1, 2, 3]
+    assert sorted(b for step, b in log if step == "acked") == [0, 1, 2, 3]
     assert log.index(("insert", 1)) < log.index(("acked", 0))  # batch 1 inserted while batch 0 is acknowledged
     for b in range(2, 4):
         assert log.index(("acked", b - 2)) < log.index(("insert", b))  # one acknowledgement on its way at most
