@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseHTTPServer
 from sco.stack.clickhouse_http.auth import write_users_file
 from testkit.clickhouse import READER, WRITER, authorized
 
-__all__ = ["PASSWORDS", "StreamedReply", "TestFrontend", "raw_exchange", "running_frontend", "streamed", "users_file"]
+__all__ = ["PASSWORDS", "SLOW_QUERY", "StreamedReply", "TestFrontend", "cancel_slow_query", "raw_exchange",
+           "running_frontend", "slow_query_on_a_socket", "streamed", "users_file"]
 
 PASSWORDS = {WRITER: secrets.token_urlsafe(18), READER: secrets.token_urlsafe(18)}
 _USERS_DIR = tempfile.mkdtemp(prefix="sco-ch-users-")
@@ -119,3 +120,31 @@ def streamed(url: str, body: bytes | None = None, headers: dict[str, str] | None
             return StreamedReply(response.status, response.headers, cut.partial, False)
     finally:
         connection.close()
+
+
+# A read-only query that keeps its slot and writes nothing for 200 s: still running whenever a loaded machine gets to
+# the request that must find it running. A test ends it (``cancel_slow_query``, or by closing its socket).
+SLOW_QUERY = "SELECT sleepEachRow(0.2) FROM numbers(1000) SETTINGS max_block_size = 1 FORMAT Null"
+
+
+def slow_query_on_a_socket(url: str, extra: str = "") -> socket.socket:
+    """Send ``SLOW_QUERY`` (``extra``: more URL parameters, ``&session_id=...``) on a socket of its own, unread."""
+    plain, headers = authorized(url)
+    host, port = plain.removeprefix("http://").rstrip("/").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.sendall(f"GET /?query={quote(SLOW_QUERY)}{extra} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: {headers['Authorization']}\r\n\r\n".encode())
+    return sock
+
+
+def cancel_slow_query(sock: socket.socket, timeout_s: float = 60.0) -> bytes:
+    """Shut down the sending side of ``sock``: the front end cancels its read-only query (``DisconnectWatch``),
+    answers and closes. Returns that answer, read to the end: the front end writes it once the query has left its
+    slot and its session, so both are free when this returns."""
+    with sock:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(timeout_s)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)

@@ -3,8 +3,6 @@ readonly mode or temporary table reaches another client; sessions lock and expir
 
 from __future__ import annotations
 
-import threading
-import time
 from urllib.parse import urlencode
 
 import pytest
@@ -12,8 +10,9 @@ import pytest
 from sco.stack.clickhouse_http import ChdbEngine, ClickHouseError, parse_request
 from testkit.clickhouse import ClickHouseProcess
 from tests.stores.helpers import http
+from tests.support.wait import wait_for
 
-from .frontend_helpers import running_frontend, streamed
+from .frontend_helpers import cancel_slow_query, running_frontend, slow_query_on_a_socket, streamed
 
 _FAILS_PART_WAY = b"SELECT number, throwIf(number = 200000) FROM numbers(1000000) SETTINGS max_block_size = 1000"
 
@@ -126,25 +125,16 @@ def test_session_check_refuses_an_unknown_session_and_an_out_of_range_timeout_is
         engine.close()
 
 
-def _wait_until(condition: object, limit_s: float = 30.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.01)
-
-
-_SLOW = b"SELECT sleepEachRow(0.5) FROM numbers(8) SETTINGS max_block_size = 1 FORMAT Null"
-
-
+# The slow query runs 200 s (SLOW_QUERY), not 4: a loaded machine may take seconds to get from "it runs" to the
+# second request, which must still find it running; it is cancelled once that request is answered.
 @pytest.mark.services
 def test_a_second_request_on_a_busy_session_gets_session_is_locked() -> None:
     with running_frontend() as server:
-        slow = threading.Thread(target=http, args=(_q(server.url, session_id="busy"), _SLOW))
-        slow.start()
-        _wait_until(lambda: server.engine.running == 1)
+        slow = slow_query_on_a_socket(server.url, "&session_id=busy")
+        wait_for(lambda: server.engine.running == 1, 60, what="the slow query started on the session")
         second = http(_q(server.url, session_id="busy", query="SELECT 1"))
         other = http(_q(server.url, session_id="idle", query="SELECT 1"))
-        slow.join()
+        cancel_slow_query(slow)
     assert (second.status, second.headers["X-ClickHouse-Exception-Code"]) == (500, "373")
     assert b"SESSION_IS_LOCKED" in second.body
     assert other.body == b"1\n"
@@ -153,11 +143,10 @@ def test_a_second_request_on_a_busy_session_gets_session_is_locked() -> None:
 @pytest.mark.services
 def test_when_every_query_slot_is_busy_a_request_gets_503_at_once_instead_of_waiting() -> None:
     with running_frontend({"max_queries": 1, "queue_timeout_s": 0.0}) as server:
-        slow = threading.Thread(target=http, args=(server.url + "/", _SLOW))
-        slow.start()
-        _wait_until(lambda: server.engine.running == 1)
+        slow = slow_query_on_a_socket(server.url)
+        wait_for(lambda: server.engine.running == 1, 60, what="the slow query holds the only slot")
         refused = http(_q(server.url, query="SELECT 1"))
-        slow.join()
+        cancel_slow_query(slow)  # returns once the front end answered it: the slot is free again
         after = http(_q(server.url, query="SELECT 1"))
     assert (refused.status, refused.headers["X-ClickHouse-Exception-Code"]) == (503, "202")
     assert after.body == b"1\n"

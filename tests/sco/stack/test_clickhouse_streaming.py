@@ -20,11 +20,10 @@ from testkit.clickhouse import ClickHouseProcess, authorized
 from tests.stores.helpers import http
 from tests.support.wait import wait_for
 
-from .frontend_helpers import running_frontend, streamed
+from .frontend_helpers import running_frontend, slow_query_on_a_socket, streamed
 
 # 1.8 MB of rows (past the 1 MiB response buffer), then an exception
 _FAILS_LATE = b"SELECT number, throwIf(number = 200000) FROM numbers(300000) SETTINGS max_block_size = 1000"
-_SLOW = "SELECT sleepEachRow(0.2) FROM numbers(1000) SETTINGS max_block_size = 1 FORMAT Null"  # 200 s, no output
 
 
 def _rss_bytes() -> int:
@@ -158,18 +157,9 @@ def test_compression_follows_the_servers_preference_and_needs_the_setting(
     assert (without.headers["Content-Encoding"], without.body) == (None, b"1\n")
 
 
-def _slow_query_on_a_socket(url: str, extra: str = "") -> socket.socket:
-    plain, headers = authorized(url)
-    host, port = plain.removeprefix("http://").rstrip("/").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=30)
-    sock.sendall(f"GET /?query={quote(_SLOW)}{extra} HTTP/1.1\r\nHost: x\r\n"
-                 f"Authorization: {headers['Authorization']}\r\n\r\n".encode())
-    return sock
-
-
 def test_a_client_that_closes_its_connection_gets_its_query_cancelled() -> None:
     with running_frontend({"max_queries": 1, "queue_timeout_s": 60}) as server:
-        sock = _slow_query_on_a_socket(server.url)
+        sock = slow_query_on_a_socket(server.url)
         wait_for(lambda: server.engine.running == 1, what="the slow query started")
         sock.close()
         wait_for(lambda: server.engine.running == 0, what="the slow query was cancelled (it runs 200 s otherwise)")
@@ -197,7 +187,7 @@ def test_a_session_whose_client_went_away_is_unlocked_and_keeps_its_temporary_ta
     with running_frontend() as server:
         session = server.url + "/?session_id=gone-away"
         assert http(session, b"CREATE TEMPORARY TABLE kept (x UInt8)").status == 200
-        sock = _slow_query_on_a_socket(server.url, "&session_id=gone-away")
+        sock = slow_query_on_a_socket(server.url, "&session_id=gone-away")
         wait_for(lambda: server.engine.running == 1, what="the slow query started on the session")
         locked = http(session, b"SELECT 1")
         sock.close()
