@@ -66,7 +66,9 @@ def _stop(running: Guarded, sig: int = signal.SIGTERM) -> int:
         running.guard.stdout.close()
 
 
-def _gone(pid: int, within_s: float) -> bool:
+def _gone(pid: int, within_s: float = 60.0) -> bool:
+    """Whether ``pid`` is gone (or a zombie) within ``within_s``; left as soon as it is. Generous: the kernel's
+    signal arrives at once, but a loaded machine may take a while to run the dying process's exit."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         try:
@@ -111,7 +113,7 @@ def test_the_engines_socket_directory_is_private_to_the_account() -> None:
         assert stat.S_ISSOCK((private / "engine.sock").stat().st_mode)
     finally:
         assert _stop(running) == 0  # SIGTERM stops both cleanly
-    assert _gone(running.engine, 10) and not private.exists()
+    assert _gone(running.engine) and not private.exists()
 
 
 @pytest.mark.services
@@ -128,7 +130,7 @@ def test_kill_9_of_the_guard_takes_the_engine_down_within_seconds() -> None:
     running = _start()
     private = _engine_socket_dir(running)
     assert _stop(running, signal.SIGKILL) == -signal.SIGKILL
-    assert _gone(running.engine, 5)
+    assert _gone(running.engine)
     assert private.exists()  # nobody is left to remove it: a kill -9 leaves the empty directory and its socket
     again = _start()    # the next guard removes it
     try:
@@ -321,16 +323,17 @@ def test_a_client_that_goes_away_mid_query_gets_its_read_only_query_cancelled_in
     running = (f"/?query=SELECT+count()+FROM+system.processes+WHERE+query+LIKE+'%25{marker}%25'"
                "+AND+query+NOT+LIKE+'%25system.processes%25'")
     parts = urlsplit(guarded.plain_url)
+    # 200 s of sleepEachRow: it outlasts both 60 s waits, so "not cancelled" still fails the second
     with socket.create_connection((parts.hostname or "127.0.0.1", int(parts.port or 0)), timeout=10) as sock:
-        sock.sendall(f"GET /?query=SELECT+sleepEachRow(0.5)+FROM+numbers(200)+SETTINGS+max_block_size%3D1+--+{marker}"
+        sock.sendall(f"GET /?query=SELECT+sleepEachRow(0.5)+FROM+numbers(400)+SETTINGS+max_block_size%3D1+--+{marker}"
                      f" HTTP/1.1\r\nHost: x\r\nAuthorization: {http_basic()}\r\n\r\n".encode())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while http(guarded.url + running).body != b"1\n":
             assert time.monotonic() < deadline, "the query never started"
             time.sleep(0.1)
-    deadline = time.monotonic() + 10  # the guard passes the close on; the engine's DisconnectWatch cancels
+    deadline = time.monotonic() + 60  # the guard passes the close on; the engine's DisconnectWatch cancels
     while http(guarded.url + running).body != b"0\n":
-        assert time.monotonic() < deadline, "the query still runs 10 s after its client went away"
+        assert time.monotonic() < deadline, "the query still runs 60 s after its client went away"
         time.sleep(0.2)
 
 
