@@ -11,7 +11,7 @@ import asyncio
 import base64
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -163,16 +163,19 @@ def test_an_agent_booted_from_the_user_data_the_controller_sent_drains_its_node_
         await nc.flush()
         await nc.close()
 
-    def drained() -> bool:
-        return any(e.get("kind") == "drained" and e.get("instance") == iid
-                   for e in asyncio.run(stream_events(admin)))
+    def shipped(kind: str) -> Callable[[], bool]:
+        return lambda: any(e.get("kind") == kind and e.get("instance") == iid
+                           for e in asyncio.run(stream_events(admin)))
 
     # the agent logged in to NATS as agent.r1.<instance> (it was ready only with its bundle; the notice
     # comes on its own subject only): retry the notice until the drain starts, as the relay re-sends
     assert _wait(lambda: asyncio.run(notify()) or (kube.get_object("Node", node) or {})
                  .get("spec", {}).get("unschedulable") is True, 30), (booted.root / "agent.log").read_text()[-2000:]
-    assert _wait(drained, 30), (booted.root / "agent.log").read_text()[-2000:]
+    assert _wait(shipped("drained"), 30), (booted.root / "agent.log").read_text()[-2000:]
     assert not [p for p in kube.list_objects("Pod", "demo") if p["spec"]["nodeName"] == node]
+    # the agent removes its token files after it emits "drained", then emits "credentials-revoked"
+    # (agent.drain.engine, _release): the file is looked at once that later event is in, not right after "drained"
+    assert _wait(shipped("credentials-revoked"), 60), (booted.root / "agent.log").read_text()[-2000:]
     assert not booted.files[NATS_PASSWORD_PATH].exists(), "the instance's NATS password is removed after the drain"
     agents.stop(iid)
     assert booted.process.returncode == 0 and kube.get_object("Node", node) is None
