@@ -200,19 +200,20 @@ def _breakdown(outcomes: Iterable[Any]) -> str:
 def _progress(seed: int, name: str, tty: bool) -> Callable[[float], None]:
     """Replay progress on stderr, with the seconds so far and an estimate of those left: a rewritten line on a
     terminal, else one line a quarter."""
-    from sco.commands.simulate import time_left
+    from sco.commands.simulate import Pace
 
-    last, started = [-1], time.monotonic()
+    last, started, pace = [-1], time.monotonic(), Pace()
 
     def show(done: float) -> None:
         quarter = int(done * 4)
         seconds = time.monotonic() - started
+        left = pace(seconds, done)
         if tty:
-            print(f"\r  seed {seed} {name:<16} {done:4.0%} {seconds:5.0f} s{time_left(seconds, done)}", end="",
-                  file=sys.stderr, flush=True)
+            print(f"\r  seed {seed} {name:<16} {done:4.0%} {seconds:5.0f} s{left}", end="", file=sys.stderr,
+                  flush=True)
         elif quarter > last[0]:
             last[0] = quarter
-            log(f"seed {seed} {name}: {quarter * 25} % in {seconds:.0f} s{time_left(seconds, done)}")
+            log(f"seed {seed} {name}: {quarter * 25} % in {seconds:.0f} s{left}")
     return show
 
 

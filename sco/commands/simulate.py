@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["CPU_S_PER_DAY", "print_waterfalls", "progress_bar", "register", "time_left", "waterfall_lines"]
+__all__ = ["CPU_S_PER_DAY", "Pace", "print_waterfalls", "progress_bar", "register", "time_left", "waterfall_lines"]
 
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 35  # the controller engine, 14 workloads × 40 units: 15-20 min of wall a 30-day month (benchmarks.md)
@@ -48,19 +48,19 @@ def register(sub: Any) -> None:
 
 def progress_bar(label: str) -> Any:
     """A bar rewritten in place on a terminal; one line a quarter otherwise (no carriage returns in a log). Each
-    shows the seconds so far and, once a share is done, an estimate of those left (``time_left``)."""
-    started, tty, last = time.monotonic(), sys.stderr.isatty(), [-1]
+    shows the seconds so far and, from the second report, an estimate of those left (``Pace``)."""
+    started, tty, last, pace = time.monotonic(), sys.stderr.isatty(), [-1], Pace()
 
     def show(done: float) -> None:
         seconds = time.monotonic() - started
+        left = pace(seconds, done)
         if tty:
             bar = "#" * int(done * 30)
-            print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {seconds:5.0f} s{time_left(seconds, done)}", end="",
-                  file=sys.stderr, flush=True)
+            print(f"\r  {label:<20} [{bar:<30}] {done:4.0%} {seconds:5.0f} s{left}", end="", file=sys.stderr,
+                  flush=True)
         elif int(done * 4) > last[0]:
             last[0] = int(done * 4)
-            print(f"  {label:<20} {last[0] * 25:3d} % {seconds:5.0f} s{time_left(seconds, done)}", file=sys.stderr,
-                  flush=True)
+            print(f"  {label:<20} {last[0] * 25:3d} % {seconds:5.0f} s{left}", file=sys.stderr, flush=True)
     return show
 
 
@@ -69,8 +69,30 @@ def time_left(seconds: float, done: float) -> str:
     share is done, nor once all is."""
     if done <= 0 or done >= 1:
         return ""
-    left = seconds * (1 - done) / done
+    return _said(seconds * (1 - done) / done)
+
+
+def _said(left: float) -> str:
     return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
+
+
+class Pace:
+    """The time left at the pace since the first report: what came before it (set-up, the warm-up, reading the
+    trace) is not the replay's pace — counted in, a month's first report said 75 min for what took 22. Nothing
+    at the first report, nor once all is done."""
+
+    def __init__(self) -> None:
+        self.first: tuple[float, float] | None = None
+
+    def __call__(self, seconds: float, done: float) -> str:
+        """``time_left``'s words for the share ``done`` after ``seconds``."""
+        if self.first is None:
+            self.first = (seconds, done)
+            return ""
+        s0, d0 = self.first
+        if done <= d0 or done >= 1:
+            return ""
+        return _said((seconds - s0) * (1 - done) / (done - d0))
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -295,12 +317,12 @@ def _latency_note(minutes: float) -> str:
 def _progress_line(names: Any) -> Any:
     """``depth-first 25 % · price-first 50 % · ... 120 s``: rewritten in place on a terminal, a line a change of
     quarter otherwise."""
-    tty, last = sys.stderr.isatty(), [""]
+    tty, last, pace = sys.stderr.isatty(), [""], Pace()
 
     def show(shares: Any, seconds: float) -> None:
         line = " · ".join(f"{n} {shares.get(n, 0.0):4.0%}" for n in names)
         quarters = " ".join(str(int(shares.get(n, 0.0) * 4)) for n in names)
-        left = time_left(seconds, sum(shares.get(n, 0.0) for n in names) / max(1, len(names)))
+        left = pace(seconds, sum(shares.get(n, 0.0) for n in names) / max(1, len(names)))
         if tty:
             print(f"\r  {line}  {seconds:5.0f} s{left}", end="", file=sys.stderr, flush=True)
         elif quarters != last[0]:

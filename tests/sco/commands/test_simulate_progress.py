@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sco.commands.simulate import progress_bar, time_left
+from sco.commands.simulate import Pace, progress_bar, time_left
 
 
 @pytest.mark.parametrize(("seconds", "done", "said"), [
@@ -21,4 +21,20 @@ def test_a_bar_in_a_log_prints_a_line_a_quarter_with_the_estimate(capsys: pytest
         show(done)
     lines = capsys.readouterr().err.splitlines()
     assert [line.split()[2] for line in lines] == ["0", "25", "50"]
-    assert all("left" in line for line in lines)
+    assert "left" not in lines[0] and all("left" in line for line in lines[1:])   # a pace needs two reports
+
+
+def test_the_pace_is_measured_from_the_first_report_so_set_up_before_it_is_not_scaled_up() -> None:
+    """100 s of set-up and warm-up before the first report at 1 %, then 10 s a per cent: at 51 %, 490 s are
+    left. Scaling the whole 600 s said 576; the pace since the first report says the 490."""
+    pace = Pace()
+    assert pace(100.0, 0.01) == ""
+    assert pace(600.0, 0.51) == ", about 8 min left" and 490 / 60 < 8.5
+    assert time_left(600.0, 0.51) == ", about 10 min left"
+    assert pace(1090.0, 1.0) == ""
+
+
+def test_the_pace_says_nothing_until_a_share_more_than_the_first_is_done() -> None:
+    pace = Pace()
+    pace(5.0, 0.2)
+    assert pace(9.0, 0.2) == "" and pace(10.0, 0.3) == ", about 35 s left"
