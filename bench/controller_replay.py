@@ -34,10 +34,8 @@ run's set-up short), PostgreSQL backend CPU a pass, round trips a pass, the same
 from __future__ import annotations
 
 import argparse
-import contextlib
-import cProfile
 import hashlib
-import importlib
+import importlib.util
 import json
 import os
 import re
@@ -46,9 +44,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -78,182 +73,42 @@ def _inputs(hours: float, seed: int) -> tuple[datetime, Any, dict[str, int]]:
     return start, contracts, {c.workload: c.units for c in size_claims(trace, contracts, 40)}
 
 
-def _timed_ranker(ranker_of: Any, first: list[Any], in_ranker: list[float]) -> Any:
-    """``production_ranker`` (a tree from before the ranking worker) whose rankings add their CPU seconds to
-    ``in_ranker`` once the first pass began."""
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        inner = ranker_of(*args, **kwargs)
-
-        def rank(now: Any, feeds: Any) -> Any:
-            c = time.process_time()
-            try:
-                return inner(now, feeds)
-            finally:
-                in_ranker[0] += time.process_time() - c if first else 0.0
-
-        if hasattr(inner, "warm"):
-            rank.warm = inner.warm   # type: ignore[attr-defined]
-        return rank
-    return timed
-
-
-def _timed_worker(worker_of: Any, first: list[Any], in_ranker: list[float], in_worker: list[float]) -> Any:
-    """``ranking_worker`` whose rankings add this process's CPU seconds (reading the exclusions, handing the feeds
-    over, publishing the rows) to ``in_ranker`` once the first pass began, and the worker's own CPU seconds from
-    the first pass on to ``in_worker``."""
-
-    @contextmanager
-    def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        with worker_of(*args, **kwargs) as worker:
-            start = [0.0]
-
-            def rank(now: Any, feeds: Any) -> Any:
-                c = time.process_time()
-                if first and not start[0]:
-                    start[0] = worker.cpu_s()
-                publish = worker(now, feeds)
-                in_ranker[0] += time.process_time() - c if first else 0.0
-
-                def timed_publish() -> None:
-                    c = time.process_time()
-                    publish()
-                    in_ranker[0] += time.process_time() - c
-                return timed_publish
-
-            rank.warm = worker.warm   # type: ignore[attr-defined]
-            yield rank
-            in_worker[0] += worker.cpu_s() - start[0]
-    return timed
-
-
-@contextmanager
-def _timed_rankers(first: list[Any], in_ranker: list[float], in_worker: list[float]) -> Iterator[None]:
-    """The tree's rankers timed while inside (``_timed_ranker``, ``_timed_worker``), put back on the way out."""
-    from sco.commands import simulate_controller
-
-    ranking_home: types.ModuleType = simulate_controller   # where ``contract_ranker`` finds the in-process ranker
-    with contextlib.suppress(ImportError):   # a tree with the ranking worker keeps it beside the worker
-        ranking_home = importlib.import_module("sco.commands.replay_ranking")
-    ranker_of = ranking_home.production_ranker
-    worker_of = getattr(simulate_controller, "ranking_worker", None)
-    setattr(ranking_home, "production_ranker", _timed_ranker(ranker_of, first, in_ranker))  # noqa: B010
-    if worker_of is not None:
-        simulate_controller.ranking_worker = _timed_worker(worker_of, first, in_ranker, in_worker)
-    try:
-        yield
-    finally:
-        setattr(ranking_home, "production_ranker", ranker_of)  # noqa: B010
-        if worker_of is not None:
-            simulate_controller.ranking_worker = worker_of
+def _meters() -> Any:
+    """``replay_meters`` beside this file, loaded by path (its docstring says why)."""
+    spec = importlib.util.spec_from_file_location("_sco_replay_meters", Path(__file__).with_name("replay_meters.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _measure(hours: float, seed: int, profile: str | None = None, strategy: str = "depth-first",
              latency_min: float = 0.0) -> dict[str, Any]:
     """One replay in this process, on whatever code ``sys.path`` gives (both trees need the replay API)."""
-    import psycopg
-
-    from controllers.controller.loop import Controller
     from controllers.planning import Strategy
     from controllers.simregion.config import RegionConfig
     from sco.commands.simulate_controller import EmbeddedPostgres, run_controller_engine
 
     start, contracts, claims = _inputs(hours, seed)
-    first: list[tuple[float, float]] = []
-    server: dict[int, list[tuple[float, int]]] = {}   # backend pid -> (CPU s, voluntary switches) first, last pass
-    trips = {"all": 0, "steps": 0, "in_step": 0, "after_first": 0}
-    in_steps = [0.0]   # CPU seconds inside the controllers' passes (the rest: the region, the tallies, the relay)
-    in_ranker = [0.0]  # CPU seconds in the five-minute ranking and its forecast (production: a Dagster asset)
-    in_worker = [0.0]  # CPU seconds of the ranking worker's process (a tree with one)
-    in_bench = [0.0]   # CPU seconds of this bench's own reading of the backend's /proc files
-    step, wait = Controller.step, psycopg.Connection.wait
-    prof = cProfile.Profile(time.process_time) if profile else None   # CPU, not the waits
-
-    def counted_wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        return wait(self, _reads(gen, trips), *args, **kwargs)
-
-    def timed_step(self: Any) -> Any:
-        if not first:
-            first.append((time.perf_counter(), time.process_time()))
-            trips["after_first"] = trips["all"]
-        pid = self.conn.info.backend_pid
-        b = time.process_time()
-        server.setdefault(pid, [_backend(pid)] * 2)[1] = _backend(pid)
-        in_bench[0] += time.process_time() - b
-        trips["steps"] += 1
-        if prof is not None:
-            prof.enable()
-        c = time.process_time()
-        try:
-            return step(self)
-        finally:
-            in_steps[0] += time.process_time() - c
-            if prof is not None:
-                prof.disable()
-            trips["steps"] -= 1
-
-    Controller.step = timed_step   # type: ignore[method-assign]
-    psycopg.Connection.wait = counted_wait   # type: ignore[method-assign]
+    meters = _meters().Meters(bool(profile))
     pg = EmbeddedPostgres()
     try:
         url = pg.database()
-        t0, c0 = time.perf_counter(), time.process_time()
+        began = (time.perf_counter(), time.process_time())
         diagnostics: dict[str, int] = {}
         latency: dict[str, Any] = {"rank_latency": timedelta(minutes=latency_min)} if latency_min else {}
-        with _timed_rankers(first, in_ranker, in_worker):
+        with meters.installed():
             out = run_controller_engine(url, RegionConfig(seed=seed), start, hours / 24, contracts, claims,
                                         Strategy(strategy), 7.0, None, diagnostics, **latency)
-        t1, c1 = time.perf_counter(), time.process_time()
-        replay_trips = trips["all"] - trips["after_first"]
+        ended = (time.perf_counter(), time.process_time())
         digest = _decisions(url, out)
     finally:
-        Controller.step = step   # type: ignore[method-assign]
-        psycopg.Connection.wait = wait   # type: ignore[method-assign]
         pg.close()
-    if prof is not None and profile:
-        prof.dump_stats(profile)
+    if meters.prof is not None and profile:
+        meters.prof.dump_stats(profile)
     passes = round(hours * 60)
     return {"passes": passes, "partitions": len({c.partition for c in contracts}),
-            "setup_wall_s": first[0][0] - t0, "setup_cpu_s": first[0][1] - c0,
-            "pass_wall_s": (t1 - first[0][0]) / passes, "pass_cpu_s": (c1 - first[0][1] - in_bench[0]) / passes,
-            "pass_step_cpu_s": in_steps[0] / passes, "pass_ranker_cpu_s": in_ranker[0] / passes,
-            "pass_worker_cpu_s": in_worker[0] / passes,
-            "pass_pg_cpu_s": sum(b[0] - a[0] for a, b in server.values()) / passes,
-            "pass_pg_waits": sum(b[1] - a[1] for a, b in server.values()) / passes,
-            "pass_round_trips": replay_trips / passes, "pass_controller_round_trips": trips["in_step"] / passes,
-            "diagnostics": diagnostics, **digest}
-
-
-def _reads(gen: Any, trips: dict[str, int]) -> Any:
-    """``gen`` (a psycopg generator run by ``Connection.wait``: a statement outside a pipeline, a pipeline's sync or
-    a fetch), counted as a round trip when it waits to read and the server's answer is what wakes it (once a
-    call). A pipeline's send that waits for nothing back is not one, nor a fetch whose results had arrived."""
-    sent: Any = None
-    waited = False
-    try:
-        while True:
-            w = gen.send(sent)
-            sent = yield w
-            if not waited and int(w) & 1 and sent and int(sent) & 1:   # waited to read, and the answer came
-                waited = True
-                trips["all"] += 1
-                trips["in_step"] += 1 if trips["steps"] else 0
-    except StopIteration as stop:
-        return stop.value
-
-
-def _backend(pid: int) -> tuple[float, int]:
-    """User + system CPU seconds of a local process (the PostgreSQL backend serving the replay) and its voluntary
-    context switches (each time it waited, mostly for the client's next statement: a round trip seen from the
-    server)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0.0, 0
-    switches = next((int(line.split()[1]) for line in status.splitlines()
-                     if line.startswith("voluntary_ctxt_switches")), 0)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), switches
+            **meters.figures(passes, began, ended), "diagnostics": diagnostics, **digest}
 
 
 def _decisions(url: str, outcomes: dict[str, Any]) -> dict[str, Any]:
