@@ -27,8 +27,7 @@ from controllers.planning.model import Strategy, reads_forecast
 from controllers.replay.through_controller import PoolFeed, Ranker
 
 __all__ = ["RankingComputer", "RankingWorker", "contract_horizons", "contract_ranker", "forecast_horizons",
-           "forecast_note",
-           "one_native_thread", "production_ranker", "ranking_worker"]
+           "forecast_note", "one_native_thread", "production_ranker", "ranking_worker"]
 
 WINDOW_DAYS = 30   # the production ranking window (gather_inputs)
 Rows = list[tuple[object, ...]]
@@ -50,13 +49,11 @@ class RankingComputer:
     each pool's reclaim forecast (its model fitted on the warm-up's feeds and refitted daily), as
     ``rankings_in_force`` rows."""
 
-    def __init__(self, region: str, horizons_min: Sequence[int] | None = None,
-                 without: str = "no reclaim forecast") -> None:
+    def __init__(self, region: str, horizons_min: Sequence[int] | None = None) -> None:
         from .forecast_feed import ReplayForecaster
 
         self.region = region
         self.forecaster = ReplayForecaster(horizons_min) if horizons_min else None
-        self.without = without   # what the note says when there is no forecaster
 
     def rows(self, now: datetime, feeds: Sequence[PoolFeed], full: Mapping[str, datetime]) -> Rows:
         """The ranking in force from these feeds; ``full``: the pools excluded because launches were refused,
@@ -86,7 +83,7 @@ class RankingComputer:
         """One line on the forecast published: its horizons and last model, or why none was fitted."""
         f = self.forecaster
         if f is None:
-            return f"ranking: the production scorer, {self.without}"
+            return "ranking: the production scorer, no reclaim forecast"
         horizons = "/".join(str(h) for h in f.horizons)
         if f.model is None:
             return (f"ranking: the production scorer; its reclaim forecast ({horizons} min) was never fitted: "
@@ -140,12 +137,11 @@ class _InProcess:
         return self.computer.note()
 
 
-def production_ranker(conn: Any, region: str, horizons_min: Sequence[int] | None = None,
-                      without: str = "no reclaim forecast") -> Ranker:
+def production_ranker(conn: Any, region: str, horizons_min: Sequence[int] | None = None) -> Ranker:
     """The five-minute ranking of ``orchestration.rankings`` on the region's feeds, computed in this process and
     published to PostgreSQL on ``conn`` when the replay puts it in force; with ``horizons_min`` (None: no
-    forecast, ``without`` says why), each pool's reclaim forecast beside the score."""
-    return _InProcess(conn, RankingComputer(region, horizons_min, without))
+    forecast), each pool's reclaim forecast beside the score."""
+    return _InProcess(conn, RankingComputer(region, horizons_min))
 
 
 def contract_horizons(contracts: Sequence[Contract]) -> tuple[int, ...]:
@@ -155,21 +151,19 @@ def contract_horizons(contracts: Sequence[Contract]) -> tuple[int, ...]:
     return tuple(horizons_for([c.checkpoint_interval_min for c in contracts]))
 
 
-def forecast_horizons(contracts: Sequence[Contract], strategy: Strategy | None) -> tuple[tuple[int, ...] | None, str]:
-    """The horizons the replay forecasts at for a planner run with ``strategy``, and what a ranking without one
-    says: the contracts' (``contract_horizons``) when the planner reads the forecast; none when it cannot (the
-    baselines weigh nothing by it, so their decisions are the same without it and a third of a month's replay
-    — the forecast's features, predictions and daily refits — is spared)."""
-    if reads_forecast(strategy):
-        return contract_horizons(contracts), "no reclaim forecast"
-    return None, f"no reclaim forecast ({strategy} does not read one)"
+def forecast_horizons(contracts: Sequence[Contract], strategy: Strategy | None) -> tuple[int, ...] | None:
+    """The horizons the replay forecasts at for a planner run with ``strategy``: the contracts'
+    (``contract_horizons``) when the planner reads the forecast; None when it cannot (the baselines weigh nothing
+    by it, so their decisions are the same without it and a third of a month's replay — the forecast's features,
+    predictions and daily refits — is spared)."""
+    return contract_horizons(contracts) if reads_forecast(strategy) else None
 
 
 def contract_ranker(conn: Any, region: str, contracts: Sequence[Contract], strategy: Strategy | None = None
                     ) -> Ranker:
     """``production_ranker`` with the reclaim forecast at the horizons ``contracts`` declare, as the ranking asset
     publishes it, when the planner's ``strategy`` reads it (``forecast_horizons``)."""
-    return production_ranker(conn, region, *forecast_horizons(contracts, strategy))
+    return production_ranker(conn, region, forecast_horizons(contracts, strategy))
 
 
 def forecast_note(ranker: Ranker) -> str:
@@ -178,11 +172,10 @@ def forecast_note(ranker: Ranker) -> str:
     return str(note()) if note is not None else "ranking: the production scorer, no reclaim forecast"
 
 
-def _serve(pipe: Any, region: str, horizons_min: Sequence[int] | None, without: str = "no reclaim forecast"
-           ) -> None:
+def _serve(pipe: Any, region: str, horizons_min: Sequence[int] | None) -> None:
     """The worker's loop: one answer per request, in order; an error's traceback is the answer."""
     with one_native_thread():
-        computer = RankingComputer(region, horizons_min, without)
+        computer = RankingComputer(region, horizons_min)
         while True:
             try:
                 request = pipe.recv()
@@ -211,12 +204,11 @@ class RankingWorker:
     native thread pools a fork would copy half-way) while the replay runs its passes; the rows come back when the
     replay puts them in force, and are published on the replay's connection then. ``close()`` stops it."""
 
-    def __init__(self, conn: Any, region: str, horizons_min: Sequence[int] | None = None,
-                 without: str = "no reclaim forecast") -> None:
+    def __init__(self, conn: Any, region: str, horizons_min: Sequence[int] | None = None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.pg, self.region = _Pg(conn), region
         self._pipe, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, region, tuple(horizons_min or ()), without),
+        self._proc = ctx.Process(target=_serve, args=(child, region, tuple(horizons_min or ())),
                                  name="sco-ranking", daemon=True)
         self._proc.start()
         child.close()   # this end's copy: the worker's death then reads as EOF here, not as a hang
@@ -285,7 +277,7 @@ class RankingWorker:
 def ranking_worker(conn: Any, region: str, contracts: Sequence[Contract], strategy: Strategy | None = None
                    ) -> Iterator[RankingWorker]:
     """``contract_ranker``'s rankings computed by a ``RankingWorker``, stopped on the way out."""
-    worker = RankingWorker(conn, region, *forecast_horizons(contracts, strategy))
+    worker = RankingWorker(conn, region, forecast_horizons(contracts, strategy))
     try:
         yield worker
     finally:

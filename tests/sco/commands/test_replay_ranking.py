@@ -101,10 +101,9 @@ _CLOCK = [START]   # the time of the replay's pass running now
 
 def test_the_replay_forecasts_only_for_a_planner_that_reads_the_forecast() -> None:
     contracts = [ETL, TRAIN]
-    assert forecast_horizons(contracts, None) == (contract_horizons(contracts), "no reclaim forecast")
-    assert forecast_horizons(contracts, Strategy.EXPECTED_COST)[0] == contract_horizons(contracts)
-    assert forecast_horizons(contracts, Strategy.PRICE_FIRST) == (
-        None, "no reclaim forecast (price-first does not read one)")
+    assert forecast_horizons(contracts, None) == contract_horizons(contracts) == (60,)
+    assert forecast_horizons(contracts, Strategy.EXPECTED_COST) == contract_horizons(contracts)
+    assert forecast_horizons(contracts, Strategy.PRICE_FIRST) is None
 
 
 @pytest.mark.slow
