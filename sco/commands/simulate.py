@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import CliError
 from .report import render_table
 
-__all__ = ["CPU_S_PER_DAY", "Pace", "print_waterfalls", "progress_bar", "register", "time_left", "waterfall_lines"]
+__all__ = ["CPU_S_PER_DAY", "Pace", "print_waterfalls", "progress_bar", "register", "waterfall_lines"]
 
 STRATEGIES = ("expected-cost", "depth-first", "price-first", "capacity-optimised", "single-cheapest")
 CPU_S_PER_DAY = 35  # the controller engine, 14 workloads × 40 units: 15-20 min of wall a 30-day month (benchmarks.md)
@@ -64,35 +64,24 @@ def progress_bar(label: str) -> Any:
     return show
 
 
-def time_left(seconds: float, done: float) -> str:
-    """``", about 12 min left"``: the time ``done`` (a share) took, scaled to what is left; nothing before any
-    share is done, nor once all is."""
-    if done <= 0 or done >= 1:
-        return ""
-    return _said(seconds * (1 - done) / done)
-
-
-def _said(left: float) -> str:
-    return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
-
-
 class Pace:
-    """The time left at the pace since the first report: what came before it (set-up, the warm-up, reading the
-    trace) is not the replay's pace — counted in, a month's first report said 75 min for what took 22. Nothing
-    at the first report, nor once all is done."""
+    """The time left at the pace since the first report (``", about 12 min left"``): what came before it (set-up,
+    the warm-up, reading the trace) is not the replay's pace — counted in, a month's first report said 75 min for
+    what took 22. Nothing at the first report, nor once all is done."""
 
     def __init__(self) -> None:
         self.first: tuple[float, float] | None = None
 
     def __call__(self, seconds: float, done: float) -> str:
-        """``time_left``'s words for the share ``done`` after ``seconds``."""
+        """The words for the time left after ``seconds``, with the share ``done``."""
         if self.first is None:
             self.first = (seconds, done)
             return ""
         s0, d0 = self.first
         if done <= d0 or done >= 1:
             return ""
-        return _said((seconds - s0) * (1 - done) / (done - d0))
+        left = (seconds - s0) * (1 - done) / (done - d0)
+        return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
 
 
 def _simulate(args: argparse.Namespace) -> int:
