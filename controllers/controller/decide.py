@@ -37,7 +37,7 @@ from .decision import (
     WriteClaims,
     WritePlans,
 )
-from .fallback_pass import decide_fallback, fallback_deadlines, needs, requeue_after
+from .fallback_pass import covered_claims, decide_fallback, fallback_deadlines, needs, requeue_after
 from .losses import no_notice_losses
 from .model import Glance, Launch, Note, Observation, Observed, Purpose, SlotKey, Terminate
 from .pool_view import full_pool_score, pool_states_for, refused_until_card
@@ -109,7 +109,9 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     mem.refused_pools = refused_until_card(mem.refused_pools, seen.market.free_at)
     lost = mem.floor.lost_pools({pid: p.hall for pid, p in seen.market.pools.items()})
     states = pool_states_for(seen.market, observed, lost, _planned(mem.previous), mem.refused_pools, mem.pools)
-    planned = _plan(work, states, desired, mem, now, observed, lost)
+    covering = covered_claims(work.claims, observed, seen.market.pools, mem.returning)
+    planned = _plan(work if covering is work.claims else Normalised(covering, work.refusals), states, desired, mem,
+                    now, observed, lost)
     actions += [WritePlans(planned.plans, planned.generation, tuple(planned.replanned)), _claims(seen, work, planned)]
     tiers = {cl.workload: str(cl.contract.base_tier) for cl in work.claims}
     fallback_live: dict[SlotKey, int] = defaultdict(int)

@@ -62,6 +62,9 @@ class Memory:
     # changes no decision), shared by the copies of a memory
     pools: PoolMemo = field(default_factory=PoolMemo)
     work: WorkMemo = field(default_factory=WorkMemo)
+    # fallback: the instances being returned, per workload: no longer counted as doing the claim's work, so the
+    # plan places their units on reclaimable capacity before they go (make before break)
+    returning: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def fresh(cls, settings: ControllerSettings) -> Memory:
@@ -72,7 +75,7 @@ class Memory:
         """A copy ``decide`` may change without touching this one; the memos are shared (they only speed passes up)."""
         return Memory(self.safety.copy(), self.floor.copy(), self.previous, dict(self.short_since),
                       dict(self.healthy_since), dict(self.last_return), set(self.refused), self.tenure,
-                      self.mass_alarm, dict(self.refused_pools), self.pools, self.work)
+                      self.mass_alarm, dict(self.refused_pools), self.pools, self.work, dict(self.returning))
 
 
 @dataclass(frozen=True)

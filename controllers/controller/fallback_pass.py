@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from contracts.pools import PurchaseModel
+from contracts.pools import Pool, PurchaseModel
 from contracts.schema import Contract
-from controllers.planning import PlanSet, PoolState, WorkloadPlan, units_per_instance
+from controllers.planning import Claim, PlanSet, PoolState, WorkloadPlan, units_per_instance
 
 from .decision import Action, AskApproval, Desired, Memory, RecordShortfall, StartFallback
 from .fallback import Approval, FallbackDecisions, GuaranteedOption, Need, arbitrate
 from .model import Observed, Purpose, Terminate
 
-__all__ = ["FallbackPass", "decide_fallback", "fallback_deadlines", "interruption_rate_pct_h", "needs"]
+__all__ = ["FallbackPass", "covered_claims", "decide_fallback", "fallback_deadlines", "interruption_rate_pct_h",
+           "needs"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,33 @@ def interruption_rate_pct_h(notices: int, live: int, window: timedelta) -> float
     """The measured interruption rate of a workload: notices in ``window`` per live instance (at least one),
     in % per hour — what the arbiter compares with the contract's declared rate (and the breach alert too)."""
     return 100.0 * notices / max(1, live) / (window.total_seconds() / 3600)
+
+
+def covered_claims(claims: tuple[Claim, ...], observed: Sequence[Observed], pools: Mapping[str, Pool],
+                   returning: Mapping[str, frozenset[str]]) -> tuple[Claim, ...]:
+    """``claims`` with the units their live fallback instances hold (``Claim.covered``), those being returned aside.
+
+    Fallback launched for a shortfall or a breach does that work until it is returned (ADR-24: after an hour of
+    health, a fifth an hour): the plan's reclaimable part leaves those units to it instead of buying them again
+    when room comes back — which held guaranteed and reclaimable capacity for the same units, the fallback doing
+    nothing, for the hour or more a return waits. An instance chosen for return no longer covers: the plan places
+    its units on reclaimable capacity while it is still there. A claim nothing covers is the very object, and so
+    are ``claims`` when nothing covers any.
+    """
+    held: dict[str, list[Observed]] = defaultdict(list)
+    for o in observed:
+        if o.purpose is Purpose.FALLBACK and o.live and o.instance_id not in returning.get(o.workload, ()):
+            held[o.workload].append(o)
+    if not held:
+        return claims
+    out = []
+    for claim in claims:
+        mine = held.get(claim.workload)
+        if mine:
+            covered = sum(units_per_instance(pools[o.pool], claim.contract) for o in mine if o.pool in pools)
+            claim = Claim(claim.contract, claim.units, covered) if covered else claim
+        out.append(claim)
+    return tuple(out)
 
 
 def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolState], notices: Mapping[str, int],
@@ -90,8 +118,12 @@ def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed],
         memory.short_since.setdefault(w, now)
     else:
         memory.short_since.pop(w, None)
-    fb_units = sum(per.get(o.pool, 1) for o in mine if o.live and o.purpose is Purpose.FALLBACK)
-    wanted = p.shortfall_units + (notified_units if breach else 0) - fb_units
+    # the plan's shortfall is net of what fallback covers (``covered_claims``); a breach wants its notified units
+    # on fallback, less what fallback already holds
+    returning = memory.returning.get(w, frozenset())
+    fb_units = sum(per.get(o.pool, 1) for o in mine
+                   if o.live and o.purpose is Purpose.FALLBACK and o.instance_id not in returning)
+    wanted = p.shortfall_units + max(0, (notified_units if breach else 0) - fb_units)
     options = tuple(GuaranteedOption(st.pool_id, st.pool.rate_eur_h, per[st.pool_id], st.available_instances)
                     for st in pools.guaranteed if not st.excluded and per.get(st.pool_id, 0) > 0
                     and st.available_instances > 0)
@@ -122,11 +154,26 @@ def decide_fallback(wanted: Sequence[Need], observed: Sequence[Observed], desire
     actions.extend(AskApproval(ar) for ar in decisions.approvals)
     actions.extend(RecordShortfall(w, units, cause) for w, units, cause in decisions.shortfalls)
     by_id = {o.instance_id: o for o in observed}
-    returns = []
     for w, iid in decisions.returns:
-        returns.append(Terminate(by_id[iid], "return", by_id[iid].tier))
         memory.last_return[w] = now
-    return FallbackPass(tuple(actions), tuple(returns), decisions)
+        memory.returning[w] = memory.returning.get(w, frozenset()) | {iid}
+    return FallbackPass(tuple(actions), _returns(wanted, by_id, memory), decisions)
+
+
+def _returns(wanted: Sequence[Need], by_id: Mapping[str, Observed], memory: Memory) -> tuple[Terminate, ...]:
+    """The instances being returned that are still there, offered for termination every pass until they go
+    (level-triggered: the safety gate and the idle rule may hold one for a while). A workload whose plan is short
+    again keeps its fallback: the return is called off and the instances cover its units once more."""
+    short = {n.workload for n in wanted if n.units_wanted > 0 or n.short_since is not None}
+    out: list[Terminate] = []
+    for w, ids in sorted(memory.returning.items()):
+        live = frozenset(i for i in ids if (o := by_id.get(i)) is not None and o.live)
+        if not live or w in short:
+            del memory.returning[w]
+            continue
+        memory.returning[w] = live
+        out.extend(Terminate(by_id[i], "return", by_id[i].tier) for i in sorted(live))
+    return tuple(out)
 
 
 def fallback_deadlines(wanted: Sequence[Need], desired: Desired) -> list[datetime]:

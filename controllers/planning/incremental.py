@@ -169,7 +169,7 @@ def replan(prev: WorkloadPlan, claim: Claim, strategy: Strategy, caps: Caps, tab
     floor = _allocations(floor_placed, guaranteed.k, table, Purpose.FLOOR)
     for a in floor:
         table.take(index[a.pool_id], a.instances)
-    target = claim.units - floor_wanted + floor_short
+    target = max(0, claim.units - floor_wanted + floor_short - claim.covered)   # fallback holds ``covered``
     if strategy is Strategy.EXPECTED_COST:  # the contract's own weight: kept units stay, the missing ones go cheapest
         shape = table.reclaimable_at(contract.resources, contract.eligible, contract.partition, contract,
                                      weight_of(contract))

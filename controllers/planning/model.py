@@ -154,10 +154,16 @@ class PoolState:
 
 @dataclass(frozen=True)
 class Claim:
-    """Pending work of one workload, normalised: how many units it wants now."""
+    """Pending work of one workload, normalised: how many units it wants now.
+
+    ``covered``: units of it running on fallback capacity now (ADR-23, ADR-24). Fallback does that work until it is
+    returned, so the reclaimable part of the plan is that much smaller; a plan that bought reclaimable capacity for
+    it too paid twice for the same units for the hour or more a return waits.
+    """
 
     contract: Contract
     units: int
+    covered: int = 0
 
     @cached_property
     def workload(self) -> str:
@@ -166,7 +172,9 @@ class Claim:
 
     @cached_property
     def digest(self) -> str:
-        """``<workload>@<version>:<units>``: a plan is redone only when this changes (computed once a claim)."""
+        """``<workload>@<version>:<units>[-<covered>]``: a plan is redone only when this changes (computed once)."""
+        if self.covered:
+            return f"{self.contract.ref}:{self.units}-{self.covered}"
         return f"{self.contract.ref}:{self.units}"
 
 

@@ -130,16 +130,17 @@ def _floor_wanted(units: int, floor_pct: int) -> int:
 def _plan_one(row: Row, strategy: Strategy, floor_units: int, table: PoolTable,
               config: PlannerConfig) -> WorkloadPlan:
     """The plan of a claim from scratch (``row``: the claim's, ``_row``; ``strategy`` and ``floor_units``: its own)."""
-    _, name, digest, units, contract, _, _, resources, eligible, partition, unit = row
+    claim, name, digest, units, contract, _, _, resources, eligible, partition, unit = row
     caps = config.caps
+    covered = claim.covered   # units fallback holds: the reclaimable part is that much smaller
     if floor_units > 0:
         floor = shared_floor(floor_units, table.guaranteed_of(resources, unit, partition, contract), caps, table)
         allocations = floor.allocations(_FLOOR, table)
         table.take_all(floor.pools, floor.instances)
         notes = floor.notes
-        target = units - floor_units + floor.short  # floor shortfall is sought on reclaimable capacity
+        target = max(0, units - floor_units + floor.short - covered)  # floor shortfall is sought on reclaimable
     else:
-        floor, allocations, notes, target = NOTHING, (), (), units
+        floor, allocations, notes, target = NOTHING, (), (), max(0, units - covered)
 
     if strategy is _COST:
         shape, placed, risky = costed_fill(target, contract, table, caps)
