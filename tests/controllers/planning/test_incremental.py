@@ -124,3 +124,17 @@ def test_same_placement_sees_a_moved_unit() -> None:
     shifted = replace(p, allocations=(replace(a, pool_id="elsewhere"), *p.allocations[1:]))
     assert same_placement(p, replace(p, notes=("n",))) and not same_placement(p, shifted)
     assert isinstance(PlanSet(generation=1, made_at=NOW), PlanSet)
+
+
+def test_units_fallback_covers_come_off_the_reclaimable_part_alone_and_come_back_when_it_stops_covering() -> None:
+    c = contract("T1", name="wa")
+    first = plan([Claim(c, 100)], floor_pools(committed_free=100), NOW)
+    covered = plan([Claim(c, 100, covered=20)], floor_pools(committed_free=100), NOW, previous=first)
+    back = plan([Claim(c, 100)], floor_pools(committed_free=100), NOW, previous=covered)
+    before, during, after = first.plans["wa"], covered.plans["wa"], back.plans["wa"]
+    assert covered.replanned == ("wa",) and during.shortfall_units == 0
+    assert during.floor_units == before.floor_units == 30                   # the floor is the claim's, untouched
+    assert sum(units_by_pool(during).values()) == sum(units_by_pool(before).values()) - 20 == 50
+    assert moved(during, after) == 0 and sum(units_by_pool(after).values()) == 70
+    scratch = plan([Claim(c, 100, covered=20)], floor_pools(committed_free=100), NOW).plans["wa"]
+    assert sum(units_by_pool(scratch).values()) == 50 and scratch.floor_units == 30
