@@ -35,7 +35,7 @@ from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
 from .risk import weight_of
 from .tables import Entry, PoolTable, Shape
-from .waterfill import _key, _share, fill
+from .waterfill import _key, _share, _whole, fill
 
 __all__ = ["replan", "same_placement"]
 
@@ -76,6 +76,8 @@ class _Fill:
         self.hall_used: dict[str, int] = defaultdict(int)
         self.target = self.remaining = target
         self.used = 0    # pools holding units
+        # expected cost (depth-first on a costed shape) fills whole instances first (``waterfill._whole``)
+        self.whole = shape.weight is not None and strategy is Strategy.DEPTH_FIRST
 
     def room(self, i: int, k: int) -> int:
         t, done = self.table, self.placed[i]
@@ -103,23 +105,30 @@ class _Fill:
 
         Where the hall cap is only a preference (``Caps.hall_cap``), pass 3 tops up without it.
         """
-        ranked = self.ranked
+        ranked, whole = self.ranked, self.whole
         for index, (i, k) in enumerate(ranked):
             if self.remaining == 0:
                 return
             reserve = min(max(0, self.min_pools - self.used - 1), len(ranked) - index - 1, self.remaining - 1)
             units = min(self.room(i, k), self.remaining - reserve)
+            if whole:
+                units = _whole(self.placed[i], units, k)
             if units > 0:
                 self.take(i, units)
-        for lift in (False, True) if self.preference else (False,):
-            if lift:
-                self.hall_cap = self.target
-            for i, k in ranked:
-                if self.remaining == 0:
-                    return
-                units = self.room(i, k)
-                if units > 0:
-                    self.take(i, units)
+        hall_cap = self.hall_cap
+        for rounded in (True, False) if whole else (False,):   # whole instances first, then part-filled ones
+            self.hall_cap = hall_cap
+            for lift in (False, True) if self.preference else (False,):
+                if lift:
+                    self.hall_cap = self.target
+                for i, k in ranked:
+                    if self.remaining == 0:
+                        return
+                    units = self.room(i, k)
+                    if rounded:
+                        units = _whole(self.placed[i], units, k)
+                    if units > 0:
+                        self.take(i, units)
 
 
 def _held(prev: WorkloadPlan, purpose: Purpose, index: dict[str, int]) -> dict[int, int]:

@@ -10,6 +10,12 @@ up to the caps when later pools could not take their share; what still cannot be
 Pools whose one instance holds more units than the pool cap come last: the cap would leave such an instance
 part-empty at its full rate.
 
+Expected-cost fills (depth-first on a costed shape, ``Shape.weight``) take whole instances: a pool's units are
+rounded down to a multiple of what its instance holds before the next pool is read, and only what whole
+instances cannot place goes into part-filled ones, in a last pass. Units an instance leaves unused are paid at
+its full rate and do no work: the replay through the controller found 4-16 % of a small-unit workload's
+reclaimable spend there (a 6-unit pool cap on instances of 4 units: two instances for six units).
+
 Small claims: a share cap never rounds below one unit (a 4-unit claim puts one unit in each of four pools),
 except probation, which may round to zero.
 
@@ -212,6 +218,15 @@ def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[in
     return pool_cap, group_cap, hall_cap, _share(target, caps.probation_share, False), min_pools
 
 
+def _whole(done: int, units: int, k: int) -> int:
+    """``units`` more in a pool holding ``done``, less what would leave its last instance part-filled.
+
+    Not below one instance: with ``k`` or fewer in all, a part-filled instance is the only way to place them.
+    """
+    total = done + units
+    return units if total <= k else total - total % k - done
+
+
 def _fill(target: int, shape: Shape, strategy: Strategy, caps: Caps,
           table: PoolTable) -> tuple[dict[int, int], int, int, list[int] | None]:
     """The fill, the last rank it read when another fill may reuse it (else -1), the instances it counted.
@@ -247,6 +262,7 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     those to ``_scan``). Every pool is read once, so none holds units yet.
     """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
+    whole = shape.weight is not None and not price_first   # expected cost: whole instances (``_whole``)
     order = shape.orders.get("price" if price_first else "depth") or table.order(shape, price_first)
     residual, group, probation, live = table.residual, table.static.group_no, table.probation, shape.live
     cut = pool_cap if pool_cap < shape.max_k else shape.max_k  # min(), without a builtin's call
@@ -288,6 +304,8 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
             units = remaining - need
         elif remaining < units:
             units = remaining
+        if whole and units > k:   # whole instances: the units a last part-filled instance would leave unused
+            units -= units % k
         if units > 0:
             need -= 1
             placed[i] = units
@@ -339,6 +357,7 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
     """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
+    whole = shape.weight is not None and strategy is _DEPTH   # expected cost: whole instances (``_whole``)
     placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
     hall_used: dict[str, int] = defaultdict(int)
@@ -357,6 +376,8 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
         g, h, done = group[i], hall[i], placed.get(i, 0)
         units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
                     hall_cap - hall_used[h], residual[i] * k - done, remaining - reserve)
+        if whole:
+            units = _whole(done, units, k)
         if units > 0:
             used += done == 0
             placed[i] = done + units
@@ -368,13 +389,17 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
     # pass 2: top up to the caps in rank order (pass 1 read every candidate that could have room, or nothing
     # is left to place); pass 3, where the hall cap is a preference: the same without it
     passes: list[tuple[int, list[Entry] | None]] = [(hall_cap, seen), (target, None)] if lift else [(hall_cap, seen)]
-    for cap, order in passes:  # pass 3 reads every candidate in rank order (``None``: sorted only when reached)
+    # whole instances first, where the shape asks for them; what they leave is placed in part-filled ones after
+    for cap, order, rounded in [(c, o, True) for c, o in passes if whole] + [(c, o, False) for c, o in passes]:
+        # pass 3 reads every candidate in rank order (``None``: sorted only when reached)
         for i, k in order if order is not None else _sorted(table, shape, strategy, pool_cap):
             if remaining == 0:
                 break
             g, h, done = group[i], hall[i], placed.get(i, 0)
             units = min((probation_cap if probation[i] else pool_cap) - done, group_cap - group_used[g],
                         cap - hall_used[h], residual[i] * k - done, remaining)
+            if rounded:
+                units = _whole(done, units, k)
             if units > 0:
                 placed[i] = done + units
                 group_used[g] += units

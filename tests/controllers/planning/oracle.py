@@ -197,6 +197,13 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         units = min(held.get(c.state.pool_id, 0), room(c), remaining)  # type: ignore[union-attr]
         if units > 0:
             take(c, units)
+    whole = strategy is Strategy.EXPECTED_COST  # whole instances first (issue 36)
+
+    def rounded(c: Candidate, units: int) -> int:
+        """Less what would leave the pool's last instance part-filled, unless it holds no whole one."""
+        total, k = placed[c.state.pool_id] + units, c.per_instance
+        return units if total <= k else total - total % k - placed[c.state.pool_id]
+
     # pass 1: in rank order, keeping one unit back for each further pool needed to reach min_pools
     for index, c in enumerate(ranked):
         if remaining == 0:
@@ -205,18 +212,26 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         still_needed = max(0, min_pools - used - 1)
         reserve = min(still_needed, len(ranked) - index - 1, remaining - 1)
         units = min(room(c), remaining - reserve)
+        if whole:
+            units = rounded(c, units)
         if units > 0:
             take(c, units)
-    # pass 2: top up to the caps in rank order; pass 3 (a preference): the same without the hall cap
-    for lift in (False, True) if preference else (False,):
-        if lift:
-            hall_cap = target
-        for c in ranked:
-            if remaining == 0:
-                break
-            units = min(room(c), remaining)
-            if units > 0:
-                take(c, units)
+    # pass 2: top up to the caps in rank order; pass 3 (a preference): the same without the hall cap; whole
+    # instances first, then part-filled ones
+    first_hall_cap = hall_cap
+    for whole_only in (True, False) if whole else (False,):
+        hall_cap = first_hall_cap
+        for lift in (False, True) if preference else (False,):
+            if lift:
+                hall_cap = target
+            for c in ranked:
+                if remaining == 0:
+                    break
+                units = min(room(c), remaining)
+                if whole_only:
+                    units = rounded(c, units)
+                if units > 0:
+                    take(c, units)
     return {k: v for k, v in placed.items() if v}, remaining
 
 

@@ -101,3 +101,36 @@ def test_the_baseline_shrinks_a_pool_with_little_history_towards_its_group_and_t
 def test_a_forecast_out_of_range_or_not_a_number_is_held_to_a_probability_or_replaced_by_the_catalogue_rate(
         given: float | None, used: float) -> None:
     assert PoolState(pool("p"), 1, reclaim_p_1h=given).reclaim_p == used  # the builder's catalogue rate is 0
+
+
+def _big(n: int = 16) -> list[PoolState]:
+    """n pools whose 16-vCPU instances hold four 4-vCPU units, rates 0.40-0.55 an instance (0.10-0.14 a unit)."""
+    return [PoolState(pool(f"b{i:02d}", hall=f"h{i % 3 + 1}", rate=f"{0.40 + i / 100:.2f}", vcpu=16), 1000,
+                      reclaim_p_1h=0.01) for i in range(n)]
+
+
+@pytest.mark.parametrize("units", [40, 37, 100, 60])
+def test_expected_cost_fills_whole_instances_where_price_first_leaves_them_part_filled(units: int) -> None:
+    c = contract("T5")
+    ours = plan([Claim(c, units)], _big(), NOW, config=OURS).plans["wk"]
+    price = plan([Claim(c, units)], _big(), NOW, config=PlannerConfig(strategy=Strategy.PRICE_FIRST)).plans["wk"]
+    for p in (ours, price):
+        assert p.shortfall_units == 0 and sum(units_by_pool(p).values()) == units
+    part_filled = [a for a in ours.allocations if a.units % 4]
+    assert len(part_filled) <= 1                                 # only the last units, when not a multiple of 4
+    assert sum(a.instances for a in ours.allocations) == -(-units // 4)
+    assert sum(a.instances for a in ours.allocations) <= sum(a.instances for a in price.allocations)
+    assert max(units_by_pool(ours).values()) <= max(1, units * 15 // 100)   # the same pool cap
+    if units == 40:  # the cap is 6 units a pool: price-first buys two instances for six units, ours one for four
+        assert sum(a.instances for a in price.allocations) > sum(a.instances for a in ours.allocations)
+        assert ours.cost_eur_h < price.cost_eur_h
+
+
+def test_a_replan_of_expected_cost_adds_whole_instances_and_fills_a_part_filled_one_it_holds_first() -> None:
+    c = contract("T5")
+    first = plan([Claim(c, 37)], _big(), NOW, config=OURS)
+    more = plan([Claim(c, 46)], _big(), NOW, previous=first, config=OURS).plans["wk"]
+    assert more.shortfall_units == 0 and sum(units_by_pool(more).values()) == 46
+    assert len([a for a in more.allocations if a.units % 4]) <= 1
+    kept = units_by_pool(first.plans["wk"])
+    assert all(units_by_pool(more).get(pid, 0) >= n for pid, n in kept.items())   # nothing held moved
