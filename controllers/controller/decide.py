@@ -144,7 +144,9 @@ def decide(seen: Observation, desired: Desired, memory: Memory, now: datetime) -
     deadlines += [t for t in (seen.market.inputs.changes_at, seen.glance.notices_age_at) if t is not None]
     held = gated.held_launches + gated.held_terminations
     return Decision(tuple(actions), mem, gated.read_only, planned.generation, held, gated,
-                    requeue_after(deadlines, now), _quiet(actions, seen, planned, held, gated.read_only))
+                    requeue_after(deadlines, now),
+                    # a return chosen now changes what the next pass plans (its units stop being covered)
+                    _quiet(actions, seen, planned, held, gated.read_only) and not fb.decisions.returns)
 
 
 def _quiet(actions: Sequence[Action], seen: Observation, planned: PlanSet, held: int, read_only: bool) -> bool:

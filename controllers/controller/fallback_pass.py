@@ -153,11 +153,13 @@ def decide_fallback(wanted: Sequence[Need], observed: Sequence[Observed], desire
         actions.append(StartFallback(fl, contract.spend_cap_24h_eur, contract.approver, generation))
     actions.extend(AskApproval(ar) for ar in decisions.approvals)
     actions.extend(RecordShortfall(w, units, cause) for w, units, cause in decisions.shortfalls)
-    by_id = {o.instance_id: o for o in observed}
+    # the returns chosen in an earlier pass are offered now; those chosen in this one wait a pass: this pass's
+    # plan counted them as covering, the next one places their units before they go
+    returns = _returns(wanted, {o.instance_id: o for o in observed}, memory)
     for w, iid in decisions.returns:
         memory.last_return[w] = now
         memory.returning[w] = memory.returning.get(w, frozenset()) | {iid}
-    return FallbackPass(tuple(actions), _returns(wanted, by_id, memory), decisions)
+    return FallbackPass(tuple(actions), returns, decisions)
 
 
 def _returns(wanted: Sequence[Need], by_id: Mapping[str, Observed], memory: Memory) -> tuple[Terminate, ...]:

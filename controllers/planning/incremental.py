@@ -97,6 +97,8 @@ class _Fill:
         for i, k in self.ranked:
             if i in held:
                 units = min(held[i], self.room(i, k))
+                if self.whole and units < held[i]:   # cut by a cap or a lowered claim: whole instances go
+                    units = _whole(0, units, k)
                 if units > 0:
                     self.take(i, units)
 

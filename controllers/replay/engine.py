@@ -83,8 +83,8 @@ class WorkloadOutcome:
     fallback_starts: int = 0
     reclaimable_cost: Decimal = Decimal(0)
     reclaimable_cost_planning: Decimal = Decimal(0)  # the same instance-hours at the catalogue's planning rate
-    # the part of it held beyond the claim (make-before-break overlap, surplus not yet terminated): the replay
-    # through the controller counts it; the replay-only model holds no surplus
+    # the part of it held beyond the plan's instances (make-before-break overlap, surplus not yet terminated): the
+    # replay through the controller counts it; the replay-only model holds no surplus
     surplus_cost_planning: Decimal = Decimal(0)
     floor_cost: Decimal = Decimal(0)
     fallback_cost: Decimal = Decimal(0)

@@ -22,6 +22,7 @@ from contracts.schema import Contract
 from contracts.subjects import EventKind
 
 from ..controller.exclusion_stream import ExclusionStream
+from ..planning import Purpose as PlanPurpose
 from ..planning import units_per_instance
 from ..simregion.economics import price_factor
 from ..simregion.engine import SimEvent
@@ -92,6 +93,7 @@ class ReplayRun:
         self.held_now: dict[str, dict[str, int]] = {}
         self.fallback_live: dict[str, bool] = {}
         self.units_of: dict[tuple[str, str], int] = {}   # (workload, pool) -> units an instance holds
+        self._planned: dict[str, tuple[Any, dict[str, int]]] = {}   # workload -> (plan, its instances per pool)
         # an instance's workload and purpose, from the tags and metadata it was launched with (they never change)
         self.whose: dict[str, tuple[str | None, str]] = {}
         # the card read last, its rates by pool, and one instance-step's cost per pool at them and at the planning
@@ -184,7 +186,10 @@ class ReplayRun:
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
         by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
-        planning: dict[str, Decimal] = defaultdict(Decimal)   # this step's reclaimable spend at planning rates
+        # reclaimable instances held per workload and pool, and each pool's step at the planning rate: what is held
+        # beyond the plan's instances there is surplus and make-before-break overlap
+        count: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        step_at_plan: dict[str, Decimal] = {}
         for i in listed:
             workload, purpose = self.whose.get(i.instance_id) or self._who(i)
             c = self.by_workload.get(workload) if workload else None
@@ -206,7 +211,8 @@ class ReplayRun:
                 if at_plan is None:
                     at_plan = self._plan_costs[(i.pool_id, step_s)] = pool.rate_eur_h * step_h
                 o.reclaimable_cost_planning += at_plan
-                planning[c.workload] += at_plan
+                count[c.workload][i.pool_id] += 1
+                step_at_plan[i.pool_id] = at_plan
             elif purpose == "floor":
                 o.floor_cost += cost
             else:
@@ -216,8 +222,8 @@ class ReplayRun:
             want = self.units.get(w, 0)
             h = held.get(w, {})
             rec = min(h.get("reclaimable", 0), want)
-            if rec < h.get("reclaimable", 0):   # held beyond the claim: make-before-break overlap, surplus to go
-                o.surplus_cost_planning += planning[w] * (h["reclaimable"] - rec) / h["reclaimable"]
+            if w in count:
+                o.surplus_cost_planning += self._beyond_plan(w, count[w], plans.get(w), step_at_plan)
             base = min(want, rec + h.get("floor", 0))
             fb = min(want - base, h.get("fallback", 0))
             o.wanted_s += want * step_s
@@ -231,6 +237,21 @@ class ReplayRun:
             wp = plans.get(w)
             if wp is not None:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
+
+    def _beyond_plan(self, workload: str, held: Mapping[str, int], plan: Any,
+                     step_at_plan: Mapping[str, Decimal]) -> Decimal:
+        """This step's planning-rate cost of the reclaimable instances held beyond the plan's in each pool: the
+        replacements launched before what they replace goes, the surplus the breaker paces out. Units an instance of
+        the plan leaves unused are not surplus (the waterfall's fit); before, a held *unit* count above the claim
+        was, which put the rounding of small units into whole instances under surplus for workloads with no floor
+        and nowhere for those with one."""
+        planned = self._planned.get(workload)
+        if planned is None or planned[0] is not plan:   # the plan's instances per pool, once per plan object
+            planned = self._planned[workload] = (plan, {} if plan is None else {
+                a.pool_id: a.instances for a in plan.allocations if a.purpose is PlanPurpose.RECLAIMABLE})
+        wanted = planned[1]
+        return sum((step_at_plan[pid] * (n - wanted.get(pid, 0)) for pid, n in held.items()
+                    if n > wanted.get(pid, 0)), Decimal(0))
 
     def _who(self, i: Instance) -> tuple[str | None, str]:
         owner = i.owner

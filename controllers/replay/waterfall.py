@@ -13,8 +13,8 @@ between the two splits exactly into:
   hours would have cost there;
 - **shortfall**: the saving the work not delivered would have made;
 - **wasted work**: work redone, at the guaranteed rate (removed from useful work, ADR-26);
-- **surplus and make-before-break overlap**: reclaimable instances held beyond the claim (replacements launched
-  before the instances they replace go, surplus the breaker paces out);
+- **surplus and make-before-break overlap**: reclaimable instances held beyond the plan's instances in their pool
+  (replacements launched before the instances they replace go, surplus the breaker paces out);
 - **depth premium**: ADR-08's recorded premium over price-first under the same caps (rate card, scaled to the
   planning rates), inside the reclaimable spend;
 - **fit and pool rates**: the rest of the reclaimable spend beyond the planning share of the work it did: units an

@@ -108,7 +108,7 @@ def test_killing_the_controller_mid_plan_and_restarting_gives_two_read_only_cycl
     assert row is not None
     before = row[0]
 
-    second = _controller(tmp_path, region_url, pg_migrated_url, bundle, "second.log", passes=40)
+    second = _controller(tmp_path, region_url, pg_migrated_url, bundle, "second.log", passes=60)
     assert second.wait(120) == 0, (tmp_path / "second.log").read_text()
     cycles = conn.execute("SELECT read_only, launched FROM controller_cycles WHERE id > %s ORDER BY id",
                           (before,)).fetchall()

@@ -193,11 +193,14 @@ def fill(target: int, candidates: list[Candidate], strategy: Strategy, caps: Cap
         hall_used[c.state.pool.hall] += units
         remaining -= units
 
+    whole = strategy is Strategy.EXPECTED_COST  # whole instances first (issue 36)
     for c in ranked if held else ():
-        units = min(held.get(c.state.pool_id, 0), room(c), remaining)  # type: ignore[union-attr]
+        had = held.get(c.state.pool_id, 0)  # type: ignore[union-attr]
+        units = min(had, room(c), remaining)
+        if whole and units < had and units > c.per_instance:  # cut: whole instances go
+            units -= units % c.per_instance
         if units > 0:
             take(c, units)
-    whole = strategy is Strategy.EXPECTED_COST  # whole instances first (issue 36)
 
     def rounded(c: Candidate, units: int) -> int:
         """Less what would leave the pool's last instance part-filled, unless it holds no whole one."""

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from contracts.pools import PurchaseModel
 from contracts.provider import Instance, OwnerTags, RateCard, RateCardEntry
+from controllers.planning import Allocation, Purpose, Strategy, WorkloadPlan
 from controllers.replay.replay_run import ReplayRun
 from controllers.simregion.clock import VirtualClock
 from controllers.simregion.config import RegionConfig
@@ -71,3 +72,24 @@ def test_an_instance_of_another_workload_or_not_active_costs_nothing() -> None:
     run.accrue([other, stopped], {}, 60)
     o = run.outcome["etl"]
     assert (o.reclaimable_cost, o.floor_cost, o.instance_s) == (Decimal(0), Decimal(0), 0)
+
+
+def _plan(**instances: int) -> WorkloadPlan:
+    allocations = tuple(Allocation(pid, Purpose.RECLAIMABLE, 3 * n, n, Decimal("0.1")) for pid, n in instances.items())
+    return WorkloadPlan("etl", f"{ETL.ref}:10", Strategy.EXPECTED_COST, allocations, 10, 0, 0, Decimal(0))
+
+
+def test_surplus_is_the_instances_held_beyond_the_plan_s_in_their_pool_not_units_an_instance_leaves_unused() -> None:
+    run, (a, b) = _run()
+    step_h = Decimal(60) / 3600
+    rate = {pid: run.pools[pid].rate_eur_h * step_h for pid in (a, b)}
+    listed = [_ours(0, a), _ours(1, a), _ours(2, a), _ours(3, b), _ours(4, b, "floor")]
+    # the plan wants two instances in a and one in b: the third in a is surplus, whatever units the others hold
+    run.accrue(listed, {"etl": _plan(**{a: 2, b: 1})}, 60)
+    assert run.outcome["etl"].surplus_cost_planning == rate[a]
+    # its next plan wants them all: nothing beyond it (the floor instance is never reclaimable surplus)
+    run.accrue(listed, {"etl": _plan(**{a: 3, b: 1})}, 60)
+    assert run.outcome["etl"].surplus_cost_planning == rate[a]
+    # no plan in force: every reclaimable instance held is surplus
+    run.accrue(listed, {}, 60)
+    assert abs(run.outcome["etl"].surplus_cost_planning - (4 * rate[a] + rate[b])) < Decimal("1e-24")
