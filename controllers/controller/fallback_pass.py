@@ -2,6 +2,11 @@
 the instances, the notices in the breach window and the ledger; ``fallback.arbitrate``; and the actions —
 launches within the spend cap (``apply`` reserves before it launches), approval requests beyond it, shortfall
 when the approver has not answered in 15 minutes, and returns (termination candidates for the safety gate).
+
+Fallback does the work it was launched for: before the plan is made, ``covered_claims`` takes the units live
+fallback holds off each claim's reclaimable part, and a return moves them back — chosen in one pass, offered
+for termination from the next, once the plan has placed their units on reclaimable capacity (ADR-24: return
+*moves* fallback capacity, a fifth an hour, after an hour of health).
 """
 
 from __future__ import annotations
