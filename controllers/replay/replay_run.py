@@ -186,10 +186,9 @@ class ReplayRun:
         step_h = Decimal(step_s) / 3600
         held: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # workload -> purpose -> units
         by_pool: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))   # reclaimable, per pool
-        # reclaimable instances held per workload and pool, and each pool's step at the planning rate: what is held
-        # beyond the plan's instances there is surplus and make-before-break overlap
+        # reclaimable instances held per workload and pool: what is held beyond the plan's instances there is
+        # surplus and make-before-break overlap
         count: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        step_at_plan: dict[str, Decimal] = {}
         for i in listed:
             workload, purpose = self.whose.get(i.instance_id) or self._who(i)
             c = self.by_workload.get(workload) if workload else None
@@ -212,7 +211,6 @@ class ReplayRun:
                     at_plan = self._plan_costs[(i.pool_id, step_s)] = pool.rate_eur_h * step_h
                 o.reclaimable_cost_planning += at_plan
                 count[c.workload][i.pool_id] += 1
-                step_at_plan[i.pool_id] = at_plan
             elif purpose == "floor":
                 o.floor_cost += cost
             else:
@@ -223,7 +221,7 @@ class ReplayRun:
             h = held.get(w, {})
             rec = min(h.get("reclaimable", 0), want)
             if w in count:
-                o.surplus_cost_planning += self._beyond_plan(w, count[w], plans.get(w), step_at_plan)
+                o.surplus_cost_planning += self._beyond_plan(w, count[w], plans.get(w), step_s)
             base = min(want, rec + h.get("floor", 0))
             fb = min(want - base, h.get("fallback", 0))
             o.wanted_s += want * step_s
@@ -238,19 +236,18 @@ class ReplayRun:
             if wp is not None:
                 o.depth_premium += wp.depth_premium_eur_h * step_h
 
-    def _beyond_plan(self, workload: str, held: Mapping[str, int], plan: Any,
-                     step_at_plan: Mapping[str, Decimal]) -> Decimal:
+    def _beyond_plan(self, workload: str, held: Mapping[str, int], plan: Any, step_s: int) -> Decimal:
         """This step's planning-rate cost of the reclaimable instances held beyond the plan's in each pool: the
         replacements launched before what they replace goes, the surplus the breaker paces out. Units an instance of
-        the plan leaves unused are not surplus (the waterfall's fit); before, a held *unit* count above the claim
-        was, which put the rounding of small units into whole instances under surplus for workloads with no floor
-        and nowhere for those with one."""
+        the plan leaves unused are not surplus but the waterfall's fit (counting held *units* above the claim put
+        that rounding under surplus for workloads with no floor, and nowhere for those with one)."""
         planned = self._planned.get(workload)
         if planned is None or planned[0] is not plan:   # the plan's instances per pool, once per plan object
             planned = self._planned[workload] = (plan, {} if plan is None else {
                 a.pool_id: a.instances for a in plan.allocations if a.purpose is PlanPurpose.RECLAIMABLE})
         wanted = planned[1]
-        return sum((step_at_plan[pid] * (n - wanted.get(pid, 0)) for pid, n in held.items()
+        at_plan = self._plan_costs   # (pool, step) -> an instance-step at the planning rate, filled by ``accrue``
+        return sum((at_plan[(pid, step_s)] * (n - wanted.get(pid, 0)) for pid, n in held.items()
                     if n > wanted.get(pid, 0)), Decimal(0))
 
     def _who(self, i: Instance) -> tuple[str | None, str]:
