@@ -35,7 +35,7 @@ from .floor import fill_floor
 from .model import Allocation, Caps, Claim, Purpose, Strategy, WorkloadPlan
 from .risk import weight_of
 from .tables import Entry, PoolTable, Shape
-from .waterfill import _key, _share, _whole, fill
+from .waterfill import _key, _share, _whole, fill, whole_instances
 
 __all__ = ["replan", "same_placement"]
 
@@ -76,8 +76,7 @@ class _Fill:
         self.hall_used: dict[str, int] = defaultdict(int)
         self.target = self.remaining = target
         self.used = 0    # pools holding units
-        # expected cost (depth-first on a costed shape) fills whole instances first (``waterfill._whole``)
-        self.whole = shape.weight is not None and strategy is Strategy.DEPTH_FIRST
+        self.whole = whole_instances(shape, strategy)
 
     def room(self, i: int, k: int) -> int:
         t, done = self.table, self.placed[i]

@@ -39,7 +39,7 @@ from .model import Caps, Strategy, share_ratio
 from .placed import Placed
 from .tables import Entry, Order, PoolTable, Shape
 
-__all__ = ["fill", "shared_fill"]
+__all__ = ["fill", "shared_fill", "whole_instances"]
 
 # the strategies as module names: read in a few nanoseconds, not ~50 as attributes of their class
 _DEPTH, _PRICE, _CAPACITY, _SINGLE = (Strategy.DEPTH_FIRST, Strategy.PRICE_FIRST, Strategy.CAPACITY_OPTIMISED,
@@ -218,6 +218,11 @@ def _caps(target: int, shape: Shape, strategy: Strategy, caps: Caps) -> tuple[in
     return pool_cap, group_cap, hall_cap, _share(target, caps.probation_share, False), min_pools
 
 
+def whole_instances(shape: Shape, strategy: Strategy) -> bool:
+    """Whether a fill takes whole instances first: expected cost, which fills a costed shape depth-first."""
+    return shape.weight is not None and strategy is _DEPTH
+
+
 def _whole(done: int, units: int, k: int) -> int:
     """``units`` more in a pool holding ``done``, less what would leave its last instance part-filled.
 
@@ -262,7 +267,7 @@ def _walk(target: int, shape: Shape, price_first: bool, limits: tuple[int, int, 
     those to ``_scan``). Every pool is read once, so none holds units yet.
     """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
-    whole = shape.weight is not None and not price_first   # expected cost: whole instances (``_whole``)
+    whole = not price_first and whole_instances(shape, _DEPTH)
     order = shape.orders.get("price" if price_first else "depth") or table.order(shape, price_first)
     residual, group, probation, live = table.residual, table.static.group_no, table.probation, shape.live
     cut = pool_cap if pool_cap < shape.max_k else shape.max_k  # min(), without a builtin's call
@@ -357,7 +362,7 @@ def _scan(target: int, shape: Shape, strategy: Strategy, limits: tuple[int, int,
     """
     pool_cap, group_cap, hall_cap, probation_cap, min_pools = limits
     residual, probation, group, hall = table.residual, table.probation, table.group, table.hall
-    whole = shape.weight is not None and strategy is _DEPTH   # expected cost: whole instances (``_whole``)
+    whole = whole_instances(shape, strategy)
     placed: dict[int, int] = {}
     group_used: dict[str, int] = defaultdict(int)
     hall_used: dict[str, int] = defaultdict(int)
