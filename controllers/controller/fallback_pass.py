@@ -61,7 +61,7 @@ def covered_claims(claims: tuple[Claim, ...], observed: Sequence[Observed], pool
     """
     held: dict[str, list[Observed]] = defaultdict(list)
     for o in observed:
-        if o.purpose is Purpose.FALLBACK and o.live and o.instance_id not in returning.get(o.workload, ()):
+        if _covers(o, returning.get(o.workload, frozenset())):
             held[o.workload].append(o)
     if not held:
         return claims
@@ -73,6 +73,11 @@ def covered_claims(claims: tuple[Claim, ...], observed: Sequence[Observed], pool
             claim = Claim(claim.contract, claim.units, covered) if covered else claim
         out.append(claim)
     return tuple(out)
+
+
+def _covers(o: Observed, returning: frozenset[str]) -> bool:
+    """A live fallback instance not being returned: it does its workload's work (``covered_claims``)."""
+    return o.purpose is Purpose.FALLBACK and o.live and o.instance_id not in returning
 
 
 def needs(planned: PlanSet, observed: Sequence[Observed], states: Sequence[PoolState], notices: Mapping[str, int],
@@ -126,8 +131,7 @@ def _need(w: str, p: WorkloadPlan, contract: Contract, mine: Sequence[Observed],
     # the plan's shortfall is net of what fallback covers (``covered_claims``); a breach wants its notified units
     # on fallback, less what fallback already holds
     returning = memory.returning.get(w, frozenset())
-    fb_units = sum(per.get(o.pool, 1) for o in mine
-                   if o.live and o.purpose is Purpose.FALLBACK and o.instance_id not in returning)
+    fb_units = sum(per.get(o.pool, 1) for o in mine if _covers(o, returning))
     wanted = p.shortfall_units + max(0, (notified_units if breach else 0) - fb_units)
     options = tuple(GuaranteedOption(st.pool_id, st.pool.rate_eur_h, per[st.pool_id], st.available_instances)
                     for st in pools.guaranteed if not st.excluded and per.get(st.pool_id, 0) > 0
